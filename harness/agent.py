@@ -1,0 +1,146 @@
+"""The agent adapter protocol and the registry that resolves an `agent` setting.
+
+An adapter builds a fresh agent for one case from the harness's model boundary and tool
+registry, runs one user turn at a time through the agent's own loop, and returns the
+turn's final text. The harness never re-implements a framework's loop.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from harness.backend import ModelBoundary
+from harness.case import AgentSurface
+from harness.tools import BUILTIN_TOOL_NAMES, Tool, ToolRegistry, builtin_tools
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What an adapter gets for one case; everything in it is fresh for that case."""
+
+    case_id: str
+    model: ModelBoundary
+    tools: ToolRegistry
+    workspace: Path
+
+
+@runtime_checkable
+class AgentSession(Protocol):
+    """One case's agent: runs user turns in order, keeping its own conversation state."""
+
+    def run_turn(self, user_input: str) -> Awaitable[str] | str: ...
+
+
+@runtime_checkable
+class AgentAdapter(Protocol):
+    """Builds sessions of one kind of agent."""
+
+    name: str
+
+    def tools(self) -> list[Tool]:
+        """The tools registered for every case (their names are checked at admission)."""
+        ...
+
+    def start(self, context: AgentContext) -> AgentSession:
+        """A fresh agent for one case, wired to `context.model` and `context.tools`."""
+        ...
+
+
+class AgentError(Exception):
+    """The `agent` setting cannot be resolved to an adapter."""
+
+
+# Built-in adapters, imported only when chosen so that importing the harness never imports
+# an agent framework.
+BUILTIN_AGENTS: dict[str, str] = {
+    "openai-agents": "harness.agents.openai_agents:OpenAIAgentsAdapter",
+}
+DEFAULT_AGENT = "openai-agents"
+
+
+class LoopAdapter:
+    """A user's own loop: `factory(context)` returns an `AgentSession`."""
+
+    def __init__(self, name: str, factory: Callable[[AgentContext], AgentSession]) -> None:
+        self.name = name
+        self._factory = factory
+
+    def tools(self) -> list[Tool]:
+        return builtin_tools()
+
+    def start(self, context: AgentContext) -> AgentSession:
+        session = self._factory(context)
+        if not isinstance(session, AgentSession):
+            raise TypeError(
+                f"agent factory {self.name!r} returned {type(session).__name__}, "
+                "which has no run_turn(user_input) method"
+            )
+        return session
+
+
+def resolve_agent(spec: str) -> AgentAdapter:
+    """An adapter for `spec`: a built-in name, or `module:attribute` of the user's code.
+
+    The attribute may be an `AgentAdapter` (or a class of one), or a factory taking an
+    `AgentContext` and returning an `AgentSession`.
+    """
+    spec = spec.strip()
+    if spec in BUILTIN_AGENTS:
+        target = _import(BUILTIN_AGENTS[spec], spec)
+        return target()  # type: ignore[no-any-return]
+    if ":" not in spec:
+        known = ", ".join(sorted(BUILTIN_AGENTS))
+        raise AgentError(
+            f"unknown agent {spec!r}: use a built-in agent ({known}) or 'module:factory'"
+        )
+    target = _import(spec, spec)
+    if inspect.isclass(target):
+        instance = target()
+        if isinstance(instance, AgentAdapter):
+            return instance
+        raise AgentError(f"agent {spec!r}: class {target.__name__} is not an AgentAdapter")
+    if isinstance(target, AgentAdapter):
+        return target
+    if callable(target):
+        return LoopAdapter(spec, target)
+    raise AgentError(f"agent {spec!r}: {type(target).__name__} is neither an adapter nor callable")
+
+
+def _import(path: str, spec: str) -> Any:
+    module_name, _, attr = path.rpartition(":")
+    if not module_name or not attr:
+        raise AgentError(f"agent {spec!r}: expected 'module:attribute'")
+    # Console scripts do not put the working directory on sys.path; a project's own
+    # agent module lives there.
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = ""
+        if spec in BUILTIN_AGENTS:
+            hint = f" (install the extra: pip install 'zeroclaw-eval[{spec}]')"
+        raise AgentError(f"agent {spec!r}: cannot import {module_name}: {exc}{hint}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from None
+
+
+def agent_surface(adapter: AgentAdapter) -> AgentSurface:
+    return AgentSurface(adapter.name, frozenset(t.name for t in adapter.tools()))
+
+
+def surface_of(spec: str) -> AgentSurface:
+    """What admission needs of `spec`, without importing a built-in agent's framework."""
+    spec = spec.strip()
+    if spec in BUILTIN_AGENTS:
+        return AgentSurface(spec, BUILTIN_TOOL_NAMES)
+    return agent_surface(resolve_agent(spec))

@@ -1,0 +1,105 @@
+"""The model boundary: neutral request/step types, the backend protocol, and the meter.
+
+Adapters translate a framework's model interface to `ModelRequest` and back from
+`ModelStep`; every step passes through `ModelBoundary`, so call counts, tokens and
+divergence diagnostics are implemented once for every agent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True):
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+class ToolSchema(msgspec.Struct, frozen=True):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...] = ()
+
+
+class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
+    """One model response: final text, or tool calls to dispatch."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelBackend(Protocol):
+    """Where model responses come from: a replay script or a provider."""
+
+    async def respond(self, request: ModelRequest) -> ModelStep: ...
+
+    def start_turn(self, index: int) -> None: ...
+
+    def end_turn(self, index: int) -> None: ...
+
+
+class ModelBoundary:
+    """The one object adapters talk to; meters every step and keeps the last request."""
+
+    def __init__(self, backend: ModelBackend) -> None:
+        self._backend = backend
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.last_request: ModelRequest | None = None
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        self.last_request = request
+        step = await self._backend.respond(request)
+        self.calls += 1
+        self.input_tokens += step.input_tokens
+        self.output_tokens += step.output_tokens
+        return step
+
+    def start_turn(self, index: int) -> None:
+        self._backend.start_turn(index)
+
+    def end_turn(self, index: int) -> None:
+        self._backend.end_turn(index)
+
+
+def summarize_request(request: ModelRequest | None, *, width: int = 120) -> str:
+    """The messages of a request, one line each, so an author sees where replay diverged."""
+    if request is None:
+        return "  (no model request was made)"
+    lines = []
+    for i, message in enumerate(request.messages):
+        parts = []
+        if message.content:
+            parts.append(_clip(json.dumps(message.content, ensure_ascii=False), width))
+        for call in message.tool_calls:
+            args = _clip(json.dumps(call.arguments, ensure_ascii=False, sort_keys=True), width)
+            parts.append(f"call {call.name}({args}) id={call.id}")
+        if message.tool_call_id:
+            parts.insert(0, f"result for {message.tool_call_id}:")
+        lines.append(f"  [{i}] {message.role}: {' '.join(parts) or '(empty)'}")
+    return "\n".join(lines)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

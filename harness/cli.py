@@ -1,0 +1,203 @@
+"""`zeroclaw eval run|check`: the command line and its exit-code contract.
+
+Exit codes: 0 the gate passed; 1 it did not (failed check, run error, refused fixture,
+bad configuration, unwritable report); 2 the command line itself was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from harness.case import MODES, AdmissionError, Problem
+from harness.report.model import SUITE_KINDS
+
+FORMATS = ("table", "json", "junit")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zeroclaw",
+        description="zeroclaw-eval: replay agent trace fixtures through a real agent loop, "
+        "grade them, and gate CI on the result.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    evaluation = commands.add_parser("eval", help="run or check eval suites")
+    actions = evaluation.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    run = actions.add_parser(
+        "run",
+        help="run a suite and exit 0 iff the gate passed",
+        description="Admit every fixture of the suite, run each case through the agent's "
+        "real loop, grade it, report, and exit 0 iff the suite's gate passed.",
+    )
+    _common(run)
+    run.add_argument("--format", choices=FORMATS, default="table", help="stdout format")
+    run.add_argument(
+        "--suite-kind",
+        choices=SUITE_KINDS,
+        help="gate rules to apply (default: the suite directory's name, else regression)",
+    )
+    run.add_argument("--junit-xml", type=Path, metavar="PATH", help="also write JUnit XML here")
+    run.add_argument(
+        "--json-report", type=Path, metavar="PATH", help="also write the JSON report here"
+    )
+    run.add_argument(
+        "--timeout", type=float, metavar="SECS", help="per-case timeout (default: config)"
+    )
+
+    check = actions.add_parser(
+        "check",
+        help="admit a suite and check no case passes an empty run; runs no agent",
+        description="Fixture admission plus the empty-run vacuity check, without running "
+        "any agent: for pre-commit hooks and while authoring cases.",
+    )
+    _common(check)
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--suite", metavar="DIR", help="suite directory (default: suite_dir)")
+    parser.add_argument("--mode", choices=MODES, help="replay or live (default: mode)")
+    parser.add_argument("--agent", metavar="SPEC", help="agent name or module:factory")
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="TOML file with an [eval] table"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.action == "check":
+            return _check(args)
+        return _run(args)
+    except _Refused as exc:
+        print(f"zeroclaw eval: {exc}", file=sys.stderr)
+        return 1
+
+
+class _Refused(Exception):
+    """Anything that stops a run before a verdict: printed as one clear line, exit 1."""
+
+
+def _settings(args: argparse.Namespace) -> tuple[Path, Path, str, str, float]:
+    from harness.config import ConfigError, load_config
+
+    try:
+        loaded = load_config(args.config)
+    except ConfigError as exc:
+        raise _Refused(str(exc)) from None
+    config = loaded.config
+    suite = Path(args.suite) if args.suite else loaded.root / config.suite_dir
+    mode = args.mode or config.mode
+    agent = args.agent or config.agent
+    return suite, loaded.root, mode, agent, config.case_timeout_secs
+
+
+def _print_refusal(problems: list[Problem], stream: TextIO) -> None:
+    for problem in problems:
+        print(problem, file=stream)
+    files = len({p.file for p in problems})
+    print(
+        f"zeroclaw eval: refused: {len(problems)} problem(s) in {files} file(s); nothing was run",
+        file=stream,
+    )
+
+
+def _check(args: argparse.Namespace) -> int:
+    from harness.agent import AgentError, surface_of
+    from harness.suite import load_suite
+
+    suite, _root, mode, agent, _timeout = _settings(args)
+    try:
+        cases = load_suite(suite, mode, surface_of(agent))  # type: ignore[arg-type]
+    except AgentError as exc:
+        raise _Refused(str(exc)) from None
+    except AdmissionError as exc:
+        _print_refusal(exc.problems, sys.stderr)
+        return 1
+    print(f"{len(cases)} case(s) in {suite} admitted; each fails against an empty run")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.agent import AgentError, agent_surface, resolve_agent
+    from harness.report.files import ReportWriteError, write_atomic
+    from harness.report.json import render_json
+    from harness.report.junit import render_junit
+    from harness.report.model import resolve_kind
+    from harness.report.table import render_case, render_summary, use_colour
+    from harness.runner import display_path, run_cases
+    from harness.suite import load_suite
+
+    suite, root, mode, agent_spec, timeout = _settings(args)
+    if args.timeout is not None:
+        if args.timeout <= 0:
+            raise _Refused("--timeout must be a positive number of seconds")
+        timeout = args.timeout
+    if mode == "live":
+        raise _Refused(
+            "live mode is not available yet: this version replays scripted fixtures only "
+            "(use --mode replay)"
+        )
+    try:
+        adapter = resolve_agent(agent_spec)
+    except AgentError as exc:
+        raise _Refused(str(exc)) from None
+    try:
+        cases = load_suite(suite, "replay", agent_surface(adapter))
+    except AdmissionError as exc:
+        _print_refusal(exc.problems, sys.stderr)
+        return 1
+
+    suite_name = display_path(suite, root.resolve())
+    kind = resolve_kind(args.suite_kind, suite_name)
+    table = args.format == "table"
+    colour = table and use_colour(sys.stdout)
+    if table:
+        sys.stdout.write("\n")
+    total = len(cases)
+    done = 0
+
+    def on_case(case_report: object) -> None:
+        nonlocal done
+        done += 1
+        if table:
+            sys.stdout.write(render_case(case_report, colour))  # type: ignore[arg-type]
+            sys.stdout.flush()
+        elif sys.stderr.isatty():
+            sys.stderr.write(f"\r  {done}/{total} cases")
+            sys.stderr.flush()
+
+    report = run_cases(
+        cases,
+        adapter,
+        suite=suite_name,
+        kind=kind,
+        case_timeout=timeout,
+        root=root,
+        on_case=on_case,
+    )
+    if not table and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    json_doc = render_json(report)
+    junit_doc = render_junit(report) if args.junit_xml or args.format == "junit" else b""
+    try:
+        if args.junit_xml:
+            write_atomic(args.junit_xml, junit_doc)
+        if args.json_report:
+            write_atomic(args.json_report, json_doc)
+    except ReportWriteError as exc:
+        raise _Refused(str(exc)) from None
+    out = sys.stdout.buffer
+    if table:
+        sys.stdout.write(render_summary(report, colour))
+        sys.stdout.flush()
+    elif args.format == "json":
+        out.write(json_doc)
+    else:
+        out.write(junit_doc)
+    out.flush()
+    return report.exit_code()

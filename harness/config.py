@@ -1,0 +1,82 @@
+"""Configuration: `[tool.zeroclaw.eval]` in pyproject.toml or `[eval]` in a `--config` file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import tomli
+
+from harness.agent import DEFAULT_AGENT
+from harness.case import Mode
+
+DEFAULT_SUITE_DIR = "evals/regression"
+
+
+class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    suite_dir: str = DEFAULT_SUITE_DIR
+    mode: Mode = "replay"
+    agent: str = DEFAULT_AGENT
+    case_timeout_secs: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: EvalConfig
+    root: Path  # the project root: relative suite paths and report paths start here
+    source: str  # where the settings came from, for messages
+
+
+def load_config(config_file: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
+    """Settings from `config_file` (`[eval]`), else the nearest pyproject.toml holding
+    `[tool.zeroclaw.eval]`, else the defaults rooted at the working directory."""
+    cwd = (cwd or Path.cwd()).resolve()
+    if config_file is not None:
+        table = _read_toml(config_file).get("eval")
+        if table is None:
+            raise ConfigError(f"{config_file}: no [eval] table")
+        return LoadedConfig(
+            _validate(table, f"{config_file}: [eval]"),
+            config_file.resolve().parent,
+            str(config_file),
+        )
+    for directory in (cwd, *cwd.parents):
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file():
+            table = _read_toml(pyproject).get("tool", {}).get("zeroclaw", {}).get("eval")
+            if table is not None:
+                where = f"{pyproject}: [tool.zeroclaw.eval]"
+                return LoadedConfig(_validate(table, where), directory, str(pyproject))
+    return LoadedConfig(EvalConfig(), cwd, "defaults")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomli.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomli.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _validate(table: Any, where: str) -> EvalConfig:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table")
+    try:
+        return msgspec.convert(table, EvalConfig, strict=True)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        if message.startswith("Object contains unknown field"):
+            key = message.split("`")[1]
+            known = ", ".join(f.name for f in msgspec.structs.fields(EvalConfig))
+            raise ConfigError(f"{where}: unknown key {key!r} (known keys: {known})") from None
+        raise ConfigError(f"{where}: {message.replace(' - at `$', ' at `eval')}") from None

@@ -1,0 +1,159 @@
+"""Grading: one grade per expectation entry, each saying what was observed."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Literal
+
+import msgspec
+
+from harness.case import Expects, LlmTrace, PayloadExpect
+from harness.record import RunRecord
+
+Category = Literal["response", "tool", "run"]
+
+
+class Grade(msgspec.Struct, frozen=True):
+    check: str
+    passed: bool
+    detail: str
+    category: Category
+
+
+def _q(text: str) -> str:
+    """A string quoted for a check name or detail, escapes visible."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _clip(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def grade(expects: Expects, record: RunRecord) -> list[Grade]:
+    """Grade a run against `expects`; the order is the declaration order of the families."""
+    grades = list(_grades(expects, record))
+    if not grades:
+        # Admission refuses such cases; this backstop keeps a case that asserts nothing from
+        # ever passing even when graded directly through the API.
+        grades.append(
+            Grade("declared_assertions", False, "the case declares no effective check", "run")
+        )
+    return grades
+
+
+def _grades(e: Expects, run: RunRecord) -> Iterator[Grade]:
+    response = run.final_response
+    shown = _q(_clip(response))
+    names = run.tools_called
+    count = len(names)
+    calls = f"{count} tool call(s): {_q_list(names)}"
+    for needle in e.response_contains:
+        ok = needle in response
+        yield Grade(
+            f"response_contains({_q(needle)})",
+            ok,
+            "found" if ok else f"not found in response: {shown}",
+            "response",
+        )
+    for needle in e.response_not_contains:
+        ok = needle not in response
+        yield Grade(
+            f"response_not_contains({_q(needle)})",
+            ok,
+            "absent" if ok else f"unexpectedly present in response: {shown}",
+            "response",
+        )
+    for name in e.tools_used:
+        ok = name in names
+        yield Grade(
+            f"tools_used({_q(name)})",
+            ok,
+            "called" if ok else f"not called; tools called: {_q_list(names)}",
+            "tool",
+        )
+    for name in e.tools_not_used:
+        ok = name not in names
+        yield Grade(
+            f"tools_not_used({_q(name)})",
+            ok,
+            "not called" if ok else f"unexpectedly called; {calls}",
+            "tool",
+        )
+    if e.max_tool_calls is not None:
+        yield Grade(f"max_tool_calls({e.max_tool_calls})", count <= e.max_tool_calls, calls, "tool")
+    if e.min_tool_calls:
+        yield Grade(f"min_tool_calls({e.min_tool_calls})", count >= e.min_tool_calls, calls, "tool")
+    if e.exact_tool_calls is not None:
+        yield Grade(
+            f"exact_tool_calls({e.exact_tool_calls})", count == e.exact_tool_calls, calls, "tool"
+        )
+    for payload in e.tool_arguments_contain:
+        yield _payload_grade("tool_arguments_contain", payload, run, "arguments")
+    for payload in e.tool_results_contain:
+        yield _payload_grade("tool_results_contain", payload, run, "result")
+    if e.all_tools_succeeded is not None:
+        actual = run.all_tools_succeeded
+        failed = [f"{c.name}: {_clip(c.result, 200)}" for c in run.calls if not c.success]
+        detail = f"actual all_tools_succeeded = {str(actual).lower()}"
+        if failed:
+            detail += f"; failed calls: {_q_list(failed)}"
+        yield Grade(
+            f"all_tools_succeeded({str(e.all_tools_succeeded).lower()})",
+            actual == e.all_tools_succeeded,
+            detail,
+            "tool",
+        )
+    for pattern in e.response_matches:
+        check = f"response_matches({_q(pattern)})"
+        try:
+            ok = re.search(pattern, response) is not None
+        except re.error as exc:  # admission compiles patterns; kept for direct API use
+            yield Grade(check, False, f"invalid regex: {exc}", "response")
+            continue
+        yield Grade(check, ok, "matched" if ok else f"no match in response: {shown}", "response")
+
+
+def _payload_grade(
+    family: str, expect: PayloadExpect, run: RunRecord, payload: Literal["arguments", "result"]
+) -> Grade:
+    matching = [getattr(c, payload) for c in run.calls if c.name == expect.tool]
+    tool, needle = _q(expect.tool), _q(expect.needle)
+    if expect.call_index is not None:
+        i = expect.call_index
+        check = f"{family}({tool}[{i}], {needle})"
+        if i >= len(matching):
+            return Grade(
+                check,
+                False,
+                f"no call {i} to {tool}; only {len(matching)} call(s) observed: "
+                f"{_q_list(matching)}",
+                "tool",
+            )
+        ok = expect.needle in matching[i]
+        detail = f"found in call {i}" if ok else f"call {i} payload was {_q(_clip(matching[i]))}"
+        return Grade(check, ok, detail, "tool")
+    check = f"{family}({tool}, {needle})"
+    if not matching:
+        return Grade(
+            check,
+            False,
+            f"{tool} was never called; tools called: {_q_list(run.tools_called)}",
+            "tool",
+        )
+    ok = any(expect.needle in p for p in matching)
+    detail = "found" if ok else f"not found; observed payloads: {_q_list(matching)}"
+    return Grade(check, ok, detail, "tool")
+
+
+def _q_list(items: list[str]) -> str:
+    return "[" + ", ".join(_q(_clip(i, 200)) for i in items) + "]"
+
+
+def empty_run_passes(trace: LlmTrace) -> bool:
+    """True when `trace` passes against a run that did nothing: it cannot tell a working
+    agent from a dead one."""
+    if trace.expects is None:
+        return True
+    return all(g.passed for g in grade(trace.expects, RunRecord()))

@@ -1,0 +1,36 @@
+"""What one case's run left at the two boundaries: the run record that grading reads."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class RecordedCall(msgspec.Struct, frozen=True):
+    """One dispatch at the tool boundary, the canonical dispatch fact."""
+
+    name: str
+    arguments: str
+    result: str
+    success: bool
+    duration_ms: float
+
+
+class RunRecord(msgspec.Struct, kw_only=True):
+    """Everything observed while running one case; counts accumulate over all turns."""
+
+    final_response: str = ""
+    turn_responses: list[str] = []
+    calls: list[RecordedCall] = []
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    duration_ms: float = 0.0
+
+    @property
+    def tools_called(self) -> list[str]:
+        # Derived, never stored: the recorded calls are the only dispatch fact.
+        return [c.name for c in self.calls]
+
+    @property
+    def all_tools_succeeded(self) -> bool:
+        return all(c.success for c in self.calls)

@@ -1,0 +1,1 @@
+"""Reports: the suite verdict (`model`) and its renderings (table, JSON, JUnit, files)."""

@@ -1,0 +1,41 @@
+"""JUnit XML through `junit-xml`, with text made legal XML 1.0 first."""
+
+from __future__ import annotations
+
+import re
+
+from harness.report.model import CaseReport, SuiteReport
+
+# Anything outside XML 1.0's Char production is replaced, not dropped, so a reader can
+# still see that something was there.
+_ILLEGAL_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    return _ILLEGAL_XML.sub("\ufffd", text)
+
+
+def render_junit(report: SuiteReport) -> bytes:
+    from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+    cases = [_test_case(TestCase, report.suite, case) for case in report.cases]
+    suite = TestSuite(xml_safe(f"zeroclaw-eval:{report.suite}"), cases)
+    return to_xml_report_string([suite], prettyprint=True, encoding="utf-8").encode("utf-8")
+
+
+def _test_case(factory: type, suite: str, case: CaseReport) -> object:
+    tc = factory(
+        name=xml_safe(case.id),
+        classname=xml_safe(suite),
+        elapsed_sec=case.duration_ms / 1000.0,
+        file=xml_safe(case.fixture),
+    )
+    if case.error is not None:
+        first = case.error.splitlines()[0] if case.error else "run error"
+        tc.add_error_info(message=xml_safe(first), output=xml_safe(case.error))
+    elif not case.passed:
+        failing = case.failing_grades
+        message = failing[0].check if failing else "no grades"
+        body = "\n".join(f"{g.check}: {g.detail}" for g in failing) or "the case produced no grades"
+        tc.add_failure_info(message=xml_safe(message), output=xml_safe(body))
+    return tc

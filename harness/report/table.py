@@ -1,0 +1,54 @@
+"""The human table: one line per case, failing checks under it, a summary line."""
+
+from __future__ import annotations
+
+import os
+from typing import TextIO
+
+from harness.report.model import CaseReport, SuiteReport
+
+
+def use_colour(stream: TextIO) -> bool:
+    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+
+
+def _paint(text: str, code: str, colour: bool) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if colour else text
+
+
+def render_case(case: CaseReport, colour: bool = False) -> str:
+    icon = _paint("✓", "32", colour) if case.passed else _paint("✗", "31", colour)
+    head = f"  {icon} {case.id} ({case.fixture})"
+    if case.error is not None:
+        first, *rest = case.error.splitlines() or [""]
+        lines = [f"{head}  —  run error: {first}"]
+        lines.extend(f"      {line}" for line in rest)
+        return "\n".join(lines) + "\n"
+    passed = sum(g.passed for g in case.grades)
+    lines = [f"{head}  {passed}/{len(case.grades)} checks"]
+    for grade in case.failing_grades:
+        lines.append(f"      {_paint('✗', '31', colour)} {grade.check}: {grade.detail}")
+    return "\n".join(lines) + "\n"
+
+
+def render_summary(report: SuiteReport, colour: bool = False) -> str:
+    t = report.totals
+    line = f"  {t.passed}/{t.cases} cases passed"
+    if t.failed or t.errors:
+        parts = [f"{t.failed} failed"] if t.failed else []
+        parts += [f"{t.errors} run error(s)"] if t.errors else []
+        line += f"  ({', '.join(parts)})"
+    else:
+        line += "  " + _paint("✓", "32", colour)
+    line += (
+        f"  [{report.kind} suite, {report.mode}, agent {report.agent}: exit {report.exit_code()}]"
+    )
+    return f"\n{line}\n"
+
+
+def render_table(report: SuiteReport, colour: bool = False) -> str:
+    return (
+        "\n"
+        + "".join(render_case(c, colour) for c in report.cases)
+        + render_summary(report, colour)
+    )

@@ -1,0 +1,161 @@
+"""Loading a suite: every direct `*.json` child of a directory, admitted or all refused."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.case import (
+    AdmissionError,
+    AgentSurface,
+    LlmTrace,
+    Mode,
+    Problem,
+    check_trace,
+    parse_fixture,
+)
+from harness.grader import empty_run_passes
+
+MAX_FIXTURE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Case:
+    """An admitted fixture: its trace, where it came from, and its text (for line lookups)."""
+
+    trace: LlmTrace
+    path: Path
+    text: str
+
+    @property
+    def id(self) -> str:
+        return self.trace.case_id
+
+
+def fixture_paths(directory: Path) -> list[Path]:
+    """The suite's fixtures in sorted file-name order; never descends, never opens."""
+    where = str(directory)
+    try:
+        with os.scandir(directory) as entries:
+            names = sorted(
+                e.name for e in entries if e.name.endswith(".json") and e.name != ".json"
+            )
+    except FileNotFoundError:
+        raise AdmissionError([Problem(where, "suite", "suite directory does not exist")]) from None
+    except NotADirectoryError:
+        raise AdmissionError([Problem(where, "suite", "not a directory")]) from None
+    except OSError as exc:
+        raise AdmissionError(
+            [Problem(where, "suite", f"cannot read suite directory: {exc.strerror or exc}")]
+        ) from None
+    return [directory / name for name in names]
+
+
+def read_fixture(path: Path) -> str:
+    """The text of one fixture; refuses anything that is not a small regular UTF-8 file."""
+    where = str(path)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise AdmissionError([Problem(where, "$", f"cannot stat: {exc.strerror or exc}")]) from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = _file_kind(info.st_mode)
+        raise AdmissionError([Problem(where, "$", f"not a regular file ({kind})")])
+    if info.st_size > MAX_FIXTURE_BYTES:
+        raise AdmissionError(
+            [
+                Problem(
+                    where, "$", f"{info.st_size} bytes exceeds the {MAX_FIXTURE_BYTES}-byte limit"
+                )
+            ]
+        )
+    try:
+        # O_NONBLOCK: if the file was swapped for a FIFO after the stat, opening must not hang.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MAX_FIXTURE_BYTES + 1)
+    except OSError as exc:
+        raise AdmissionError([Problem(where, "$", f"cannot read: {exc.strerror or exc}")]) from None
+    if len(data) > MAX_FIXTURE_BYTES:
+        raise AdmissionError([Problem(where, "$", f"exceeds the {MAX_FIXTURE_BYTES}-byte limit")])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AdmissionError(
+            [Problem(where, "$", f"not UTF-8: invalid byte at offset {exc.start}")]
+        ) from None
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def load_case(path: Path, mode: Mode, agent: AgentSurface) -> Case:
+    """Admit one fixture or raise `AdmissionError` with every problem in it."""
+    text = read_fixture(path)
+    trace = parse_fixture(text, str(path))
+    problems = check_trace(trace, str(path), mode, agent)
+    if not problems and empty_run_passes(trace):
+        problems.append(
+            Problem(
+                str(path),
+                "$.expects",
+                "every check passes against an empty run (no response, no tool calls): "
+                "add a check only a working agent satisfies",
+            )
+        )
+    if problems:
+        raise AdmissionError(problems)
+    return Case(trace, path, text)
+
+
+def load_suite(directory: Path, mode: Mode, agent: AgentSurface) -> list[Case]:
+    """Admit a whole suite, checking every fixture; refuse with all problems if any."""
+    paths = fixture_paths(directory)
+    if not paths:
+        raise AdmissionError(
+            [Problem(str(directory), "suite", "no *.json fixtures: an empty suite tests nothing")]
+        )
+    cases: list[Case] = []
+    problems: list[Problem] = []
+    for path in paths:
+        try:
+            cases.append(load_case(path, mode, agent))
+        except AdmissionError as exc:
+            problems.extend(exc.problems)
+    problems.extend(_identity_problems(cases))
+    if problems:
+        raise AdmissionError(problems)
+    return cases
+
+
+def _identity_problems(cases: list[Case]) -> list[Problem]:
+    problems = []
+    first: dict[str, Path] = {}
+    for case in cases:
+        field = "$.id" if case.trace.id is not None else "$.model_name"
+        if not case.id.strip():
+            problems.append(Problem(str(case.path), field, "empty case id"))
+        elif case.id in first:
+            problems.append(
+                Problem(
+                    str(case.path),
+                    field,
+                    f"duplicate case id {case.id!r}, also used by {first[case.id]}: "
+                    "one case's result would mask the other's",
+                )
+            )
+        else:
+            first[case.id] = case.path
+    return problems

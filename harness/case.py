@@ -20,7 +20,7 @@ Mode = Literal["replay", "live"]
 MODES: tuple[Mode, ...] = ("replay", "live")
 
 
-class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+class _Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Every fixture struct refuses unknown keys: a typo must never be silently ignored."""
 
 
@@ -142,12 +142,15 @@ def parse_fixture(text: str, file: str) -> LlmTrace:
     `check_trace`, which reports them all.
     """
     try:
-        data = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
-    except _DuplicateKey as exc:
-        raise AdmissionError([Problem(file, "$", str(exc))]) from None
+        data = json.loads(text, object_pairs_hook=_mark_duplicate_keys)
     except json.JSONDecodeError as exc:
         msg = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         raise AdmissionError([Problem(file, "$", msg)]) from None
+    except RecursionError:
+        raise AdmissionError([Problem(file, "$", "not valid JSON: nested too deeply")]) from None
+    duplicates = _duplicate_key_problems(data, file)
+    if duplicates:
+        raise AdmissionError(duplicates)
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
         raise AdmissionError([Problem(file, "$", f"expected a JSON object, got {kind}")])
@@ -158,18 +161,54 @@ def parse_fixture(text: str, file: str) -> LlmTrace:
         raise AdmissionError([Problem(file, field, message)]) from None
 
 
-class _DuplicateKey(ValueError):
-    pass
+class _DuplicateKeys(dict[str, Any]):
+    """A parsed JSON object that repeated a key (the last value would silently win)."""
+
+    duplicates: tuple[str, ...] = ()
 
 
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _mark_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    duplicates: list[str] = []
     for key, value in pairs:
         if key in out:
-            # The last value would silently win: refuse instead of guessing which was meant.
-            raise _DuplicateKey(f"duplicate key {key!r} in one JSON object")
+            duplicates.append(key)
         out[key] = value
-    return out
+    if not duplicates:
+        return out
+    marked = _DuplicateKeys(out)
+    marked.duplicates = tuple(dict.fromkeys(duplicates))
+    return marked
+
+
+def _duplicate_key_problems(data: Any, file: str) -> list[Problem]:
+    """One problem per repeated key, at its JSON path, in document order (no recursion)."""
+    problems: list[Problem] = []
+    stack: list[tuple[str, Any]] = [("$", data)]
+    while stack:
+        path, value = stack.pop()
+        children: list[tuple[str, Any]] = []
+        if isinstance(value, dict):
+            for key in getattr(value, "duplicates", ()):
+                problems.append(
+                    Problem(
+                        file,
+                        _child_path(path, key),
+                        f"duplicate key {key!r} in one JSON object: refusing to guess which "
+                        "value was meant",
+                    )
+                )
+            children = [(_child_path(path, k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        stack.extend(reversed(children))
+    return problems
+
+
+def _child_path(path: str, key: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
 _AT = re.compile(r"^(?P<msg>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
@@ -335,7 +374,7 @@ def _expects_problems(expects: Expects | None, file: str) -> Iterator[Problem]:
         if pattern.strip():
             try:
                 re.compile(pattern)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:
                 yield Problem(
                     file, f"$.expects.response_matches[{i}]", f"pattern does not compile: {exc}"
                 )

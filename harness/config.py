@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,7 +20,8 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     suite_dir: str = DEFAULT_SUITE_DIR
     mode: Mode = "replay"
     agent: str = DEFAULT_AGENT
-    case_timeout_secs: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+    # Bounded by what the platform can wait for: `inf` would make every case's wait overflow.
+    case_timeout_secs: Annotated[float, msgspec.Meta(gt=0, le=threading.TIMEOUT_MAX)] = 120.0
 
 
 class ConfigError(Exception):
@@ -49,11 +51,24 @@ def load_config(config_file: Path | None = None, cwd: Path | None = None) -> Loa
     for directory in (cwd, *cwd.parents):
         pyproject = directory / "pyproject.toml"
         if pyproject.is_file():
-            table = _read_toml(pyproject).get("tool", {}).get("zeroclaw", {}).get("eval")
+            table = _eval_table(_read_toml(pyproject), pyproject)
             if table is not None:
                 where = f"{pyproject}: [tool.zeroclaw.eval]"
                 return LoadedConfig(_validate(table, where), directory, str(pyproject))
     return LoadedConfig(EvalConfig(), cwd, "defaults")
+
+
+def _eval_table(document: dict[str, Any], pyproject: Path) -> Any:
+    """`[tool.zeroclaw.eval]` of a pyproject document, or None; a non-table on the way is an
+    error, not a crash."""
+    section: Any = document
+    for name in ("tool", "tool.zeroclaw"):
+        section = section.get(name.rpartition(".")[2])
+        if section is None:
+            return None
+        if not isinstance(section, dict):
+            raise ConfigError(f"{pyproject}: [{name}] is not a table")
+    return section.get("eval")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -33,7 +33,7 @@ def _clip(text: str, limit: int = 500) -> str:
 
 def grade(expects: Expects, record: RunRecord) -> list[Grade]:
     """Grade a run against `expects`; the order is the declaration order of the families."""
-    grades = list(_grades(expects, record))
+    grades = _unique_checks(_grades(expects, record))
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from
         # ever passing even when graded directly through the API.
@@ -41,6 +41,16 @@ def grade(expects: Expects, record: RunRecord) -> list[Grade]:
             Grade("declared_assertions", False, "the case declares no effective check", "run")
         )
     return grades
+
+
+def _unique_checks(grades: Iterator[Grade]) -> list[Grade]:
+    """Grades with unique check names: a repeated entry's check gets ` #2`, ` #3`, ..."""
+    seen: dict[str, int] = {}
+    out: list[Grade] = []
+    for g in grades:
+        seen[g.check] = n = seen.get(g.check, 0) + 1
+        out.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
+    return out
 
 
 def _grades(e: Expects, run: RunRecord) -> Iterator[Grade]:

@@ -14,7 +14,7 @@ from openai.types.responses import (
 )
 
 from harness.agent import AgentContext
-from harness.backend import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
+from harness.backend import Message, ModelBoundary, ModelRequest, Role, ToolCall, ToolSchema
 from harness.tools import Tool, ToolRegistry, builtin_tools
 
 # Tracing would try to export spans over the network; a harness run must stay offline.
@@ -136,7 +136,7 @@ def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tu
         messages.append(Message(role="user", content=items))
         return tuple(messages)
     for item in items:
-        raw: dict[str, Any] = dict(item)  # type: ignore[arg-type]
+        raw: dict[str, Any] = dict(item)
         kind = raw.get("type")
         if kind == "function_call":
             try:
@@ -157,10 +157,17 @@ def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tu
                     tool_call_id=str(raw.get("call_id", "")),
                 )
             )
-        elif raw.get("role") in ("user", "assistant", "system", "developer"):
-            role = "system" if raw["role"] == "developer" else raw["role"]
+        elif (role := _ROLES.get(raw.get("role"))) is not None:
             messages.append(Message(role=role, content=_text(raw.get("content"))))
     return tuple(messages)
+
+
+_ROLES: dict[Any, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
 
 
 def _text(content: Any) -> str:

@@ -20,7 +20,8 @@ def render_junit(report: SuiteReport) -> bytes:
 
     cases = [_test_case(TestCase, report.suite, case) for case in report.cases]
     suite = TestSuite(xml_safe(f"zeroclaw-eval:{report.suite}"), cases)
-    return to_xml_report_string([suite], prettyprint=True, encoding="utf-8").encode("utf-8")
+    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
+    return xml.encode("utf-8")
 
 
 def _test_case(factory: type, suite: str, case: CaseReport) -> object:

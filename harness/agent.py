@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import shutil
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,14 +21,28 @@ from harness.case import AgentSurface
 from harness.tools import BUILTIN_TOOL_NAMES, Tool, ToolRegistry, builtin_tools
 
 
-@dataclass(frozen=True)
 class AgentContext:
-    """What an adapter gets for one case; everything in it is fresh for that case."""
+    """What an adapter gets for one case; everything in it is fresh for that case.
 
-    case_id: str
-    model: ModelBoundary
-    tools: ToolRegistry
-    workspace: Path
+    The workspace is a private temporary directory, created on first use (most replay
+    cases never touch it) and removed by the runner after grading.
+    """
+
+    def __init__(self, case_id: str, model: ModelBoundary, tools: ToolRegistry) -> None:
+        self.case_id = case_id
+        self.model = model
+        self.tools = tools
+        self._workspace: Path | None = None
+
+    @property
+    def workspace(self) -> Path:
+        if self._workspace is None:
+            self._workspace = Path(tempfile.mkdtemp(prefix="zeroclaw-eval-"))
+        return self._workspace
+
+    def remove_workspace(self) -> None:
+        if self._workspace is not None:
+            shutil.rmtree(self._workspace, ignore_errors=True)
 
 
 @runtime_checkable

@@ -11,13 +11,13 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 
+from harness.modes import Mode
+
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-Mode = Literal["replay", "live"]
-MODES: tuple[Mode, ...] = ("replay", "live")
 
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from harness.case import MODES, AdmissionError, Problem
-from harness.report.model import SUITE_KINDS
+from harness.modes import MODES, SUITE_KINDS
+
+if TYPE_CHECKING:
+    from harness.case import Problem
 
 FORMATS = ("table", "json", "junit")
 
@@ -108,6 +110,7 @@ def _print_refusal(problems: list[Problem], stream: TextIO) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     from harness.agent import AgentError, surface_of
+    from harness.case import AdmissionError
     from harness.suite import load_suite
 
     suite, _root, mode, agent, _timeout = _settings(args)
@@ -124,6 +127,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.agent import AgentError, agent_surface, resolve_agent
+    from harness.case import AdmissionError
     from harness.report.files import ReportWriteError, write_atomic
     from harness.report.json import render_json
     from harness.report.junit import render_junit

@@ -11,7 +11,7 @@ import msgspec
 import tomli
 
 from harness.agent import DEFAULT_AGENT
-from harness.case import Mode
+from harness.modes import Mode
 
 DEFAULT_SUITE_DIR = "evals/regression"
 

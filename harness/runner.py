@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
-import shutil
-import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.agent import AgentAdapter, AgentContext, agent_surface, resolve_agent
 from harness.backend import ModelBoundary
-from harness.case import Mode
 from harness.grader import grade
+from harness.modes import Mode, SuiteKind
 from harness.record import RunRecord
 from harness.replay import ReplayBackend, ReplayDivergence
-from harness.report.model import CaseReport, SuiteKind, SuiteReport, resolve_kind
+from harness.report.model import CaseReport, SuiteReport, resolve_kind
 from harness.suite import Case, load_suite
 from harness.tools import ToolRegistry
 
-T = TypeVar("T")
 DEFAULT_CASE_TIMEOUT = 120.0
 
 
@@ -78,12 +74,20 @@ def run_cases(
     root = (root or Path.cwd()).resolve()
     start = time.perf_counter()
     reports: list[CaseReport] = []
-    with _CaseLoop() as loop:
-        for case in cases:
-            report = _run_case(case, adapter, loop, case_timeout, display_path(case.path, root))
-            reports.append(report)
-            if on_case is not None:
-                on_case(report)
+    pending = cases
+    while pending:
+        worker = _SuiteWorker(pending, adapter, case_timeout, root, on_case)
+        stuck = worker.watch()
+        reports.extend(worker.reports)
+        if stuck is None:
+            break
+        # The case blocked its thread past the timeout: report it, leave the thread behind
+        # (a daemon), and go on with the next case on a fresh thread.
+        report = stuck.abandoned_report(case_timeout)
+        reports.append(report)
+        if on_case is not None:
+            on_case(report)
+        pending = pending[len(worker.reports) + 1 :]
     return SuiteReport(
         suite=suite,
         kind=kind,
@@ -103,114 +107,160 @@ def display_path(path: Path, root: Path) -> str:
         return str(path)
 
 
-class _Turns:
-    """Where a case's run got to, so a timeout can say which turn hung."""
+# How long past its timeout a case may take to honour cancellation before its thread is
+# considered blocked and abandoned.
+_GRACE_SECS = 1.0
 
-    def __init__(self) -> None:
-        self.current = -1
+
+class _Running:
+    """The case in progress: where it got to, so a timeout can say which turn hung."""
+
+    def __init__(self, case: Case, fixture: str, context: AgentContext) -> None:
+        self.case = case
+        self.fixture = fixture
+        self.context = context
+        self.turn = -1
         self.responses: list[str] = []
+        self.started = time.monotonic()
+        self.start = time.perf_counter()
+
+    def record(self) -> RunRecord:
+        model = self.context.model
+        return RunRecord(
+            final_response=self.responses[-1] if self.responses else "",
+            turn_responses=list(self.responses),
+            calls=list(self.context.tools.calls),
+            model_calls=model.calls,
+            input_tokens=model.input_tokens,
+            output_tokens=model.output_tokens,
+            duration_ms=(time.perf_counter() - self.start) * 1e3,
+        )
+
+    def timeout_message(self, timeout: float) -> str:
+        where = f"in turn {self.turn}" if self.turn >= 0 else "starting the agent"
+        return f"timed out after {timeout:g}s {where}"
+
+    def abandoned_report(self, timeout: float) -> CaseReport:
+        self.context.remove_workspace()
+        message = f"{self.timeout_message(timeout)}; the agent blocked its thread and was abandoned"
+        return CaseReport.errored(self.case.id, self.fixture, message, self.record())
 
 
-def _run_case(
-    case: Case, adapter: AgentAdapter, loop: _CaseLoop, timeout: float, fixture: str
-) -> CaseReport:
-    workspace = Path(tempfile.mkdtemp(prefix="zeroclaw-eval-"))
-    try:
-        boundary = ModelBoundary(ReplayBackend(case.trace))
-        registry = ToolRegistry.of(adapter.tools())
-        context = AgentContext(case.id, boundary, registry, workspace)
-        turns = _Turns()
-        start = time.perf_counter()
-        error: str | None = None
-        trace_text: str | None = None
+class _SuiteWorker:
+    """Runs cases one after another on an event loop in its own thread.
+
+    The calling thread only watches: it steps in when a case outlives its timeout without
+    honouring cancellation (a loop blocking its thread), which no in-loop timeout can stop.
+    """
+
+    def __init__(
+        self,
+        cases: list[Case],
+        adapter: AgentAdapter,
+        timeout: float,
+        root: Path,
+        on_case: Callable[[CaseReport], None] | None,
+    ) -> None:
+        self._cases = cases
+        self._adapter = adapter
+        self._timeout = timeout
+        self._root = root
+        self._on_case = on_case
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._done = threading.Event()
+        self._failure: BaseException | None = None
+        self.current: _Running | None = None
+        self.reports: list[CaseReport] = []
+        threading.Thread(target=self._main, name="zeroclaw-eval-cases", daemon=True).start()
+
+    def watch(self) -> _Running | None:
+        """Wait for the worker; the case it abandoned, if any."""
+        poll = min(1.0, self._timeout / 4)
+        while not self._done.wait(poll):
+            running = self.current
+            if running is None:
+                continue
+            if time.monotonic() - running.started > self._timeout + _GRACE_SECS:
+                with self._lock:
+                    if self.current is running:
+                        self._abandoned = True
+                        return running
+        if self._failure is not None:
+            raise self._failure
+        return None
+
+    def _main(self) -> None:
         try:
-            loop.run(_drive(adapter, context, case, turns), timeout)
-        except TimeoutError:
-            where = f" in turn {turns.current}" if turns.current >= 0 else " starting the agent"
-            error = f"timed out after {timeout:g}s{where}"
-        except ReplayDivergence as exc:
-            error = str(exc)
-        except Exception as exc:  # any failure of the agent is this case's run error
-            error = f"{type(exc).__name__}: {exc}"
-            trace_text = traceback.format_exc()
-        record = RunRecord(
-            final_response=turns.responses[-1] if turns.responses else "",
-            turn_responses=turns.responses,
-            calls=list(registry.calls),
-            model_calls=boundary.calls,
-            input_tokens=boundary.input_tokens,
-            output_tokens=boundary.output_tokens,
-            duration_ms=(time.perf_counter() - start) * 1e3,
-        )
-        if error is not None:
-            return CaseReport.errored(case.id, fixture, error, record, trace_text)
-        assert case.trace.expects is not None  # admission guarantees it
-        # Graded while the workspace still exists: graders may inspect what the agent left.
-        return CaseReport.graded(case.id, fixture, grade(case.trace.expects, record), record)
-    except Exception as exc:  # a harness bug is still only this case's run error
-        return CaseReport.errored(
-            case.id,
-            fixture,
-            f"internal error: {type(exc).__name__}: {exc}",
-            None,
-            traceback.format_exc(),
-        )
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
+            asyncio.run(self._run_all())
+        except BaseException as exc:  # surfaced in the watching thread
+            self._failure = exc
+        finally:
+            self._done.set()
+
+    async def _run_all(self) -> None:
+        for case in self._cases:
+            fixture = display_path(case.path, self._root)
+            context = AgentContext(
+                case.id,
+                ModelBoundary(ReplayBackend(case.trace)),
+                ToolRegistry.of(self._adapter.tools()),
+            )
+            running = _Running(case, fixture, context)
+            self.current = running
+            report = await self._run_case(running)
+            with self._lock:
+                if self._abandoned:
+                    return
+                self.reports.append(report)
+                self.current = None
+            if self._on_case is not None:
+                self._on_case(report)
+
+    async def _run_case(self, running: _Running) -> CaseReport:
+        case, fixture = running.case, running.fixture
+        try:
+            error: str | None = None
+            trace_text: str | None = None
+            try:
+                await asyncio.wait_for(_drive(self._adapter, running), self._timeout)
+            except asyncio.TimeoutError:
+                error = running.timeout_message(self._timeout)
+            except ReplayDivergence as exc:
+                error = str(exc)
+            except Exception as exc:  # any failure of the agent is this case's run error
+                error = f"{type(exc).__name__}: {exc}"
+                trace_text = traceback.format_exc()
+            record = running.record()
+            if error is not None:
+                return CaseReport.errored(case.id, fixture, error, record, trace_text)
+            assert case.trace.expects is not None  # admission guarantees it
+            # Graded while the workspace still exists: graders may inspect what the agent left.
+            return CaseReport.graded(case.id, fixture, grade(case.trace.expects, record), record)
+        except Exception as exc:  # a harness bug is still only this case's run error
+            return CaseReport.errored(
+                case.id,
+                fixture,
+                f"internal error: {type(exc).__name__}: {exc}",
+                None,
+                traceback.format_exc(),
+            )
+        finally:
+            running.context.remove_workspace()
 
 
-async def _drive(adapter: AgentAdapter, context: AgentContext, case: Case, turns: _Turns) -> None:
+async def _drive(adapter: AgentAdapter, running: _Running) -> None:
+    context = running.context
     session: Any = adapter.start(context)
     if inspect.isawaitable(session):
         session = await session
-    for index, turn in enumerate(case.trace.turns):
-        turns.current = index
+    for index, turn in enumerate(running.case.trace.turns):
+        running.turn = index
         context.model.start_turn(index)
         response = session.run_turn(turn.user_input)
         if inspect.isawaitable(response):
             response = await response
         if not isinstance(response, str):
             raise TypeError(f"run_turn returned {type(response).__name__}, expected str")
-        turns.responses.append(response)
+        running.responses.append(response)
         context.model.end_turn(index)
-
-
-class _CaseLoop:
-    """An event loop on a worker thread, so a case that hangs, even without yielding, can be
-    abandoned at its timeout while the suite goes on."""
-
-    def __init__(self) -> None:
-        self._start()
-
-    def _start(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="zeroclaw-eval-cases", daemon=True
-        )
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            if not self._responsive(grace=1.0):
-                # The case blocks its thread; leave it behind (daemon) and carry on fresh.
-                self._start()
-            raise TimeoutError from None
-
-    def _responsive(self, grace: float) -> bool:
-        ready = threading.Event()
-        self._loop.call_soon_threadsafe(ready.set)
-        return ready.wait(grace)
-
-    def __enter__(self) -> _CaseLoop:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._responsive(grace=1.0):
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
-            if not self._thread.is_alive():
-                self._loop.close()

@@ -11,12 +11,12 @@ from harness.case import (
     AdmissionError,
     AgentSurface,
     LlmTrace,
-    Mode,
     Problem,
     check_trace,
     parse_fixture,
 )
 from harness.grader import empty_run_passes
+from harness.modes import Mode
 
 MAX_FIXTURE_BYTES = 1 << 20
 

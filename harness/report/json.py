@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from harness.report.model import SCHEMA, CaseReport, SuiteKind, SuiteReport, Totals
+from harness.modes import SuiteKind
+from harness.report.model import SCHEMA, CaseReport, SuiteReport, Totals
 
 
 class ReportDocument(msgspec.Struct, kw_only=True):

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from harness.grader import Grade
+from harness.modes import SUITE_KINDS, SuiteKind
 from harness.record import RunRecord
 
-SuiteKind = Literal["regression", "capability", "live"]
-SUITE_KINDS: tuple[SuiteKind, ...] = ("regression", "capability", "live")
 SCHEMA = "zeroclaw-eval/report/v1"
 
 

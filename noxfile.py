@@ -18,7 +18,24 @@ def _reports_args(suite: str) -> list[str]:
         f"reports/{suite}/junit.xml",
         "--json-report",
         f"reports/{suite}/report.json",
+        "--summary",
+        f"reports/{suite}/summary.md",
     ]
+
+
+def _eval(session: nox.Session, suite: str, *extra: str) -> None:
+    session.run(
+        "zeroclaw",
+        "eval",
+        "run",
+        "--suite",
+        f"evals/{suite}",
+        "--suite-kind",
+        suite,
+        *_reports_args(suite),
+        *extra,
+        *session.posargs,
+    )
 
 
 @nox.session
@@ -30,7 +47,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format check) and mypy (strict) over the package and tests."""
+    """Lint: ruff check, ruff format --check, mypy --strict over the package."""
     session.install(AGENT_EXTRA, *nox.project.dependency_groups(PYPROJECT, "lint", "test"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -39,16 +56,36 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def eval_regression(session: nox.Session) -> None:
-    """Gated: replay evals/regression through the default agent; exit status is the gate."""
+    """Gated regression suite: replay evals/regression; the exit status is the CI gate."""
     session.install(AGENT_EXTRA)
-    session.run(
-        "zeroclaw",
-        "eval",
-        "run",
-        "--suite",
-        "evals/regression",
-        "--suite-kind",
-        "regression",
-        *_reports_args("regression"),
-        *session.posargs,
+    _eval(session, "regression")
+
+
+@nox.session(default=False)
+def eval_capability(session: nox.Session) -> None:
+    """Tracked capability suite: exits 0 on failed checks, 1 on admission or run errors.
+
+    Appends the pass rate and per-case verdicts to reports/capability/history.jsonl.
+    """
+    session.install(AGENT_EXTRA)
+    _eval(session, "capability", "--history", "reports/capability/history.jsonl")
+
+
+@nox.session(default=False)
+def eval_live(session: nox.Session) -> None:
+    """Opt-in live suite against a real provider; skips, naming what is missing, if unset.
+
+    Never a required check: it costs money and a real model is not deterministic.
+    """
+    session.install(AGENT_EXTRA)
+    missing = session.run(
+        "python",
+        "-c",
+        "import os; from harness.config import load_config, live_missing; "
+        "print('\\n'.join(live_missing(load_config().config, os.environ)))",
+        silent=True,
     )
+    if missing and missing.strip():
+        lines = "\n  - ".join(missing.strip().splitlines())
+        session.skip(f"live suite not run; missing:\n  - {lines}")
+    _eval(session, "live", "--mode", "live")

@@ -121,7 +121,9 @@ async def bare(cases: list[dict[str, Any]]) -> int:
         for turn in case["turns"]:
             agent = Agent(name="bare", model=ScriptedModel(list(turn["steps"])), tools=_tools())
             result = await Runner.run(
-                agent, [*history, {"role": "user", "content": turn["user_input"]}], run_config=config
+                agent,
+                [*history, {"role": "user", "content": turn["user_input"]}],
+                run_config=config,
             )
             history = result.to_input_list()
         finished += 1
@@ -160,7 +162,9 @@ def time_help(repeats: int = 15) -> tuple[float, bool]:
         start = time.perf_counter()
         subprocess.run(command, check=True, capture_output=True)
         samples.append(time.perf_counter() - start)
-    probe = "import sys, harness.cli; print('agents' in sys.modules or 'pydantic_ai' in sys.modules)"
+    probe = (
+        "import sys, harness.cli; print('agents' in sys.modules or 'pydantic_ai' in sys.modules)"
+    )
     imports_framework = (
         subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip()
         == "True"

@@ -116,7 +116,10 @@ def resolve_agent(spec: str) -> AgentAdapter:
         )
     target = _import(spec, spec)
     if inspect.isclass(target):
-        instance = target()
+        try:
+            instance = target()
+        except Exception as exc:
+            raise AgentError(f"agent {spec!r}: {target.__name__}() failed: {exc}") from None
         if isinstance(instance, AgentAdapter):
             return instance
         raise AgentError(f"agent {spec!r}: class {target.__name__} is not an AgentAdapter")

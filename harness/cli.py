@@ -7,7 +7,9 @@ bad configuration, unwritable report); 2 the command line itself was wrong.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -47,7 +49,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-report", type=Path, metavar="PATH", help="also write the JSON report here"
     )
     run.add_argument(
-        "--timeout", type=float, metavar="SECS", help="per-case timeout (default: config)"
+        "--timeout", type=_seconds, metavar="SECS", help="per-case timeout (default: config)"
+    )
+    run.add_argument(
+        "--summary", type=Path, metavar="PATH", help="also write the Markdown summary here"
+    )
+    run.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="append this run's pass rate and per-case verdicts to a JSON-lines file",
+    )
+    run.add_argument(
+        "--annotations",
+        choices=("auto", "github", "none"),
+        default="auto",
+        help="emit GitHub workflow annotations for failing cases and append the summary to "
+        "$GITHUB_STEP_SUMMARY (auto: when GITHUB_ACTIONS=true)",
     )
 
     check = actions.add_parser(
@@ -58,6 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(check)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= threading.TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds: {text}")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -92,15 +120,34 @@ def _settings(args: argparse.Namespace) -> tuple[Path, Path, str, str, float]:
     except ConfigError as exc:
         raise _Refused(str(exc)) from None
     config = loaded.config
-    suite = Path(args.suite) if args.suite else loaded.root / config.suite_dir
+    suite = Path(args.suite) if args.suite else _near(loaded.root / config.suite_dir)
     mode = args.mode or config.mode
     agent = args.agent or config.agent
     return suite, loaded.root, mode, agent, config.case_timeout_secs
 
 
-def _print_refusal(problems: list[Problem], stream: TextIO) -> None:
+def _near(path: Path) -> Path:
+    """`path` relative to the working directory when it lies below it: messages and
+    annotations name fixtures the way the user would type them."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def _github(args: argparse.Namespace) -> bool:
+    mode = getattr(args, "annotations", "auto")
+    return mode == "github" or (mode == "auto" and os.environ.get("GITHUB_ACTIONS") == "true")
+
+
+def _print_refusal(problems: list[Problem], stream: TextIO, github: bool = False) -> None:
     for problem in problems:
         print(problem, file=stream)
+    if github:
+        from harness.report.github import problem_command
+
+        for problem in problems[:50]:
+            print(problem_command(problem), file=stream)
     files = len({p.file for p in problems})
     print(
         f"zeroclaw eval: refused: {len(problems)} problem(s) in {files} file(s); nothing was run",
@@ -119,7 +166,7 @@ def _check(args: argparse.Namespace) -> int:
     except AgentError as exc:
         raise _Refused(str(exc)) from None
     except AdmissionError as exc:
-        _print_refusal(exc.problems, sys.stderr)
+        _print_refusal(exc.problems, sys.stderr, _github(args))
         return 1
     print(f"{len(cases)} case(s) in {suite} admitted; each fails against an empty run")
     return 0
@@ -128,9 +175,11 @@ def _check(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from harness.agent import AgentError, agent_surface, resolve_agent
     from harness.case import AdmissionError
-    from harness.report.files import ReportWriteError, write_atomic
+    from harness.report.files import ReportWriteError, append_history, write_atomic
+    from harness.report.github import workflow_commands
     from harness.report.json import render_json
     from harness.report.junit import render_junit
+    from harness.report.markdown import render_markdown
     from harness.report.model import resolve_kind
     from harness.report.table import render_case, render_summary, use_colour
     from harness.runner import display_path, run_cases
@@ -138,8 +187,6 @@ def _run(args: argparse.Namespace) -> int:
 
     suite, root, mode, agent_spec, timeout = _settings(args)
     if args.timeout is not None:
-        if args.timeout <= 0:
-            raise _Refused("--timeout must be a positive number of seconds")
         timeout = args.timeout
     if mode == "live":
         raise _Refused(
@@ -150,10 +197,11 @@ def _run(args: argparse.Namespace) -> int:
         adapter = resolve_agent(agent_spec)
     except AgentError as exc:
         raise _Refused(str(exc)) from None
+    github = _github(args)
     try:
         cases = load_suite(suite, "replay", agent_surface(adapter))
     except AdmissionError as exc:
-        _print_refusal(exc.problems, sys.stderr)
+        _print_refusal(exc.problems, sys.stderr, github)
         return 1
 
     suite_name = display_path(suite, root.resolve())
@@ -188,13 +236,35 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write("\n")
     json_doc = render_json(report)
     junit_doc = render_junit(report) if args.junit_xml or args.format == "junit" else b""
+    summary = render_markdown(report) if args.summary or github else ""
     try:
         if args.junit_xml:
             write_atomic(args.junit_xml, junit_doc)
         if args.json_report:
             write_atomic(args.json_report, json_doc)
+        if args.summary:
+            write_atomic(args.summary, summary.encode("utf-8"))
+        if args.history:
+            line = append_history(args.history, report)
+            print(f"zeroclaw eval: {line}", file=sys.stderr)
     except ReportWriteError as exc:
         raise _Refused(str(exc)) from None
+    if github:
+        # Workflow commands are read from stdout and stderr alike; stderr keeps a JSON or
+        # JUnit document on stdout clean.
+        stream = sys.stdout if table else sys.stderr
+        for command in workflow_commands(report):
+            print(command, file=stream)
+        stream.flush()
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            try:
+                with open(step_summary, "a", encoding="utf-8") as handle:
+                    handle.write(summary + "\n")
+            except OSError as exc:
+                print(
+                    f"zeroclaw eval: cannot append to GITHUB_STEP_SUMMARY: {exc}", file=sys.stderr
+                )
     out = sys.stdout.buffer
     if table:
         sys.stdout.write(render_summary(report, colour))

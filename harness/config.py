@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +23,24 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     agent: str = DEFAULT_AGENT
     # Bounded by what the platform can wait for: `inf` would make every case's wait overflow.
     case_timeout_secs: Annotated[float, msgspec.Meta(gt=0, le=threading.TIMEOUT_MAX)] = 120.0
+    # Live mode: an OpenAI-compatible Chat Completions endpoint. The key itself is never
+    # configured here, only the name of the environment variable that holds it.
+    live_base_url: str = ""
+    live_model: str = ""
+    live_api_key_env: str = "OPENAI_API_KEY"
+    live_allowed_tools: list[str] = []
+
+
+def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:
+    """What live mode still needs before it can run, each item saying where to set it."""
+    missing = []
+    if not config.live_base_url.strip():
+        missing.append('live_base_url (e.g. "https://api.openai.com/v1") in [tool.zeroclaw.eval]')
+    if not config.live_model.strip():
+        missing.append("live_model in [tool.zeroclaw.eval]")
+    if not environ.get(config.live_api_key_env, "").strip():
+        missing.append(f"the API key in the environment variable {config.live_api_key_env}")
+    return missing
 
 
 class ConfigError(Exception):

@@ -20,6 +20,8 @@ class Grade(msgspec.Struct, frozen=True):
     passed: bool
     detail: str
     category: Category
+    # JSON path of the expectation entry that produced this grade, for annotations.
+    field: str = "$.expects"
 
 
 def _q(text: str) -> str:
@@ -59,50 +61,48 @@ def _grades(e: Expects, run: RunRecord) -> Iterator[Grade]:
     names = run.tools_called
     count = len(names)
     calls = f"{count} tool call(s): {_q_list(names)}"
-    for needle in e.response_contains:
+    at = "$.expects."
+    for i, needle in enumerate(e.response_contains):
         ok = needle in response
+        detail = "found" if ok else f"not found in response: {shown}"
         yield Grade(
             f"response_contains({_q(needle)})",
             ok,
-            "found" if ok else f"not found in response: {shown}",
+            detail,
             "response",
+            f"{at}response_contains[{i}]",
         )
-    for needle in e.response_not_contains:
+    for i, needle in enumerate(e.response_not_contains):
         ok = needle not in response
+        detail = "absent" if ok else f"unexpectedly present in response: {shown}"
         yield Grade(
             f"response_not_contains({_q(needle)})",
             ok,
-            "absent" if ok else f"unexpectedly present in response: {shown}",
+            detail,
             "response",
+            f"{at}response_not_contains[{i}]",
         )
-    for name in e.tools_used:
+    for i, name in enumerate(e.tools_used):
         ok = name in names
-        yield Grade(
-            f"tools_used({_q(name)})",
-            ok,
-            "called" if ok else f"not called; tools called: {_q_list(names)}",
-            "tool",
-        )
-    for name in e.tools_not_used:
+        detail = "called" if ok else f"not called; tools called: {_q_list(names)}"
+        yield Grade(f"tools_used({_q(name)})", ok, detail, "tool", f"{at}tools_used[{i}]")
+    for i, name in enumerate(e.tools_not_used):
         ok = name not in names
-        yield Grade(
-            f"tools_not_used({_q(name)})",
-            ok,
-            "not called" if ok else f"unexpectedly called; {calls}",
-            "tool",
-        )
+        detail = "not called" if ok else f"unexpectedly called; {calls}"
+        yield Grade(f"tools_not_used({_q(name)})", ok, detail, "tool", f"{at}tools_not_used[{i}]")
     if e.max_tool_calls is not None:
-        yield Grade(f"max_tool_calls({e.max_tool_calls})", count <= e.max_tool_calls, calls, "tool")
+        n = e.max_tool_calls
+        yield Grade(f"max_tool_calls({n})", count <= n, calls, "tool", f"{at}max_tool_calls")
     if e.min_tool_calls:
-        yield Grade(f"min_tool_calls({e.min_tool_calls})", count >= e.min_tool_calls, calls, "tool")
+        n = e.min_tool_calls
+        yield Grade(f"min_tool_calls({n})", count >= n, calls, "tool", f"{at}min_tool_calls")
     if e.exact_tool_calls is not None:
-        yield Grade(
-            f"exact_tool_calls({e.exact_tool_calls})", count == e.exact_tool_calls, calls, "tool"
-        )
-    for payload in e.tool_arguments_contain:
-        yield _payload_grade("tool_arguments_contain", payload, run, "arguments")
-    for payload in e.tool_results_contain:
-        yield _payload_grade("tool_results_contain", payload, run, "result")
+        n = e.exact_tool_calls
+        yield Grade(f"exact_tool_calls({n})", count == n, calls, "tool", f"{at}exact_tool_calls")
+    for i, payload in enumerate(e.tool_arguments_contain):
+        yield _payload_grade("tool_arguments_contain", i, payload, run, "arguments")
+    for i, payload in enumerate(e.tool_results_contain):
+        yield _payload_grade("tool_results_contain", i, payload, run, "result")
     if e.all_tools_succeeded is not None:
         actual = run.all_tools_succeeded
         failed = [f"{c.name}: {_clip(c.result, 200)}" for c in run.calls if not c.success]
@@ -114,47 +114,48 @@ def _grades(e: Expects, run: RunRecord) -> Iterator[Grade]:
             actual == e.all_tools_succeeded,
             detail,
             "tool",
+            f"{at}all_tools_succeeded",
         )
-    for pattern in e.response_matches:
+    for i, pattern in enumerate(e.response_matches):
         check = f"response_matches({_q(pattern)})"
+        field = f"{at}response_matches[{i}]"
         try:
             ok = re.search(pattern, response) is not None
-        except re.error as exc:  # admission compiles patterns; kept for direct API use
-            yield Grade(check, False, f"invalid regex: {exc}", "response")
+        except (re.error, OverflowError, RecursionError) as exc:  # admission refuses these
+            yield Grade(check, False, f"invalid regex: {exc}", "response", field)
             continue
-        yield Grade(check, ok, "matched" if ok else f"no match in response: {shown}", "response")
+        detail = "matched" if ok else f"no match in response: {shown}"
+        yield Grade(check, ok, detail, "response", field)
 
 
 def _payload_grade(
-    family: str, expect: PayloadExpect, run: RunRecord, payload: Literal["arguments", "result"]
+    family: str,
+    index: int,
+    expect: PayloadExpect,
+    run: RunRecord,
+    payload: Literal["arguments", "result"],
 ) -> Grade:
+    field = f"$.expects.{family}[{index}]"
     matching = [getattr(c, payload) for c in run.calls if c.name == expect.tool]
     tool, needle = _q(expect.tool), _q(expect.needle)
     if expect.call_index is not None:
         i = expect.call_index
         check = f"{family}({tool}[{i}], {needle})"
         if i >= len(matching):
-            return Grade(
-                check,
-                False,
-                f"no call {i} to {tool}; only {len(matching)} call(s) observed: "
-                f"{_q_list(matching)}",
-                "tool",
+            detail = (
+                f"no call {i} to {tool}; only {len(matching)} call(s) observed: {_q_list(matching)}"
             )
+            return Grade(check, False, detail, "tool", field)
         ok = expect.needle in matching[i]
         detail = f"found in call {i}" if ok else f"call {i} payload was {_q(_clip(matching[i]))}"
-        return Grade(check, ok, detail, "tool")
+        return Grade(check, ok, detail, "tool", field)
     check = f"{family}({tool}, {needle})"
     if not matching:
-        return Grade(
-            check,
-            False,
-            f"{tool} was never called; tools called: {_q_list(run.tools_called)}",
-            "tool",
-        )
+        detail = f"{tool} was never called; tools called: {_q_list(run.tools_called)}"
+        return Grade(check, False, detail, "tool", field)
     ok = any(expect.needle in p for p in matching)
     detail = "found" if ok else f"not found; observed payloads: {_q_list(matching)}"
-    return Grade(check, ok, detail, "tool")
+    return Grade(check, ok, detail, "tool", field)
 
 
 def _q_list(items: list[str]) -> str:

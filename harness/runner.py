@@ -7,13 +7,14 @@ import inspect
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from harness.agent import AgentAdapter, AgentContext, agent_surface, resolve_agent
 from harness.backend import ModelBoundary
 from harness.grader import grade
+from harness.locate import line_of
 from harness.modes import Mode, SuiteKind
 from harness.record import RunRecord
 from harness.replay import ReplayBackend, ReplayDivergence
@@ -143,7 +144,9 @@ class _Running:
     def abandoned_report(self, timeout: float) -> CaseReport:
         self.context.remove_workspace()
         message = f"{self.timeout_message(timeout)}; the agent blocked its thread and was abandoned"
-        return CaseReport.errored(self.case.id, self.fixture, message, self.record())
+        report = CaseReport.errored(self.case.id, self.fixture, message, self.record())
+        _locate_failure(report, self.case, self.turn)
+        return report
 
 
 class _SuiteWorker:
@@ -201,14 +204,20 @@ class _SuiteWorker:
     async def _run_all(self) -> None:
         for case in self._cases:
             fixture = display_path(case.path, self._root)
-            context = AgentContext(
-                case.id,
-                ModelBoundary(ReplayBackend(case.trace)),
-                ToolRegistry.of(self._adapter.tools()),
-            )
-            running = _Running(case, fixture, context)
-            self.current = running
-            report = await self._run_case(running)
+            try:
+                context = AgentContext(
+                    case.id,
+                    ModelBoundary(ReplayBackend(case.trace)),
+                    ToolRegistry.of(self._adapter.tools()),
+                )
+            except Exception as exc:  # e.g. an adapter's tools() raising: this case's error
+                report = _internal_error(case, fixture, exc)
+                _locate_failure(report, case, -1)
+            else:
+                running = _Running(case, fixture, context)
+                self.current = running
+                report = await self._run_case(running)
+                _locate_failure(report, case, running.turn)
             with self._lock:
                 if self._abandoned:
                     return
@@ -223,8 +232,8 @@ class _SuiteWorker:
             error: str | None = None
             trace_text: str | None = None
             try:
-                await asyncio.wait_for(_drive(self._adapter, running), self._timeout)
-            except asyncio.TimeoutError:
+                await _within(self._timeout, _drive(self._adapter, running))
+            except _CaseTimeout:
                 error = running.timeout_message(self._timeout)
             except ReplayDivergence as exc:
                 error = str(exc)
@@ -238,15 +247,47 @@ class _SuiteWorker:
             # Graded while the workspace still exists: graders may inspect what the agent left.
             return CaseReport.graded(case.id, fixture, grade(case.trace.expects, record), record)
         except Exception as exc:  # a harness bug is still only this case's run error
-            return CaseReport.errored(
-                case.id,
-                fixture,
-                f"internal error: {type(exc).__name__}: {exc}",
-                None,
-                traceback.format_exc(),
-            )
+            return _internal_error(case, fixture, exc)
         finally:
             running.context.remove_workspace()
+
+
+def _locate_failure(report: CaseReport, case: Case, turn: int) -> None:
+    """Point a failing report at the fixture line to annotate: the first failing
+    expectation, or the turn in which the run failed."""
+    if report.passed:
+        return
+    if report.error is not None:
+        field = f"$.turns[{turn}]" if turn >= 0 else "$.turns"
+    else:
+        failing = report.failing_grades
+        field = failing[0].field if failing else "$.expects"
+    report.line = line_of(case.text, field)
+
+
+def _internal_error(case: Case, fixture: str, exc: Exception) -> CaseReport:
+    return CaseReport.errored(
+        case.id,
+        fixture,
+        f"internal error: {type(exc).__name__}: {exc}",
+        None,
+        "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    )
+
+
+class _CaseTimeout(Exception):
+    """The case outlived its timeout; distinct from a TimeoutError the agent itself raises."""
+
+
+async def _within(timeout: float, coro: Coroutine[Any, Any, None]) -> None:
+    # Not asyncio.wait_for: it cannot tell its own timeout from an agent's TimeoutError.
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        await asyncio.wait({task})  # let it unwind; a blocked thread is the watchdog's job
+        raise _CaseTimeout
+    task.result()
 
 
 async def _drive(adapter: AgentAdapter, running: _Running) -> None:

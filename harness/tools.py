@@ -100,6 +100,8 @@ class ToolRegistry:
             return ToolOutcome(str(exc), False)
         except Exception as exc:  # a tool's bug is the tool's failure, not the harness's
             return ToolOutcome(f"{name} raised {type(exc).__name__}: {exc}", False)
+        if result is None:
+            return ToolOutcome("", True)  # nothing returned is an empty output, not "None"
         return ToolOutcome(result if isinstance(result, str) else str(result), True)
 
 

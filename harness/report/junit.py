@@ -30,6 +30,7 @@ def _test_case(factory: type, suite: str, case: CaseReport) -> object:
         classname=xml_safe(suite),
         elapsed_sec=case.duration_ms / 1000.0,
         file=xml_safe(case.fixture),
+        line=case.line,
     )
     if case.error is not None:
         first = case.error.splitlines()[0] if case.error else "run error"

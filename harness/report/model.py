@@ -20,6 +20,9 @@ class CaseReport(msgspec.Struct, kw_only=True):
     grades: list[Grade] = []
     score: float | None = None
     duration_ms: float = 0.0
+    # Line in the fixture of what failed (the failing expectation, or the turn that
+    # errored), for annotations; None for a passing case.
+    line: int | None = None
     record: RunRecord | None = None
 
     @classmethod

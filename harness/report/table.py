@@ -9,7 +9,8 @@ from harness.report.model import CaseReport, SuiteReport
 
 
 def use_colour(stream: TextIO) -> bool:
-    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+    # no-color.org: only a non-empty NO_COLOR turns colour off.
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
 def _paint(text: str, code: str, colour: bool) -> str:

@@ -1,0 +1,1060 @@
+"""Admission of one fixture (SPEC section 4): every refusal names the file and the JSON path."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _fixtures import (
+    SHARED_FIXTURE_DIR,
+    admit,
+    builtin_surface,
+    lines,
+    live_trace,
+    refusal,
+    replay_trace,
+    write_fixture,
+)
+
+from harness.case import (
+    AgentSurface,
+    Expects,
+    LlmTrace,
+    PayloadExpect,
+    TextResponse,
+    ToolCallsResponse,
+)
+
+Mutation = Callable[[dict[str, Any]], None]
+
+# Paths into the base replay trace of `replay_trace()`.
+CALL_STEP = "$.turns[0].steps[0]"
+TEXT_STEP = "$.turns[0].steps[1]"
+CALL = f"{CALL_STEP}.response.tool_calls[0]"
+
+
+def _call_step(d: dict[str, Any]) -> dict[str, Any]:
+    return d["turns"][0]["steps"][0]
+
+
+def _text_step(d: dict[str, Any]) -> dict[str, Any]:
+    return d["turns"][0]["steps"][1]
+
+
+def _call(d: dict[str, Any]) -> dict[str, Any]:
+    return d["turns"][0]["steps"][0]["response"]["tool_calls"][0]
+
+
+def refuse_one(
+    tmp_path: Path,
+    data: dict[str, Any] | str | bytes,
+    field: str,
+    message: str,
+    *,
+    mode: str = "replay",
+    agent: AgentSurface | None = None,
+) -> None:
+    """The fixture is refused with exactly one problem: `<file>: <field>: <message>`."""
+    path = write_fixture(tmp_path, "case.json", data)
+    problems = refusal(path, mode, agent)  # type: ignore[arg-type]
+    assert lines(problems) == [f"{path}: {field}: {message}"]
+    assert problems[0].file == str(path)
+    assert problems[0].field == field
+
+
+def mutated(mutation: Mutation, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = replay_trace() if base is None else base
+    mutation(data)
+    return data
+
+
+# --- 1. unreadable, not UTF-8, not JSON, not an object, duplicate keys --------------------
+
+
+def test_not_utf8_is_refused_with_the_byte_offset(tmp_path: Path) -> None:
+    text = json.dumps(replay_trace(description="caf\u00e9"), ensure_ascii=False)
+    raw = text.encode("utf-8").replace("caf\u00e9".encode(), b"caf\xe9")
+    offset = raw.index(b"\xe9")
+    refuse_one(tmp_path, raw, "$", f"not UTF-8: invalid byte at offset {offset}")
+
+
+def test_utf16_file_is_not_utf8(tmp_path: Path) -> None:
+    raw = json.dumps(replay_trace()).encode("utf-16")  # starts with a BOM, 0xff 0xfe
+    refuse_one(tmp_path, raw, "$", "not UTF-8: invalid byte at offset 0")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{\n  "model_name": "m",\n  "turns": [,]\n}', "Expecting value (line 3, column 13)"),
+        ('{"model_name": "m"', "Expecting ',' delimiter (line 1, column 19)"),
+        ("{} trailing", "Extra data (line 1, column 4)"),
+        ("", "Expecting value (line 1, column 1)"),
+        (
+            "{'model_name': 'm'}",
+            "Expecting property name enclosed in double quotes (line 1, column 2)",
+        ),
+    ],
+)
+def test_not_json_names_line_and_column(tmp_path: Path, text: str, where: str) -> None:
+    refuse_one(tmp_path, text, "$", f"not valid JSON: {where}")
+
+
+def test_deeply_nested_json_is_refused_not_a_crash(tmp_path: Path) -> None:
+    text = '{"model_name": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    refuse_one(tmp_path, text, "$", "not valid JSON: nested too deeply")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("[]", "list"),
+        ('"trace"', "str"),
+        ("3", "int"),
+        ("1.5", "float"),
+        ("null", "null"),
+        ("true", "bool"),
+    ],
+)
+def test_not_an_object(tmp_path: Path, text: str, kind: str) -> None:
+    refuse_one(tmp_path, text, "$", f"expected a JSON object, got {kind}")
+
+
+DUPLICATE = "in one JSON object: refusing to guess which value was meant"
+
+
+def test_duplicate_top_level_key(tmp_path: Path) -> None:
+    text = json.dumps(replay_trace())
+    text = text.replace('"model_name": "echo-hello"', '"model_name": "a", "model_name": "b"')
+    refuse_one(tmp_path, text, "$.model_name", f"duplicate key 'model_name' {DUPLICATE}")
+
+
+def test_duplicate_nested_key_names_its_path(tmp_path: Path) -> None:
+    text = json.dumps(replay_trace())
+    text = text.replace('"user_input": "Echo hello for me"', '"user_input": "a", "user_input": "b"')
+    text = text.replace('"tools_used": ["echo"]', '"tools_used": ["echo"], "tools_used": []')
+    path = write_fixture(tmp_path, "case.json", text)
+    assert lines(refusal(path)) == [
+        f"{path}: $.turns[0].user_input: duplicate key 'user_input' {DUPLICATE}",
+        f"{path}: $.expects.tools_used: duplicate key 'tools_used' {DUPLICATE}",
+    ]
+
+
+def test_duplicate_key_inside_tool_arguments(tmp_path: Path) -> None:
+    text = json.dumps(replay_trace())
+    text = text.replace('{"message": "hello"}', '{"message": "hello", "message": "bye"}')
+    refuse_one(tmp_path, text, f"{CALL}.arguments.message", f"duplicate key 'message' {DUPLICATE}")
+
+
+def test_duplicate_key_that_is_not_an_identifier_is_quoted(tmp_path: Path) -> None:
+    text = json.dumps(live_trace(setup={"workspace_files": {"notes/a.txt": "x"}}))
+    text = text.replace('"notes/a.txt": "x"', '"notes/a.txt": "x", "notes/a.txt": "y"')
+    refuse_one(
+        tmp_path,
+        text,
+        '$.setup.workspace_files["notes/a.txt"]',
+        f"duplicate key 'notes/a.txt' {DUPLICATE}",
+        mode="live",
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "case.json", replay_trace())
+    path.chmod(0)
+    try:
+        assert lines(refusal(path)) == [f"{path}: $: cannot read: Permission denied"]
+    finally:
+        path.chmod(0o600)
+
+
+# --- 2. unknown keys at every level ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mutation", "field", "message"),
+    [
+        pytest.param(
+            lambda d: d.update(expect={"response_contains": ["x"]}),
+            "$.expect",
+            "unknown key (did you mean expects?)",
+            id="top-level",
+        ),
+        pytest.param(
+            lambda d: d.update(zzz=1),
+            "$.zzz",
+            "unknown key (known keys: model_name, turns, id, description, expects, setup, "
+            "tools, repeat, cluster)",
+            id="top-level-no-close-match",
+        ),
+        pytest.param(
+            lambda d: d["turns"][0].update(user_imput="x"),
+            "$.turns[0].user_imput",
+            "unknown key (did you mean user_input?)",
+            id="turn",
+        ),
+        pytest.param(
+            lambda d: _call_step(d).update(respnse={}),
+            f"{CALL_STEP}.respnse",
+            "unknown key (did you mean response?)",
+            id="step",
+        ),
+        pytest.param(
+            lambda d: _text_step(d)["response"].update(contnet="x"),
+            f"{TEXT_STEP}.response.contnet",
+            "unknown key (did you mean content?)",
+            id="text-response",
+        ),
+        pytest.param(
+            lambda d: _text_step(d)["response"].update(output_token=3),
+            f"{TEXT_STEP}.response.output_token",
+            "unknown key (did you mean output_tokens?)",
+            id="text-response-tokens",
+        ),
+        pytest.param(
+            lambda d: _call_step(d)["response"].update(tool_call=[]),
+            f"{CALL_STEP}.response.tool_call",
+            "unknown key (did you mean tool_calls?)",
+            id="tool-calls-response",
+        ),
+        pytest.param(
+            lambda d: _call_step(d)["response"].update(input_tokns=3),
+            f"{CALL_STEP}.response.input_tokns",
+            "unknown key (did you mean input_tokens?)",
+            id="tool-calls-response-tokens",
+        ),
+        pytest.param(
+            lambda d: _call(d).update(argumnts={}),
+            f"{CALL}.argumnts",
+            "unknown key (did you mean arguments?)",
+            id="tool-call",
+        ),
+        pytest.param(
+            lambda d: d["expects"].update(respose_contains=["x"]),
+            "$.expects.respose_contains",
+            "unknown key (did you mean response_contains?)",
+            id="expects",
+        ),
+        pytest.param(
+            lambda d: d["expects"].update(tool_used=["echo"]),
+            "$.expects.tool_used",
+            "unknown key (did you mean tools_used?)",
+            id="expects-tool-used",
+        ),
+        pytest.param(
+            lambda d: d["expects"].update(
+                tool_arguments_contain=[{"tool": "echo", "needle": "hello", "call_idx": 0}]
+            ),
+            "$.expects.tool_arguments_contain[0].call_idx",
+            "unknown key (did you mean call_index?)",
+            id="payload-arguments",
+        ),
+        pytest.param(
+            lambda d: d["expects"].update(
+                tool_results_contain=[
+                    {"tool": "echo", "needle": "hello"},
+                    {"tool": "echo", "neddle": "hello"},
+                ]
+            ),
+            "$.expects.tool_results_contain[1].neddle",
+            "unknown key (did you mean needle?)",
+            id="payload-results",
+        ),
+    ],
+)
+def test_unknown_key_is_refused_with_its_path(
+    tmp_path: Path, mutation: Mutation, field: str, message: str
+) -> None:
+    refuse_one(tmp_path, mutated(mutation), field, message)
+
+
+def test_unknown_key_in_setup(tmp_path: Path) -> None:
+    data = live_trace(setup={"workspace_file": {"a.txt": "x"}})
+    refuse_one(
+        tmp_path,
+        data,
+        "$.setup.workspace_file",
+        "unknown key (did you mean workspace_files?)",
+        mode="live",
+    )
+
+
+def test_unknown_key_in_a_later_turn_and_step(tmp_path: Path) -> None:
+    data = replay_trace()
+    data["turns"].append(
+        {
+            "user_input": "again",
+            "steps": [{"response": {"type": "text", "content": "ok", "cost": 3}}],
+        }
+    )
+    refuse_one(
+        tmp_path,
+        data,
+        "$.turns[1].steps[0].response.cost",
+        "unknown key (known keys: content, input_tokens, output_tokens)",
+    )
+
+
+# --- 2. wrong types, negative counts, floats and bools for ints, missing keys ------------
+
+
+@pytest.mark.parametrize(
+    ("mutation", "field", "message"),
+    [
+        (lambda d: d.update(model_name=3), "$.model_name", "Expected `str`, got `int`"),
+        (lambda d: d.update(id=7), "$.id", "Expected `str | null`, got `int`"),
+        (
+            lambda d: d.update(description=["x"]),
+            "$.description",
+            "Expected `str | null`, got `array`",
+        ),
+        (lambda d: d.update(turns={}), "$.turns", "Expected `array`, got `object`"),
+        (lambda d: d["turns"].__setitem__(0, "hi"), "$.turns[0]", "Expected `object`, got `str`"),
+        (
+            lambda d: d["turns"][0].update(user_input=None),
+            "$.turns[0].user_input",
+            "Expected `str`, got `null`",
+        ),
+        (
+            lambda d: d["turns"][0].update(steps={}),
+            "$.turns[0].steps",
+            "Expected `array | null`, got `object`",
+        ),
+        (
+            lambda d: _text_step(d).update(response="hi"),
+            f"{TEXT_STEP}.response",
+            "Expected `object`, got `str`",
+        ),
+        (
+            lambda d: _text_step(d)["response"].update(content=None),
+            f"{TEXT_STEP}.response.content",
+            "Expected `str`, got `null`",
+        ),
+        (
+            lambda d: _call_step(d)["response"].update(tool_calls={}),
+            f"{CALL_STEP}.response.tool_calls",
+            "Expected `array`, got `object`",
+        ),
+        (lambda d: _call(d).update(id=1), f"{CALL}.id", "Expected `str`, got `int`"),
+        (lambda d: _call(d).update(name=None), f"{CALL}.name", "Expected `str`, got `null`"),
+        (
+            lambda d: _call(d).update(arguments=["hello"]),
+            f"{CALL}.arguments",
+            "Expected `object`, got `array`",
+        ),
+        (
+            lambda d: _call(d).update(arguments='{"message": "hello"}'),
+            f"{CALL}.arguments",
+            "Expected `object`, got `str`",
+        ),
+        (lambda d: d.update(expects=[]), "$.expects", "Expected `object | null`, got `array`"),
+        (
+            lambda d: d["expects"].update(response_contains="hello"),
+            "$.expects.response_contains",
+            "Expected `array`, got `str`",
+        ),
+        (
+            lambda d: d["expects"].update(tools_used=["echo", 1]),
+            "$.expects.tools_used[1]",
+            "Expected `str`, got `int`",
+        ),
+        (
+            lambda d: d["expects"].update(all_tools_succeeded="true"),
+            "$.expects.all_tools_succeeded",
+            "Expected `bool | null`, got `str`",
+        ),
+        (
+            lambda d: d["expects"].update(all_tools_succeeded=1),
+            "$.expects.all_tools_succeeded",
+            "Expected `bool | null`, got `int`",
+        ),
+        (
+            lambda d: d["expects"].update(tool_arguments_contain=[{"tool": "echo", "needle": 3}]),
+            "$.expects.tool_arguments_contain[0].needle",
+            "Expected `str`, got `int`",
+        ),
+        (
+            lambda d: d["expects"].update(tool_results_contain={"tool": "echo", "needle": "x"}),
+            "$.expects.tool_results_contain",
+            "Expected `array`, got `object`",
+        ),
+    ],
+)
+def test_wrong_type_is_refused(
+    tmp_path: Path, mutation: Mutation, field: str, message: str
+) -> None:
+    refuse_one(tmp_path, mutated(mutation), field, message)
+
+
+def _set_expect(key: str) -> Callable[[dict[str, Any], Any], None]:
+    return lambda d, v: d["expects"].update({key: v})
+
+
+def _set_tokens(step: Callable[[dict[str, Any]], dict[str, Any]], key: str) -> Any:
+    return lambda d, v: step(d)["response"].update({key: v})
+
+
+def _set_call_index(d: dict[str, Any], v: Any) -> None:
+    d["expects"]["tool_results_contain"] = [{"tool": "echo", "needle": "hello", "call_index": v}]
+
+
+INT_FIELDS = [
+    pytest.param(_set_expect("max_tool_calls"), "$.expects.max_tool_calls", True, id="max"),
+    pytest.param(_set_expect("min_tool_calls"), "$.expects.min_tool_calls", True, id="min"),
+    pytest.param(_set_expect("exact_tool_calls"), "$.expects.exact_tool_calls", True, id="exact"),
+    pytest.param(
+        _set_tokens(_text_step, "input_tokens"),
+        f"{TEXT_STEP}.response.input_tokens",
+        False,
+        id="text-input-tokens",
+    ),
+    pytest.param(
+        _set_tokens(_call_step, "output_tokens"),
+        f"{CALL_STEP}.response.output_tokens",
+        False,
+        id="call-output-tokens",
+    ),
+    pytest.param(
+        _set_call_index,
+        "$.expects.tool_results_contain[0].call_index",
+        True,
+        id="call-index",
+    ),
+]
+
+
+@pytest.mark.parametrize(("setter", "field", "optional"), INT_FIELDS)
+def test_negative_count_is_refused(tmp_path: Path, setter: Any, field: str, optional: bool) -> None:
+    refuse_one(tmp_path, mutated(lambda d: setter(d, -1)), field, "Expected `int` >= 0")
+
+
+@pytest.mark.parametrize(("setter", "field", "optional"), INT_FIELDS)
+@pytest.mark.parametrize(("value", "kind"), [(1.0, "float"), (True, "bool"), ("1", "str")])
+def test_non_integer_count_is_refused(
+    tmp_path: Path, setter: Any, field: str, optional: bool, value: Any, kind: str
+) -> None:
+    expected = "`int | null`" if optional else "`int`"
+    refuse_one(
+        tmp_path, mutated(lambda d: setter(d, value)), field, f"Expected {expected}, got `{kind}`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [(0, "Expected `int` >= 1"), (51, "Expected `int` <= 50")]
+)
+def test_repeat_out_of_range(tmp_path: Path, value: int, message: str) -> None:
+    refuse_one(tmp_path, live_trace(repeat=value), "$.repeat", message, mode="live")
+
+
+@pytest.mark.parametrize(
+    ("mutation", "field"),
+    [
+        (lambda d: d.pop("model_name"), "$.model_name"),
+        (lambda d: d.pop("turns"), "$.turns"),
+        (lambda d: d["turns"][0].pop("user_input"), "$.turns[0].user_input"),
+        (lambda d: _text_step(d).pop("response"), f"{TEXT_STEP}.response"),
+        (lambda d: _text_step(d)["response"].pop("type"), f"{TEXT_STEP}.response.type"),
+        (lambda d: _text_step(d)["response"].pop("content"), f"{TEXT_STEP}.response.content"),
+        (lambda d: _call_step(d)["response"].pop("tool_calls"), f"{CALL_STEP}.response.tool_calls"),
+        (lambda d: _call(d).pop("id"), f"{CALL}.id"),
+        (lambda d: _call(d).pop("name"), f"{CALL}.name"),
+        (lambda d: _call(d).pop("arguments"), f"{CALL}.arguments"),
+        (
+            lambda d: d["expects"].update(tool_arguments_contain=[{"needle": "hello"}]),
+            "$.expects.tool_arguments_contain[0].tool",
+        ),
+        (
+            lambda d: d["expects"].update(tool_results_contain=[{"tool": "echo"}]),
+            "$.expects.tool_results_contain[0].needle",
+        ),
+    ],
+)
+def test_missing_required_key(tmp_path: Path, mutation: Mutation, field: str) -> None:
+    refuse_one(tmp_path, mutated(mutation), field, "missing required key")
+
+
+@pytest.mark.parametrize(
+    ("tag", "message"),
+    [
+        ("txt", "Invalid value 'txt'"),
+        ("Text", "Invalid value 'Text'"),
+        ("tool_call", "Invalid value 'tool_call'"),
+        (3, "Expected `str`, got `int`"),
+    ],
+)
+def test_bad_response_type_tag(tmp_path: Path, tag: Any, message: str) -> None:
+    refuse_one(
+        tmp_path,
+        mutated(lambda d: _text_step(d)["response"].update(type=tag)),
+        f"{TEXT_STEP}.response.type",
+        f"{message}; a response's type is 'text' or 'tool_calls'",
+    )
+
+
+def test_text_response_with_tool_call_fields_is_refused(tmp_path: Path) -> None:
+    # The tag selects the variant; a text response carrying tool_calls is an unknown key.
+    refuse_one(
+        tmp_path,
+        mutated(lambda d: _text_step(d)["response"].update(tool_calls=[])),
+        f"{TEXT_STEP}.response.tool_calls",
+        "unknown key (known keys: content, input_tokens, output_tokens)",
+    )
+
+
+# --- 3. turns, steps, tool calls ---------------------------------------------------------
+
+
+def test_no_turns(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(turns=[]),
+        "$.turns",
+        "no turns: the agent would never run, so nothing is tested",
+    )
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n  "])
+def test_blank_user_input(tmp_path: Path, blank: str) -> None:
+    data = mutated(lambda d: d["turns"][0].update(user_input=blank))
+    refuse_one(tmp_path, data, "$.turns[0].user_input", "blank user input")
+
+
+def test_blank_user_input_in_live_mode(tmp_path: Path) -> None:
+    data = live_trace(turns=[{"user_input": "go"}, {"user_input": "  "}])
+    refuse_one(tmp_path, data, "$.turns[1].user_input", "blank user input", mode="live")
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        pytest.param(lambda d: d["turns"][0].pop("steps"), id="absent"),
+        pytest.param(lambda d: d["turns"][0].update(steps=None), id="null"),
+        pytest.param(lambda d: d["turns"][0].update(steps=[]), id="empty"),
+    ],
+)
+def test_replay_turn_without_steps(tmp_path: Path, mutation: Mutation) -> None:
+    refuse_one(
+        tmp_path,
+        mutated(mutation),
+        "$.turns[0].steps",
+        "no scripted steps: replay has nothing to answer with",
+    )
+
+
+def test_replay_second_turn_without_steps(tmp_path: Path) -> None:
+    data = replay_trace()
+    data["turns"].append({"user_input": "and again"})
+    refuse_one(
+        tmp_path, data, "$.turns[1].steps", "no scripted steps: replay has nothing to answer with"
+    )
+
+
+def test_tool_calls_response_with_no_calls(tmp_path: Path) -> None:
+    data = mutated(lambda d: _call_step(d)["response"].update(tool_calls=[]))
+    data["expects"] = {"response_contains": ["hello"]}
+    refuse_one(
+        tmp_path,
+        data,
+        f"{CALL_STEP}.response.tool_calls",
+        "empty list: a tool_calls response must call at least one tool",
+    )
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_empty_tool_call_id(tmp_path: Path, blank: str) -> None:
+    refuse_one(
+        tmp_path, mutated(lambda d: _call(d).update(id=blank)), f"{CALL}.id", "empty tool-call id"
+    )
+
+
+def _echo_step(call_id: str, message: str = "hello") -> dict[str, Any]:
+    return {
+        "response": {
+            "type": "tool_calls",
+            "tool_calls": [{"id": call_id, "name": "echo", "arguments": {"message": message}}],
+        }
+    }
+
+
+def test_duplicate_tool_call_id_in_one_response(tmp_path: Path) -> None:
+    data = replay_trace()
+    calls = _call_step(data)["response"]["tool_calls"]
+    calls.append({"id": "call_1", "name": "echo", "arguments": {"message": "again"}})
+    refuse_one(
+        tmp_path,
+        data,
+        f"{CALL_STEP}.response.tool_calls[1].id",
+        f"duplicate tool-call id 'call_1' (first used at {CALL})",
+    )
+
+
+def test_duplicate_tool_call_id_across_turns(tmp_path: Path) -> None:
+    data = replay_trace()
+    data["turns"].append(
+        {
+            "user_input": "Echo it again",
+            "steps": [_echo_step("call_1"), {"response": {"type": "text", "content": "again"}}],
+        }
+    )
+    refuse_one(
+        tmp_path,
+        data,
+        "$.turns[1].steps[0].response.tool_calls[0].id",
+        f"duplicate tool-call id 'call_1' (first used at {CALL})",
+    )
+
+
+def test_unregistered_tool_names_the_tool_and_the_agents_tools(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        mutated(lambda d: _call(d).update(name="web_search")),
+        f"{CALL}.name",
+        "tool 'web_search' is not registered by agent 'openai-agents' (its tools: echo, fail)",
+    )
+
+
+def test_unregistered_tool_for_a_custom_agent(tmp_path: Path) -> None:
+    agent = AgentSurface("my_pkg.agent:build", frozenset({"lookup", "calendar"}))
+    refuse_one(
+        tmp_path,
+        replay_trace(),
+        f"{CALL}.name",
+        "tool 'echo' is not registered by agent 'my_pkg.agent:build' (its tools: calendar, lookup)",
+        agent=agent,
+    )
+
+
+def test_unregistered_tool_for_an_agent_without_tools(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(),
+        f"{CALL}.name",
+        "tool 'echo' is not registered by agent 'bare' (its tools: none)",
+        agent=AgentSurface("bare", frozenset()),
+    )
+
+
+def test_scripted_call_to_a_tool_of_a_custom_agent_is_admitted(tmp_path: Path) -> None:
+    data = mutated(lambda d: _call(d).update(name="lookup"))
+    data["expects"] = {"tools_used": ["lookup"]}
+    path = write_fixture(tmp_path, "case.json", data)
+    case = admit(path, agent=AgentSurface("mine", frozenset({"lookup"})))
+    assert case.trace.expects == Expects(tools_used=["lookup"])
+
+
+def test_live_mode_refuses_scripted_steps(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(),
+        "$.turns[0].steps",
+        "a live case must not script model steps: the real model answers",
+        mode="live",
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("setup", {"workspace_files": {"notes.txt": "hello"}}),
+        ("setup", {}),
+        ("tools", ["echo"]),
+        ("tools", []),
+        ("repeat", 1),
+        ("cluster", "echo-family"),
+    ],
+)
+def test_live_only_key_in_replay(tmp_path: Path, key: str, value: Any) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(**{key: value}),
+        f"$.{key}",
+        f"'{key}' applies only to --mode live; a replay case must not carry it",
+    )
+
+
+def test_live_case_with_live_keys_is_admitted(tmp_path: Path) -> None:
+    data = live_trace(
+        id="live-echo-1",
+        setup={"workspace_files": {"notes.txt": "hello"}},
+        tools=["echo"],
+        repeat=3,
+        cluster="echo-family",
+    )
+    path = write_fixture(tmp_path, "case.json", data)
+    case = admit(path, mode="live")
+    assert case.id == "live-echo-1"
+    assert case.trace.repeat == 3
+    assert case.trace.tools == ["echo"]
+    assert case.trace.setup is not None
+    assert case.trace.setup.workspace_files == {"notes.txt": "hello"}
+    assert case.trace.turns[0].steps is None
+
+
+def test_live_mode_does_not_check_scripted_tool_names(tmp_path: Path) -> None:
+    # Nothing is scripted in live mode, so only the step itself is refused.
+    data = mutated(lambda d: _call(d).update(name="web_search"))
+    refuse_one(
+        tmp_path,
+        data,
+        "$.turns[0].steps",
+        "a live case must not script model steps: the real model answers",
+        mode="live",
+    )
+
+
+# --- 4. expects missing or empty ----------------------------------------------------------
+
+MISSING = "missing: a case that asserts nothing would pass vacuously"
+NO_ASSERTION = "declares no effective assertion: a case that asserts nothing would pass vacuously"
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        pytest.param(lambda d: d.pop("expects"), id="absent"),
+        pytest.param(lambda d: d.update(expects=None), id="null"),
+    ],
+)
+def test_expects_missing(tmp_path: Path, mutation: Mutation) -> None:
+    refuse_one(tmp_path, mutated(mutation), "$.expects", MISSING)
+
+
+@pytest.mark.parametrize(
+    "expects",
+    [
+        pytest.param({}, id="empty-object"),
+        pytest.param(
+            {
+                "response_contains": [],
+                "response_not_contains": [],
+                "response_matches": [],
+                "tools_used": [],
+                "tools_not_used": [],
+                "tool_arguments_contain": [],
+                "tool_results_contain": [],
+            },
+            id="all-lists-empty",
+        ),
+        pytest.param(
+            {
+                "max_tool_calls": None,
+                "min_tool_calls": None,
+                "exact_tool_calls": None,
+                "all_tools_succeeded": None,
+            },
+            id="all-null",
+        ),
+    ],
+)
+def test_expects_without_assertion(tmp_path: Path, expects: dict[str, Any]) -> None:
+    refuse_one(tmp_path, replay_trace(expects=expects), "$.expects", NO_ASSERTION)
+
+
+def test_min_tool_calls_zero_alone_is_no_assertion_and_vacuous(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "case.json", replay_trace(expects={"min_tool_calls": 0}))
+    assert lines(refusal(path)) == [
+        f"{path}: $.expects: {NO_ASSERTION}",
+        f"{path}: $.expects.min_tool_calls: 0 is vacuous: every run makes at least 0 calls",
+    ]
+
+
+# --- 5. empty entries ---------------------------------------------------------------------
+
+VALID_ENTRY = {
+    "response_contains": "hello",
+    "response_not_contains": "error",
+    "response_matches": "hel+o",
+    "tools_used": "echo",
+    "tools_not_used": "fail",
+}
+
+
+@pytest.mark.parametrize("family", sorted(VALID_ENTRY))
+@pytest.mark.parametrize("blank", ["", " ", "\t\n"])
+def test_blank_entry_in_string_family(tmp_path: Path, family: str, blank: str) -> None:
+    expects = {"response_contains": ["hello"], family: [VALID_ENTRY[family], blank]}
+    refuse_one(
+        tmp_path,
+        replay_trace(expects=expects),
+        f"$.expects.{family}[1]",
+        "empty or whitespace-only entry asserts nothing",
+    )
+
+
+@pytest.mark.parametrize("family", ["tool_arguments_contain", "tool_results_contain"])
+@pytest.mark.parametrize("key", ["tool", "needle"])
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_blank_tool_or_needle_in_payload_family(
+    tmp_path: Path, family: str, key: str, blank: str
+) -> None:
+    entries = [{"tool": "echo", "needle": "hello"}, {"tool": "echo", "needle": "hello"}]
+    entries[1][key] = blank
+    refuse_one(
+        tmp_path,
+        replay_trace(expects={family: entries}),
+        f"$.expects.{family}[1].{key}",
+        f"empty {key} asserts nothing",
+    )
+
+
+# --- 6. vacuous and contradictory bounds ---------------------------------------------------
+
+
+def test_min_tool_calls_zero_with_other_assertions(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(expects={"tools_used": ["echo"], "min_tool_calls": 0}),
+        "$.expects.min_tool_calls",
+        "0 is vacuous: every run makes at least 0 calls",
+    )
+
+
+def test_min_greater_than_max(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(expects={"min_tool_calls": 3, "max_tool_calls": 2}),
+        "$.expects.min_tool_calls",
+        "min_tool_calls (3) exceeds max_tool_calls (2): no run can pass",
+    )
+
+
+def test_exact_above_max(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(expects={"exact_tool_calls": 2, "max_tool_calls": 1}),
+        "$.expects.exact_tool_calls",
+        "exact_tool_calls (2) exceeds max_tool_calls (1): no run can pass",
+    )
+
+
+def test_exact_below_min(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(expects={"exact_tool_calls": 1, "min_tool_calls": 2}),
+        "$.expects.exact_tool_calls",
+        "exact_tool_calls (1) is below min_tool_calls (2): no run can pass",
+    )
+
+
+def test_exact_outside_both_bounds_reports_each(tmp_path: Path) -> None:
+    data = replay_trace(expects={"exact_tool_calls": 5, "min_tool_calls": 6, "max_tool_calls": 4})
+    path = write_fixture(tmp_path, "case.json", data)
+    assert lines(refusal(path)) == [
+        f"{path}: $.expects.min_tool_calls: min_tool_calls (6) exceeds max_tool_calls (4): "
+        "no run can pass",
+        f"{path}: $.expects.exact_tool_calls: exact_tool_calls (5) exceeds max_tool_calls (4): "
+        "no run can pass",
+        f"{path}: $.expects.exact_tool_calls: exact_tool_calls (5) is below min_tool_calls (6): "
+        "no run can pass",
+    ]
+
+
+def test_consistent_bounds_at_their_edges_are_admitted(tmp_path: Path) -> None:
+    data = replay_trace(expects={"min_tool_calls": 1, "max_tool_calls": 1, "exact_tool_calls": 1})
+    case = admit(write_fixture(tmp_path, "case.json", data))
+    assert case.trace.expects == Expects(min_tool_calls=1, max_tool_calls=1, exact_tool_calls=1)
+
+
+# --- 7. patterns that do not compile --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(unclosed", "missing ), unterminated subpattern at position 0"),
+        ("[a-", "unterminated character set at position 0"),
+        ("*hello", "nothing to repeat at position 0"),
+        ("a{99999999999}", "the repetition number is too large"),
+        ("(" * 5000 + ")" * 5000, "maximum recursion depth exceeded"),
+    ],
+)
+def test_response_matches_pattern_that_does_not_compile(
+    tmp_path: Path, pattern: str, reason: str
+) -> None:
+    data = replay_trace(expects={"response_matches": ["hel+o", pattern]})
+    path = write_fixture(tmp_path, "case.json", data)
+    [line] = lines(refusal(path))
+    prefix = f"{path}: $.expects.response_matches[1]: pattern does not compile: "
+    assert line.startswith(prefix)
+    assert reason in line[len(prefix) :]
+
+
+# --- the empty-run vacuity check ----------------------------------------------------------
+
+EMPTY_RUN = (
+    "every check passes against an empty run (no response, no tool calls): "
+    "add a check only a working agent satisfies"
+)
+
+
+@pytest.mark.parametrize(
+    "expects",
+    [
+        {"max_tool_calls": 0},
+        {"max_tool_calls": 3},
+        {"exact_tool_calls": 0},
+        {"response_not_contains": ["error"]},
+        {"tools_not_used": ["fail"]},
+        {"all_tools_succeeded": True},
+        {"response_matches": ["^"]},
+        {"response_matches": ["x*"]},
+        {"max_tool_calls": 0, "tools_not_used": ["echo"], "response_not_contains": ["error"]},
+    ],
+)
+def test_case_that_passes_against_an_empty_run_is_refused(
+    tmp_path: Path, expects: dict[str, Any]
+) -> None:
+    data = replay_trace(expects=expects)
+    data["turns"][0]["steps"] = [{"response": {"type": "text", "content": "hi"}}]
+    refuse_one(tmp_path, data, "$.expects", EMPTY_RUN)
+
+
+# --- every problem of one fixture is listed ------------------------------------------------
+
+
+def test_all_semantic_problems_of_one_fixture_are_listed(tmp_path: Path) -> None:
+    data = replay_trace(cluster="c", expects={"tools_used": ["echo", ""], "min_tool_calls": 0})
+    data["turns"][0]["user_input"] = " "
+    _call(data)["name"] = "web_search"
+    data["turns"].append({"user_input": "again", "steps": []})
+    path = write_fixture(tmp_path, "case.json", data)
+    assert lines(refusal(path)) == [
+        f"{path}: $.cluster: 'cluster' applies only to --mode live; "
+        "a replay case must not carry it",
+        f"{path}: $.turns[0].user_input: blank user input",
+        f"{path}: {CALL}.name: tool 'web_search' is not registered by agent 'openai-agents' "
+        "(its tools: echo, fail)",
+        f"{path}: $.turns[1].steps: no scripted steps: replay has nothing to answer with",
+        f"{path}: $.expects.tools_used[1]: empty or whitespace-only entry asserts nothing",
+        f"{path}: $.expects.min_tool_calls: 0 is vacuous: every run makes at least 0 calls",
+    ]
+
+
+# --- positive: what must be admitted ------------------------------------------------------
+
+
+def _shared_fixtures() -> list[Any]:
+    if not SHARED_FIXTURE_DIR.is_dir():
+        return [pytest.param(None, id="shared-fixtures-missing")]
+    return [pytest.param(p, id=p.name) for p in sorted(SHARED_FIXTURE_DIR.glob("*.json"))]
+
+
+@pytest.mark.parametrize("path", _shared_fixtures())
+def test_shared_fixture_of_the_original_harness_is_admitted(path: Path | None) -> None:
+    if path is None:
+        pytest.skip(f"{SHARED_FIXTURE_DIR} does not exist")
+    case = admit(path)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert case.id == raw.get("id", raw["model_name"])
+    assert case.path == path
+    assert case.text == path.read_text(encoding="utf-8")
+    assert len(case.trace.turns) == len(raw["turns"])
+    assert case.trace.expects is not None
+
+
+def test_base_fixture_parses_into_the_schema(tmp_path: Path) -> None:
+    case = admit(write_fixture(tmp_path, "case.json", replay_trace()))
+    assert case.id == "echo-hello"
+    [turn] = case.trace.turns
+    assert turn.user_input == "Echo hello for me"
+    assert turn.steps is not None
+    calls, text = (step.response for step in turn.steps)
+    assert isinstance(calls, ToolCallsResponse)
+    assert (calls.input_tokens, calls.output_tokens) == (0, 0)
+    assert [(c.id, c.name, c.arguments) for c in calls.tool_calls] == [
+        ("call_1", "echo", {"message": "hello"})
+    ]
+    assert text == TextResponse(content="The echo tool said: hello")
+
+
+@pytest.mark.parametrize(
+    "expects",
+    [
+        {"response_contains": ["hello"]},
+        {"response_matches": ["hel+o"]},
+        {"response_matches": ["\\S"]},
+        {"tools_used": ["echo"]},
+        {"min_tool_calls": 1},
+        {"exact_tool_calls": 1},
+        {"all_tools_succeeded": False},
+        {"tool_arguments_contain": [{"tool": "echo", "needle": "hello"}]},
+        {"tool_results_contain": [{"tool": "echo", "needle": "hello", "call_index": 0}]},
+    ],
+    ids=lambda e: next(iter(e)),
+)
+def test_single_field_real_assertion_is_admitted(tmp_path: Path, expects: dict[str, Any]) -> None:
+    case = admit(write_fixture(tmp_path, "case.json", replay_trace(expects=expects)))
+    assert case.trace.expects == Expects(**_as_struct_kwargs(expects))
+
+
+def _as_struct_kwargs(expects: dict[str, Any]) -> dict[str, Any]:
+    out = dict(expects)
+    for family in ("tool_arguments_contain", "tool_results_contain"):
+        if family in out:
+            out[family] = [PayloadExpect(**p) for p in out[family]]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("id", None),
+        ("description", None),
+        ("setup", None),
+        ("tools", None),
+        ("repeat", None),
+        ("cluster", None),
+    ],
+)
+def test_null_optional_top_level_field_equals_absent(tmp_path: Path, key: str, value: None) -> None:
+    absent = admit(write_fixture(tmp_path, "absent.json", replay_trace()))
+    null = admit(write_fixture(tmp_path, "null.json", replay_trace(**{key: value})))
+    assert null.trace == absent.trace
+    assert null.id == "echo-hello"
+
+
+@pytest.mark.parametrize(
+    "key", ["max_tool_calls", "min_tool_calls", "exact_tool_calls", "all_tools_succeeded"]
+)
+def test_null_optional_expectation_equals_absent(tmp_path: Path, key: str) -> None:
+    absent = admit(write_fixture(tmp_path, "absent.json", replay_trace()))
+    data = replay_trace()
+    data["expects"][key] = None
+    null = admit(write_fixture(tmp_path, "null.json", data))
+    assert null.trace == absent.trace
+    assert getattr(null.trace.expects, key) is None
+
+
+def test_null_call_index_equals_absent(tmp_path: Path) -> None:
+    with_null = {"tool_results_contain": [{"tool": "echo", "needle": "hello", "call_index": None}]}
+    without = {"tool_results_contain": [{"tool": "echo", "needle": "hello"}]}
+    a = admit(write_fixture(tmp_path, "a.json", replay_trace(expects=with_null)))
+    b = admit(write_fixture(tmp_path, "b.json", replay_trace(expects=without)))
+    assert a.trace == b.trace
+    assert a.trace.expects is not None
+    assert a.trace.expects.tool_results_contain[0].call_index is None
+
+
+def test_explicit_id_is_the_case_id(tmp_path: Path) -> None:
+    case = admit(write_fixture(tmp_path, "case.json", replay_trace(id="stable-id")))
+    assert case.id == "stable-id"
+    assert case.trace.model_name == "echo-hello"
+
+
+def test_tokens_and_unicode_are_kept(tmp_path: Path) -> None:
+    data = replay_trace(description="naïve café 日本語 ✓")
+    _text_step(data)["response"].update(input_tokens=7, output_tokens=0)
+    case = admit(write_fixture(tmp_path, "case.json", data))
+    assert isinstance(case.trace, LlmTrace)
+    assert case.trace.description == "naïve café 日本語 ✓"
+    assert case.trace.turns[0].steps is not None
+    response = case.trace.turns[0].steps[1].response
+    assert (response.input_tokens, response.output_tokens) == (7, 0)
+
+
+def test_surface_of_the_default_agent_is_the_builtin_tools() -> None:
+    assert builtin_surface().tools == frozenset({"echo", "fail"})

@@ -1,0 +1,266 @@
+"""Configuration (SPEC section 11): `[tool.zeroclaw.eval]` in pyproject.toml or `--config`."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.config import ConfigError, EvalConfig, load_config
+
+KNOWN = (
+    "known keys: suite_dir, mode, agent, case_timeout_secs, live_base_url, live_model, "
+    "live_api_key_env, live_allowed_tools"
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def config_error(config_file: Path | None = None, cwd: Path | None = None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_config(config_file, cwd)
+    return str(caught.value)
+
+
+def no_pyproject_above(directory: Path) -> None:
+    for parent in (directory, *directory.parents):
+        if (parent / "pyproject.toml").exists():
+            pytest.skip(f"{parent / 'pyproject.toml'} exists above the temporary directory")
+
+
+# --- defaults ----------------------------------------------------------------------------------
+
+
+def test_defaults_without_any_configuration(tmp_path: Path) -> None:
+    no_pyproject_above(tmp_path)
+    loaded = load_config(cwd=tmp_path)
+    assert loaded.config == EvalConfig()
+    assert loaded.config.suite_dir == "evals/regression"
+    assert loaded.config.mode == "replay"
+    assert loaded.config.agent == "openai-agents"
+    assert loaded.config.case_timeout_secs == 120
+    assert loaded.root == tmp_path.resolve()
+    assert loaded.source == "defaults"
+
+
+def test_defaults_use_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_pyproject_above(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    loaded = load_config()
+    assert (loaded.root, loaded.source) == (tmp_path.resolve(), "defaults")
+
+
+def test_pyproject_without_the_table_gives_defaults(tmp_path: Path) -> None:
+    no_pyproject_above(tmp_path)
+    write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n\n[tool.ruff]\nline-length = 99\n')
+    loaded = load_config(cwd=tmp_path)
+    assert (loaded.config, loaded.source) == (EvalConfig(), "defaults")
+
+
+# --- [tool.zeroclaw.eval] in pyproject.toml ---------------------------------------------------
+
+FULL_TABLE = """\
+[project]
+name = "demo"
+
+[tool.zeroclaw.eval]
+suite_dir = "evals/capability"
+mode = "live"
+agent = "my_agent:build"
+case_timeout_secs = 30
+"""
+
+
+def test_pyproject_in_the_working_directory(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", FULL_TABLE)
+    loaded = load_config(cwd=tmp_path)
+    assert loaded.config == EvalConfig(
+        suite_dir="evals/capability", mode="live", agent="my_agent:build", case_timeout_secs=30.0
+    )
+    assert isinstance(loaded.config.case_timeout_secs, float)
+    assert loaded.root == tmp_path.resolve()
+    assert loaded.source == str(pyproject)
+
+
+def test_pyproject_in_a_parent_directory(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", FULL_TABLE)
+    deep = tmp_path / "src" / "pkg"
+    deep.mkdir(parents=True)
+    loaded = load_config(cwd=deep)
+    assert loaded.config.suite_dir == "evals/capability"
+    assert loaded.root == tmp_path.resolve()
+    assert loaded.source == str(pyproject)
+
+
+def test_nearest_pyproject_without_the_table_is_passed_over(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", FULL_TABLE)
+    write(tmp_path / "sub" / "pyproject.toml", '[project]\nname = "sub"\n')
+    loaded = load_config(cwd=tmp_path / "sub")
+    assert loaded.config.agent == "my_agent:build"
+    assert loaded.root == tmp_path.resolve()
+
+
+def test_nearest_pyproject_with_the_table_wins(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", FULL_TABLE)
+    inner = write(tmp_path / "sub" / "pyproject.toml", '[tool.zeroclaw.eval]\nmode = "replay"\n')
+    loaded = load_config(cwd=tmp_path / "sub")
+    assert loaded.config == EvalConfig(mode="replay")
+    assert loaded.root == (tmp_path / "sub").resolve()
+    assert loaded.source == str(inner)
+
+
+def test_pyproject_from_the_working_directory_when_cwd_is_not_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "pyproject.toml", FULL_TABLE)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert load_config().config.suite_dir == "evals/capability"
+
+
+def test_partial_table_keeps_the_other_defaults(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.zeroclaw.eval]\ncase_timeout_secs = 2.5\n")
+    assert load_config(cwd=tmp_path).config == EvalConfig(case_timeout_secs=2.5)
+
+
+def test_empty_table_is_all_defaults(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", "[tool.zeroclaw.eval]\n")
+    loaded = load_config(cwd=tmp_path)
+    assert (loaded.config, loaded.source) == (EvalConfig(), str(pyproject))
+
+
+def test_unknown_key_in_pyproject_names_file_and_key(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", '[tool.zeroclaw.eval]\nsuite = "evals"\n')
+    assert config_error(cwd=tmp_path) == (
+        f"{pyproject}: [tool.zeroclaw.eval]: unknown key 'suite' ({KNOWN})"
+    )
+
+
+def test_wrong_type_in_pyproject(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", "[tool.zeroclaw.eval]\nsuite_dir = 3\n")
+    assert config_error(cwd=tmp_path) == (
+        f"{pyproject}: [tool.zeroclaw.eval]: Expected `str`, got `int` at `eval.suite_dir`"
+    )
+
+
+def test_eval_that_is_not_a_table_in_pyproject(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", '[tool.zeroclaw]\neval = "replay"\n')
+    assert config_error(cwd=tmp_path) == f"{pyproject}: [tool.zeroclaw.eval]: expected a table"
+
+
+@pytest.mark.parametrize(
+    ("text", "name"), [("tool = 3\n", "tool"), ('[tool]\nzeroclaw = "x"\n', "tool.zeroclaw")]
+)
+def test_tool_section_that_is_not_a_table_is_an_error_not_a_crash(
+    tmp_path: Path, text: str, name: str
+) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", text)
+    assert config_error(cwd=tmp_path) == f"{pyproject}: [{name}] is not a table"
+
+
+def test_invalid_toml_in_pyproject(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", "[tool.zeroclaw.eval\nmode = 1\n")
+    message = config_error(cwd=tmp_path)
+    assert message.startswith(f"{pyproject}: not valid TOML: ")
+    assert "line 1" in message
+
+
+# --- --config FILE with [eval] ------------------------------------------------------------------
+
+
+def test_config_file_with_eval_table(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "ci" / "eval.toml",
+        '[eval]\nsuite_dir = "evals/live"\nmode = "live"\ncase_timeout_secs = 5\n',
+    )
+    loaded = load_config(config, cwd=tmp_path)
+    assert loaded.config == EvalConfig(suite_dir="evals/live", mode="live", case_timeout_secs=5.0)
+    assert loaded.root == (tmp_path / "ci").resolve()
+    assert loaded.source == str(config)
+
+
+def test_config_file_wins_over_pyproject(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", FULL_TABLE)
+    config = write(tmp_path / "other.toml", '[eval]\nagent = "mine:make"\n')
+    loaded = load_config(config, cwd=tmp_path)
+    assert loaded.config == EvalConfig(agent="mine:make")
+    assert loaded.source == str(config)
+
+
+def test_config_file_ignores_other_tables(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", '[other]\nx = 1\n\n[eval]\nmode = "replay"\n')
+    assert load_config(config, cwd=tmp_path).config == EvalConfig()
+
+
+def test_unknown_key_in_config_file_names_file_and_key(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", '[eval]\nagnet = "openai-agents"\n')
+    assert config_error(config, tmp_path) == f"{config}: [eval]: unknown key 'agnet' ({KNOWN})"
+
+
+def test_tool_table_in_config_file_is_not_eval(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", '[tool.zeroclaw.eval]\nmode = "replay"\n')
+    assert config_error(config, tmp_path) == f"{config}: no [eval] table"
+
+
+def test_config_file_without_eval_table(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", '[evaluation]\nmode = "replay"\n')
+    assert config_error(config, tmp_path) == f"{config}: no [eval] table"
+
+
+def test_empty_config_file_has_no_eval_table(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", "")
+    assert config_error(config, tmp_path) == f"{config}: no [eval] table"
+
+
+def test_eval_that_is_not_a_table_in_config_file(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", "eval = 3\n")
+    assert config_error(config, tmp_path) == f"{config}: [eval]: expected a table"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("suite_dir = 3", "Expected `str`, got `int` at `eval.suite_dir`"),
+        ('suite_dir = ["a"]', "Expected `str`, got `array` at `eval.suite_dir`"),
+        ('mode = "lve"', "Invalid enum value 'lve' at `eval.mode`"),
+        ("mode = true", "Expected `str`, got `bool` at `eval.mode`"),
+        ("agent = 1", "Expected `str`, got `int` at `eval.agent`"),
+        ('case_timeout_secs = "120"', "Expected `float`, got `str` at `eval.case_timeout_secs`"),
+        ("case_timeout_secs = true", "Expected `float`, got `bool` at `eval.case_timeout_secs`"),
+        ("case_timeout_secs = 0", "Expected `float` > 0.0 at `eval.case_timeout_secs`"),
+        ("case_timeout_secs = -5", "Expected `float` > 0.0 at `eval.case_timeout_secs`"),
+        ("case_timeout_secs = nan", "Expected `float` > 0.0 at `eval.case_timeout_secs`"),
+        (
+            "case_timeout_secs = inf",
+            f"Expected `float` <= {threading.TIMEOUT_MAX} at `eval.case_timeout_secs`",
+        ),
+    ],
+)
+def test_wrong_type_or_value_in_config_file(tmp_path: Path, line: str, message: str) -> None:
+    config = write(tmp_path / "eval.toml", f"[eval]\n{line}\n")
+    assert config_error(config, tmp_path) == f"{config}: [eval]: {message}"
+
+
+def test_invalid_toml_in_config_file(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", '[eval]\nmode = "replay\n')
+    message = config_error(config, tmp_path)
+    assert message.startswith(f"{config}: not valid TOML: ")
+    assert "line 2" in message
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    assert config_error(missing, tmp_path) == f"{missing}: configuration file not found"
+
+
+def test_config_path_that_is_a_directory(tmp_path: Path) -> None:
+    directory = tmp_path / "eval.toml"
+    directory.mkdir()
+    assert config_error(directory, tmp_path) == f"{directory}: cannot read: Is a directory"

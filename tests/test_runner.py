@@ -1,0 +1,529 @@
+"""The runner, through the real OpenAI Agents SDK adapter and through users' own loops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _support import (
+    DROPPING_LOOP,
+    FAITHFUL_LOOP,
+    call,
+    case_of,
+    echo_fixture,
+    fixture,
+    greeting_fixture,
+    text_step,
+    tool_step,
+    turn,
+    write_module,
+    write_suite,
+)
+
+from harness import Message, ModelRequest, run_cases, run_suite
+from harness.agent import AgentContext, resolve_agent
+from harness.report.model import CaseReport, SuiteReport
+from harness.runner import LiveModeUnavailable
+from harness.tools import builtin_tools
+
+# A loop that behaves faithfully unless the user input asks it to misbehave.
+MISBEHAVING_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import time
+
+
+class Misbehaving(Session):
+    async def run_turn(self, user_input):
+        if "hang" in user_input:
+            await asyncio.sleep(3600)
+        if "block" in user_input:
+            time.sleep(20)
+        if "explode" in user_input:
+            raise ValueError("adapter exploded")
+        if "upstream" in user_input:
+            raise TimeoutError("upstream provider timed out")
+        if "number" in user_input:
+            return 42
+        return await super().run_turn(user_input)
+
+
+def misbehaving(ctx):
+    return Misbehaving(ctx)
+"""
+)
+
+
+def run(suite: Path, agent: Any = "openai-agents", **kwargs: Any) -> SuiteReport:
+    return run_suite(suite, agent=agent, root=suite.parent, **kwargs)
+
+
+def by_id(report: SuiteReport) -> dict[str, CaseReport]:
+    return {c.id: c for c in report.cases}
+
+
+def failing(case: CaseReport) -> dict[str, str]:
+    return {g.check: g.detail for g in case.grades if not g.passed}
+
+
+def user_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, attr: str) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{write_module(tmp_path, source)}:{attr}"
+
+
+# --- the real SDK adapter -------------------------------------------------------------------
+
+
+def test_single_tool_case_through_the_sdk(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", {"echo.json": echo_fixture("single-echo", "hello")})
+    report = run(suite)
+    assert report.agent == "openai-agents"
+    (case,) = report.cases
+    assert case.error is None, case.error
+    assert case.passed, failing(case)
+    assert case.id == "single-echo"
+    assert case.fixture == "suite/echo.json"
+    assert case.score == 1.0
+    r = case.record
+    assert r is not None
+    assert r.final_response == "The echo tool said: hello"
+    assert [(c.name, c.arguments, c.result, c.success) for c in r.calls] == [
+        ("echo", '{"message":"hello"}', "hello", True)
+    ]
+    assert (r.model_calls, r.input_tokens, r.output_tokens) == (2, 50, 14)
+    assert r.duration_ms >= 0
+    assert report.exit_code() == 0
+
+
+def test_multi_turn_final_response_is_the_last_turns_and_calls_accumulate(tmp_path: Path) -> None:
+    data = fixture(
+        "multi-turn",
+        [
+            turn(
+                "Echo alpha",
+                tool_step(call("c1", message="alpha"), input_tokens=10, output_tokens=1),
+                text_step("Echoed: alpha", input_tokens=11, output_tokens=2),
+            ),
+            turn(
+                "Echo beta",
+                tool_step(call("c2", message="beta"), input_tokens=12, output_tokens=3),
+                text_step("Echoed: beta", input_tokens=13, output_tokens=4),
+            ),
+        ],
+        {
+            "response_contains": ["beta"],
+            "response_not_contains": ["alpha"],
+            "exact_tool_calls": 2,
+            "tool_arguments_contain": [
+                {"tool": "echo", "needle": "alpha", "call_index": 0},
+                {"tool": "echo", "needle": "beta", "call_index": 1},
+            ],
+        },
+    )
+    (case,) = run(write_suite(tmp_path / "suite", {"m.json": data})).cases
+    assert case.passed, (case.error, failing(case))
+    assert case.record is not None
+    assert case.record.final_response == "Echoed: beta"
+    assert case.record.turn_responses == ["Echoed: alpha", "Echoed: beta"]
+    assert [c.result for c in case.record.calls] == ["alpha", "beta"]
+    assert (case.record.model_calls, case.record.input_tokens, case.record.output_tokens) == (
+        4,
+        46,
+        10,
+    )
+
+
+def test_fail_tool_is_recorded_and_the_loop_continues(tmp_path: Path) -> None:
+    data = fixture(
+        "fail-then-echo",
+        [
+            turn(
+                "Try the failing tool, then echo",
+                tool_step(call("c1", "fail", reason="disk full")),
+                tool_step(call("c2", message="recovered")),
+                text_step("The first tool failed (disk full); echo said recovered"),
+            )
+        ],
+        {
+            "all_tools_succeeded": False,
+            "exact_tool_calls": 2,
+            "tool_results_contain": [
+                {"tool": "fail", "needle": "disk full"},
+                {"tool": "echo", "needle": "recovered"},
+            ],
+            "response_contains": ["recovered"],
+        },
+    )
+    (case,) = run(write_suite(tmp_path / "suite", {"f.json": data})).cases
+    assert case.passed, (case.error, failing(case))
+    assert case.record is not None
+    assert [(c.name, c.success, c.result) for c in case.record.calls] == [
+        ("fail", False, "disk full"),
+        ("echo", True, "recovered"),
+    ]
+
+
+def test_parallel_tool_calls_in_one_step_are_all_dispatched(tmp_path: Path) -> None:
+    data = fixture(
+        "two-at-once",
+        [
+            turn(
+                "Echo a and b",
+                tool_step(call("c1", message="a"), call("c2", message="b")),
+                text_step("Echoed a and b"),
+            )
+        ],
+        {"exact_tool_calls": 2, "tool_results_contain": [{"tool": "echo", "needle": "b"}]},
+    )
+    (case,) = run(write_suite(tmp_path / "suite", {"p.json": data})).cases
+    assert case.passed, (case.error, failing(case))
+    assert case.record is not None
+    assert sorted(c.result for c in case.record.calls) == ["a", "b"]
+
+
+def test_run_errors_fail_their_case_but_not_the_suite(tmp_path: Path) -> None:
+    over = fixture(
+        "over-scripted",
+        [turn("Say hi", text_step("Hello"), text_step("never requested"))],
+        {"response_contains": ["Hello"]},
+    )
+    under = fixture(
+        "under-scripted",
+        [
+            turn("Echo ping", tool_step(call("call_1", message="ping"))),
+            turn("And again", text_step("Hello from turn 1")),
+        ],
+        {"response_contains": ["Hello"]},
+    )
+    last_over = fixture(
+        "last-turn-over-scripted",
+        [
+            turn("Say hi", text_step("Hello")),
+            turn("Again", text_step("Hello again"), text_step("surplus")),
+        ],
+        {"response_contains": ["Hello"]},
+    )
+    suite = write_suite(
+        tmp_path / "suite",
+        {
+            "a_ok.json": greeting_fixture("a-ok"),
+            "b_over.json": over,
+            "c_under.json": under,
+            "d_last.json": last_over,
+            "e_ok.json": echo_fixture("e-ok"),
+        },
+    )
+    seen: list[str] = []
+    report = run(suite, on_case=lambda c: seen.append(c.id))
+    cases = by_id(report)
+    assert seen == ["a-ok", "over-scripted", "under-scripted", "last-turn-over-scripted", "e-ok"]
+    assert cases["a-ok"].passed
+    assert cases["e-ok"].passed
+
+    over_error = cases["over-scripted"].error
+    assert over_error is not None
+    assert "turn 0 scripted 1 step(s) the agent never requested" in over_error
+
+    under_error = cases["under-scripted"].error
+    assert under_error is not None
+    assert "turn 0 requested more model responses than the trace scripts" in under_error
+    # The SDK's own request is summarised: the user turn, the call, and the fed-back result.
+    assert "user:" in under_error
+    assert "call echo(" in under_error
+    assert "result for call_1:" in under_error
+    assert "tool:" in under_error
+
+    last_error = cases["last-turn-over-scripted"].error
+    assert last_error is not None
+    assert "turn 1 scripted 1 step(s)" in last_error
+
+    for name in ("over-scripted", "under-scripted", "last-turn-over-scripted"):
+        assert not cases[name].passed
+        assert cases[name].grades == []
+    assert cases["under-scripted"].record is not None
+    assert cases["under-scripted"].record.calls[0].result == "ping"
+    assert report.totals.errors == 3
+    assert report.totals.passed == 2
+    assert report.exit_code() == 1
+
+
+def test_cases_are_isolated(tmp_path: Path) -> None:
+    suite = write_suite(
+        tmp_path / "suite",
+        {"a.json": echo_fixture("first", "one"), "b.json": echo_fixture("second", "two")},
+    )
+    cases = by_id(run(suite))
+    for case_id, message in (("first", "one"), ("second", "two")):
+        record = cases[case_id].record
+        assert record is not None
+        assert [c.result for c in record.calls] == [message]
+        assert record.model_calls == 2
+        assert cases[case_id].passed
+
+
+def test_live_mode_is_refused(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", {"a.json": greeting_fixture("a")})
+    with pytest.raises(LiveModeUnavailable, match="live"):
+        run(suite, mode="live")
+
+
+# --- users' own loops -----------------------------------------------------------------------
+
+
+def test_user_loop_via_module_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = user_agent(tmp_path, monkeypatch, FAITHFUL_LOOP, "factory")
+    data = fixture(
+        "user-loop",
+        [
+            turn(
+                "Echo one",
+                tool_step(call("c1", message="one"), input_tokens=3),
+                text_step("one done"),
+            ),
+            turn("Fail", tool_step(call("c2", "fail", reason="nope")), text_step("it failed")),
+        ],
+        {
+            "response_contains": ["it failed"],
+            "exact_tool_calls": 2,
+            "all_tools_succeeded": False,
+            "tool_results_contain": [{"tool": "fail", "needle": "nope"}],
+        },
+    )
+    report = run(write_suite(tmp_path / "suite", {"u.json": data}), agent=spec)
+    assert report.agent == spec
+    (case,) = report.cases
+    assert case.passed, (case.error, failing(case))
+    assert case.record is not None
+    assert case.record.model_calls == 4
+    assert case.record.input_tokens == 3
+    assert report.exit_code() == 0
+
+
+def test_hanging_async_agent_times_out_and_the_suite_continues(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    hang = fixture(
+        "hangs",
+        [turn("Hi", text_step("Hello")), turn("now hang", text_step("never"))],
+        {"response_contains": ["never"]},
+    )
+    suite = write_suite(
+        tmp_path / "suite", {"a_hang.json": hang, "b_ok.json": echo_fixture("after")}
+    )
+    report = run(suite, agent=spec, case_timeout=0.5)
+    cases = by_id(report)
+    error = cases["hangs"].error
+    assert error is not None
+    assert "timed out after 0.5s" in error
+    assert "turn 1" in error
+    assert cases["hangs"].record is not None
+    assert cases["hangs"].record.turn_responses == ["Hello"]
+    assert cases["after"].passed, (cases["after"].error, failing(cases["after"]))
+    assert report.exit_code() == 1
+
+
+def test_thread_blocking_agent_times_out_and_the_suite_continues(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    block = fixture("blocks", [turn("block now", text_step("never"))], {"response_contains": ["x"]})
+    suite = write_suite(
+        tmp_path / "suite",
+        {"a_block.json": block, "b_ok.json": echo_fixture("after-block", "fine")},
+    )
+    report = run(suite, agent=spec, case_timeout=0.5)
+    cases = by_id(report)
+    error = cases["blocks"].error
+    assert error is not None
+    assert "timed out" in error
+    assert "turn 0" in error
+    assert cases["after-block"].passed, (cases["after-block"].error, failing(cases["after-block"]))
+
+
+def test_adapter_exception_is_a_run_error_with_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    boom = fixture("explodes", [turn("explode", text_step("x"))], {"response_contains": ["x"]})
+    suite = write_suite(tmp_path / "suite", {"a.json": boom, "b.json": echo_fixture("next")})
+    report = run(suite, agent=spec)
+    cases = by_id(report)
+    case = cases["explodes"]
+    assert case.error == "ValueError: adapter exploded"
+    assert case.traceback is not None
+    assert "Traceback" in case.traceback
+    assert "adapter exploded" in case.traceback
+    assert cases["next"].passed
+    assert report.totals.errors == 1
+
+
+def test_an_agents_own_timeout_error_is_not_reported_as_the_case_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    data = fixture(
+        "upstream", [turn("upstream call", text_step("x"))], {"response_contains": ["x"]}
+    )
+    (case,) = run(write_suite(tmp_path / "suite", {"a.json": data}), agent=spec).cases
+    assert case.error is not None
+    assert "upstream provider timed out" in case.error
+    assert "timed out after" not in case.error
+    assert case.traceback is not None
+
+
+def test_run_turn_returning_a_non_string_is_a_run_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    data = fixture("number", [turn("number please", text_step("x"))], {"response_contains": ["x"]})
+    (case,) = run(write_suite(tmp_path / "suite", {"a.json": data}), agent=spec).cases
+    assert case.error is not None
+    assert "TypeError" in case.error
+    assert "int" in case.error
+
+
+def test_an_internal_error_is_only_that_cases_run_error(tmp_path: Path) -> None:
+    class Flaky:
+        name = "flaky"
+        starts = 0
+
+        def tools(self):
+            self.starts += 1
+            if self.starts == 1:
+                raise RuntimeError("registry exploded")
+            return builtin_tools()
+
+        def start(self, context: AgentContext):
+            return resolve_agent("openai-agents").start(context)
+
+    cases = [case_of(greeting_fixture("first")), case_of(greeting_fixture("second"))]
+    report = run_cases(cases, Flaky(), suite="s", root=tmp_path)
+    first, second = report.cases
+    assert first.error is not None
+    assert "internal error" in first.error
+    assert "registry exploded" in first.error
+    assert first.traceback is not None
+    assert "RuntimeError" in first.traceback
+    assert second.passed, (second.error, failing(second))
+
+
+def test_an_adapter_registering_a_tool_twice_errors_each_case_not_the_suite(
+    tmp_path: Path,
+) -> None:
+    class Doubled:
+        name = "doubled"
+
+        def tools(self):
+            return [*builtin_tools(), builtin_tools()[0]]
+
+        def start(self, context: AgentContext):
+            raise AssertionError("never started: the registry cannot be built")
+
+    cases = [case_of(greeting_fixture("first")), case_of(greeting_fixture("second"))]
+    seen: list[str] = []
+    report = run_cases(
+        cases, Doubled(), suite="s", root=tmp_path, on_case=lambda c: seen.append(c.id)
+    )
+    assert seen == ["first", "second"]
+    for case in report.cases:
+        assert case.error is not None
+        assert "registered twice" in case.error
+        assert case.traceback is not None
+    assert report.exit_code() == 1
+
+
+class WorkspaceProbe:
+    """An adapter recording what each case's workspace looked like while the case ran."""
+
+    name = "workspace-probe"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Path, bool, list[str]]] = []
+
+    def tools(self):
+        return builtin_tools()
+
+    def start(self, context: AgentContext):
+        probe = self
+
+        class Session:
+            async def run_turn(self, user_input: str) -> str:
+                ws = context.workspace
+                probe.seen.append((ws, ws.is_dir(), sorted(p.name for p in ws.iterdir())))
+                (ws / "left-behind.txt").write_text(user_input, encoding="utf-8")
+                request = ModelRequest(messages=(Message(role="user", content=user_input),))
+                return (await context.model.respond(request)).text
+
+        return Session()
+
+
+def test_each_case_gets_a_fresh_workspace_removed_afterwards(tmp_path: Path) -> None:
+    probe = WorkspaceProbe()
+    cases = [case_of(greeting_fixture(name)) for name in ("one", "two", "three")]
+    report = run_cases(cases, probe, suite="s", root=tmp_path)
+    assert all(c.passed for c in report.cases), [(c.error, failing(c)) for c in report.cases]
+    assert len(probe.seen) == 3
+    workspaces = [ws for ws, _, _ in probe.seen]
+    assert len(set(workspaces)) == 3
+    for ws, existed, contents in probe.seen:
+        assert existed
+        assert contents == []  # nothing left over from an earlier case
+        assert not ws.exists()
+
+
+def test_workspace_is_removed_after_a_run_error_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = WorkspaceProbe()
+    over = fixture("over", [turn("hi", text_step("Hello"), text_step("extra"))], EXPECT_HELLO)
+    report = run_cases([case_of(over)], probe, suite="s", root=tmp_path)
+    assert report.cases[0].error is not None
+    ((ws, existed, _),) = probe.seen
+    assert existed
+    assert not ws.exists()
+
+
+EXPECT_HELLO = {"response_contains": ["Hello"]}
+
+
+def test_a_loop_that_drops_tool_calls_fails_the_gated_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, DROPPING_LOOP, "factory")
+    suite = write_suite(tmp_path / "suite", {"echo.json": echo_fixture("dropped", "hello")})
+    report = run(suite, agent=spec)
+    (case,) = report.cases
+    assert case.error is None
+    assert not case.passed
+    # The scripted final text still mentions the value: only the dispatch boundary tells.
+    details = failing(case)
+    assert 'response_contains("hello")' not in details
+    assert details['tools_used("echo")'] == "not called; tools called: []"
+    assert details["exact_tool_calls(1)"] == "0 tool call(s): []"
+    assert "never called" in details['tool_arguments_contain("echo", "hello")']
+    assert "never called" in details['tool_results_contain("echo", "hello")']
+    assert case.record is not None
+    assert case.record.calls == []
+    assert case.record.model_calls == 2
+    assert report.exit_code() == 1
+
+
+def test_run_cases_reports_fixture_paths_relative_to_root(tmp_path: Path) -> None:
+    path = tmp_path / "evals" / "regression" / "a.json"
+    report = run_cases(
+        [case_of(greeting_fixture("a"), path)],
+        resolve_agent("openai-agents"),
+        suite="evals/regression",
+        root=tmp_path,
+    )
+    assert report.cases[0].fixture == "evals/regression/a.json"
+    outside = run_cases(
+        [case_of(greeting_fixture("b"), Path("/elsewhere/b.json"))],
+        resolve_agent("openai-agents"),
+        suite="x",
+        root=tmp_path,
+    )
+    assert outside.cases[0].fixture == "/elsewhere/b.json"

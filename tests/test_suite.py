@@ -1,0 +1,360 @@
+"""Loading a suite (SPEC section 4, rules 8 and 9): enumeration, file checks, identity."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _fixtures import (
+    SHARED_FIXTURE_DIR,
+    builtin_surface,
+    lines,
+    replay_trace,
+    write_fixture,
+)
+
+from harness.case import AdmissionError, Problem
+from harness.suite import MAX_FIXTURE_BYTES, Case, fixture_paths, load_suite
+
+NOT_ROOT = pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+
+
+def load(directory: Path) -> list[Case]:
+    return load_suite(directory, "replay", builtin_surface())
+
+
+def refused(directory: Path) -> list[str]:
+    """Every problem of a refused suite, as `file: field: message` lines."""
+    with pytest.raises(AdmissionError) as caught:
+        load(directory)
+    assert str(caught.value) == "\n".join(lines(caught.value.problems))
+    return lines(caught.value.problems)
+
+
+def finishes_within(seconds: float, action: Callable[[], Any]) -> Any:
+    """Run `action` on a worker thread; fail the test (instead of hanging it) if it blocks."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = action()
+        except BaseException as exc:  # handed back to the test thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(timeout=seconds)
+    if worker.is_alive():
+        pytest.fail(f"did not finish within {seconds}s: it blocked")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+# --- the suite directory -------------------------------------------------------------------
+
+
+def test_missing_suite_directory(tmp_path: Path) -> None:
+    missing = tmp_path / "evals" / "regression"
+    assert refused(missing) == [f"{missing}: suite: suite directory does not exist"]
+
+
+def test_file_instead_of_a_directory(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "regression", replay_trace())
+    assert refused(path) == [f"{path}: suite: not a directory"]
+
+
+@NOT_ROOT
+def test_unreadable_suite_directory(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    write_fixture(suite, "a.json", replay_trace())
+    suite.chmod(0)
+    try:
+        assert refused(suite) == [f"{suite}: suite: cannot read suite directory: Permission denied"]
+    finally:
+        suite.chmod(0o700)
+
+
+def test_empty_directory(tmp_path: Path) -> None:
+    assert refused(tmp_path) == [
+        f"{tmp_path}: suite: no *.json fixtures: an empty suite tests nothing"
+    ]
+
+
+def test_directory_without_json_fixtures(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("not a case")
+    (tmp_path / "case.json.bak").write_text("{")
+    (tmp_path / "case.jsonl").write_text("{")
+    (tmp_path / ".json").write_text("{")
+    (tmp_path / "sub").mkdir()
+    write_fixture(tmp_path / "sub", "nested.json", replay_trace())
+    assert refused(tmp_path) == [
+        f"{tmp_path}: suite: no *.json fixtures: an empty suite tests nothing"
+    ]
+
+
+# --- entries that are not small regular files ---------------------------------------------
+
+
+def test_directory_named_like_a_fixture(tmp_path: Path) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(model_name="a"))
+    (tmp_path / "b.json").mkdir()
+    assert refused(tmp_path) == [f"{tmp_path / 'b.json'}: $: not a regular file (directory)"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_fifo_named_like_a_fixture_is_refused_without_blocking(tmp_path: Path) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(model_name="a"))
+    fifo = tmp_path / "b.json"
+    os.mkfifo(fifo)
+    try:
+
+        def attempt() -> list[str]:
+            try:
+                load(tmp_path)
+            except AdmissionError as exc:
+                return lines(exc.problems)
+            return []
+
+        assert finishes_within(5, attempt) == [f"{fifo}: $: not a regular file (FIFO)"]
+    finally:
+        # If a reader did block in open(), a writer end lets it return; then it reads EOF.
+        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        os.close(fd)
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs unix sockets")
+def test_socket_named_like_a_fixture(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            server.bind(str(path))
+        except OSError as exc:  # e.g. a temporary path longer than sun_path allows
+            pytest.skip(f"cannot bind a unix socket here: {exc}")
+        assert refused(tmp_path) == [f"{path}: $: not a regular file (socket)"]
+    finally:
+        server.close()
+
+
+def test_dangling_symlink_cannot_be_read(tmp_path: Path) -> None:
+    link = tmp_path / "gone.json"
+    link.symlink_to(tmp_path / "nowhere.json")
+    assert refused(tmp_path) == [f"{link}: $: cannot stat: No such file or directory"]
+
+
+@NOT_ROOT
+def test_unreadable_fixture_file(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "a.json", replay_trace())
+    path.chmod(0)
+    try:
+        assert refused(tmp_path) == [f"{path}: $: cannot read: Permission denied"]
+    finally:
+        path.chmod(0o600)
+
+
+def _padded_to(size: int) -> bytes:
+    raw = json.dumps(replay_trace()).encode("utf-8")
+    assert len(raw) < size
+    return raw + b" " * (size - len(raw))
+
+
+def test_file_over_the_size_limit(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "big.json", _padded_to(MAX_FIXTURE_BYTES + 1))
+    assert refused(tmp_path) == [
+        f"{path}: $: {MAX_FIXTURE_BYTES + 1} bytes exceeds the {MAX_FIXTURE_BYTES}-byte limit"
+    ]
+
+
+def test_file_at_the_size_limit_is_admitted(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "big.json", _padded_to(MAX_FIXTURE_BYTES))
+    [case] = load(tmp_path)
+    assert case.path == path
+    assert len(case.text) == MAX_FIXTURE_BYTES
+
+
+# --- enumeration ----------------------------------------------------------------------------
+
+
+def test_loading_is_not_recursive(tmp_path: Path) -> None:
+    top = write_fixture(tmp_path, "top.json", replay_trace(model_name="top"))
+    (tmp_path / "nested").mkdir()
+    write_fixture(tmp_path / "nested", "inner.json", replay_trace(model_name="inner"))
+    # A broken fixture below the suite would refuse the suite if it were read.
+    write_fixture(tmp_path / "nested", "broken.json", "{")
+    cases = load(tmp_path)
+    assert [(c.id, c.path) for c in cases] == [("top", top)]
+
+
+def test_cases_come_in_sorted_file_name_order(tmp_path: Path) -> None:
+    for name in ["b.json", "10.json", "a.json", "9.json", "A.json"]:
+        write_fixture(tmp_path, name, replay_trace(model_name=f"case-{name}"))
+    cases = load(tmp_path)
+    assert [c.path.name for c in cases] == ["10.json", "9.json", "A.json", "a.json", "b.json"]
+    assert [c.id for c in cases] == [f"case-{c.path.name}" for c in cases]
+    assert fixture_paths(tmp_path) == [c.path for c in cases]
+
+
+def test_non_json_files_are_ignored(tmp_path: Path) -> None:
+    good = write_fixture(tmp_path, "good.json", replay_trace())
+    for name in ["notes.txt", "README.md", "good.json.bak", "case.jsonl", "CASE.JSON", ".json"]:
+        (tmp_path / name).write_text("{ not json")
+    cases = load(tmp_path)
+    assert [c.path for c in cases] == [good]
+
+
+def test_admitted_case_keeps_trace_path_and_text(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "a.json", replay_trace(id="stable"))
+    [case] = load(tmp_path)
+    assert case.id == "stable"
+    assert case.path == path
+    assert case.text == path.read_text(encoding="utf-8")
+    assert case.trace.model_name == "echo-hello"
+
+
+def test_shared_fixtures_load_as_one_suite() -> None:
+    if not SHARED_FIXTURE_DIR.is_dir():
+        pytest.skip(f"{SHARED_FIXTURE_DIR} does not exist")
+    expected = sorted(SHARED_FIXTURE_DIR.glob("*.json"))
+    cases = load(SHARED_FIXTURE_DIR)
+    assert [c.path for c in cases] == expected
+    assert len({c.id for c in cases}) == len(cases)
+
+
+# --- identity --------------------------------------------------------------------------------
+
+MASK = "one case's result would mask the other's"
+
+
+def test_duplicate_explicit_ids_name_both_paths(tmp_path: Path) -> None:
+    a = write_fixture(tmp_path, "a.json", replay_trace(model_name="a", id="dup"))
+    b = write_fixture(tmp_path, "b.json", replay_trace(model_name="b", id="dup"))
+    assert refused(tmp_path) == [f"{b}: $.id: duplicate case id 'dup', also used by {a}: {MASK}"]
+
+
+def test_duplicate_model_names_without_ids(tmp_path: Path) -> None:
+    a = write_fixture(tmp_path, "a.json", replay_trace(model_name="same"))
+    b = write_fixture(tmp_path, "b.json", replay_trace(model_name="same"))
+    assert refused(tmp_path) == [
+        f"{b}: $.model_name: duplicate case id 'same', also used by {a}: {MASK}"
+    ]
+
+
+def test_id_of_one_equals_model_name_of_another(tmp_path: Path) -> None:
+    a = write_fixture(tmp_path, "a.json", replay_trace(model_name="shared"))
+    b = write_fixture(tmp_path, "b.json", replay_trace(model_name="other", id="shared"))
+    assert refused(tmp_path) == [f"{b}: $.id: duplicate case id 'shared', also used by {a}: {MASK}"]
+
+
+def test_model_name_of_one_equals_id_of_another(tmp_path: Path) -> None:
+    a = write_fixture(tmp_path, "a.json", replay_trace(model_name="other", id="shared"))
+    b = write_fixture(tmp_path, "b.json", replay_trace(model_name="shared"))
+    assert refused(tmp_path) == [
+        f"{b}: $.model_name: duplicate case id 'shared', also used by {a}: {MASK}"
+    ]
+
+
+def test_same_model_name_with_distinct_ids_is_admitted(tmp_path: Path) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(model_name="same", id="one"))
+    write_fixture(tmp_path, "b.json", replay_trace(model_name="same", id="two"))
+    assert [c.id for c in load(tmp_path)] == ["one", "two"]
+
+
+def test_three_fixtures_with_one_id_report_each_repeat(tmp_path: Path) -> None:
+    a = write_fixture(tmp_path, "a.json", replay_trace(id="x"))
+    b = write_fixture(tmp_path, "b.json", replay_trace(id="x"))
+    c = write_fixture(tmp_path, "c.json", replay_trace(id="x"))
+    assert refused(tmp_path) == [
+        f"{b}: $.id: duplicate case id 'x', also used by {a}: {MASK}",
+        f"{c}: $.id: duplicate case id 'x', also used by {a}: {MASK}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("top_level", "field"),
+    [
+        ({"id": ""}, "$.id"),
+        ({"id": "   "}, "$.id"),
+        ({"model_name": ""}, "$.model_name"),
+        ({"model_name": " \t"}, "$.model_name"),
+    ],
+)
+def test_empty_case_id(tmp_path: Path, top_level: dict[str, str], field: str) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(model_name="fine"))
+    bad = write_fixture(tmp_path, "b.json", replay_trace(**top_level))
+    assert refused(tmp_path) == [f"{bad}: {field}: empty case id"]
+
+
+def test_two_empty_ids_are_each_empty_not_duplicates(tmp_path: Path) -> None:
+    a = write_fixture(tmp_path, "a.json", replay_trace(id=""))
+    b = write_fixture(tmp_path, "b.json", replay_trace(id=""))
+    assert refused(tmp_path) == [f"{a}: $.id: empty case id", f"{b}: $.id: empty case id"]
+
+
+# --- every problem of every fixture is listed; nothing is admitted ---------------------------
+
+
+def test_one_good_and_two_bad_fixtures_report_both_bad_ones(tmp_path: Path) -> None:
+    bad_key = replay_trace(model_name="a")
+    bad_key["expects"]["respose_contains"] = ["hello"]
+    a = write_fixture(tmp_path, "a.json", bad_key)
+    write_fixture(tmp_path, "b.json", replay_trace(model_name="b"))
+    bad_rules = replay_trace(model_name="c", expects={"tools_used": [""], "min_tool_calls": 0})
+    c = write_fixture(tmp_path, "c.json", bad_rules)
+    with pytest.raises(AdmissionError) as caught:
+        load(tmp_path)
+    assert caught.value.problems == [
+        Problem(
+            str(a), "$.expects.respose_contains", "unknown key (did you mean response_contains?)"
+        ),
+        Problem(
+            str(c), "$.expects.tools_used[0]", "empty or whitespace-only entry asserts nothing"
+        ),
+        Problem(
+            str(c), "$.expects.min_tool_calls", "0 is vacuous: every run makes at least 0 calls"
+        ),
+    ]
+
+
+def test_every_kind_of_bad_entry_is_listed_together(tmp_path: Path) -> None:
+    (tmp_path / "a.json").mkdir()
+    b = write_fixture(tmp_path, "b.json", b'{"model_name": "\xff"}')
+    c = write_fixture(tmp_path, "c.json", "[1, 2]")
+    write_fixture(tmp_path, "d.json", replay_trace(model_name="d"))
+    e = write_fixture(
+        tmp_path, "e.json", replay_trace(model_name="e", expects={"max_tool_calls": 0})
+    )
+    assert refused(tmp_path) == [
+        f"{tmp_path / 'a.json'}: $: not a regular file (directory)",
+        f"{b}: $: not UTF-8: invalid byte at offset 16",
+        f"{c}: $: expected a JSON object, got list",
+        f"{e}: $.expects: every check passes against an empty run (no response, no tool calls): "
+        "add a check only a working agent satisfies",
+    ]
+
+
+def test_duplicate_ids_are_reported_with_other_problems(tmp_path: Path) -> None:
+    a = write_fixture(tmp_path, "a.json", replay_trace(id="same"))
+    b = write_fixture(tmp_path, "b.json", "{")
+    c = write_fixture(tmp_path, "c.json", replay_trace(id="same"))
+    assert refused(tmp_path) == [
+        f"{b}: $: not valid JSON: Expecting property name enclosed in double quotes "
+        "(line 1, column 2)",
+        f"{c}: $.id: duplicate case id 'same', also used by {a}: {MASK}",
+    ]
+
+
+def test_live_mode_suite_refuses_scripted_steps(tmp_path: Path) -> None:
+    path = write_fixture(tmp_path, "a.json", replay_trace())
+    with pytest.raises(AdmissionError) as caught:
+        load_suite(tmp_path, "live", builtin_surface())
+    assert lines(caught.value.problems) == [
+        f"{path}: $.turns[0].steps: a live case must not script model steps: the real model answers"
+    ]

@@ -222,7 +222,9 @@ def run_cli(
     timeout: float = 180,
 ) -> subprocess.CompletedProcess[str]:
     """`python -m harness <args>` in a subprocess, as CI runs it."""
-    environment = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
+    }
     environment["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
     )

@@ -10,20 +10,14 @@ nox.options.reuse_existing_virtualenvs = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 AGENT_EXTRA = ".[openai-agents]"
+ALL_AGENTS = ".[openai-agents,pydantic-ai]"
+# Every built-in agent the regression suite must stay green on; the first is the default,
+# whose reports go to reports/regression/, the others' to reports/regression-<agent>/.
+AGENTS = ["openai-agents", "pydantic-ai"]
 
 
-def _reports_args(suite: str) -> list[str]:
-    return [
-        "--junit-xml",
-        f"reports/{suite}/junit.xml",
-        "--json-report",
-        f"reports/{suite}/report.json",
-        "--summary",
-        f"reports/{suite}/summary.md",
-    ]
-
-
-def _eval(session: nox.Session, suite: str, *extra: str) -> None:
+def _eval(session: nox.Session, suite: str, *extra: str, folder: str = "") -> None:
+    reports = f"reports/{folder or suite}"
     session.run(
         "zeroclaw",
         "eval",
@@ -32,7 +26,12 @@ def _eval(session: nox.Session, suite: str, *extra: str) -> None:
         f"evals/{suite}",
         "--suite-kind",
         suite,
-        *_reports_args(suite),
+        "--junit-xml",
+        f"{reports}/junit.xml",
+        "--json-report",
+        f"{reports}/report.json",
+        "--summary",
+        f"{reports}/summary.md",
         *extra,
         *session.posargs,
     )
@@ -41,24 +40,26 @@ def _eval(session: nox.Session, suite: str, *extra: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite (pytest) on the interpreter nox runs on."""
-    session.install(AGENT_EXTRA, *nox.project.dependency_groups(PYPROJECT, "test"))
+    session.install(ALL_AGENTS, *nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """Lint: ruff check, ruff format --check, mypy --strict over the package."""
-    session.install(AGENT_EXTRA, *nox.project.dependency_groups(PYPROJECT, "lint", "test"))
+    session.install(ALL_AGENTS, *nox.project.dependency_groups(PYPROJECT, "lint", "test"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
 
 
 @nox.session
-def eval_regression(session: nox.Session) -> None:
+@nox.parametrize("agent", AGENTS, ids=AGENTS)
+def eval_regression(session: nox.Session, agent: str) -> None:
     """Gated regression suite: replay evals/regression; the exit status is the CI gate."""
-    session.install(AGENT_EXTRA)
-    _eval(session, "regression")
+    session.install(f".[{agent}]")
+    folder = "regression" if agent == AGENTS[0] else f"regression-{agent}"
+    _eval(session, "regression", "--agent", agent, folder=folder)
 
 
 @nox.session(default=False)

@@ -75,6 +75,7 @@ class AgentError(Exception):
 # an agent framework.
 BUILTIN_AGENTS: dict[str, str] = {
     "openai-agents": "harness.agents.openai_agents:OpenAIAgentsAdapter",
+    "pydantic-ai": "harness.agents.pydantic_ai:PydanticAIAdapter",
 }
 DEFAULT_AGENT = "openai-agents"
 
@@ -109,6 +110,13 @@ def resolve_agent(spec: str) -> AgentAdapter:
     if spec in BUILTIN_AGENTS:
         target = _import(BUILTIN_AGENTS[spec], spec)
         return target()  # type: ignore[no-any-return]
+    framework, _, user = spec.partition(":")
+    if framework in BUILTIN_AGENTS and user:
+        # `framework:module:factory`: the user's own agent of a supported framework.
+        adapter_class = _import(BUILTIN_AGENTS[framework], framework)
+        built = _import(user, spec)
+        factory = built if callable(built) and not _is_agent_object(built) else lambda: built
+        return adapter_class(factory=factory, spec=user)  # type: ignore[no-any-return]
     if ":" not in spec:
         known = ", ".join(sorted(BUILTIN_AGENTS))
         raise AgentError(
@@ -128,6 +136,13 @@ def resolve_agent(spec: str) -> AgentAdapter:
     if callable(target):
         return LoopAdapter(spec, target)
     raise AgentError(f"agent {spec!r}: {type(target).__name__} is neither an adapter nor callable")
+
+
+def _is_agent_object(value: Any) -> bool:
+    # A framework agent instance given directly instead of a factory (SDK agents are not
+    # callable; pydantic-ai agents are not either, but guard by module to be explicit).
+    module = type(value).__module__
+    return module.startswith(("agents.", "pydantic_ai."))
 
 
 def _import(path: str, spec: str) -> Any:
@@ -153,7 +168,11 @@ def _import(path: str, spec: str) -> Any:
 
 
 def agent_surface(adapter: AgentAdapter) -> AgentSurface:
-    return AgentSurface(adapter.name, frozenset(t.name for t in adapter.tools()))
+    """The adapter's name and the tools a fixture may script calls to: `tool_names()` when
+    the adapter has one (an agent bringing its own tools), else its registered tools."""
+    names = getattr(adapter, "tool_names", None)
+    tools = names() if callable(names) else frozenset(t.name for t in adapter.tools())
+    return AgentSurface(adapter.name, frozenset(tools))
 
 
 def surface_of(spec: str) -> AgentSurface:

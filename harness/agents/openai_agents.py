@@ -1,8 +1,17 @@
-"""The OpenAI Agents SDK adapter: the SDK's own `Runner` loop, with the harness as its model."""
+"""The OpenAI Agents SDK adapter: the SDK's own `Runner` loop, with the harness as its model.
+
+`agent = "openai-agents"` runs a fresh SDK `Agent` per case with the registry's tools;
+`agent = "openai-agents:mypkg.agents:build_agent"` runs the user's own agent, keeping its
+instructions, tools and settings, swapping only the model (for the whole run, handoffs
+included) and recording each of its function tools' dispatches at the tool boundary.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, Usage
@@ -15,36 +24,61 @@ from openai.types.responses import (
 
 from harness.agent import AgentContext
 from harness.backend import Message, ModelBoundary, ModelRequest, Role, ToolCall, ToolSchema
-from harness.tools import Tool, ToolRegistry, builtin_tools
-
-# Tracing would try to export spans over the network; a harness run must stay offline.
-_RUN_CONFIG = RunConfig(tracing_disabled=True)
+from harness.tools import Tool, ToolRegistry, builtin_tools, canonical_arguments
 
 
 class OpenAIAgentsAdapter:
-    name = "openai-agents"
+    """`openai-agents`, or `openai-agents:module:factory` for the user's own agent."""
+
+    def __init__(self, factory: Callable[[], Agent[Any]] | None = None, spec: str = "") -> None:
+        self._factory = factory
+        self.name = f"openai-agents:{spec}" if spec else "openai-agents"
+        self._names: frozenset[str] | None = None
 
     def tools(self) -> list[Tool]:
-        return builtin_tools()
+        # The user's own agent brings its own tools; the built-ins are for the default agent.
+        return [] if self._factory is not None else builtin_tools()
+
+    def tool_names(self) -> frozenset[str]:
+        if self._factory is None:
+            return frozenset(t.name for t in builtin_tools())
+        if self._names is None:
+            self._names = frozenset(t.name for t in _build(self._factory).tools)
+        return self._names
 
     def start(self, context: AgentContext) -> _Session:
-        return _Session(context)
+        registry = context.tools
+        if self._factory is None:
+            agent: Agent[Any] = Agent(
+                name=f"zeroclaw-eval:{context.case_id}",
+                tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
+            )
+        else:
+            user = _build(self._factory)
+            agent = user.clone(tools=[_recording(tool, registry) for tool in user.tools])
+        # RunConfig.model replaces the model of every agent in the run, handoffs included;
+        # tracing would export spans over the network, and a harness run stays offline.
+        config = RunConfig(model=HarnessModel(context.model), tracing_disabled=True)
+        return _Session(agent, config)
+
+
+def _build(factory: Callable[[], Agent[Any]]) -> Agent[Any]:
+    agent = factory()
+    if not isinstance(agent, Agent):
+        raise TypeError(f"the factory returned {type(agent).__name__}, not an agents.Agent")
+    return agent
 
 
 class _Session:
-    def __init__(self, context: AgentContext) -> None:
-        registry = context.tools
-        self._agent = Agent(
-            name=f"zeroclaw-eval:{context.case_id}",
-            model=HarnessModel(context.model, registry),
-            tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
-        )
+    def __init__(self, agent: Agent[Any], config: RunConfig) -> None:
+        self._agent = agent
+        self._config = config
         self._history: list[TResponseInputItem] = []
 
     async def run_turn(self, user_input: str) -> str:
         # The SDK carries a conversation by feeding the previous run's items back in.
         items = [*self._history, {"role": "user", "content": user_input}]
-        result = await Runner.run(self._agent, items, run_config=_RUN_CONFIG)  # type: ignore[arg-type]
+        result = await Runner.run(self._agent, items, run_config=self._config)  # type: ignore[arg-type]
         self._history = result.to_input_list()
         output = result.final_output
         return output if isinstance(output, str) else ("" if output is None else str(output))
@@ -63,14 +97,46 @@ def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:
     )
 
 
+# Set by the SDK on a tool's context when its default failure handler turned an exception
+# into text for the model: the only sign that such a call failed.
+_HANDLED_FAILURE = "_function_tool_default_failure_handled"
+
+
+def _recording(tool: Any, registry: ToolRegistry) -> Any:
+    """The user's tool, its every dispatch recorded; other kinds of tool pass through."""
+    if not isinstance(tool, FunctionTool):
+        return tool
+    original = tool.on_invoke_tool
+
+    async def invoke(context: Any, arguments: str) -> Any:
+        start = time.perf_counter()
+        recorded = _canonical(arguments)
+        try:
+            result = await original(context, arguments)
+        except Exception as exc:
+            elapsed = (time.perf_counter() - start) * 1e3
+            registry.record(tool.name, recorded, f"{type(exc).__name__}: {exc}", False, elapsed)
+            raise
+        elapsed = (time.perf_counter() - start) * 1e3
+        failed = bool(getattr(context, _HANDLED_FAILURE, False))
+        registry.record(tool.name, recorded, _text(result), not failed, elapsed)
+        return result
+
+    return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return canonical_arguments(json.loads(arguments))
+    except ValueError:
+        return arguments
+
+
 class HarnessModel(Model):
     """An SDK `Model` whose responses come from the harness's model boundary."""
 
-    def __init__(self, boundary: ModelBoundary, registry: ToolRegistry) -> None:
+    def __init__(self, boundary: ModelBoundary) -> None:
         self._boundary = boundary
-        self._schemas = tuple(
-            ToolSchema(t.name, t.description, t.parameters) for t in registry.tools.values()
-        )
 
     async def get_response(
         self,
@@ -86,9 +152,12 @@ class HarnessModel(Model):
         conversation_id: str | None = None,
         prompt: Any = None,
     ) -> ModelResponse:
-        request = ModelRequest(
-            messages=to_messages(system_instructions, input), tools=self._schemas
+        schemas = tuple(
+            ToolSchema(t.name, t.description, t.params_json_schema)
+            for t in tools
+            if isinstance(t, FunctionTool)
         )
+        request = ModelRequest(messages=to_messages(system_instructions, input), tools=schemas)
         step = await self._boundary.respond(request)
         output: list[Any] = []
         if not step.tool_calls:

@@ -130,8 +130,39 @@ FAIL = Tool(
 
 
 def builtin_tools() -> list[Tool]:
-    """The deterministic tools every replay case can call."""
-    return [ECHO, FAIL]
+    """The deterministic tools every built-in agent registers: `echo`, `fail`, and the file
+    tools confined to the running case's workspace."""
+    from harness.workspace import workspace_tools  # workspace builds on this module
+
+    return [ECHO, FAIL, *workspace_tools()]
 
 
-BUILTIN_TOOL_NAMES = frozenset(t.name for t in builtin_tools())
+BUILTIN_TOOL_NAMES = frozenset({"echo", "fail", "read_file", "write_file", "list_files"})
+
+# Tools that would let a model run commands on the machine. Never registered, never
+# admitted: not in a case's `tools`, not in `live_allowed_tools`.
+COMMAND_TOOL_NAMES = frozenset(
+    {
+        "shell",
+        "bash",
+        "sh",
+        "zsh",
+        "exec",
+        "run_command",
+        "execute_command",
+        "terminal",
+        "subprocess",
+        "run_python",
+        "python",
+        "powershell",
+        "cmd",
+    }
+)
+
+
+def runs_commands(name: str) -> bool:
+    """True for a tool name that asks for a shell or any command-running tool."""
+    lowered = name.strip().lower()
+    return lowered in COMMAND_TOOL_NAMES or any(
+        word in lowered for word in ("shell", "command", "exec")
+    )

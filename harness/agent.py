@@ -116,7 +116,14 @@ def resolve_agent(spec: str) -> AgentAdapter:
         adapter_class = _import(BUILTIN_AGENTS[framework], framework)
         built = _import(user, spec)
         factory = built if callable(built) and not _is_agent_object(built) else lambda: built
-        return adapter_class(factory=factory, spec=user)  # type: ignore[no-any-return]
+        adapter = adapter_class(factory=factory, spec=user)
+        # Build the user's agent once now (its tool names are needed for admission anyway):
+        # a factory that raises or returns the wrong type is a clear error, not a traceback.
+        try:
+            adapter.tool_names()
+        except Exception as exc:
+            raise AgentError(f"agent {spec!r}: {type(exc).__name__}: {exc}") from None
+        return adapter  # type: ignore[no-any-return]
     if ":" not in spec:
         known = ", ".join(sorted(BUILTIN_AGENTS))
         raise AgentError(

@@ -48,6 +48,11 @@ class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int = 0
 
 
+class ProviderFailure(Exception):
+    """A model provider failed for good (after any retries); reported as the case's run
+    error verbatim, so its text must never hold a secret."""
+
+
 class ModelBackend(Protocol):
     """Where model responses come from: a replay script or a provider."""
 
@@ -61,12 +66,18 @@ class ModelBackend(Protocol):
 class ModelBoundary:
     """The one object adapters talk to; meters every step and keeps the last request."""
 
-    def __init__(self, backend: ModelBackend) -> None:
+    def __init__(self, backend: ModelBackend, *, keep_steps: bool = False) -> None:
         self._backend = backend
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
         self.last_request: ModelRequest | None = None
+        # Every step of every turn, when kept (live runs: what `record` turns into a fixture).
+        self.steps: list[list[ModelStep]] | None = [] if keep_steps else None
+
+    @property
+    def backend(self) -> ModelBackend:
+        return self._backend
 
     async def respond(self, request: ModelRequest) -> ModelStep:
         self.last_request = request
@@ -74,9 +85,13 @@ class ModelBoundary:
         self.calls += 1
         self.input_tokens += step.input_tokens
         self.output_tokens += step.output_tokens
+        if self.steps:
+            self.steps[-1].append(step)
         return step
 
     def start_turn(self, index: int) -> None:
+        if self.steps is not None:
+            self.steps.append([])
         self._backend.start_turn(index)
 
     def end_turn(self, index: int) -> None:

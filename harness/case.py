@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Annotated, Any
 
 import msgspec
 
 from harness.modes import Mode
+from harness.tools import runs_commands
+from harness.workspace import path_problem
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
@@ -51,13 +55,42 @@ class Step(_Strict):
 
 class Turn(_Strict):
     user_input: str
-    steps: list[Step] | None = None
+    # UNSET when the key is absent: a live case must not carry the key at all, not even
+    # `[]` or `null`, so its presence has to be visible.
+    steps: list[Step] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class PayloadExpect(_Strict):
     tool: str
     needle: str
     call_index: NonNegative | None = None
+
+
+class WorkspaceExpects(_Strict):
+    """Files the run must leave in (or keep out of) the case workspace; paths relative to it."""
+
+    file_exists: list[str] = []
+    file_absent: list[str] = []
+    file_contains: dict[str, list[str]] = {}
+
+
+class BudgetExpects(_Strict):
+    """Inclusive upper bounds on what the run spent."""
+
+    max_input_tokens: NonNegative | None = None
+    max_output_tokens: NonNegative | None = None
+    max_total_tokens: NonNegative | None = None
+    max_llm_calls: NonNegative | None = None
+    max_duration_ms: NonNegative | None = None
+
+
+BUDGET_BOUNDS = (
+    "max_input_tokens",
+    "max_output_tokens",
+    "max_total_tokens",
+    "max_llm_calls",
+    "max_duration_ms",
+)
 
 
 class Expects(_Strict):
@@ -72,6 +105,10 @@ class Expects(_Strict):
     all_tools_succeeded: bool | None = None
     tool_arguments_contain: list[PayloadExpect] = []
     tool_results_contain: list[PayloadExpect] = []
+    workspace: WorkspaceExpects | None = None
+    budget: BudgetExpects | None = None
+    # JSON pointer (RFC 6901) into the final response parsed as JSON -> the expected value.
+    response_json: dict[str, Any] = {}
 
 
 class Setup(_Strict):
@@ -94,9 +131,16 @@ class LlmTrace(_Strict):
         return self.id if self.id is not None else self.model_name
 
 
-# Keys that only mean something against a real provider; replay refuses them rather than
-# ignoring them, so a case never looks like it checks something it does not.
-LIVE_ONLY_KEYS = ("setup", "tools", "repeat", "cluster")
+# Keys of a later phase: refused in every mode rather than ignored, so a case never looks
+# like it does something it does not.
+UNSUPPORTED_KEYS = {
+    "repeat": "repeated runs of one case are a later phase",
+    "cluster": "clusters of correlated cases are a later phase",
+}
+COMMAND_TOOL_REFUSAL = (
+    "a shell or command-running tool would let the model run anything on this machine; "
+    "it is never available"
+)
 STRING_FAMILIES = (
     "response_contains",
     "response_not_contains",
@@ -193,19 +237,19 @@ def _duplicate_key_problems(data: Any, file: str) -> list[Problem]:
                 problems.append(
                     Problem(
                         file,
-                        _child_path(path, key),
+                        child_path(path, key),
                         f"duplicate key {key!r} in one JSON object: refusing to guess which "
                         "value was meant",
                     )
                 )
-            children = [(_child_path(path, k), v) for k, v in value.items()]
+            children = [(child_path(path, k), v) for k, v in value.items()]
         elif isinstance(value, list):
             children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
         stack.extend(reversed(children))
     return problems
 
 
-def _child_path(path: str, key: str) -> str:
+def child_path(path: str, key: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
         return f"{path}.{key}"
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
@@ -232,7 +276,25 @@ def _explain_validation_error(raw: str, data: dict[str, Any]) -> tuple[str, str]
         return f"{path}.{missing.group('key')}", "missing required key"
     if path.endswith(".response.type"):
         return path, f"{msg}; a response's type is 'text' or 'tool_calls'"
-    return path, msg
+    return _resolve_map_key(path, data), msg
+
+
+def _resolve_map_key(path: str, data: dict[str, Any]) -> str:
+    """msgspec names a map entry `[...]`; name the first entry whose value is wrong instead."""
+    prefix, sep, rest = path.partition("[...]")
+    if not sep:
+        return path
+    typ, value = _walk(prefix, data)
+    typ = _unwrap(typ, value)
+    if getattr(typ, "__origin__", None) is not dict or not isinstance(value, dict):
+        return path
+    value_type = typ.__args__[1]
+    for key, entry in value.items():
+        try:
+            msgspec.convert(entry, value_type, strict=True)
+        except msgspec.ValidationError:
+            return f"{child_path(prefix, key)}{rest}"
+    return path
 
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
@@ -240,22 +302,30 @@ _PATH_TOKEN = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
 def _known_keys_at(path: str, data: dict[str, Any]) -> list[str]:
     """The field names of the struct that sits at `path`, following tagged unions by value."""
+    typ, value = _walk(path, data)
+    typ = _unwrap(typ, value)
+    if isinstance(typ, type) and issubclass(typ, msgspec.Struct):
+        return [f.name for f in msgspec.structs.fields(typ)]
+    return []
+
+
+def _walk(path: str, data: dict[str, Any]) -> tuple[Any, Any]:
+    """The declared type at `path` (struct fields and list items only) and the value there."""
     typ: Any = LlmTrace
     value: Any = data
     for m in _PATH_TOKEN.finditer(path[1:]):
         key, index = m.group(1), m.group(2)
         typ = _unwrap(typ, value)
         if key is not None:
+            if not (isinstance(typ, type) and issubclass(typ, msgspec.Struct)):
+                return None, None
             fields = {f.name: f.type for f in msgspec.structs.fields(typ)}
             typ = fields.get(key)
             value = value.get(key) if isinstance(value, dict) else None
         else:
             typ = getattr(typ, "__args__", (None,))[0]
             value = value[int(index)] if isinstance(value, list) else None
-    typ = _unwrap(typ, value)
-    if isinstance(typ, type) and issubclass(typ, msgspec.Struct):
-        return [f.name for f in msgspec.structs.fields(typ)]
-    return []
+    return typ, value
 
 
 def _unwrap(typ: Any, value: Any) -> Any:
@@ -290,21 +360,19 @@ def _trace_problems(
 ) -> Iterator[Problem]:
     if not trace.turns:
         yield Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
-    if mode == "replay":
-        for key in LIVE_ONLY_KEYS:
-            if getattr(trace, key) is not None:
-                yield Problem(
-                    file,
-                    f"$.{key}",
-                    f"'{key}' applies only to --mode live; a replay case must not carry it",
-                )
+    for key, why in UNSUPPORTED_KEYS.items():
+        if getattr(trace, key) is not None:
+            yield Problem(file, f"$.{key}", f"not supported yet: {why}; remove '{key}'")
+    yield from _tools_problems(trace.tools, file, agent)
+    if trace.setup is not None:
+        yield from _setup_problems(trace.setup, file)
     seen_ids: dict[str, str] = {}
     for t, turn in enumerate(trace.turns):
         where = f"$.turns[{t}]"
         if not turn.user_input.strip():
             yield Problem(file, f"{where}.user_input", "blank user input")
         if mode == "live":
-            if turn.steps:
+            if turn.steps is not msgspec.UNSET:
                 yield Problem(
                     file,
                     f"{where}.steps",
@@ -339,15 +407,90 @@ def _trace_problems(
                     )
                 else:
                     seen_ids[call.id] = cwhere
-                if call.name not in agent.tools:
-                    tools = ", ".join(sorted(agent.tools)) or "none"
-                    yield Problem(
-                        file,
-                        f"{cwhere}.name",
-                        f"tool {call.name!r} is not registered by agent "
-                        f"'{agent.name}' (its tools: {tools})",
+                problem = _tool_name_problem(call.name, agent)
+                if problem is None and trace.tools is not None and call.name not in trace.tools:
+                    allowed = ", ".join(trace.tools) or "none"
+                    problem = (
+                        f"tool {call.name!r} is not among the case's tools ($.tools: {allowed}); "
+                        "add it there or remove the call"
                     )
+                if problem is not None:
+                    yield Problem(file, f"{cwhere}.name", problem)
     yield from _expects_problems(trace.expects, file)
+
+
+def _tool_name_problem(name: str, agent: AgentSurface) -> str | None:
+    """Why a case may not use the tool `name` with `agent`, or None when it may."""
+    if runs_commands(name):
+        return f"tool {name!r} is refused: {COMMAND_TOOL_REFUSAL}"
+    if name not in agent.tools:
+        tools = ", ".join(sorted(agent.tools)) or "none"
+        return f"tool {name!r} is not registered by agent '{agent.name}' (its tools: {tools})"
+    return None
+
+
+def _tools_problems(tools: list[str] | None, file: str, agent: AgentSurface) -> Iterator[Problem]:
+    """The case's `tools`: the names it may use, each a real, safe tool of the agent."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(tools or ()):
+        where = f"$.tools[{i}]"
+        if not name.strip():
+            yield Problem(file, where, "empty tool name")
+            continue
+        if name in first:
+            yield Problem(file, where, f"duplicate tool {name!r} (also $.tools[{first[name]}])")
+            continue
+        first[name] = i
+        problem = _tool_name_problem(name, agent)
+        if problem is not None:
+            yield Problem(file, where, problem)
+
+
+def normal_workspace_path(relative: str) -> str:
+    """`relative` as the workspace sees it: `/`-separated, without `.` or repeated `/`."""
+    return PurePosixPath(relative.replace("\\", "/")).as_posix()
+
+
+def _workspace_path_problem(relative: str) -> str | None:
+    problem = path_problem(relative)
+    if problem is not None:
+        return f"workspace path {relative!r} refused: {problem}"
+    if normal_workspace_path(relative) == ".":
+        return f"workspace path {relative!r} names the workspace itself, not a file"
+    return None
+
+
+def _setup_problems(setup: Setup, file: str) -> Iterator[Problem]:
+    """Setup files: each path inside the workspace, no two naming the same file, and no
+    file standing where another needs a directory."""
+    at = "$.setup.workspace_files"
+    first: dict[str, str] = {}
+    for relative in setup.workspace_files:
+        where = child_path(at, relative)
+        problem = _workspace_path_problem(relative)
+        if problem is not None:
+            yield Problem(file, where, problem)
+            continue
+        normal = normal_workspace_path(relative)
+        if normal in first:
+            yield Problem(
+                file,
+                where,
+                f"names the same file as {first[normal]!r}: one would overwrite the other",
+            )
+            continue
+        first[normal] = relative
+    for normal, relative in first.items():
+        parents = PurePosixPath(normal).parents
+        for parent in parents:
+            if parent.as_posix() in first:
+                yield Problem(
+                    file,
+                    child_path(at, relative),
+                    f"needs {parent.as_posix()!r} to be a directory, but it is also a setup "
+                    f"file ({first[parent.as_posix()]!r})",
+                )
+                break
 
 
 def _expects_problems(expects: Expects | None, file: str) -> Iterator[Problem]:
@@ -409,6 +552,100 @@ def _expects_problems(expects: Expects | None, file: str) -> Iterator[Problem]:
                 "$.expects.exact_tool_calls",
                 f"exact_tool_calls ({exact}) is below min_tool_calls ({lo}): no run can pass",
             )
+    if expects.workspace is not None:
+        yield from _workspace_expects_problems(expects.workspace, file)
+    if expects.budget is not None and _bound_count(expects.budget) == 0:
+        yield Problem(
+            file,
+            "$.expects.budget",
+            "declares no bound: an empty budget asserts nothing; set at least one of "
+            f"{', '.join(BUDGET_BOUNDS)}, or remove the block",
+        )
+    for pointer, expected in expects.response_json.items():
+        where = child_path("$.expects.response_json", pointer)
+        problem = pointer_problem(pointer)
+        if problem is not None:
+            yield Problem(file, where, problem)
+        if not _finite_json(expected):
+            yield Problem(file, where, "NaN and Infinity are not JSON: no response can equal them")
+
+
+def _workspace_expects_problems(ws: WorkspaceExpects, file: str) -> Iterator[Problem]:
+    at = "$.expects.workspace"
+    if not (ws.file_exists or ws.file_absent or ws.file_contains):
+        yield Problem(
+            file,
+            at,
+            "declares no checks: an empty block asserts nothing; add file_exists, file_absent "
+            "or file_contains entries, or remove it",
+        )
+    present: dict[str, str] = {}  # normalised path -> the entry that expects a file there
+    for i, relative in enumerate(ws.file_exists):
+        problem = _workspace_path_problem(relative)
+        if problem is not None:
+            yield Problem(file, f"{at}.file_exists[{i}]", problem)
+        else:
+            present.setdefault(normal_workspace_path(relative), f"file_exists[{i}]")
+    for relative, needles in ws.file_contains.items():
+        where = child_path(f"{at}.file_contains", relative)
+        problem = _workspace_path_problem(relative)
+        if problem is not None:
+            yield Problem(file, where, problem)
+        else:
+            present.setdefault(
+                normal_workspace_path(relative), child_path("file_contains", relative)
+            )
+        if not needles:
+            yield Problem(file, where, "no needles: an empty list asserts nothing")
+        for j, needle in enumerate(needles):
+            if not needle.strip():
+                yield Problem(
+                    file, f"{where}[{j}]", "empty or whitespace-only needle asserts nothing"
+                )
+    for i, relative in enumerate(ws.file_absent):
+        where = f"{at}.file_absent[{i}]"
+        problem = _workspace_path_problem(relative)
+        if problem is not None:
+            yield Problem(file, where, problem)
+            continue
+        other = present.get(normal_workspace_path(relative))
+        if other is not None:
+            yield Problem(
+                file,
+                where,
+                f"{relative!r} must also exist ({other}): no run can pass",
+            )
+
+
+def pointer_problem(pointer: str) -> str | None:
+    """Why `pointer` is not an RFC 6901 JSON pointer, or None when it is."""
+    if pointer and not pointer.startswith("/"):
+        return (
+            f'JSON pointer {pointer!r} must be "" (the whole response) or start with "/" (RFC 6901)'
+        )
+    if re.search(r"~(?![01])", pointer):
+        return (
+            f"JSON pointer {pointer!r} has a '~' not followed by 0 or 1 "
+            "(RFC 6901: ~0 stands for '~', ~1 for '/')"
+        )
+    return None
+
+
+def _finite_json(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
+def _bound_count(budget: BudgetExpects) -> int:
+    return sum(1 for name in BUDGET_BOUNDS if getattr(budget, name) is not None)
 
 
 def assertion_count(expects: Expects) -> int:
@@ -421,4 +658,11 @@ def assertion_count(expects: Expects) -> int:
     )
     if expects.min_tool_calls:
         count += 1
+    ws = expects.workspace
+    if ws is not None:
+        count += len(ws.file_exists) + len(ws.file_absent)
+        count += sum(len(needles) for needles in ws.file_contains.values())
+    if expects.budget is not None:
+        count += _bound_count(expects.budget)
+    count += len(expects.response_json)
     return count

@@ -11,12 +11,15 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from harness.modes import MODES, SUITE_KINDS
 
 if TYPE_CHECKING:
     from harness.case import Problem
+    from harness.config import EvalConfig
+    from harness.modes import Mode
+    from harness.runner import BackendFactory
 
 FORMATS = ("table", "json", "junit")
 
@@ -68,6 +71,27 @@ def build_parser() -> argparse.ArgumentParser:
         "$GITHUB_STEP_SUMMARY (auto: when GITHUB_ACTIONS=true)",
     )
 
+    record = actions.add_parser(
+        "record",
+        help="run one live case and write it as a replay fixture that replays green",
+        description="Run a live case once against the configured provider and write a "
+        "replay fixture holding every model step the run used and the case's expectations. "
+        "Nothing is written unless the live run passed and the fixture passes replay "
+        "admission and replays green through the same agent.",
+    )
+    record.add_argument("--case", type=Path, required=True, metavar="PATH", help="live fixture")
+    record.add_argument(
+        "--out", type=Path, required=True, metavar="PATH", help="replay fixture to write"
+    )
+    record.add_argument("--agent", metavar="SPEC", help="agent name or module:factory")
+    record.add_argument(
+        "--config", type=Path, metavar="FILE", help="TOML file with an [eval] table"
+    )
+    record.add_argument(
+        "--timeout", type=_seconds, metavar="SECS", help="per-turn timeout (default: config)"
+    )
+    record.add_argument("--force", action="store_true", help="replace --out if it exists")
+
     check = actions.add_parser(
         "check",
         help="admit a suite and check no case passes an empty run; runs no agent",
@@ -102,17 +126,31 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.action == "check":
             return _check(args)
+        if args.action == "record":
+            return _record(args)
         return _run(args)
     except _Refused as exc:
         print(f"zeroclaw eval: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("zeroclaw eval: interrupted; no report was written", file=sys.stderr)
+        return 130
 
 
 class _Refused(Exception):
     """Anything that stops a run before a verdict: printed as one clear line, exit 1."""
 
 
-def _settings(args: argparse.Namespace) -> tuple[Path, Path, str, str, float]:
+class _Settings(NamedTuple):
+    suite: Path
+    root: Path
+    mode: Mode
+    agent: str
+    timeout: float
+    config: EvalConfig
+
+
+def _settings(args: argparse.Namespace) -> _Settings:
     from harness.config import ConfigError, load_config
 
     try:
@@ -120,10 +158,36 @@ def _settings(args: argparse.Namespace) -> tuple[Path, Path, str, str, float]:
     except ConfigError as exc:
         raise _Refused(str(exc)) from None
     config = loaded.config
-    suite = Path(args.suite) if args.suite else _near(loaded.root / config.suite_dir)
-    mode = args.mode or config.mode
-    agent = args.agent or config.agent
-    return suite, loaded.root, mode, agent, config.case_timeout_secs
+    suite_arg = getattr(args, "suite", None)
+    suite = Path(suite_arg) if suite_arg else _near(loaded.root / config.suite_dir)
+    timeout = getattr(args, "timeout", None) or config.case_timeout_secs
+    return _Settings(
+        suite,
+        loaded.root,
+        getattr(args, "mode", None) or config.mode,
+        args.agent or config.agent,
+        timeout,
+        config,
+    )
+
+
+class _Live(NamedTuple):
+    backend: BackendFactory
+    allowed_tools: frozenset[str]
+    secret: str
+
+
+def _live(config: EvalConfig) -> _Live:
+    """The provider of a live run, or a refusal saying exactly what is missing."""
+    from harness.live import LiveSettings, ProviderError, live_backend_factory
+
+    try:
+        settings = LiveSettings.from_config(config, os.environ)
+    except ProviderError as exc:
+        raise _Refused(f"live mode: {exc}") from None
+    return _Live(
+        live_backend_factory(settings), frozenset(config.live_allowed_tools), settings.api_key
+    )
 
 
 def _near(path: Path) -> Path:
@@ -160,9 +224,10 @@ def _check(args: argparse.Namespace) -> int:
     from harness.case import AdmissionError
     from harness.suite import load_suite
 
-    suite, _root, mode, agent, _timeout = _settings(args)
+    settings = _settings(args)
+    suite = settings.suite
     try:
-        cases = load_suite(suite, mode, surface_of(agent))  # type: ignore[arg-type]
+        cases = load_suite(suite, settings.mode, surface_of(settings.agent))
     except AgentError as exc:
         raise _Refused(str(exc)) from None
     except AdmissionError as exc:
@@ -185,21 +250,16 @@ def _run(args: argparse.Namespace) -> int:
     from harness.runner import display_path, run_cases
     from harness.suite import load_suite
 
-    suite, root, mode, agent_spec, timeout = _settings(args)
-    if args.timeout is not None:
-        timeout = args.timeout
-    if mode == "live":
-        raise _Refused(
-            "live mode is not available yet: this version replays scripted fixtures only "
-            "(use --mode replay)"
-        )
+    settings = _settings(args)
+    suite, root, mode, timeout = settings.suite, settings.root, settings.mode, settings.timeout
+    live = _live(settings.config) if mode == "live" else None
     try:
-        adapter = resolve_agent(agent_spec)
+        adapter = resolve_agent(settings.agent)
     except AgentError as exc:
         raise _Refused(str(exc)) from None
     github = _github(args)
     try:
-        cases = load_suite(suite, "replay", agent_surface(adapter))
+        cases = load_suite(suite, mode, agent_surface(adapter))
     except AdmissionError as exc:
         _print_refusal(exc.problems, sys.stderr, github)
         return 1
@@ -228,6 +288,9 @@ def _run(args: argparse.Namespace) -> int:
         adapter,
         suite=suite_name,
         kind=kind,
+        mode=mode,
+        backend=live.backend if live else None,
+        allowed_tools=live.allowed_tools if live else None,
         case_timeout=timeout,
         root=root,
         on_case=on_case,
@@ -275,3 +338,54 @@ def _run(args: argparse.Namespace) -> int:
         out.write(junit_doc)
     out.flush()
     return report.exit_code()
+
+
+def _record(args: argparse.Namespace) -> int:
+    from harness.agent import AgentError, agent_surface, resolve_agent
+    from harness.case import AdmissionError
+    from harness.recorder import RecordError, write_recording
+    from harness.runner import run_cases
+    from harness.suite import load_case
+
+    settings = _settings(args)
+    live = _live(settings.config)
+    try:
+        adapter = resolve_agent(settings.agent)
+    except AgentError as exc:
+        raise _Refused(str(exc)) from None
+    try:
+        case = load_case(args.case, "live", agent_surface(adapter))
+    except AdmissionError as exc:
+        _print_refusal(exc.problems, sys.stderr)
+        return 1
+    print(f"zeroclaw eval: running {case.id} live ...", file=sys.stderr)
+    report = run_cases(
+        [case],
+        adapter,
+        suite=str(args.case.parent),
+        mode="live",
+        backend=live.backend,
+        allowed_tools=live.allowed_tools,
+        case_timeout=settings.timeout,
+        root=settings.root,
+    )
+    try:
+        replay = write_recording(
+            case,
+            report.cases[0],
+            adapter,
+            args.out,
+            secrets=(live.secret,),
+            force=args.force,
+            timeout=settings.timeout,
+        )
+    except RecordError as exc:
+        raise _Refused(f"{args.out}: not written: {exc}") from None
+    record = replay.record
+    steps = record.model_calls if record else 0
+    passed = sum(g.passed for g in replay.grades)
+    print(
+        f"recorded {case.id}: {steps} model step(s) over {len(case.trace.turns)} turn(s) "
+        f"into {args.out}; it replays green ({passed}/{len(replay.grades)} checks)"
+    )
+    return 0

@@ -12,7 +12,9 @@ import msgspec
 import tomli
 
 from harness.agent import DEFAULT_AGENT
+from harness.case import COMMAND_TOOL_REFUSAL
 from harness.modes import Mode
+from harness.tools import runs_commands
 
 DEFAULT_SUITE_DIR = "evals/regression"
 
@@ -28,7 +30,9 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     live_base_url: str = ""
     live_model: str = ""
     live_api_key_env: str = "OPENAI_API_KEY"
-    live_allowed_tools: list[str] = []
+    # The built-in tools a live case may use (its `tools` narrows this further). All of
+    # them are sandboxed to the case workspace; command-running tools are never allowed.
+    live_allowed_tools: tuple[str, ...] = ("echo", "read_file", "write_file", "list_files")
 
 
 def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:
@@ -106,7 +110,7 @@ def _validate(table: Any, where: str) -> EvalConfig:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table")
     try:
-        return msgspec.convert(table, EvalConfig, strict=True)
+        config = msgspec.convert(table, EvalConfig, strict=True)
     except msgspec.ValidationError as exc:
         message = str(exc)
         if message.startswith("Object contains unknown field"):
@@ -114,3 +118,12 @@ def _validate(table: Any, where: str) -> EvalConfig:
             known = ", ".join(f.name for f in msgspec.structs.fields(EvalConfig))
             raise ConfigError(f"{where}: unknown key {key!r} (known keys: {known})") from None
         raise ConfigError(f"{where}: {message.replace(' - at `$', ' at `eval')}") from None
+    for i, name in enumerate(config.live_allowed_tools):
+        if not name.strip():
+            raise ConfigError(f"{where}: live_allowed_tools[{i}]: empty tool name")
+        if runs_commands(name):
+            raise ConfigError(
+                f"{where}: live_allowed_tools[{i}]: tool {name!r} is refused: "
+                f"{COMMAND_TOOL_REFUSAL}"
+            )
+    return config

@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Iterator
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import msgspec
 
-from harness.case import Expects, LlmTrace, PayloadExpect
+from harness.case import (
+    BudgetExpects,
+    Expects,
+    LlmTrace,
+    PayloadExpect,
+    WorkspaceExpects,
+    child_path,
+    pointer_problem,
+)
 from harness.record import RunRecord
+from harness.tools import ToolFailure
+from harness.workspace import path_problem, resolve_inside
 
-Category = Literal["response", "tool", "run"]
+Category = Literal["response", "tool", "side_effect", "budget", "run"]
+
+# A file graded by `file_contains` is read up to this size; a larger one fails the check.
+MAX_INSPECTED_BYTES = 4 * 1024 * 1024
 
 
 class Grade(msgspec.Struct, frozen=True):
@@ -33,9 +49,11 @@ def _clip(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
 
 
-def grade(expects: Expects, record: RunRecord) -> list[Grade]:
-    """Grade a run against `expects`; the order is the declaration order of the families."""
-    grades = _unique_checks(_grades(expects, record))
+def grade(expects: Expects, record: RunRecord, workspace: Path | None = None) -> list[Grade]:
+    """Grade a run against `expects`; the order is the declaration order of the families,
+    then workspace, budget and response_json. `workspace` is the case's workspace as the
+    run left it (None: workspace checks fail, having nothing to inspect)."""
+    grades = _unique_checks(_grades(expects, record, workspace))
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from
         # ever passing even when graded directly through the API.
@@ -55,7 +73,7 @@ def _unique_checks(grades: Iterator[Grade]) -> list[Grade]:
     return out
 
 
-def _grades(e: Expects, run: RunRecord) -> Iterator[Grade]:
+def _grades(e: Expects, run: RunRecord, workspace: Path | None) -> Iterator[Grade]:
     response = run.final_response
     shown = _q(_clip(response))
     names = run.tools_called
@@ -126,6 +144,11 @@ def _grades(e: Expects, run: RunRecord) -> Iterator[Grade]:
             continue
         detail = "matched" if ok else f"no match in response: {shown}"
         yield Grade(check, ok, detail, "response", field)
+    if e.workspace is not None:
+        yield from _workspace_grades(e.workspace, workspace)
+    if e.budget is not None:
+        yield from _budget_grades(e.budget, run)
+    yield from _response_json_grades(e.response_json, response)
 
 
 def _payload_grade(
@@ -164,7 +187,249 @@ def _q_list(items: list[str]) -> str:
 
 def empty_run_passes(trace: LlmTrace) -> bool:
     """True when `trace` passes against a run that did nothing: it cannot tell a working
-    agent from a dead one."""
-    if trace.expects is None:
+    agent from a dead one.
+
+    The empty run has no response, no calls, no tokens, and a fresh workspace holding only
+    the case's setup files (the harness writes those whatever the agent does)."""
+    expects = trace.expects
+    if expects is None:
         return True
-    return all(g.passed for g in grade(trace.expects, RunRecord()))
+    if expects.workspace is None:
+        return all(g.passed for g in grade(expects, RunRecord()))
+    with tempfile.TemporaryDirectory(prefix="zeroclaw-empty-run-") as directory:
+        root = Path(directory)
+        files = trace.setup.workspace_files if trace.setup is not None else {}
+        for relative, text in files.items():
+            try:
+                target = resolve_inside(root, relative)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            except (ToolFailure, OSError):
+                continue  # admission reports bad setup paths; this check judges the rest
+        return all(g.passed for g in grade(expects, RunRecord(), root))
+
+
+# --- workspace -----------------------------------------------------------------------------
+
+NO_WORKSPACE = "no workspace to inspect"
+
+
+def _workspace_grades(ws: WorkspaceExpects, root: Path | None) -> Iterator[Grade]:
+    at = "$.expects.workspace"
+    for i, relative in enumerate(ws.file_exists):
+        check, field = f"file_exists({_q(relative)})", f"{at}.file_exists[{i}]"
+        found = _locate(root, relative)
+        if isinstance(found, str):
+            yield Grade(check, False, found, "side_effect", field)
+        elif found.is_file():
+            yield Grade(check, True, "present", "side_effect", field)
+        elif found.exists():
+            yield Grade(check, False, "present but not a regular file", "side_effect", field)
+        else:
+            yield Grade(check, False, "missing", "side_effect", field)
+    for i, relative in enumerate(ws.file_absent):
+        check, field = f"file_absent({_q(relative)})", f"{at}.file_absent[{i}]"
+        found = _locate(root, relative)
+        if isinstance(found, str):
+            yield Grade(check, False, found, "side_effect", field)
+            continue
+        assert root is not None
+        # A dangling symlink is something, too: check the name itself, not only its target.
+        there = os.path.lexists(found) or os.path.lexists(root / relative.replace("\\", "/"))
+        detail = "unexpectedly present" if there else "absent"
+        yield Grade(check, not there, detail, "side_effect", field)
+    for relative, needles in ws.file_contains.items():
+        where = child_path(f"{at}.file_contains", relative)
+        text = _read_text(root, relative)
+        for j, needle in enumerate(needles):
+            check = f"file_contains({_q(relative)}, {_q(needle)})"
+            field = f"{where}[{j}]"
+            if isinstance(text, _Unreadable):
+                yield Grade(check, False, text.reason, "side_effect", field)
+                continue
+            ok = needle in text
+            detail = "found" if ok else f"not found in file: {_q(_clip(text))}"
+            yield Grade(check, ok, detail, "side_effect", field)
+
+
+def _locate(root: Path | None, relative: str) -> Path | str:
+    """The path `relative` names inside `root`, or why it cannot be inspected."""
+    if root is None:
+        return NO_WORKSPACE
+    if path_problem(relative) is not None:
+        return "path escapes workspace"
+    try:
+        return resolve_inside(root, relative)
+    except ToolFailure:
+        return "path escapes workspace: a symlink leads outside the workspace"
+    except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable directory
+        return f"cannot inspect path: {_os_reason(exc)}"
+
+
+class _Unreadable(msgspec.Struct, frozen=True):
+    reason: str
+
+
+def _read_text(root: Path | None, relative: str) -> str | _Unreadable:
+    found = _locate(root, relative)
+    if isinstance(found, str):
+        return _Unreadable(found)
+    if not found.exists():
+        return _Unreadable("cannot read file: missing")
+    if not found.is_file():  # never open a FIFO or a device: it could block or never end
+        return _Unreadable("cannot read file: not a regular file")
+    try:
+        with open(found, "rb") as handle:
+            data = handle.read(MAX_INSPECTED_BYTES + 1)
+    except OSError as exc:
+        return _Unreadable(f"cannot read file: {_os_reason(exc)}")
+    if len(data) > MAX_INSPECTED_BYTES:
+        return _Unreadable(f"cannot read file: larger than {MAX_INSPECTED_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _Unreadable(f"cannot read file: not UTF-8 (invalid byte at offset {exc.start})")
+
+
+def _os_reason(exc: BaseException) -> str:
+    # The reason without the absolute path: details go into reports, which stay portable.
+    return getattr(exc, "strerror", None) or type(exc).__name__
+
+
+# --- budget --------------------------------------------------------------------------------
+
+# Grading order of the original harness: tokens, then wall clock, then model calls.
+_BUDGET_ORDER = (
+    "max_input_tokens",
+    "max_output_tokens",
+    "max_total_tokens",
+    "max_duration_ms",
+    "max_llm_calls",
+)
+
+
+def _budget_grades(budget: BudgetExpects, run: RunRecord) -> Iterator[Grade]:
+    actual: dict[str, float] = {
+        "max_input_tokens": run.input_tokens,
+        "max_output_tokens": run.output_tokens,
+        "max_total_tokens": run.input_tokens + run.output_tokens,
+        "max_duration_ms": run.duration_ms,
+        "max_llm_calls": run.model_calls,
+    }
+    for name in _BUDGET_ORDER:
+        bound = getattr(budget, name)
+        if bound is None:
+            continue
+        value = actual[name]
+        yield Grade(
+            f"{name}({bound})",
+            value <= bound,
+            f"actual {_number(value)}",
+            "budget",
+            f"$.expects.budget.{name}",
+        )
+
+
+def _number(value: float) -> str:
+    if isinstance(value, int) or value.is_integer():
+        return str(int(value))
+    return f"{value:.3f}".rstrip("0")
+
+
+# --- response_json -------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _response_json_grades(expected: dict[str, Any], response: str) -> Iterator[Grade]:
+    document = _parse_response_json(response)
+    for pointer, want in expected.items():
+        check = f"response_json({_q(pointer)})"
+        field = child_path("$.expects.response_json", pointer)
+        if document is _MISSING:
+            yield Grade(check, False, "response is not JSON", "response", field)
+            continue
+        if pointer_problem(pointer) is not None:  # admission refuses these
+            yield Grade(check, False, "invalid JSON pointer", "response", field)
+            continue
+        got = _lookup(document, pointer)
+        if got is _MISSING:
+            yield Grade(check, False, "pointer not present", "response", field)
+            continue
+        try:
+            ok = json_equal(got, want)
+            detail = f"got {_compact(got)}"
+            if not ok:
+                detail += f"; expected {_compact(want)}"
+        except RecursionError:
+            ok, detail = False, "value nested too deeply to compare"
+        yield Grade(check, ok, detail, "response", field)
+
+
+def _parse_response_json(response: str) -> Any:
+    """The final response as JSON: the whole (trimmed) text, else the first ```json fenced
+    block; `_MISSING` when neither parses."""
+    document = _loads(response.strip())
+    if document is not _MISSING:
+        return document
+    start = response.find("```json")
+    if start < 0:
+        return _MISSING
+    body = response[start + len("```json") :]
+    end = body.find("```")
+    return _loads((body if end < 0 else body[:end]).strip())
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        return _MISSING
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _lookup(document: Any, pointer: str) -> Any:
+    """RFC 6901: `document` at `pointer`, or `_MISSING`."""
+    if pointer == "":
+        return document
+    value = document
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict):
+            if token not in value:
+                return _MISSING
+            value = value[token]
+        elif isinstance(value, list):
+            if not re.fullmatch(r"0|[1-9][0-9]*", token) or int(token) >= len(value):
+                return _MISSING
+            value = value[int(token)]
+        else:
+            return _MISSING
+    return value
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality that keeps types apart: 1 != 1.0, true != 1, also inside arrays and
+    objects."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return False
+
+
+def _compact(value: Any) -> str:
+    return _clip(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

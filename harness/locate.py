@@ -86,7 +86,9 @@ def _child(path: str, key: str) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
-_PARENT = re.compile(r"(\.[A-Za-z_][A-Za-z0-9_]*|\[[^\]]*\])$")
+# The last segment of a path: `.key`, `[index]`, or a JSON-quoted key (which may itself hold
+# `]`, `[` or escaped quotes).
+_PARENT = re.compile(r'(\.[A-Za-z_][A-Za-z0-9_]*|\[(?:\d+|"(?:[^"\\]|\\.)*")\])$')
 
 
 def line_of(text: str, path: str) -> int:

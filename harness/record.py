@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from harness.backend import ModelStep
+
 
 class RecordedCall(msgspec.Struct, frozen=True):
     """One dispatch at the tool boundary, the canonical dispatch fact."""
@@ -25,6 +27,8 @@ class RunRecord(msgspec.Struct, kw_only=True):
     input_tokens: int = 0
     output_tokens: int = 0
     duration_ms: float = 0.0
+    # Live runs only: every model step of every turn, as the provider answered.
+    steps: list[list[ModelStep]] | None = None
 
     @property
     def tools_called(self) -> list[str]:

@@ -8,11 +8,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.agent import AgentAdapter, AgentContext, agent_surface, resolve_agent
-from harness.backend import ModelBoundary
+from harness.backend import ModelBackend, ModelBoundary, ProviderFailure
 from harness.grader import grade
 from harness.locate import line_of
 from harness.modes import Mode, SuiteKind
@@ -20,13 +21,31 @@ from harness.record import RunRecord
 from harness.replay import ReplayBackend, ReplayDivergence
 from harness.report.model import CaseReport, SuiteReport, resolve_kind
 from harness.suite import Case, load_suite
-from harness.tools import ToolRegistry
+from harness.tools import Tool, ToolRegistry
+from harness.workspace import set_current_workspace, write_setup_files
 
 DEFAULT_CASE_TIMEOUT = 120.0
+T = TypeVar("T")
 
 
-class LiveModeUnavailable(Exception):
-    """Live mode is specified but not built yet."""
+BackendFactory = Callable[[Case], ModelBackend]
+
+
+def replay_backend(case: Case) -> ModelBackend:
+    return ReplayBackend(case.trace)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How every case of one run is run."""
+
+    adapter: AgentAdapter
+    mode: Mode
+    backend: BackendFactory
+    allowed_tools: frozenset[str] | None
+    timeout: float
+    root: Path
+    on_case: Callable[[CaseReport], None] | None
 
 
 def run_suite(
@@ -34,6 +53,8 @@ def run_suite(
     *,
     agent: str | AgentAdapter = "openai-agents",
     mode: Mode = "replay",
+    backend: BackendFactory | None = None,
+    allowed_tools: frozenset[str] | None = None,
     kind: SuiteKind | None = None,
     case_timeout: float = DEFAULT_CASE_TIMEOUT,
     root: Path | None = None,
@@ -42,11 +63,8 @@ def run_suite(
     """Admit every fixture of `suite_dir`, run each case through `agent`, grade it.
 
     Raises `AdmissionError` (every problem listed) when any fixture is refused: nothing runs.
+    Live mode needs `backend` (e.g. `harness.live.live_backend_factory(settings)`).
     """
-    if mode != "replay":
-        raise LiveModeUnavailable(
-            "live mode is not available yet: only --mode replay runs in this version"
-        )
     adapter = resolve_agent(agent) if isinstance(agent, str) else agent
     directory = Path(suite_dir)
     cases = load_suite(directory, mode, agent_surface(adapter))
@@ -55,6 +73,9 @@ def run_suite(
         adapter,
         suite=str(suite_dir),
         kind=kind or resolve_kind(None, str(suite_dir)),
+        mode=mode,
+        backend=backend,
+        allowed_tools=allowed_tools,
         case_timeout=case_timeout,
         root=root,
         on_case=on_case,
@@ -67,17 +88,36 @@ def run_cases(
     *,
     suite: str,
     kind: SuiteKind = "regression",
+    mode: Mode = "replay",
+    backend: BackendFactory | None = None,
+    allowed_tools: frozenset[str] | None = None,
     case_timeout: float = DEFAULT_CASE_TIMEOUT,
     root: Path | None = None,
     on_case: Callable[[CaseReport], None] | None = None,
 ) -> SuiteReport:
-    """Run admitted cases in order; each case's failure is confined to its own report."""
-    root = (root or Path.cwd()).resolve()
+    """Run admitted cases in order; each case's failure is confined to its own report.
+
+    `case_timeout` bounds starting the agent and each turn. `allowed_tools` (live mode)
+    further restricts the built-in tools a case may use.
+    """
+    if backend is None:
+        if mode != "replay":
+            raise ValueError("live mode needs a backend factory for the provider")
+        backend = replay_backend
+    plan = _Plan(
+        adapter,
+        mode,
+        backend,
+        allowed_tools,
+        case_timeout,
+        (root or Path.cwd()).resolve(),
+        on_case,
+    )
     start = time.perf_counter()
     reports: list[CaseReport] = []
     pending = cases
     while pending:
-        worker = _SuiteWorker(pending, adapter, case_timeout, root, on_case)
+        worker = _SuiteWorker(pending, plan)
         stuck = worker.watch()
         reports.extend(worker.reports)
         if stuck is None:
@@ -92,7 +132,7 @@ def run_cases(
     return SuiteReport(
         suite=suite,
         kind=kind,
-        mode="replay",
+        mode=mode,
         agent=adapter.name,
         cases=reports,
         duration_ms=(time.perf_counter() - start) * 1e3,
@@ -135,6 +175,7 @@ class _Running:
             input_tokens=model.input_tokens,
             output_tokens=model.output_tokens,
             duration_ms=(time.perf_counter() - self.start) * 1e3,
+            steps=[list(turn) for turn in model.steps] if model.steps is not None else None,
         )
 
     def timeout_message(self, timeout: float) -> str:
@@ -156,19 +197,9 @@ class _SuiteWorker:
     honouring cancellation (a loop blocking its thread), which no in-loop timeout can stop.
     """
 
-    def __init__(
-        self,
-        cases: list[Case],
-        adapter: AgentAdapter,
-        timeout: float,
-        root: Path,
-        on_case: Callable[[CaseReport], None] | None,
-    ) -> None:
+    def __init__(self, cases: list[Case], plan: _Plan) -> None:
         self._cases = cases
-        self._adapter = adapter
-        self._timeout = timeout
-        self._root = root
-        self._on_case = on_case
+        self._plan = plan
         self._lock = threading.Lock()
         self._abandoned = False
         self._done = threading.Event()
@@ -179,12 +210,13 @@ class _SuiteWorker:
 
     def watch(self) -> _Running | None:
         """Wait for the worker; the case it abandoned, if any."""
-        poll = min(1.0, self._timeout / 4)
+        timeout = self._plan.timeout
+        poll = min(1.0, timeout / 4)
         while not self._done.wait(poll):
             running = self.current
             if running is None:
                 continue
-            if time.monotonic() - running.started > self._timeout + _GRACE_SECS:
+            if time.monotonic() - running.started > timeout + _GRACE_SECS:
                 with self._lock:
                     if self.current is running:
                         self._abandoned = True
@@ -202,14 +234,13 @@ class _SuiteWorker:
             self._done.set()
 
     async def _run_all(self) -> None:
+        plan = self._plan
         for case in self._cases:
-            fixture = display_path(case.path, self._root)
+            fixture = display_path(case.path, plan.root)
             try:
-                context = AgentContext(
-                    case.id,
-                    ModelBoundary(ReplayBackend(case.trace)),
-                    ToolRegistry.of(self._adapter.tools()),
-                )
+                boundary = ModelBoundary(plan.backend(case), keep_steps=plan.mode == "live")
+                tools = _case_tools(plan.adapter.tools(), case, plan.allowed_tools)
+                context = AgentContext(case.id, boundary, ToolRegistry.of(tools))
             except Exception as exc:  # e.g. an adapter's tools() raising: this case's error
                 report = _internal_error(case, fixture, exc)
                 _locate_failure(report, case, -1)
@@ -223,33 +254,56 @@ class _SuiteWorker:
                     return
                 self.reports.append(report)
                 self.current = None
-            if self._on_case is not None:
-                self._on_case(report)
+            if plan.on_case is not None:
+                plan.on_case(report)
 
     async def _run_case(self, running: _Running) -> CaseReport:
-        case, fixture = running.case, running.fixture
+        case, fixture, timeout = running.case, running.fixture, self._plan.timeout
+        context = running.context
+        # File tools find the workspace of the case they run in through this variable.
+        set_current_workspace(lambda: context.workspace)
         try:
             error: str | None = None
             trace_text: str | None = None
             try:
-                await _within(self._timeout, _drive(self._adapter, running))
+                await _drive(self._plan.adapter, running, timeout)
             except _CaseTimeout:
-                error = running.timeout_message(self._timeout)
-            except ReplayDivergence as exc:
+                error = running.timeout_message(timeout)
+            except (ReplayDivergence, ProviderFailure) as exc:
                 error = str(exc)
             except Exception as exc:  # any failure of the agent is this case's run error
                 error = f"{type(exc).__name__}: {exc}"
                 trace_text = traceback.format_exc()
+            finally:
+                await _close(context.model.backend)
             record = running.record()
             if error is not None:
                 return CaseReport.errored(case.id, fixture, error, record, trace_text)
-            assert case.trace.expects is not None  # admission guarantees it
-            # Graded while the workspace still exists: graders may inspect what the agent left.
-            return CaseReport.graded(case.id, fixture, grade(case.trace.expects, record), record)
+            expects = case.trace.expects
+            assert expects is not None  # admission guarantees it
+            # Graded while the workspace still exists: graders inspect what the agent left.
+            return CaseReport.graded(case.id, fixture, grade(expects, record), record)
         except Exception as exc:  # a harness bug is still only this case's run error
             return _internal_error(case, fixture, exc)
         finally:
-            running.context.remove_workspace()
+            context.remove_workspace()
+
+
+def _case_tools(tools: list[Tool], case: Case, allowed: frozenset[str] | None) -> list[Tool]:
+    """The adapter's tools a case may use: those it names in `tools` (all when it names
+    none), and in live mode only those `live_allowed_tools` allows."""
+    named = case.trace.tools
+    return [
+        t
+        for t in tools
+        if (named is None or t.name in named) and (allowed is None or t.name in allowed)
+    ]
+
+
+async def _close(backend: object) -> None:
+    close = getattr(backend, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def _locate_failure(report: CaseReport, case: Case, turn: int) -> None:
@@ -279,7 +333,7 @@ class _CaseTimeout(Exception):
     """The case outlived its timeout; distinct from a TimeoutError the agent itself raises."""
 
 
-async def _within(timeout: float, coro: Coroutine[Any, Any, None]) -> None:
+async def _within(timeout: float, coro: Coroutine[Any, Any, T]) -> T:
     # Not asyncio.wait_for: it cannot tell its own timeout from an agent's TimeoutError.
     task = asyncio.ensure_future(coro)
     done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -287,21 +341,33 @@ async def _within(timeout: float, coro: Coroutine[Any, Any, None]) -> None:
         task.cancel()
         await asyncio.wait({task})  # let it unwind; a blocked thread is the watchdog's job
         raise _CaseTimeout
-    task.result()
+    return task.result()
 
 
-async def _drive(adapter: AgentAdapter, running: _Running) -> None:
+async def _drive(adapter: AgentAdapter, running: _Running, timeout: float) -> None:
     context = running.context
-    session: Any = adapter.start(context)
-    if inspect.isawaitable(session):
-        session = await session
+    setup = running.case.trace.setup
+    if setup is not None and setup.workspace_files:
+        write_setup_files(context.workspace, setup.workspace_files)
+
+    async def start() -> Any:
+        session = adapter.start(context)
+        return await session if inspect.isawaitable(session) else session
+
+    session = await _within(timeout, start())
     for index, turn in enumerate(running.case.trace.turns):
         running.turn = index
+        running.started = time.monotonic()  # the watchdog times each turn, as we do
         context.model.start_turn(index)
-        response = session.run_turn(turn.user_input)
-        if inspect.isawaitable(response):
-            response = await response
-        if not isinstance(response, str):
-            raise TypeError(f"run_turn returned {type(response).__name__}, expected str")
+        response = await _within(timeout, _turn(session, turn.user_input))
         running.responses.append(response)
         context.model.end_turn(index)
+
+
+async def _turn(session: Any, user_input: str) -> str:
+    response = session.run_turn(user_input)
+    if inspect.isawaitable(response):
+        response = await response
+    if not isinstance(response, str):
+        raise TypeError(f"run_turn returned {type(response).__name__}, expected str")
+    return response

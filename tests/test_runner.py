@@ -24,7 +24,6 @@ from _support import (
 from harness import Message, ModelRequest, run_cases, run_suite
 from harness.agent import AgentContext, resolve_agent
 from harness.report.model import CaseReport, SuiteReport
-from harness.runner import LiveModeUnavailable
 from harness.tools import builtin_tools
 
 # A loop that behaves faithfully unless the user input asks it to misbehave.
@@ -263,9 +262,14 @@ def test_cases_are_isolated(tmp_path: Path) -> None:
         assert cases[case_id].passed
 
 
-def test_live_mode_is_refused(tmp_path: Path) -> None:
-    suite = write_suite(tmp_path / "suite", {"a.json": greeting_fixture("a")})
-    with pytest.raises(LiveModeUnavailable, match="live"):
+def test_live_mode_without_a_provider_backend_is_refused(tmp_path: Path) -> None:
+    live_case = {
+        "model_name": "live-a",
+        "turns": [{"user_input": "Say hello."}],
+        "expects": {"response_contains": ["hello"]},
+    }
+    suite = write_suite(tmp_path / "suite", {"a.json": live_case})
+    with pytest.raises(ValueError, match="live mode needs a backend"):
         run(suite, mode="live")
 
 

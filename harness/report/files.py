@@ -57,6 +57,8 @@ def append_history(path: Path, report: SuiteReport) -> str:
         },
     }
     line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
+    if _ends_unterminated(path):
+        line = "\n" + line  # a line cut short must not swallow this entry
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as handle:
@@ -67,10 +69,23 @@ def append_history(path: Path, report: SuiteReport) -> str:
     return f"pass rate {rate * 100:.1f}%{trend} appended to {path}"
 
 
+def _ends_unterminated(path: Path) -> bool:
+    """True when `path` is a non-empty file whose last line has no newline."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.seek(0, os.SEEK_END) == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
+
+
 def _last_pass_rate(path: Path) -> float | None:
     try:
-        lines = path.read_text("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        # Only "\n" ends an entry: JSON leaves U+2028 and other separators raw.
+        lines = path.read_text("utf-8", errors="replace").split("\n")
+    except OSError:
         return None
     for raw in reversed(lines):
         try:

@@ -69,5 +69,5 @@ def problem_command(problem: Problem) -> str:
         props.append(f"line={line_of(text, problem.field)}")
     except (OSError, UnicodeDecodeError, ValueError, IndexError):
         pass  # unreadable or not JSON: the file alone is still worth pointing at
-    props.append("title=zeroclaw-eval: fixture refused")
+    props.append(f"title={escape_property('zeroclaw-eval: fixture refused')}")
     return f"::error {','.join(props)}::{escape_data(f'{problem.field}: {problem.message}')}"

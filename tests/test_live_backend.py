@@ -1,0 +1,683 @@
+"""The live backend against a real loopback Chat Completions server: mapping, parsing,
+retries, timeouts, and the API key kept out of everything it says."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
+from typing import Any
+
+import httpx
+import pytest
+from _openai_server import (
+    OpenAIServer,
+    completion,
+    disconnect,
+    hang,
+    malformed,
+    status,
+    text_reply,
+    tool_reply,
+)
+
+from harness.backend import (
+    Message,
+    ModelBoundary,
+    ModelRequest,
+    ModelStep,
+    ProviderFailure,
+    ToolCall,
+    ToolSchema,
+)
+from harness.config import EvalConfig
+from harness.live import (
+    INVALID_ARGUMENTS_KEY,
+    LiveBackend,
+    LiveSettings,
+    ProviderError,
+    live_backend_factory,
+    parse_retry_after,
+    request_body,
+)
+
+KEY = "sk-test-SECRET-zeroclaw-123"
+MODEL = "loopback-gpt"
+
+
+class FakeSleep:
+    """Records the delays asked for instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+class MaxRandom(random.Random):
+    """Jitter at its top: every delay is (just under) its exponential ceiling."""
+
+    def random(self) -> float:
+        return 0.999
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as s:
+        yield s
+
+
+def settings_for(base_url: str, **overrides: Any) -> LiveSettings:
+    return LiveSettings(
+        base_url=base_url, model=MODEL, api_key=KEY, api_key_env="ZC_TEST_KEY", **overrides
+    )
+
+
+def backend_for(
+    base_url: str, sleep: FakeSleep | None = None, rng: random.Random | None = None, **kw: Any
+) -> LiveBackend:
+    return LiveBackend(settings_for(base_url, **kw), sleep=sleep or FakeSleep(), rng=rng)
+
+
+def user(text: str = "hi") -> ModelRequest:
+    return ModelRequest(messages=(Message(role="user", content=text),))
+
+
+def run(backend: LiveBackend, *requests: ModelRequest) -> list[ModelStep]:
+    async def go() -> list[ModelStep]:
+        try:
+            return [await backend.respond(r) for r in requests or (user(),)]
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(go())
+
+
+def fails(backend: LiveBackend, request: ModelRequest | None = None) -> ProviderError:
+    with pytest.raises(ProviderError) as info:
+        run(backend, request or user())
+    return info.value
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --- the request -------------------------------------------------------------------------
+
+CONVERSATION = ModelRequest(
+    messages=(
+        Message(role="system", content="You are terse."),
+        Message(role="user", content="Echo ü twice"),
+        Message(
+            role="assistant",
+            tool_calls=(
+                ToolCall("call_1", "echo", {"message": "ü", "n": 2}),
+                ToolCall("call_2", "echo", {}),
+            ),
+        ),
+        Message(role="tool", content="ü", tool_call_id="call_1"),
+        Message(role="tool", content="", tool_call_id="call_2"),
+        Message(role="assistant", content="Thinking", tool_calls=(ToolCall("c3", "x", {}),)),
+        Message(role="tool", content="done", tool_call_id="c3"),
+    ),
+    tools=(
+        ToolSchema(
+            "echo",
+            "Echo a message.",
+            {"type": "object", "properties": {"message": {"type": "string"}}},
+        ),
+    ),
+)
+
+
+def test_request_maps_messages_tools_model_and_key(server: OpenAIServer) -> None:
+    server.enqueue(text_reply("ok"))
+    run(backend_for(server.base_url), CONVERSATION)
+
+    (request,) = server.requests
+    assert request.method == "POST"
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.headers["content-type"].startswith("application/json")
+    assert request.json == {
+        "model": MODEL,
+        "messages": [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Echo ü twice"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "echo", "arguments": '{"message": "ü", "n": 2}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "echo", "arguments": "{}"},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "ü"},
+            {"role": "tool", "tool_call_id": "call_2", "content": ""},
+            {
+                "role": "assistant",
+                "content": "Thinking",
+                "tool_calls": [
+                    {"id": "c3", "type": "function", "function": {"name": "x", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c3", "content": "done"},
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "echo",
+                    "description": "Echo a message.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"message": {"type": "string"}},
+                    },
+                },
+            }
+        ],
+    }
+
+
+def test_no_tools_key_without_tools_and_trailing_slash_in_base_url(server: OpenAIServer) -> None:
+    server.enqueue(text_reply("ok"))
+    run(backend_for(server.base_url + "/"), user("plain"))
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.json == {"model": MODEL, "messages": [{"role": "user", "content": "plain"}]}
+    assert "tools" not in request_body(MODEL, user())
+
+
+def test_base_url_without_v1_reaches_chat_completions(server: OpenAIServer) -> None:
+    server.enqueue(text_reply("ok"))
+    assert run(backend_for(server.url))[0].text == "ok"
+    assert server.requests[0].path == "/chat/completions"
+
+
+# --- the response ------------------------------------------------------------------------
+
+
+def test_text_response_with_usage(server: OpenAIServer) -> None:
+    server.enqueue(text_reply("Hello!", prompt_tokens=17, completion_tokens=4))
+    backend = backend_for(server.base_url)
+    assert run(backend) == [ModelStep(text="Hello!", input_tokens=17, output_tokens=4)]
+    assert (backend.calls, backend.attempts, backend.retries) == (1, 1, 0)
+
+
+def test_tool_call_response(server: OpenAIServer) -> None:
+    server.enqueue(
+        tool_reply(
+            [("call_a", "read_file", {"path": "notes.txt"}), ("call_b", "list_files", {})],
+            prompt_tokens=30,
+            completion_tokens=12,
+        )
+    )
+    (step,) = run(backend_for(server.base_url))
+    assert step == ModelStep(
+        text="",
+        tool_calls=(
+            ToolCall("call_a", "read_file", {"path": "notes.txt"}),
+            ToolCall("call_b", "list_files", {}),
+        ),
+        input_tokens=30,
+        output_tokens=12,
+    )
+
+
+def test_null_content_and_missing_usage_are_empty_and_zero(server: OpenAIServer) -> None:
+    server.enqueue(text_reply(None, prompt_tokens=None, completion_tokens=None))
+    assert run(backend_for(server.base_url)) == [ModelStep()]
+
+
+def test_usage_is_summed_per_call_through_the_boundary(server: OpenAIServer) -> None:
+    server.enqueue(
+        tool_reply([("c1", "echo", {"message": "a"})], prompt_tokens=11, completion_tokens=3),
+        text_reply("done", prompt_tokens=20, completion_tokens=7),
+    )
+    backend = backend_for(server.base_url)
+    boundary = ModelBoundary(backend)
+
+    async def go() -> None:
+        first = await boundary.respond(user())
+        call = first.tool_calls[0]
+        await boundary.respond(
+            ModelRequest(
+                messages=(
+                    *user().messages,
+                    Message(role="assistant", tool_calls=first.tool_calls),
+                    Message(role="tool", content="a", tool_call_id=call.id),
+                )
+            )
+        )
+        await backend.aclose()
+
+    asyncio.run(go())
+    assert (boundary.calls, boundary.input_tokens, boundary.output_tokens) == (2, 31, 10)
+    assert server.bodies[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "a",
+    }
+
+
+def test_invalid_tool_call_arguments_are_preserved_not_emptied(server: OpenAIServer) -> None:
+    server.enqueue(
+        tool_reply(
+            [
+                ("c1", "write_file", '{"path": "a.txt", "content": '),
+                ("c2", "write_file", '["not", "an", "object"]'),
+                ("c3", "list_files", ""),
+            ]
+        )
+    )
+    (step,) = run(backend_for(server.base_url))
+    assert step.tool_calls == (
+        ToolCall("c1", "write_file", {INVALID_ARGUMENTS_KEY: '{"path": "a.txt", "content": '}),
+        ToolCall("c2", "write_file", {INVALID_ARGUMENTS_KEY: '["not", "an", "object"]'}),
+        ToolCall("c3", "list_files", {}),
+    )
+    assert INVALID_ARGUMENTS_KEY == "_invalid_json_arguments"
+
+
+def test_content_parts_dict_arguments_and_missing_call_ids(server: OpenAIServer) -> None:
+    # A local server's dialect: content as parts, arguments as an object, no call ids.
+    server.enqueue(
+        completion(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+                "tool_calls": [{"function": {"name": "echo", "arguments": {"m": 1}}}],
+            }
+        )
+    )
+    (step,) = run(backend_for(server.base_url))
+    assert step.text == "ab"
+    assert step.tool_calls == (ToolCall("call_0_0", "echo", {"m": 1}),)
+
+
+# --- retries -----------------------------------------------------------------------------
+
+
+def test_429_with_retry_after_is_honoured_then_succeeds(server: OpenAIServer) -> None:
+    server.enqueue(
+        status(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "2"}),
+        text_reply("after the wait"),
+    )
+    sleep = FakeSleep()
+    backend = backend_for(server.base_url, sleep)
+    assert run(backend)[0].text == "after the wait"
+    assert sleep.delays == [2.0]
+    assert (backend.calls, backend.attempts, backend.retries) == (1, 2, 1)
+    assert len(server.requests) == 2
+    assert server.bodies[0] == server.bodies[1]
+    server.assert_drained()
+
+
+def test_retry_after_as_http_date_is_capped(server: OpenAIServer) -> None:
+    later = format_datetime(datetime.now(timezone.utc) + timedelta(hours=1), usegmt=True)
+    server.enqueue(status(503, headers={"Retry-After": later}), text_reply("ok"))
+    sleep = FakeSleep()
+    run(backend_for(server.base_url, sleep, retry_after_max=7.5))
+    assert sleep.delays == [7.5]
+
+
+def test_parse_retry_after() -> None:
+    now = datetime(2030, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+    assert parse_retry_after({"retry-after": "3"}) == 3.0
+    assert parse_retry_after({"retry-after": " 1.5 "}) == 1.5
+    assert parse_retry_after({"retry-after": "-4"}) == 0.0
+    assert parse_retry_after({"retry-after": "Tue, 01 Jan 2030 12:00:30 GMT"}, now) == 30.0
+    assert parse_retry_after({"retry-after": "Mon, 31 Dec 2029 12:00:00 GMT"}, now) == 0.0
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({"retry-after": "nan"}) is None
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert parse_retry_after({}) is None
+
+
+def test_500_then_success_backs_off_with_jitter(server: OpenAIServer) -> None:
+    server.enqueue(status(500, "upstream exploded"), text_reply("recovered"))
+    sleep = FakeSleep()
+    backend = backend_for(server.base_url, sleep, rng=random.Random(7), backoff_base=0.5)
+    assert run(backend)[0].text == "recovered"
+    assert sleep.delays == [0.5 * random.Random(7).random()]
+    assert (backend.attempts, backend.retries) == (2, 1)
+
+
+def test_exhaustion_gives_up_after_max_attempts_naming_the_last_error(
+    server: OpenAIServer,
+) -> None:
+    server.enqueue(
+        status(502, "bad gateway"),
+        status(500, "still broken"),
+        status(503),
+        status(500, {"error": {"message": "the server had an error"}}),
+        text_reply("never reached"),
+    )
+    sleep = FakeSleep()
+    backend = backend_for(
+        server.base_url, sleep, rng=MaxRandom(), max_attempts=4, backoff_base=1.0, backoff_max=3.0
+    )
+    error = fails(backend)
+    assert len(server.requests) == 4 and server.pending == 1
+    assert (error.status, error.attempts) == (500, 4)
+    assert (backend.attempts, backend.retries, backend.calls) == (4, 3, 0)
+    text = str(error)
+    assert "gave up after 4 attempts" in text
+    assert "HTTP 500" in text and "the server had an error" in text
+    assert MODEL in text and server.base_url in text
+    assert "\n" not in text
+    # Exponential ceilings 1, 2, 4 -> capped at 3; jitter at its top.
+    assert sleep.delays == pytest.approx([0.999, 1.998, 2.997])
+    assert isinstance(error, ProviderFailure)
+
+
+def test_401_is_not_retried(server: OpenAIServer) -> None:
+    server.enqueue(
+        status(401, {"error": {"message": "Incorrect API key provided"}}), text_reply("no")
+    )
+    sleep = FakeSleep()
+    backend = backend_for(server.base_url, sleep)
+    error = fails(backend)
+    assert len(server.requests) == 1 and sleep.delays == []
+    assert (error.status, error.attempts, backend.retries) == (401, 1, 0)
+    assert "HTTP 401" in str(error) and "Incorrect API key provided" in str(error)
+    assert "not retried" in str(error) and "ZC_TEST_KEY" in str(error)
+
+
+def test_400_is_not_retried_and_a_long_body_is_clipped(server: OpenAIServer) -> None:
+    server.enqueue(status(400, "x" * 5000), text_reply("no"))
+    error = fails(backend_for(server.base_url))
+    assert len(server.requests) == 1
+    assert "HTTP 400" in str(error)
+    assert "x" * 250 in str(error) and "x" * 1000 not in str(error)
+    assert len(str(error)) < 800
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (malformed("<html>gateway</html>"), "not JSON"),
+        (status(200, {"error": {"message": "quota"}}), "no choices"),
+        (status(200, {"choices": [{"text": "legacy"}]}), "no message"),
+        (tool_reply([("c1", "", {})]), "no function name"),
+    ],
+)
+def test_malformed_body_is_a_provider_error_not_retried(
+    server: OpenAIServer, reply: Any, problem: str
+) -> None:
+    server.enqueue(reply, text_reply("no"))
+    sleep = FakeSleep()
+    error = fails(backend_for(server.base_url, sleep))
+    assert "malformed response" in str(error) and problem in str(error)
+    assert len(server.requests) == 1 and sleep.delays == []
+
+
+def test_a_hang_past_the_call_timeout_is_a_timeout_error(server: OpenAIServer) -> None:
+    server.enqueue(hang(30, then=text_reply("too late")))
+    backend = backend_for(server.base_url, call_timeout=0.3, max_attempts=1)
+    start = time.monotonic()
+    error = fails(backend)
+    assert time.monotonic() - start < 10
+    assert "timed out after 0.3s" in str(error) and "gave up after 1 attempt;" in str(error)
+    assert error.status is None
+
+
+def test_a_hang_is_retried_then_succeeds(server: OpenAIServer) -> None:
+    server.enqueue(hang(30), text_reply("second try"))
+    sleep = FakeSleep()
+    backend = backend_for(server.base_url, sleep, call_timeout=0.3, max_attempts=2)
+    assert run(backend)[0].text == "second try"
+    assert (backend.attempts, backend.retries, len(sleep.delays)) == (2, 1, 1)
+
+
+def test_the_call_timeout_bounds_the_whole_call() -> None:
+    # A transport that never finishes, whatever httpx's own phase timeouts say.
+    async def forever(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    backend = LiveBackend(
+        settings_for("http://127.0.0.1:9/v1", call_timeout=0.2, max_attempts=1),
+        transport=httpx.MockTransport(forever),
+    )
+    start = time.monotonic()
+    assert "timed out after 0.2s" in str(fails(backend))
+    assert time.monotonic() - start < 10
+
+
+def test_connection_refused_is_retried_then_a_provider_error() -> None:
+    sleep = FakeSleep()
+    backend = backend_for(f"http://127.0.0.1:{closed_port()}/v1", sleep, max_attempts=3)
+    error = fails(backend)
+    assert "gave up after 3 attempts" in str(error) and "connection error" in str(error)
+    assert (backend.attempts, len(sleep.delays)) == (3, 2)
+
+
+def test_a_dropped_connection_is_retried(server: OpenAIServer) -> None:
+    server.enqueue(disconnect(), text_reply("reconnected"))
+    backend = backend_for(server.base_url)
+    assert run(backend)[0].text == "reconnected"
+    assert backend.retries == 1
+
+
+def test_cancellation_propagates_without_retrying(server: OpenAIServer) -> None:
+    server.enqueue(hang(30), text_reply("no"))
+    sleep = FakeSleep()
+    backend = backend_for(server.base_url, sleep, call_timeout=20)
+
+    leftover: list[asyncio.Task[Any]] = []
+
+    async def go() -> None:
+        try:
+            await asyncio.wait_for(backend.respond(user()), timeout=0.3)
+        finally:
+            await asyncio.sleep(0.05)  # time for a cancelled call to unwind
+            leftover.extend(asyncio.all_tasks() - {asyncio.current_task()})
+            await backend.aclose()
+
+    start = time.monotonic()
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(go())
+    assert time.monotonic() - start < 10
+    assert sleep.delays == [] and backend.attempts == 1
+    assert leftover == []  # the HTTP call was cancelled with its caller
+
+
+def test_a_url_no_retry_can_mend_fails_at_once() -> None:
+    with pytest.raises(ProviderError, match="not an http:// or https:// URL"):
+        settings_for("api.example.com/v1")
+    with pytest.raises(ProviderError, match="not an http:// or https:// URL"):
+        settings_for("ftp://example.com/v1")
+
+
+def test_a_closed_backend_reopens_its_client(server: OpenAIServer) -> None:
+    server.enqueue(text_reply("one"), text_reply("two"))
+    backend = backend_for(server.base_url)
+    assert run(backend)[0].text == "one"
+    assert run(backend)[0].text == "two"
+
+
+# --- the key -----------------------------------------------------------------------------
+
+
+def test_the_key_is_never_in_reprs() -> None:
+    settings = settings_for("http://127.0.0.1:9/v1")
+    backend = LiveBackend(settings)
+    for text in (repr(settings), str(settings), repr(backend), str(backend)):
+        assert KEY not in text
+    assert "api_key=" not in repr(settings)
+    assert MODEL in repr(backend)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        status(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}}),
+        status(400, f"bad request from Bearer {KEY}"),
+        malformed(f"<pre>Authorization: Bearer {KEY}</pre>"),
+        status(200, {"error": f"no choices for {KEY}"}),
+    ],
+    ids=["401-json", "400-text", "malformed", "no-choices"],
+)
+def test_the_key_echoed_by_a_failing_server_is_scrubbed(
+    server: OpenAIServer, reply: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.enqueue(reply)
+    backend = backend_for(server.base_url)
+    error = fails(backend)
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"  # it was sent
+    for text in (str(error), repr(error), *map(str, error.args), repr(backend), caplog.text):
+        assert KEY not in text
+    assert "***" in str(error)
+
+
+def test_the_key_echoed_in_retryable_errors_is_scrubbed_from_the_give_up(
+    server: OpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.enqueue(*[status(500, f"internal error; your key {KEY} is fine")] * 2)
+    error = fails(backend_for(server.base_url, max_attempts=2))
+    assert "gave up after 2 attempts" in str(error)
+    assert KEY not in str(error) and KEY not in repr(error) and KEY not in caplog.text
+    assert "your key *** is fine" in str(error)
+
+
+def test_the_key_echoed_in_model_output_is_scrubbed(server: OpenAIServer) -> None:
+    server.enqueue(
+        text_reply(f"The key is {KEY}."),
+        tool_reply([("c1", "write_file", {"path": "k.txt", "content": f"{KEY}\n", KEY: [KEY]})]),
+    )
+    text, tools = run(backend_for(server.base_url), user(), user())
+    assert text.text == "The key is ***."
+    assert tools.tool_calls[0].arguments == {"path": "k.txt", "content": "***\n", "***": ["***"]}
+
+
+def test_the_key_is_not_in_connection_errors() -> None:
+    error = fails(backend_for(f"http://127.0.0.1:{closed_port()}/v1", max_attempts=1))
+    assert KEY not in str(error) and KEY not in repr(error)
+
+
+# --- settings from the configuration ----------------------------------------------------
+
+
+def test_from_config_names_everything_missing() -> None:
+    with pytest.raises(ProviderError) as info:
+        LiveSettings.from_config(EvalConfig(live_api_key_env="ZC_KEY"), {})
+    text = str(info.value)
+    assert "live_base_url" in text and "live_model" in text and "ZC_KEY" in text
+    with pytest.raises(ProviderError) as info:
+        LiveSettings.from_config(
+            EvalConfig(live_base_url="http://x/v1", live_model="m", live_api_key_env="ZC_KEY"),
+            {"ZC_KEY": "  "},
+        )
+    assert "ZC_KEY" in str(info.value) and "live_model" not in str(info.value)
+
+
+def test_from_config_reads_the_key_from_the_environment() -> None:
+    config = EvalConfig(
+        live_base_url=" https://api.example.com/v1 ",
+        live_model="gpt-x",
+        live_api_key_env="ZC_KEY",
+        case_timeout_secs=12.0,
+    )
+    settings = LiveSettings.from_config(config, {"ZC_KEY": f"{KEY}\n"})
+    assert settings.api_key == KEY
+    assert (settings.base_url, settings.model, settings.api_key_env) == (
+        "https://api.example.com/v1",
+        "gpt-x",
+        "ZC_KEY",
+    )
+    assert settings.call_timeout == 12.0  # never longer than a turn may take
+    assert settings.endpoint == "https://api.example.com/v1/chat/completions"
+    assert KEY not in repr(settings)
+    default = LiveSettings.from_config(
+        EvalConfig(live_base_url="http://x/v1", live_model="m"), {"OPENAI_API_KEY": "k"}
+    )
+    assert default.call_timeout == 60.0 and default.api_key_env == "OPENAI_API_KEY"
+
+
+def test_live_backend_factory_makes_a_fresh_backend_per_case(server: OpenAIServer) -> None:
+    server.enqueue(text_reply("a"))
+    factory = live_backend_factory(settings_for(server.base_url), sleep=FakeSleep())
+    first, second = factory(None), factory(None)  # type: ignore[arg-type]
+    assert isinstance(first, LiveBackend) and first is not second
+    assert run(first)[0].text == "a"
+    assert second.attempts == 0
+
+
+# --- the loopback server itself -----------------------------------------------------------
+
+
+def test_server_default_when_the_script_is_exhausted(server: OpenAIServer) -> None:
+    error = fails(backend_for(server.base_url, max_attempts=2))
+    assert "script exhausted" in str(error) and len(server.requests) == 2
+
+
+def test_server_responder_answers_from_the_request() -> None:
+    def responder(body: Any) -> Any:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return text_reply(f"the tool said {last['content']}")
+        return tool_reply([("c1", "echo", {"message": last["content"]})])
+
+    with OpenAIServer([status(429, headers={"Retry-After": "0"})], responder=responder) as s:
+        backend = backend_for(s.base_url)
+        (first,) = run(backend, user("ping"))
+        assert first.tool_calls == (ToolCall("c1", "echo", {"message": "ping"}),)
+        follow_up = ModelRequest(
+            messages=(
+                *user("ping").messages,
+                Message(role="assistant", tool_calls=first.tool_calls),
+                Message(role="tool", content="ping", tool_call_id="c1"),
+            )
+        )
+        assert run(backend, follow_up)[0].text == "the tool said ping"
+        assert len(s.requests) == 3
+
+
+def test_server_requires_the_key_when_told(server: OpenAIServer) -> None:
+    with OpenAIServer([text_reply("ok")], api_key="other-key") as s:
+        error = fails(backend_for(s.base_url))
+        assert "HTTP 401" in str(error) and s.pending == 1
+
+
+def test_server_close_cuts_a_hang_short() -> None:
+    s = OpenAIServer([hang(60)]).start()
+    result: list[BaseException] = []
+
+    async def call() -> None:
+        try:
+            await backend_for(s.base_url, call_timeout=30, max_attempts=1).respond(user())
+        except BaseException as exc:
+            result.append(exc)
+
+    worker = threading.Thread(target=lambda: asyncio.run(call()))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not s.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    start = time.monotonic()
+    s.close()
+    worker.join(timeout=20)
+    assert not worker.is_alive()
+    assert time.monotonic() - start < 10
+    assert result and isinstance(result[0], ProviderError)

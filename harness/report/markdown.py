@@ -29,7 +29,7 @@ def render_markdown(report: SuiteReport) -> str:
     verdict = "passed" if report.exit_code() == 0 else "failed"
     icon = "✅" if verdict == "passed" else "❌"
     lines = [
-        f"## {icon} zeroclaw-eval: {report.kind} suite `{_cell(report.suite)}` {verdict} "
+        f"## {icon} zeroclaw-eval: {report.kind} suite <code>{_cell(report.suite)}</code> {verdict} "
         f"(exit {report.exit_code()})",
         "",
         "| cases | passed | failed checks | run errors | pass rate | agent | mode |",
@@ -56,7 +56,11 @@ def render_markdown(report: SuiteReport) -> str:
     ]
     for case in failing:
         where = f"{case.fixture}:{case.line}" if case.line else case.fixture
-        lines.append(f"| `{_cell(case.id)}` | `{_cell(where)}` | {_cell(first_failure(case))} |")
+        # <code>, not backticks: entities from _cell are decoded in HTML, not in code spans.
+        lines.append(
+            f"| <code>{_cell(case.id)}</code> | <code>{_cell(where)}</code> | "
+            f"{_cell(first_failure(case))} |"
+        )
     lines.append("")
     for case in failing:
         if case.error is not None:

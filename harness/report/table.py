@@ -17,13 +17,19 @@ def _paint(text: str, code: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if colour else text
 
 
+def _inert(line: str) -> str:
+    """A line of agent or model text that CI runners cannot read as a workflow command
+    (they strip leading whitespace and act on any line starting with `::`)."""
+    return f"| {line}" if line.lstrip().startswith("::") else line
+
+
 def render_case(case: CaseReport, colour: bool = False) -> str:
     icon = _paint("✓", "32", colour) if case.passed else _paint("✗", "31", colour)
     head = f"  {icon} {case.id} ({case.fixture})"
     if case.error is not None:
         first, *rest = case.error.splitlines() or [""]
         lines = [f"{head}  —  run error: {first}"]
-        lines.extend(f"      {line}" for line in rest)
+        lines.extend(f"      {_inert(line)}" for line in rest)
         return "\n".join(lines) + "\n"
     passed = sum(g.passed for g in case.grades)
     lines = [f"{head}  {passed}/{len(case.grades)} checks"]

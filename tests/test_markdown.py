@@ -1,0 +1,330 @@
+"""The Markdown summary: totals, failing cases worst first, collapsed details; text from a
+model is escaped in table cells and fenced safely in details; `--summary PATH` writes it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from _support import call, fixture, run_cli, text_step, tool_step, turn, write_suite
+
+from harness.grader import Grade
+from harness.record import RunRecord
+from harness.report.json import ReportDocument
+from harness.report.markdown import render_markdown
+from harness.report.model import CaseReport, SuiteReport
+
+
+def graded(case_id: str, grades: list[Grade], line: int | None = None) -> CaseReport:
+    report = CaseReport.graded(
+        case_id, f"evals/regression/{case_id}.json", grades, RunRecord(final_response="x")
+    )
+    report.line = line
+    return report
+
+
+def ok(check: str = 'response_contains("hi")') -> Grade:
+    return Grade(check, True, "found", "response")
+
+
+def bad(check: str, detail: str) -> Grade:
+    return Grade(check, False, detail, "response")
+
+
+def errored(case_id: str, message: str) -> CaseReport:
+    report = CaseReport.errored(case_id, f"evals/regression/{case_id}.json", message, None)
+    report.line = 4
+    return report
+
+
+def suite_of(*cases: CaseReport, kind: str = "regression") -> SuiteReport:
+    return SuiteReport(
+        suite=f"evals/{kind}",
+        kind=kind,  # type: ignore[arg-type]
+        mode="replay",
+        agent="openai-agents",
+        cases=list(cases),
+    )
+
+
+def outside_fences(markdown: str) -> str:
+    """The Markdown with fenced code blocks removed: what GitHub renders as Markdown/HTML."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in markdown.splitlines():
+        if fence is None:
+            opening = re.match(r"^(`{3,})", line)
+            if opening:
+                fence = opening.group(1)
+                continue
+            out.append(line)
+        elif re.fullmatch(rf"{fence}`*\s*", line):
+            fence = None
+    assert fence is None, "an unclosed code fence"
+    return "\n".join(out)
+
+
+def fenced_blocks(markdown: str) -> list[tuple[str, str]]:
+    """(fence, body) of each fenced block, closed by a fence at least as long (CommonMark)."""
+    blocks: list[tuple[str, str]] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        opening = re.match(r"^(`{3,})", lines[i])
+        if not opening:
+            i += 1
+            continue
+        fence = opening.group(1)
+        body: list[str] = []
+        i += 1
+        while not re.fullmatch(rf"{fence}`*\s*", lines[i]):
+            body.append(lines[i])
+            i += 1
+        blocks.append((fence, "\n".join(body)))
+        i += 1
+    return blocks
+
+
+def table_rows(markdown: str, header: str) -> list[list[str]]:
+    """Cells of the table whose header line starts with `header` (escaped pipes kept)."""
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+MIXED = suite_of(
+    graded("passes", [ok()]),
+    graded("half", [ok(), bad('response_contains("zzz")', "not found in response: \"hi\"")], 9),
+    errored("broken", "case 'broken': turn 0 asked for more\n  [0] user: \"hi\""),
+    graded(
+        "zero",
+        [bad("tools_used(\"echo\")", "not called; tools called: []"),
+         bad("exact_tool_calls(1)", "0 tool call(s): []")],
+        12,
+    ),
+)  # fmt: skip
+
+
+def test_totals_table() -> None:
+    md = render_markdown(MIXED)
+    assert md.startswith("## ❌ zeroclaw-eval: regression suite <code>evals/regression</code> failed (exit 1)")
+    [row] = table_rows(md, "| cases |")
+    assert row == ["4", "1", "2", "1", "25.0%", "openai-agents", "replay"]
+    assert "| cases | passed | failed checks | run errors | pass rate | agent | mode |" in md
+
+
+def test_failing_cases_table_is_worst_first_with_the_first_failure() -> None:
+    md = render_markdown(MIXED)
+    rows = table_rows(md, "| case | fixture | first failure |")
+    assert [r[0] for r in rows] == ["<code>broken</code>", "<code>zero</code>", "<code>half</code>"]
+    assert rows[0][1] == "<code>evals/regression/broken.json:4</code>"
+    assert rows[1][1] == "<code>evals/regression/zero.json:12</code>"
+    assert rows[2][1] == "<code>evals/regression/half.json:9</code>"
+    # a cell is one line: the run error's newline is folded
+    assert (
+        rows[0][2]
+        == "run error: case &#x27;broken&#x27;: turn 0 asked for more [0] user: &quot;hi&quot;"
+    )
+    assert rows[1][2] == (
+        "tools_used(&quot;echo&quot;): not called; tools called: [] (+1 more failing check(s))"
+    )
+    assert "<code>passes</code>" not in md
+
+
+def test_details_hold_every_failing_check_of_each_failing_case() -> None:
+    md = render_markdown(MIXED)
+    assert md.count("<details>") == md.count("</details>") == 3
+    summaries = re.findall(r"<summary>(.*)</summary>", md)
+    assert summaries == [
+        "<code>broken</code> — run error",
+        "<code>zero</code> — 2 failing check(s)",
+        "<code>half</code> — 1 failing check(s)",
+    ]
+    bodies = [body for _fence, body in fenced_blocks(md)]
+    assert bodies == [
+        "case 'broken': turn 0 asked for more\n  [0] user: \"hi\"",
+        'tools_used("echo"): not called; tools called: []\nexact_tool_calls(1): 0 tool call(s): []',
+        'response_contains("zzz"): not found in response: "hi"',
+    ]
+    # the blocks alternate open/close (never nested, never left open), outside code
+    tags = re.findall(r"</?details>", outside_fences(md))
+    assert tags == ["<details>", "</details>"] * 3
+    for block in re.findall(r"<details>.*?</details>", md, re.S):
+        assert block.count("<summary>") == 1
+        assert re.search(r"\n`{3,}text\n", block)
+
+
+def test_pipes_and_html_in_model_output_are_escaped_in_cells() -> None:
+    detail = 'not found in response: "a | b <script>alert(1)</script> &amp; <img src=x>"'
+    md = render_markdown(
+        suite_of(graded("evil|<b>id</b>", [bad('response_contains("x")', detail)], 3))
+    )
+    rows = table_rows(md, "| case | fixture | first failure |")
+    assert len(rows) == 1 and len(rows[0]) == 3  # the pipes did not add columns
+    cell = rows[0][2]
+    assert "a \\| b" in cell
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in cell
+    assert "&amp;amp;" in cell
+    assert "&lt;img src=x&gt;" in cell
+    assert rows[0][0] == "<code>evil\\|&lt;b&gt;id&lt;/b&gt;</code>"
+    rendered = outside_fences(md)
+    assert "<script" not in rendered and "<img" not in rendered and "<b>" not in rendered
+    assert "<code>evil|&lt;b&gt;id&lt;/b&gt;</code>" in rendered  # the details summary
+    # the details keep the exact text, inside a code block
+    assert [body for _f, body in fenced_blocks(md)] == [f'response_contains("x"): {detail}']
+
+
+def test_long_and_multiline_cells_stay_one_bounded_line() -> None:
+    detail = "line one\nline two\r\n" + "x" * 1000
+    md = render_markdown(suite_of(graded("long", [bad("c", detail)], 1)))
+    [row] = table_rows(md, "| case | fixture | first failure |")
+    assert row[2].startswith("c: line one line two xxx")
+    assert row[2].endswith("…")
+    assert len(row[2]) <= 301
+
+
+def test_a_transcript_with_backtick_fences_stays_inside_a_longer_fence() -> None:
+    transcript = "here is code:\n```python\nprint('hi')\n```\nand a ````` run, then ```` too"
+    md = render_markdown(suite_of(errored("fences", transcript)))
+    blocks = fenced_blocks(md)
+    assert len(blocks) == 1
+    fence, body = blocks[0]
+    assert body == transcript
+    assert len(fence) == 6  # longer than the longest run of backticks inside
+    assert f"\n{fence}text\n" in md
+    assert "<details>" in outside_fences(md) and "</details>" in outside_fences(md)
+    # nothing of the transcript leaks out of the block
+    assert "print(" not in outside_fences(md).split("<summary>", 1)[1]
+
+
+def test_a_green_suite_says_every_case_passed() -> None:
+    md = render_markdown(suite_of(graded("a", [ok()]), graded("b", [ok(), ok("tools_used")])))
+    assert md.startswith("## ✅ zeroclaw-eval: regression suite <code>evals/regression</code> passed (exit 0)")
+    assert "Every case passed." in md
+    assert "Failing cases" not in md and "<details>" not in md
+    [row] = table_rows(md, "| cases |")
+    assert row[:5] == ["2", "2", "0", "0", "100.0%"]
+
+
+def test_an_empty_suite_is_not_called_green() -> None:
+    md = render_markdown(suite_of())
+    assert "failed (exit 1)" in md
+    [row] = table_rows(md, "| cases |")
+    assert row[:5] == ["0", "0", "0", "0", "0.0%"]
+
+
+def test_capability_note_only_when_capability_checks_failed() -> None:
+    note = "Capability suites are tracked, not gated"
+    failing = graded("f", [bad("c", "no")], 2)
+    md = render_markdown(suite_of(graded("p", [ok()]), failing, kind="capability"))
+    assert note in md
+    assert "capability suite <code>evals/capability</code> passed (exit 0)" in md
+    assert note not in render_markdown(suite_of(graded("p", [ok()]), failing))
+    assert note not in render_markdown(suite_of(graded("p", [ok()]), kind="capability"))
+    errors_only = render_markdown(suite_of(errored("e", "boom"), kind="capability"))
+    assert note not in errors_only
+    assert "failed (exit 1)" in errors_only
+
+
+# --- through the command line -------------------------------------------------------------
+
+
+def project(tmp_path: Path, fixtures: dict[str, Any]) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\nsuite_dir = "evals/regression"\n',
+        encoding="utf-8",
+    )
+    write_suite(root / "evals" / "regression", fixtures)
+    return root
+
+
+def red_project(tmp_path: Path) -> Path:
+    return project(
+        tmp_path,
+        {
+            "a.json": fixture("ok", [turn("hi", text_step("hi"))], {"response_contains": ["hi"]}),
+            "b.json": fixture(
+                "pipes",
+                [turn("hi", text_step("a | b <i>x</i> ```fence```"))],
+                {"response_contains": ["hi", "zzz"]},
+            ),
+            "c.json": fixture(
+                "error",
+                [turn("Echo", tool_step(call("c1", message="hi")))],
+                {"response_contains": ["hi"]},
+            ),
+        },
+    )
+
+
+def report_from_json(path: Path) -> SuiteReport:
+    document = msgspec.json.decode(path.read_bytes(), type=ReportDocument)
+    return SuiteReport(
+        suite=document.suite,
+        kind=document.kind,
+        mode=document.mode,
+        agent=document.agent,
+        cases=document.cases,
+        duration_ms=document.duration_ms,
+    )
+
+
+def test_summary_flag_writes_the_same_markdown_with_the_other_reports(tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    reports = root / "reports"
+    reports.mkdir()
+    (reports / "summary.md").write_text("stale content " * 500, encoding="utf-8")
+    step = root / "step.md"
+    step.write_text("before\n", encoding="utf-8")
+    result = run_cli(
+        "eval", "run",
+        "--summary", "reports/summary.md",
+        "--json-report", "reports/report.json",
+        "--junit-xml", "reports/junit.xml",
+        cwd=root, env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step)},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    summary = (reports / "summary.md").read_text("utf-8")
+    # the same run: the Markdown is exactly what the JSON report of that run renders to
+    assert summary == render_markdown(report_from_json(reports / "report.json"))
+    assert "stale content" not in summary
+    assert step.read_text("utf-8") == "before\n" + summary + "\n"
+    assert sorted(p.name for p in reports.iterdir()) == ["junit.xml", "report.json", "summary.md"]
+    rows = table_rows(summary, "| case | fixture | first failure |")
+    assert [r[0] for r in rows] == ["<code>error</code>", "<code>pipes</code>"]
+    assert "a \\| b &lt;i&gt;x&lt;/i&gt;" in rows[1][2]
+    assert json.loads((reports / "report.json").read_text("utf-8"))["totals"]["errors"] == 1
+
+
+def test_summary_flag_without_github_actions_and_on_a_green_suite(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        {"a.json": fixture("ok", [turn("hi", text_step("hi"))], {"response_contains": ["hi"]})},
+    )
+    result = run_cli("eval", "run", "--format", "json", "--summary", "out/s.md", cwd=root)
+    assert result.returncode == 0, result.stderr
+    json.loads(result.stdout)  # stdout stays the JSON document
+    summary = (root / "out" / "s.md").read_text("utf-8")
+    assert "Every case passed." in summary
+    assert "passed (exit 0)" in summary
+
+
+def test_unwritable_summary_path_exits_1(tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    (root / "summary.md").mkdir()
+    (root / "summary.md" / "keep").write_text("x", encoding="utf-8")
+    result = run_cli("eval", "run", "--summary", "summary.md", cwd=root)
+    assert result.returncode == 1
+    assert "summary.md: cannot write report" in result.stderr
+    assert [p.name for p in (root / "summary.md").iterdir()] == ["keep"]
+    assert not [p for p in root.iterdir() if p.name.endswith(".partial")]

@@ -177,14 +177,20 @@ class _Live(NamedTuple):
     secret: str
 
 
-def _live(config: EvalConfig) -> _Live:
-    """The provider of a live run, or a refusal saying exactly what is missing."""
-    from harness.live import LiveSettings, ProviderError, live_backend_factory
+def _live(config: EvalConfig, timeout: float) -> _Live:
+    """The provider of a live run, or a refusal saying exactly what is missing.
+
+    `timeout` is the run's per-turn timeout (`--timeout`, else case_timeout_secs): no model
+    call waits longer than a turn may take, nor gives up sooner than the run allows."""
+    import dataclasses
+
+    from harness.live import DEFAULT_CALL_TIMEOUT, LiveSettings, ProviderError, live_backend_factory
 
     try:
         settings = LiveSettings.from_config(config, os.environ)
     except ProviderError as exc:
         raise _Refused(f"live mode: {exc}") from None
+    settings = dataclasses.replace(settings, call_timeout=min(DEFAULT_CALL_TIMEOUT, timeout))
     return _Live(
         live_backend_factory(settings), frozenset(config.live_allowed_tools), settings.api_key
     )
@@ -252,7 +258,7 @@ def _run(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     suite, root, mode, timeout = settings.suite, settings.root, settings.mode, settings.timeout
-    live = _live(settings.config) if mode == "live" else None
+    live = _live(settings.config, timeout) if mode == "live" else None
     try:
         adapter = resolve_agent(settings.agent)
     except AgentError as exc:
@@ -348,7 +354,7 @@ def _record(args: argparse.Namespace) -> int:
     from harness.suite import load_case
 
     settings = _settings(args)
-    live = _live(settings.config)
+    live = _live(settings.config, settings.timeout)
     try:
         adapter = resolve_agent(settings.agent)
     except AgentError as exc:

@@ -331,9 +331,11 @@ def _budget_grades(budget: BudgetExpects, run: RunRecord) -> Iterator[Grade]:
 
 
 def _number(value: float) -> str:
+    """An int as is; a measured float to 3 decimals, never rounded to look within a bound."""
     if isinstance(value, int) or value.is_integer():
         return str(int(value))
-    return f"{value:.3f}".rstrip("0")
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return text if "." in text else repr(value)
 
 
 # --- response_json -------------------------------------------------------------------------

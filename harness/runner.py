@@ -281,8 +281,11 @@ class _SuiteWorker:
                 return CaseReport.errored(case.id, fixture, error, record, trace_text)
             expects = case.trace.expects
             assert expects is not None  # admission guarantees it
-            # Graded while the workspace still exists: graders inspect what the agent left.
-            return CaseReport.graded(case.id, fixture, grade(expects, record), record)
+            # Graded while the workspace still exists: graders inspect what the agent left
+            # (created here if the run never touched it, so a file check sees it empty).
+            workspace = context.workspace if expects.workspace is not None else None
+            grades = grade(expects, record, workspace)
+            return CaseReport.graded(case.id, fixture, grades, record)
         except Exception as exc:  # a harness bug is still only this case's run error
             return _internal_error(case, fixture, exc)
         finally:

@@ -87,7 +87,9 @@ def test_builtin_name_resolves_to_its_adapter() -> None:
     assert isinstance(adapter, AgentAdapter)
     assert type(adapter).__name__ == "OpenAIAgentsAdapter"
     assert adapter.name == "openai-agents"
-    assert agent_surface(adapter) == AgentSurface("openai-agents", frozenset({"echo", "fail"}))
+    assert agent_surface(adapter) == AgentSurface(
+        "openai-agents", frozenset({"echo", "fail", "read_file", "write_file", "list_files"})
+    )
 
 
 def test_builtin_name_is_trimmed() -> None:
@@ -97,7 +99,7 @@ def test_builtin_name_is_trimmed() -> None:
 
 def test_surface_of_builtin_does_not_need_the_framework() -> None:
     assert surface_of("openai-agents") == AgentSurface("openai-agents", BUILTIN_TOOL_NAMES)
-    assert sorted(BUILTIN_TOOL_NAMES) == ["echo", "fail"]
+    assert sorted(BUILTIN_TOOL_NAMES) == ["echo", "fail", "list_files", "read_file", "write_file"]
 
 
 @pytest.mark.parametrize("spec", ["langchain", "openai_agents", "OpenAI-Agents", ""])
@@ -105,7 +107,8 @@ def test_unknown_name_is_an_error(spec: str) -> None:
     with pytest.raises(AgentError) as caught:
         resolve_agent(spec)
     assert str(caught.value) == (
-        f"unknown agent {spec!r}: use a built-in agent (openai-agents) or 'module:factory'"
+        f"unknown agent {spec!r}: use a built-in agent (openai-agents, pydantic-ai) "
+        "or 'module:factory'"
     )
 
 
@@ -124,7 +127,9 @@ def test_module_factory_becomes_a_loop_adapter(user_module: str) -> None:
     assert isinstance(adapter, LoopAdapter)
     assert isinstance(adapter, AgentAdapter)
     assert adapter.name == spec
-    assert {t.name for t in adapter.tools()} == {"echo", "fail"}
+    assert {t.name for t in adapter.tools()} == set(
+        frozenset({"echo", "fail", "read_file", "write_file", "list_files"})
+    )
     context = SimpleNamespace(case_id="case-1")
     session = adapter.start(context)  # type: ignore[arg-type]
     assert session.context is context  # type: ignore[attr-defined]
@@ -133,7 +138,9 @@ def test_module_factory_becomes_a_loop_adapter(user_module: str) -> None:
 
 def test_surface_of_module_factory_has_the_builtin_tools(user_module: str) -> None:
     spec = f"{user_module}:build"
-    assert surface_of(spec) == AgentSurface(spec, frozenset({"echo", "fail"}))
+    assert surface_of(spec) == AgentSurface(
+        spec, frozenset({"echo", "fail", "read_file", "write_file", "list_files"})
+    )
 
 
 def test_factory_returning_a_non_session_fails_at_start(user_module: str) -> None:

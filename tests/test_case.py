@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from _fixtures import (
     SHARED_FIXTURE_DIR,
@@ -35,6 +36,8 @@ Mutation = Callable[[dict[str, Any]], None]
 CALL_STEP = "$.turns[0].steps[0]"
 TEXT_STEP = "$.turns[0].steps[1]"
 CALL = f"{CALL_STEP}.response.tool_calls[0]"
+# How admission lists the default agent's tools.
+BUILTIN_TOOLS = "echo, fail, list_files, read_file, write_file"
 
 
 def _call_step(d: dict[str, Any]) -> dict[str, Any]:
@@ -613,7 +616,8 @@ def test_unregistered_tool_names_the_tool_and_the_agents_tools(tmp_path: Path) -
         tmp_path,
         mutated(lambda d: _call(d).update(name="web_search")),
         f"{CALL}.name",
-        "tool 'web_search' is not registered by agent 'openai-agents' (its tools: echo, fail)",
+        "tool 'web_search' is not registered by agent 'openai-agents' "
+        f"(its tools: {BUILTIN_TOOLS})",
     )
 
 
@@ -662,17 +666,35 @@ def test_live_mode_refuses_scripted_steps(tmp_path: Path) -> None:
         ("setup", {"workspace_files": {"notes.txt": "hello"}}),
         ("setup", {}),
         ("tools", ["echo"]),
-        ("tools", []),
-        ("repeat", 1),
-        ("cluster", "echo-family"),
+        ("tools", ["echo", "read_file"]),
     ],
 )
-def test_live_only_key_in_replay(tmp_path: Path, key: str, value: Any) -> None:
+def test_setup_and_tools_are_admitted_in_replay(tmp_path: Path, key: str, value: Any) -> None:
+    # Setup files are written before any run and `tools` limits what the case may use:
+    # both are deterministic, so replay takes them too.
+    case = admit(write_fixture(tmp_path, "case.json", replay_trace(**{key: value})))
+    assert getattr(case.trace, key) is not None
+
+
+@pytest.mark.parametrize("mode", ["replay", "live"])
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("repeat", 1, "repeated runs of one case are a later phase"),
+        ("repeat", 3, "repeated runs of one case are a later phase"),
+        ("cluster", "echo-family", "clusters of correlated cases are a later phase"),
+    ],
+)
+def test_later_phase_key_is_refused_in_every_mode(
+    tmp_path: Path, mode: str, key: str, value: Any, why: str
+) -> None:
+    base = replay_trace if mode == "replay" else live_trace
     refuse_one(
         tmp_path,
-        replay_trace(**{key: value}),
+        base(**{key: value}),
         f"$.{key}",
-        f"'{key}' applies only to --mode live; a replay case must not carry it",
+        f"not supported yet: {why}; remove '{key}'",
+        mode=mode,
     )
 
 
@@ -681,17 +703,15 @@ def test_live_case_with_live_keys_is_admitted(tmp_path: Path) -> None:
         id="live-echo-1",
         setup={"workspace_files": {"notes.txt": "hello"}},
         tools=["echo"],
-        repeat=3,
-        cluster="echo-family",
     )
     path = write_fixture(tmp_path, "case.json", data)
     case = admit(path, mode="live")
     assert case.id == "live-echo-1"
-    assert case.trace.repeat == 3
     assert case.trace.tools == ["echo"]
     assert case.trace.setup is not None
     assert case.trace.setup.workspace_files == {"notes.txt": "hello"}
-    assert case.trace.turns[0].steps is None
+    # No `steps` key at all: live admission tells absent from `[]` and `null`.
+    assert case.trace.turns[0].steps is msgspec.UNSET
 
 
 def test_live_mode_does_not_check_scripted_tool_names(tmp_path: Path) -> None:
@@ -923,11 +943,11 @@ def test_all_semantic_problems_of_one_fixture_are_listed(tmp_path: Path) -> None
     data["turns"].append({"user_input": "again", "steps": []})
     path = write_fixture(tmp_path, "case.json", data)
     assert lines(refusal(path)) == [
-        f"{path}: $.cluster: 'cluster' applies only to --mode live; "
-        "a replay case must not carry it",
+        f"{path}: $.cluster: not supported yet: clusters of correlated cases are a later phase; "
+        "remove 'cluster'",
         f"{path}: $.turns[0].user_input: blank user input",
         f"{path}: {CALL}.name: tool 'web_search' is not registered by agent 'openai-agents' "
-        "(its tools: echo, fail)",
+        f"(its tools: {BUILTIN_TOOLS})",
         f"{path}: $.turns[1].steps: no scripted steps: replay has nothing to answer with",
         f"{path}: $.expects.tools_used[1]: empty or whitespace-only entry asserts nothing",
         f"{path}: $.expects.min_tool_calls: 0 is vacuous: every run makes at least 0 calls",
@@ -1057,4 +1077,6 @@ def test_tokens_and_unicode_are_kept(tmp_path: Path) -> None:
 
 
 def test_surface_of_the_default_agent_is_the_builtin_tools() -> None:
-    assert builtin_surface().tools == frozenset({"echo", "fail"})
+    assert builtin_surface().tools == frozenset(
+        {"echo", "fail", "read_file", "write_file", "list_files"}
+    )

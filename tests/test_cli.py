@@ -153,12 +153,17 @@ def test_unknown_option_and_missing_action_are_usage_errors(tmp_path: Path) -> N
     assert bad_kind.returncode == 2
 
 
-def test_live_mode_exits_1_with_a_clear_message(tmp_path: Path) -> None:
-    result = run_cli("eval", "run", "--mode", "live", cwd=green(tmp_path))
+def test_live_mode_without_provider_configuration_exits_1_naming_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    result = run_cli(
+        "eval", "run", "--mode", "live", cwd=green(tmp_path), env={"OPENAI_API_KEY": ""}
+    )
     assert result.returncode == 1
     assert result.stdout == ""
-    assert "live mode is not available" in result.stderr
-    assert "--mode replay" in result.stderr
+    assert "live_base_url" in result.stderr
+    assert "live_model" in result.stderr
+    assert "OPENAI_API_KEY" in result.stderr
 
 
 def test_unknown_agent_exits_1(tmp_path: Path) -> None:

@@ -115,7 +115,9 @@ MIXED = suite_of(
 
 def test_totals_table() -> None:
     md = render_markdown(MIXED)
-    assert md.startswith("## ❌ zeroclaw-eval: regression suite <code>evals/regression</code> failed (exit 1)")
+    assert md.startswith(
+        "## ❌ zeroclaw-eval: regression suite <code>evals/regression</code> failed (exit 1)"
+    )
     [row] = table_rows(md, "| cases |")
     assert row == ["4", "1", "2", "1", "25.0%", "openai-agents", "replay"]
     assert "| cases | passed | failed checks | run errors | pass rate | agent | mode |" in md
@@ -207,7 +209,9 @@ def test_a_transcript_with_backtick_fences_stays_inside_a_longer_fence() -> None
 
 def test_a_green_suite_says_every_case_passed() -> None:
     md = render_markdown(suite_of(graded("a", [ok()]), graded("b", [ok(), ok("tools_used")])))
-    assert md.startswith("## ✅ zeroclaw-eval: regression suite <code>evals/regression</code> passed (exit 0)")
+    assert md.startswith(
+        "## ✅ zeroclaw-eval: regression suite <code>evals/regression</code> passed (exit 0)"
+    )
     assert "Every case passed." in md
     assert "Failing cases" not in md and "<details>" not in md
     [row] = table_rows(md, "| cases |")

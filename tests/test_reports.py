@@ -262,6 +262,7 @@ def test_json_report_keeps_the_run_record() -> None:
         "input_tokens": 20,
         "output_tokens": 8,
         "duration_ms": 4.0,
+        "steps": None,  # kept only for live runs
     }
     assert document_case["duration_ms"] == 4.0
 

@@ -34,8 +34,12 @@ def only_call(registry: ToolRegistry) -> RecordedCall:
     return registry.calls[0]
 
 
-def test_builtin_tools_are_echo_and_fail() -> None:
-    assert {t.name for t in builtin_tools()} == {"echo", "fail"} == set(BUILTIN_TOOL_NAMES)
+def test_builtin_tools_are_echo_fail_and_the_workspace_tools() -> None:
+    assert (
+        {t.name for t in builtin_tools()}
+        == {"echo", "fail", "read_file", "write_file", "list_files"}
+        == set(BUILTIN_TOOL_NAMES)
+    )
     for tool in builtin_tools():
         assert tool.parameters["type"] == "object"
         assert tool.description

@@ -29,8 +29,8 @@ def render_markdown(report: SuiteReport) -> str:
     verdict = "passed" if report.exit_code() == 0 else "failed"
     icon = "✅" if verdict == "passed" else "❌"
     lines = [
-        f"## {icon} zeroclaw-eval: {report.kind} suite <code>{_cell(report.suite)}</code> {verdict} "
-        f"(exit {report.exit_code()})",
+        f"## {icon} zeroclaw-eval: {report.kind} suite <code>{_cell(report.suite)}</code> "
+        f"{verdict} (exit {report.exit_code()})",
         "",
         "| cases | passed | failed checks | run errors | pass rate | agent | mode |",
         "|---:|---:|---:|---:|---:|---|---|",

@@ -1,0 +1,120 @@
+"""The shipped examples: their READMEs' commands run green from the command line, and the
+examples keep the rules they teach (no module shadowing a framework, placeholder
+identities only, suites that grade the user's own tools at the dispatch boundary)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+from _support import REPO, run_cli
+
+EXAMPLES = REPO / "examples"
+OWN_LOOP = EXAMPLES / "own_loop"
+SUPPORT = EXAMPLES / "support_agent"
+
+
+def readme_commands(example: Path) -> list[list[str]]:
+    """The `zeroclaw eval run …` commands of the example's README, as argument lists, after
+    checking the README says to run them from the example's own directory."""
+    text = (example / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+    lines = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+    assert f"cd examples/{example.name}" in lines
+    return [line.split()[1:] for line in lines if line.startswith("zeroclaw eval run")]
+
+
+def fixtures_of(example: Path) -> list[dict]:
+    paths = sorted((example / "evals").glob("*.json"))
+    return [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+
+
+@pytest.mark.parametrize(
+    ("example", "agents", "minimum"),
+    [
+        (OWN_LOOP, ["loop:factory"], 3),
+        (
+            SUPPORT,
+            ["openai-agents:agents_sdk:build_agent", "pydantic-ai:pydantic_agent:build_agent"],
+            4,
+        ),
+    ],
+    ids=["own_loop", "support_agent"],
+)
+def test_readme_commands_run_green(example: Path, agents: list[str], minimum: int) -> None:
+    commands = readme_commands(example)
+    assert [c[c.index("--agent") + 1] for c in commands] == agents
+    count = len(fixtures_of(example))
+    assert count >= minimum
+    readme = (example / "README.md").read_text(encoding="utf-8")
+    assert f"`{count}/{count} cases passed`" in readme
+    for command in commands:
+        result = run_cli(*command, cwd=example)
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+        assert f"{count}/{count} cases passed" in result.stdout
+        assert " ✗ " not in result.stdout
+
+
+def test_no_example_module_shadows_a_framework_package() -> None:
+    names = {p.stem for p in EXAMPLES.rglob("*.py")}
+    assert names & {"agents", "pydantic_ai", "openai", "harness"} == set()
+    assert {"loop", "agents_sdk", "pydantic_agent"} <= names
+
+
+def test_the_own_loop_uses_no_framework() -> None:
+    tree = ast.parse((OWN_LOOP / "loop.py").read_text(encoding="utf-8"))
+    imported = {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    } | {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert imported <= {"__future__", "harness"}
+
+
+def test_support_suite_scripts_only_the_users_tools_and_grades_them() -> None:
+    scripted: set[str] = set()
+    families: set[str] = set()
+    for data in fixtures_of(SUPPORT):
+        for turn in data["turns"]:
+            for step in turn["steps"]:
+                for call in step["response"].get("tool_calls", []):
+                    scripted.add(call["name"])
+        families |= set(data["expects"])
+    assert scripted == {"lookup_order", "refund_order"}
+    assert {
+        "tool_arguments_contain",
+        "tool_results_contain",
+        "all_tools_succeeded",
+        "exact_tool_calls",
+    } <= families
+
+
+@pytest.mark.parametrize("example", [OWN_LOOP, SUPPORT], ids=["own_loop", "support_agent"])
+def test_examples_follow_the_authoring_rules(example: Path) -> None:
+    for data in fixtures_of(example):
+        description = data["description"]
+        assert description.split(".")[0] in ("Positive", "Negative"), data["model_name"]
+        for turn in data["turns"]:
+            for step in turn["steps"]:
+                response = step["response"]
+                assert response["input_tokens"] > 0 and response["output_tokens"] > 0
+            assert turn["steps"][-1]["response"]["type"] == "text"
+
+
+def test_examples_use_placeholder_identities_only() -> None:
+    for path in sorted(EXAMPLES.rglob("*")):
+        if not path.is_file() or path.suffix not in (".py", ".json", ".md"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for address in re.findall(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", text):
+            assert address.endswith("@example.com"), (path, address)
+        for host in re.findall(r"https?://([\w.-]+)", text):
+            assert host == "example.com" or host.endswith(".example.com"), (path, host)

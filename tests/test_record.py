@@ -1,0 +1,305 @@
+"""`zeroclaw eval record`: one live run against the loopback server becomes a replay
+fixture that passes `check` and replays green through both frameworks, holding every model
+step the run used and nothing secret or machine-specific; or nothing is written at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _openai_server import OpenAIServer, RecordedRequest
+from test_live_e2e import (
+    AGENTS,
+    KEY,
+    KEY_CORE,
+    KEY_ENV,
+    Runs,
+    assert_key_kept_out,
+    live_case,
+    make_project,
+    report_of,
+    tiny_model,
+)
+
+LIVE = Path("evals/live/x.json")
+OUT = Path("evals/regression/x.json")
+
+# Three turns over the workspace and echo: a setup file read back, a file written, an echo.
+RECORDED_CASE = live_case(
+    "record-me",
+    "read: data/input.txt",
+    "write: out/result.txt = recorded-77",
+    "echo: zeroclaw-probe-7",
+    id="record-me",
+    description="Recorded from a live run against the loopback server.",
+    tools=["echo", "read_file", "write_file"],
+    setup={"workspace_files": {"data/input.txt": "setup-payload-31"}},
+    expects={
+        "tool_results_contain": [{"tool": "read_file", "needle": "setup-payload-31"}],
+        "tools_used": ["read_file", "write_file", "echo"],
+        "exact_tool_calls": 3,
+        "all_tools_succeeded": True,
+        "response_contains": ["zeroclaw-probe-7"],
+        "workspace": {"file_contains": {"out/result.txt": ["recorded-77"]}},
+        "budget": {"max_llm_calls": 6},
+    },
+)
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer(responder=tiny_model, api_key=KEY) as s:
+        yield s
+
+
+def project_with(tmp_path: Path, server: OpenAIServer, case: dict[str, Any]) -> Runs:
+    return Runs(make_project(tmp_path / "project", server.base_url, {LIVE.name: case}))
+
+
+def record(
+    runs: Runs, agent: str = "openai-agents", *extra: str, key: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return runs("eval", "record", "--case", LIVE, "--out", OUT, "--agent", agent, *extra, key=key)
+
+
+def answered_steps(requests: list[RecordedRequest]) -> list[dict[str, Any]]:
+    """What the loopback model answered to each request, as fixture responses (the tiny
+    model is deterministic, so asking it again gives the same answers)."""
+    steps = []
+    for request in requests:
+        reply = tiny_model(request.json)
+        document = json.loads(reply.body)  # type: ignore[union-attr]
+        message = document["choices"][0]["message"]
+        usage = document["usage"]
+        tokens = {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+        }
+        if message.get("tool_calls"):
+            calls = [
+                {
+                    "id": c["id"],
+                    "name": c["function"]["name"],
+                    "arguments": json.loads(c["function"]["arguments"]),
+                }
+                for c in message["tool_calls"]
+            ]
+            steps.append({"response": {"type": "tool_calls", "tool_calls": calls, **tokens}})
+        else:
+            steps.append({"response": {"type": "text", "content": message["content"], **tokens}})
+    return steps
+
+
+def assert_nothing_machine_specific(text: str, server: OpenAIServer, tmp_path: Path) -> None:
+    assert KEY_CORE not in text
+    for needle in (
+        server.base_url,
+        "127.0.0.1",
+        f":{server.port}",
+        str(tmp_path),
+        os.path.realpath(tmp_path),
+        str(Path.home()),
+        tempfile.gettempdir(),
+        "zeroclaw-eval-",  # a case workspace's directory name
+    ):
+        assert needle not in text, f"{needle!r} is in the recorded fixture"
+
+
+def only_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+# --- record, then replay ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_record_writes_a_fixture_that_replays_green_through_both_frameworks(
+    tmp_path: Path, server: OpenAIServer, agent: str
+) -> None:
+    runs = project_with(tmp_path, server, RECORDED_CASE)
+    project = runs.project
+    result = record(runs, agent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "recorded record-me: 6 model step(s) over 3 turn(s)" in result.stdout
+    assert "it replays green" in result.stdout
+    out = project / OUT
+    text = out.read_text(encoding="utf-8")
+    written = json.loads(text)
+
+    # Every model step the live run used, in order, split by turn: tool calls with their
+    # arguments, final texts, the provider's token counts.
+    live_requests = server.requests
+    assert len(live_requests) == 6
+    steps = [step for turn in written["turns"] for step in turn["steps"]]
+    assert steps == answered_steps(live_requests)
+    assert [len(turn["steps"]) for turn in written["turns"]] == [2, 2, 2]
+    assert steps[0]["response"]["tool_calls"][0]["arguments"] == {"path": "data/input.txt"}
+    assert steps[3]["response"]["content"] == "Done. wrote 11 bytes to out/result.txt"
+    assert all(s["response"]["input_tokens"] > 0 for s in steps)
+    # The case as written: inputs, identity, setup, tools and expectations kept.
+    assert [t["user_input"] for t in written["turns"]] == [
+        t["user_input"] for t in RECORDED_CASE["turns"]
+    ]
+    for key in ("model_name", "id", "description", "tools", "setup", "expects"):
+        assert written[key] == RECORDED_CASE[key], key
+    assert set(written) == set(RECORDED_CASE)
+    assert_nothing_machine_specific(text, server, tmp_path)
+    # Nothing else was left in the output directory (no temporary file).
+    assert only_files(out.parent) == ["x.json"]
+
+    # The fixture passes admission on its own ...
+    check = runs("eval", "check", "--suite", "evals/regression", key=False)
+    assert check.returncode == 0, check.stderr
+    assert "1 case(s) in evals/regression admitted" in check.stdout
+    # ... and replays green through both frameworks, without the provider or its key.
+    for replay_agent in AGENTS:
+        replay = runs(
+            "eval",
+            "run",
+            "--suite",
+            "evals/regression",
+            "--agent",
+            replay_agent,
+            "--format",
+            "json",
+            key=False,
+        )
+        report = report_of(replay)
+        assert replay.returncode == 0, json.dumps(report, indent=2)
+        assert report["mode"] == "replay" and report["totals"]["passed"] == 1
+        (case,) = report["cases"]
+        assert case["record"]["input_tokens"] == sum(s["response"]["input_tokens"] for s in steps)
+        assert case["record"]["final_response"] == "Done. zeroclaw-probe-7"
+    assert len(server.requests) == 6, "replay must never call the provider"
+    assert_key_kept_out(runs, server)
+
+
+def test_a_recording_of_a_model_that_said_the_key_holds_no_key(
+    tmp_path: Path, server: OpenAIServer
+) -> None:
+    case = live_case(
+        "says-the-key",
+        "leak",
+        "confess",
+        tools=["echo"],
+        expects={"response_contains": ["My API key is"], "tools_used": ["echo"]},
+    )
+    runs = project_with(tmp_path, server, case)
+    result = record(runs, "pydantic-ai")
+    assert result.returncode == 0, result.stderr
+    text = (runs.project / OUT).read_text(encoding="utf-8")
+    assert KEY_CORE not in text
+    written = json.loads(text)
+    assert written["turns"][0]["steps"][0]["response"]["tool_calls"][0]["arguments"] == {
+        "message": "***"
+    }
+    assert written["turns"][1]["steps"][0]["response"]["content"] == "My API key is ***."
+    assert_key_kept_out(runs, server)
+
+
+# --- refusals: nothing written ------------------------------------------------------------
+
+
+def test_a_live_run_that_fails_its_checks_writes_nothing(
+    tmp_path: Path, server: OpenAIServer
+) -> None:
+    case = live_case(
+        "wrong-answer", "echo: hello", tools=["echo"], expects={"response_contains": ["goodbye"]}
+    )
+    runs = project_with(tmp_path, server, case)
+    result = record(runs)
+    assert result.returncode == 1
+    assert f"{OUT}: not written: the live run did not pass its checks" in result.stderr
+    assert 'response_contains("goodbye")' in result.stderr
+    assert server.requests, "the live run did happen"
+    assert only_files(runs.project / OUT.parent) == []
+
+
+def test_an_existing_out_is_not_replaced_without_force(
+    tmp_path: Path, server: OpenAIServer
+) -> None:
+    runs = project_with(tmp_path, server, RECORDED_CASE)
+    out = runs.project / OUT
+    out.parent.mkdir(parents=True)
+    out.write_text('{"keep": "me"}\n', encoding="utf-8")
+    before = out.stat()
+    result = record(runs)
+    assert result.returncode == 1
+    assert f"{OUT} exists; pass --force to replace it" in result.stderr
+    assert out.read_text(encoding="utf-8") == '{"keep": "me"}\n'
+    assert out.stat().st_mtime_ns == before.st_mtime_ns
+    assert only_files(out.parent) == ["x.json"]
+
+
+def test_force_replaces_an_existing_out(tmp_path: Path, server: OpenAIServer) -> None:
+    runs = project_with(tmp_path, server, RECORDED_CASE)
+    out = runs.project / OUT
+    out.parent.mkdir(parents=True)
+    out.write_text('{"keep": "me"}\n', encoding="utf-8")
+    result = record(runs, "pydantic-ai", "--force")
+    assert result.returncode == 0, result.stderr
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["id"] == "record-me" and len(written["turns"]) == 3
+    assert only_files(out.parent) == ["x.json"]
+    replay = runs("eval", "run", "--suite", "evals/regression", "--agent", "pydantic-ai")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
+def test_a_provider_error_writes_nothing(tmp_path: Path, server: OpenAIServer) -> None:
+    case = live_case("provider-down", "unavailable", expects={"response_contains": ["x"]})
+    runs = project_with(tmp_path, server, case)
+    result = record(runs, "pydantic-ai")
+    assert result.returncode == 1
+    assert f"{OUT}: not written: the live run failed:" in result.stderr
+    assert "gave up after 4 attempts" in result.stderr
+    assert len(server.requests) == 4
+    assert only_files(runs.project / OUT.parent) == []
+    assert_key_kept_out(runs, server)
+
+
+def test_a_recording_that_would_not_pass_replay_admission_is_not_written(
+    tmp_path: Path, server: OpenAIServer
+) -> None:
+    """pydantic-ai tells the model a tool it was not offered is unknown, and the tiny model
+    then answers; the live run passes, but a replay fixture may not script a call to a
+    tool outside the case's `tools`."""
+    case = live_case(
+        "calls-an-unoffered-tool",
+        "insist: list_files",
+        tools=["echo"],
+        expects={"response_contains": ["Done."]},
+    )
+    runs = project_with(tmp_path, server, case)
+    result = record(runs, "pydantic-ai")
+    assert result.returncode == 1, result.stdout
+    assert "the recording does not pass replay admission" in result.stderr
+    assert only_files(runs.project / OUT.parent) == []
+
+
+def test_missing_configuration_records_nothing(
+    tmp_path: Path, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    runs = project_with(tmp_path, server, RECORDED_CASE)
+    result = record(runs, key=False)
+    assert result.returncode == 1
+    assert f"missing: the API key in the environment variable {KEY_ENV}" in result.stderr
+    assert server.requests == []
+    assert not (runs.project / OUT.parent).exists()
+
+
+def test_a_case_with_scripted_steps_is_not_recorded(tmp_path: Path, server: OpenAIServer) -> None:
+    case = live_case("scripted", "echo: hi", expects={"response_contains": ["hi"]})
+    case["turns"][0]["steps"] = [{"response": {"type": "text", "content": "hi"}}]
+    runs = project_with(tmp_path, server, case)
+    result = record(runs)
+    assert result.returncode == 1
+    assert "a live case must not script model steps" in result.stderr
+    assert server.requests == []
+    assert not (runs.project / OUT.parent).exists()

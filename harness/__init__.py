@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "Case": "harness.suite",
     "CaseReport": "harness.report.model",
     "EvalConfig": "harness.config",
+    "BudgetExpects": "harness.case",
     "Expects": "harness.case",
     "Grade": "harness.grader",
     "LlmTrace": "harness.case",
@@ -37,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "SuiteKind": "harness.modes",
     "SuiteReport": "harness.report.model",
     "Tool": "harness.tools",
+    "WorkspaceExpects": "harness.case",
     "ToolCall": "harness.backend",
     "ToolFailure": "harness.tools",
     "ToolRegistry": "harness.tools",
@@ -99,6 +101,9 @@ if TYPE_CHECKING:
         AdmissionError as AdmissionError,
     )
     from harness.case import (
+        BudgetExpects as BudgetExpects,
+    )
+    from harness.case import (
         Expects as Expects,
     )
     from harness.case import (
@@ -106,6 +111,9 @@ if TYPE_CHECKING:
     )
     from harness.case import (
         Problem as Problem,
+    )
+    from harness.case import (
+        WorkspaceExpects as WorkspaceExpects,
     )
     from harness.case import (
         parse_fixture as parse_fixture,

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from harness.locate import child_path
 from harness.modes import Mode
 from harness.tools import runs_commands
 from harness.workspace import path_problem
@@ -249,12 +250,6 @@ def _duplicate_key_problems(data: Any, file: str) -> list[Problem]:
     return problems
 
 
-def child_path(path: str, key: str) -> str:
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
-
-
 _AT = re.compile(r"^(?P<msg>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>[^`]*)`$")
 _MISSING = re.compile(r"^Object missing required field `(?P<key>[^`]*)`$")
@@ -270,7 +265,7 @@ def _explain_validation_error(raw: str, data: dict[str, Any]) -> tuple[str, str]
         known = _known_keys_at(path, data)
         hint = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         suffix = f" (did you mean {hint[0]}?)" if hint else f" (known keys: {', '.join(known)})"
-        return f"{path}.{key}", f"unknown key{suffix}"
+        return child_path(path, key), f"unknown key{suffix}"
     missing = _MISSING.match(msg)
     if missing:
         return f"{path}.{missing.group('key')}", "missing required key"

@@ -18,9 +18,9 @@ from harness.case import (
     LlmTrace,
     PayloadExpect,
     WorkspaceExpects,
-    child_path,
     pointer_problem,
 )
+from harness.locate import child_path
 from harness.record import RunRecord
 from harness.tools import ToolFailure
 from harness.workspace import path_problem, resolve_inside

@@ -35,7 +35,7 @@ def json_path_lines(text: str) -> dict[str, int]:
             token = text[i:end]
             if expect_key and stack and stack[-1][1] == "object":
                 key = json.loads(token)
-                pending = _child(str(stack[-1][0]), key)
+                pending = child_path(str(stack[-1][0]), key)
                 lines.setdefault(pending, line)
                 expect_key = False
             else:
@@ -80,7 +80,8 @@ def _value_start(
     return pending
 
 
-def _child(path: str, key: str) -> str:
+def child_path(path: str, key: str) -> str:
+    """The JSON path of member `key` of the object at `path` (`$.a`, or `$[\"a b\"]`)."""
     if _IDENT.fullmatch(key):
         return f"{path}.{key}"
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"

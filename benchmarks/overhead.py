@@ -4,7 +4,8 @@
 
 Both sides replay the same N cases (the regression suite's fixtures, repeated under fresh
 ids) through the SDK's real `Runner` with tracing off. The bare side is the minimum a
-scripted test needs: a `Model` that pops canned responses and tools that compute results.
+scripted test needs: a `Model` that pops canned responses and tools that compute results,
+with the same tool definitions the harness gives its agent (so both run the same agent).
 The harness side is `run_suite`: admission of every fixture, a fresh agent, backend,
 registry and workspace per case, recording, grading and the suite report. Prints both
 times, the ratio (target <= 1.10), peak traced memory of each, and the time of
@@ -33,7 +34,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from harness import run_suite
+from harness import builtin_tools, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "evals" / "regression"
@@ -105,11 +106,23 @@ async def _fail(_ctx: Any, arguments: str) -> str:
     return str(json.loads(arguments).get("reason", ""))
 
 
+async def _unused(_ctx: Any, arguments: str) -> str:
+    return ""
+
+
 def _tools() -> list[FunctionTool]:
-    schema = {"type": "object", "properties": {}}
+    """The same tool definitions (names, descriptions, schemas) the harness gives its agent,
+    so both sides run the same agent; only the implementations are the bare minimum."""
+    invoke = {"echo": _echo, "fail": _fail}
     return [
-        FunctionTool("echo", "echo", schema, _echo, strict_json_schema=False),
-        FunctionTool("fail", "fail", schema, _fail, strict_json_schema=False),
+        FunctionTool(
+            t.name,
+            t.description,
+            t.parameters,
+            invoke.get(t.name, _unused),
+            strict_json_schema=False,
+        )
+        for t in builtin_tools()
     ]
 
 
@@ -117,9 +130,11 @@ async def bare(cases: list[dict[str, Any]]) -> int:
     config = RunConfig(tracing_disabled=True)
     finished = 0
     for case in cases:
+        # One agent per case, as the harness builds; its model pops the case's steps in order.
+        steps = [step for turn in case["turns"] for step in turn["steps"]]
+        agent = Agent(name="bare", model=ScriptedModel(steps), tools=_tools())
         history: list[Any] = []
         for turn in case["turns"]:
-            agent = Agent(name="bare", model=ScriptedModel(list(turn["steps"])), tools=_tools())
             result = await Runner.run(
                 agent,
                 [*history, {"role": "user", "content": turn["user_input"]}],

@@ -186,16 +186,24 @@ def parse_fixture(text: str, file: str) -> LlmTrace:
     Schema faults stop parsing (nothing later can be trusted); semantic rules are checked by
     `check_trace`, which reports them all.
     """
+    repeated: list[bool] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        plain = dict(pairs)
+        if len(plain) == len(pairs):
+            return plain
+        repeated.append(True)
+        return _mark_duplicate_keys(pairs)
+
     try:
-        data = json.loads(text, object_pairs_hook=_mark_duplicate_keys)
+        data = json.loads(text, object_pairs_hook=pairs_hook)
     except json.JSONDecodeError as exc:
         msg = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         raise AdmissionError([Problem(file, "$", msg)]) from None
     except RecursionError:
         raise AdmissionError([Problem(file, "$", "not valid JSON: nested too deeply")]) from None
-    duplicates = _duplicate_key_problems(data, file)
-    if duplicates:
-        raise AdmissionError(duplicates)
+    if repeated:  # only then is the document walked to name where
+        raise AdmissionError(_duplicate_key_problems(data, file))
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
         raise AdmissionError([Problem(file, "$", f"expected a JSON object, got {kind}")])

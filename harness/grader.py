@@ -148,7 +148,8 @@ def _grades(e: Expects, run: RunRecord, workspace: Path | None) -> Iterator[Grad
         yield from _workspace_grades(e.workspace, workspace)
     if e.budget is not None:
         yield from _budget_grades(e.budget, run)
-    yield from _response_json_grades(e.response_json, response)
+    if e.response_json:
+        yield from _response_json_grades(e.response_json, response)
 
 
 def _payload_grade(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import threading
 import time
 import traceback
@@ -141,9 +142,11 @@ def run_cases(
 
 def display_path(path: Path, root: Path) -> str:
     """The fixture path relative to the project root, as CI annotations want it."""
-    absolute = path.resolve()
+    # abspath, not resolve(): no file-system walk per case, and the path the user gave is
+    # the one to show (a symlinked suite keeps its own name).
+    absolute = os.path.abspath(path)
     try:
-        return absolute.relative_to(root).as_posix()
+        return Path(absolute).relative_to(root).as_posix()
     except ValueError:
         return str(path)
 

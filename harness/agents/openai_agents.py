@@ -48,18 +48,23 @@ class OpenAIAgentsAdapter:
 
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools
+        model = HarnessModel(context.model)
         if self._factory is None:
             agent: Agent[Any] = Agent(
                 name=f"zeroclaw-eval:{context.case_id}",
+                model=model,
                 tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
             )
-        else:
-            user = _build(self._factory)
-            agent = user.clone(tools=[_recording(tool, registry) for tool in user.tools])
-        # RunConfig.model replaces the model of every agent in the run, handoffs included;
-        # tracing would export spans over the network, and a harness run stays offline.
-        config = RunConfig(model=HarnessModel(context.model), tracing_disabled=True)
-        return _Session(agent, config)
+            return _Session(agent, _RUN_CONFIG)
+        user = _build(self._factory)
+        agent = user.clone(tools=[_recording(tool, registry) for tool in user.tools])
+        # RunConfig.model replaces the model of every agent in the run, handoffs included.
+        return _Session(agent, RunConfig(model=model, tracing_disabled=True))
+
+
+# Tracing would export spans over the network; a harness run stays offline. Shared: building
+# a RunConfig costs more than a replayed turn.
+_RUN_CONFIG = RunConfig(tracing_disabled=True)
 
 
 def _build(factory: Callable[[], Agent[Any]]) -> Agent[Any]:

@@ -1,4 +1,4 @@
-"""`zeroclaw eval run|check`: the command line and its exit-code contract.
+"""`zeroclaw eval run|check|record`: the command line and its exit-code contract.
 
 Exit codes: 0 the gate passed; 1 it did not (failed check, run error, refused fixture,
 bad configuration, unwritable report); 2 the command line itself was wrong.
@@ -52,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-report", type=Path, metavar="PATH", help="also write the JSON report here"
     )
     run.add_argument(
-        "--timeout", type=_seconds, metavar="SECS", help="per-case timeout (default: config)"
+        "--timeout",
+        type=_seconds,
+        metavar="SECS",
+        help="timeout for starting the agent and for each turn (default: case_timeout_secs)",
     )
     run.add_argument(
         "--summary", type=Path, metavar="PATH", help="also write the Markdown summary here"

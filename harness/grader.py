@@ -50,9 +50,11 @@ def _clip(text: str, limit: int = 500) -> str:
 
 
 def grade(expects: Expects, record: RunRecord, workspace: Path | None = None) -> list[Grade]:
-    """Grade a run against `expects`; the order is the declaration order of the families,
-    then workspace, budget and response_json. `workspace` is the case's workspace as the
-    run left it (None: workspace checks fail, having nothing to inspect)."""
+    """Grade a run against `expects`, one grade per entry, in the original harness's order:
+    response_contains, response_not_contains, tools_used, tools_not_used, the call counts,
+    the payload checks, all_tools_succeeded, response_matches, then workspace, budget and
+    response_json. `workspace` is the case's workspace as the run left it (None: workspace
+    checks fail, having nothing to inspect)."""
     grades = _unique_checks(_grades(expects, record, workspace))
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -160,9 +161,20 @@ COMMAND_TOOL_NAMES = frozenset(
 )
 
 
+_COMMAND_NAME = re.compile(
+    r"(^|_)(run|exec|execute|spawn)_(command|cmd|shell|code|python|bash|script|process)s?$"
+)
+
+
 def runs_commands(name: str) -> bool:
-    """True for a tool name that asks for a shell or any command-running tool."""
+    """True for a tool name that asks for a shell or any command-running tool.
+
+    Deliberately narrower than "contains exec": `execute_query` or `get_command_status`
+    are a user's ordinary domain tools, not a way to run programs.
+    """
     lowered = name.strip().lower()
-    return lowered in COMMAND_TOOL_NAMES or any(
-        word in lowered for word in ("shell", "command", "exec")
+    return (
+        lowered in COMMAND_TOOL_NAMES
+        or "shell" in lowered
+        or _COMMAND_NAME.search(lowered) is not None
     )

@@ -16,6 +16,7 @@ from harness.tools import (
     ToolRegistry,
     builtin_tools,
     canonical_arguments,
+    runs_commands,
 )
 
 OBJECT = {"type": "object", "properties": {}}
@@ -231,3 +232,18 @@ def test_record_appends_an_external_dispatch() -> None:
     registry = builtins()
     registry.record("mine", '{"a":1}', "ok", True, 2.5)
     assert registry.calls == [RecordedCall("mine", '{"a":1}', "ok", True, 2.5)]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["shell", "Bash", "run_command", "exec_python", "my_shell_tool", "execute_command", "cmd"],
+)
+def test_command_running_tool_names_are_recognised(name: str) -> None:
+    assert runs_commands(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["echo", "execute_query", "get_command_status", "lookup_order", "executive_summary"]
+)
+def test_ordinary_domain_tool_names_are_not_mistaken_for_command_tools(name: str) -> None:
+    assert not runs_commands(name)

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from harness.backend import ModelBoundary
 from harness.case import AgentSurface
@@ -65,6 +65,46 @@ class AgentAdapter(Protocol):
     def start(self, context: AgentContext) -> AgentSession:
         """A fresh agent for one case, wired to `context.model` and `context.tools`."""
         ...
+
+
+A = TypeVar("A")
+
+
+class FrameworkAdapter(Generic[A]):
+    """What the built-in framework adapters share: the default agent with the built-in
+    tools, or the user's own agent, built per case by `factory`, with its own tools."""
+
+    framework: ClassVar[str]
+    agent_type: ClassVar[type]  # what `factory` must return (e.g. agents.Agent)
+    agent_label: ClassVar[str]  # how messages name it ("an agents.Agent")
+
+    def __init__(self, factory: Callable[[], A] | None = None, spec: str = "") -> None:
+        self._factory = factory
+        self.name = f"{self.framework}:{spec}" if spec else self.framework
+        self._names: frozenset[str] | None = None
+
+    def tools(self) -> list[Tool]:
+        # The user's own agent brings its own tools; the built-ins are for the default agent.
+        return [] if self._factory is not None else builtin_tools()
+
+    def tool_names(self) -> frozenset[str]:
+        if self._factory is None:
+            return BUILTIN_TOOL_NAMES
+        if self._names is None:
+            self._names = frozenset(self.user_tool_names(self.build()))
+        return self._names
+
+    def build(self) -> A:
+        """A fresh instance of the user's agent."""
+        assert self._factory is not None
+        agent = self._factory()
+        if not isinstance(agent, self.agent_type):
+            raise TypeError(f"the factory returned {type(agent).__name__}, not {self.agent_label}")
+        return agent
+
+    def user_tool_names(self, agent: A) -> list[str]:
+        """The names of the tools the user's agent registers (checked at admission)."""
+        raise NotImplementedError
 
 
 class AgentError(Exception):

@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from harness.agent import AgentContext
+from harness.backend import ModelRequest
 from harness.case import AgentSurface, Expects, LlmTrace, parse_fixture
 from harness.record import RecordedCall, RunRecord
 from harness.suite import Case
@@ -254,3 +256,28 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+class Recording:
+    """Wraps an adapter; keeps every model request its cases make, in order."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.requests: list[ModelRequest] = []
+
+    def tools(self) -> Any:
+        return self.inner.tools()
+
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(self.inner.tool_names())
+
+    def start(self, context: AgentContext) -> Any:
+        respond = context.model.respond
+
+        async def recording(request: ModelRequest) -> Any:
+            self.requests.append(request)
+            return await respond(request)
+
+        context.model.respond = recording  # type: ignore[method-assign]
+        return self.inner.start(context)

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import REPO, call, fixture, text_step, tool_step, turn, write_module
+from _support import REPO, Recording, call, fixture, text_step, tool_step, turn, write_module
 
 from harness import Message, ModelRequest, ToolCall, parse_fixture, run_cases
-from harness.agent import AgentContext, agent_surface, resolve_agent
+from harness.agent import agent_surface, resolve_agent
 from harness.case import check_trace
 from harness.report.model import CaseReport
 from harness.suite import Case
@@ -28,31 +28,6 @@ pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installe
 
 FRAMEWORKS = ["openai-agents", "pydantic-ai"]
 DOCS = REPO / "docs" / "agents.md"
-
-
-class Recording:
-    """Wraps an adapter; keeps every model request its cases make, in order."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.requests: list[ModelRequest] = []
-
-    def tools(self) -> Any:
-        return self.inner.tools()
-
-    def tool_names(self) -> frozenset[str]:
-        return frozenset(self.inner.tool_names())
-
-    def start(self, context: AgentContext) -> Any:
-        respond = context.model.respond
-
-        async def recording(request: ModelRequest) -> Any:
-            self.requests.append(request)
-            return await respond(request)
-
-        context.model.respond = recording  # type: ignore[method-assign]
-        return self.inner.start(context)
 
 
 def case_of(data: dict[str, Any]) -> Case:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from _support import (
     REPO,
+    Recording,
     call,
     fixture,
     run_cli,
@@ -27,8 +28,8 @@ from _support import (
     write_suite,
 )
 
-from harness import AdmissionError, Message, ModelRequest, run_cases, run_suite
-from harness.agent import AgentContext, AgentError, agent_surface, resolve_agent
+from harness import AdmissionError, Message, run_cases, run_suite
+from harness.agent import AgentError, agent_surface, resolve_agent
 from harness.case import check_trace, parse_fixture
 from harness.report.model import CaseReport, SuiteReport
 from harness.suite import Case, load_suite
@@ -64,31 +65,6 @@ def _in_example(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     yield directory
     for name in EXAMPLE_MODULES:
         sys.modules.pop(name, None)
-
-
-class Recording:
-    """Wraps an adapter; keeps every model request its cases make, in order."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.requests: list[ModelRequest] = []
-
-    def tools(self) -> Any:
-        return self.inner.tools()
-
-    def tool_names(self) -> frozenset[str]:
-        return frozenset(self.inner.tool_names())
-
-    def start(self, context: AgentContext) -> Any:
-        respond = context.model.respond
-
-        async def recording(request: ModelRequest) -> Any:
-            self.requests.append(request)
-            return await respond(request)
-
-        context.model.respond = recording  # type: ignore[method-assign]
-        return self.inner.start(context)
 
 
 def failing(case: CaseReport) -> dict[str, str]:

@@ -13,6 +13,7 @@ import pytest
 from _support import (
     REPO,
     SHARED_FIXTURES,
+    Recording,
     call,
     case_of,
     echo_fixture,
@@ -23,39 +24,14 @@ from _support import (
     write_suite,
 )
 
-from harness import Message, ModelRequest, ToolCall, run_cases, run_suite
-from harness.agent import AgentContext, resolve_agent
+from harness import Message, ToolCall, run_cases, run_suite
+from harness.agent import resolve_agent
 from harness.report.model import CaseReport, SuiteReport
 from harness.tools import BUILTIN_TOOL_NAMES
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
 AGENT = "pydantic-ai"
-
-
-class Recording:
-    """Wraps an adapter; keeps every model request each case makes, in order."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.requests: list[ModelRequest] = []
-
-    def tools(self) -> Any:
-        return self.inner.tools()
-
-    def tool_names(self) -> frozenset[str]:
-        return frozenset(self.inner.tool_names())
-
-    def start(self, context: AgentContext) -> Any:
-        respond = context.model.respond
-
-        async def recording(request: ModelRequest) -> Any:
-            self.requests.append(request)
-            return await respond(request)
-
-        context.model.respond = recording  # type: ignore[method-assign]
-        return self.inner.start(context)
 
 
 def run(suite: Path, **kwargs: Any) -> SuiteReport:

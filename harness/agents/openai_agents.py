@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, Usage
@@ -22,29 +21,20 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from harness.agent import AgentContext
+from harness.agent import AgentContext, FrameworkAdapter
 from harness.backend import Message, ModelBoundary, ModelRequest, Role, ToolCall, ToolSchema
-from harness.tools import Tool, ToolRegistry, builtin_tools, canonical_arguments
+from harness.tools import Tool, ToolRegistry, canonical_arguments
 
 
-class OpenAIAgentsAdapter:
+class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
     """`openai-agents`, or `openai-agents:module:factory` for the user's own agent."""
 
-    def __init__(self, factory: Callable[[], Agent[Any]] | None = None, spec: str = "") -> None:
-        self._factory = factory
-        self.name = f"openai-agents:{spec}" if spec else "openai-agents"
-        self._names: frozenset[str] | None = None
+    framework = "openai-agents"
+    agent_type = Agent
+    agent_label = "an agents.Agent"
 
-    def tools(self) -> list[Tool]:
-        # The user's own agent brings its own tools; the built-ins are for the default agent.
-        return [] if self._factory is not None else builtin_tools()
-
-    def tool_names(self) -> frozenset[str]:
-        if self._factory is None:
-            return frozenset(t.name for t in builtin_tools())
-        if self._names is None:
-            self._names = frozenset(t.name for t in _build(self._factory).tools)
-        return self._names
+    def user_tool_names(self, agent: Agent[Any]) -> list[str]:
+        return [tool.name for tool in agent.tools]
 
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools
@@ -56,7 +46,7 @@ class OpenAIAgentsAdapter:
                 tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
             )
             return _Session(agent, _RUN_CONFIG)
-        user = _build(self._factory)
+        user = self.build()
         agent = user.clone(tools=[_recording(tool, registry) for tool in user.tools])
         # RunConfig.model replaces the model of every agent in the run, handoffs included.
         return _Session(agent, RunConfig(model=model, tracing_disabled=True))
@@ -65,13 +55,6 @@ class OpenAIAgentsAdapter:
 # Tracing would export spans over the network; a harness run stays offline. Shared: building
 # a RunConfig costs more than a replayed turn.
 _RUN_CONFIG = RunConfig(tracing_disabled=True)
-
-
-def _build(factory: Callable[[], Agent[Any]]) -> Agent[Any]:
-    agent = factory()
-    if not isinstance(agent, Agent):
-        raise TypeError(f"the factory returned {type(agent).__name__}, not an agents.Agent")
-    return agent
 
 
 class _Session:

@@ -30,31 +30,25 @@ from pydantic_ai.tools import Tool as PaiTool
 from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
 from pydantic_ai.usage import RequestUsage
 
-from harness.agent import AgentContext
+from harness.agent import AgentContext, FrameworkAdapter
 from harness.backend import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
-from harness.tools import Tool, ToolRegistry, builtin_tools, canonical_arguments
+from harness.tools import Tool, ToolRegistry, canonical_arguments
 
 
-class PydanticAIAdapter:
+class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
     """`pydantic-ai`, or `pydantic-ai:module:factory` for the user's own agent."""
 
-    def __init__(
-        self, factory: Callable[[], Agent[Any, Any]] | None = None, spec: str = ""
-    ) -> None:
-        self._factory = factory
-        self.name = f"pydantic-ai:{spec}" if spec else "pydantic-ai"
-        self._names: frozenset[str] | None = None
+    framework = "pydantic-ai"
+    agent_type = Agent
+    agent_label = "a pydantic_ai.Agent"
 
-    def tools(self) -> list[Tool]:
-        # The user's own agent brings its own tools; the built-ins are for the default agent.
-        return [] if self._factory is not None else builtin_tools()
-
-    def tool_names(self) -> frozenset[str]:
-        if self._factory is None:
-            return frozenset(t.name for t in builtin_tools())
-        if self._names is None:
-            self._names = frozenset(_function_tools(_build(self._factory)))
-        return self._names
+    def user_tool_names(self, agent: Agent[Any, Any]) -> list[str]:
+        # Function tools are listed statically; other toolsets (MCP servers…) only at run time.
+        names: list[str] = []
+        for toolset in agent.toolsets:
+            if isinstance(toolset, FunctionToolset):
+                names.extend(toolset.tools)
+        return names
 
     def start(self, context: AgentContext) -> _Session:
         if self._factory is None:
@@ -63,25 +57,10 @@ class PydanticAIAdapter:
                 tools=[_pai_tool(tool, context.tools) for tool in context.tools.tools.values()],
             )
             return _Session(agent, context, toolsets=None)
-        agent = _build(self._factory)
+        agent = self.build()
         # Every toolset the user configured, each wrapped so its dispatches are recorded.
         toolsets = [_RecordingToolset(ts, context.tools) for ts in agent.toolsets]
         return _Session(agent, context, toolsets=toolsets)
-
-
-def _build(factory: Callable[[], Agent[Any, Any]]) -> Agent[Any, Any]:
-    agent = factory()
-    if not isinstance(agent, Agent):
-        raise TypeError(f"the factory returned {type(agent).__name__}, not a pydantic_ai.Agent")
-    return agent
-
-
-def _function_tools(agent: Agent[Any, Any]) -> list[str]:
-    names: list[str] = []
-    for toolset in agent.toolsets:
-        if isinstance(toolset, FunctionToolset):
-            names.extend(toolset.tools)
-    return names
 
 
 class _Session:

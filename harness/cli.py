@@ -164,10 +164,12 @@ def _settings(args: argparse.Namespace) -> _Settings:
     suite_arg = getattr(args, "suite", None)
     suite = Path(suite_arg) if suite_arg else _near(loaded.root / config.suite_dir)
     timeout = getattr(args, "timeout", None) or config.case_timeout_secs
+    # A suite directory named `live` holds live cases: replaying it could only be refused.
+    default_mode: Mode = "live" if suite.name == "live" else config.mode
     return _Settings(
         suite,
         loaded.root,
-        getattr(args, "mode", None) or config.mode,
+        getattr(args, "mode", None) or default_mode,
         args.agent or config.agent,
         timeout,
         config,

@@ -195,15 +195,17 @@ def test_empty_final_text_pydantic_ai_asks_again_and_replay_runs_out() -> None:
         "case 'empty-final-text': turn 0 requested more model responses than the trace "
         "scripts; the last request was:\n"
     )
-    # The last request: the call, its result, the empty answer, and pydantic-ai's retry.
-    assert case.error.endswith(
+    # The last request: the call, its result, the empty answer, and pydantic-ai's retry
+    # (whose wording differs between pydantic-ai releases; the docs show the current one).
+    head, _, retry = case.error.rpartition("\n  [4] user: ")
+    assert head.endswith(
         '\n  [0] user: "Echo ping, then say nothing."'
         '\n  [1] assistant: call echo({"message": "ping"}) id=call_1'
         '\n  [2] tool: result for call_1: "ping"'
         "\n  [3] assistant: (empty)"
-        '\n  [4] user: "<system>Please return text or call a tool.</system>"'
     )
-    assert case.error in DOCS.read_text(encoding="utf-8")  # shown verbatim in the docs
+    assert "Please return text or call a tool." in retry
+    assert head in DOCS.read_text(encoding="utf-8")  # shown verbatim in the docs
     assert calls_of(case) == [("echo", '{"message":"ping"}', "ping", True)]
     assert len(requests) == 3  # the third is the one replay could not answer
 

@@ -361,7 +361,7 @@ def _record(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.out.exists() and not args.force:
         # Refused before the live run: it would cost a provider run for nothing.
-        raise _Refused(f"{args.out}: exists; pass --force to replace it")
+        raise _Refused(f"{args.out} exists; pass --force to replace it")
     live = _live(settings.config, settings.timeout)
     try:
         adapter = resolve_agent(settings.agent)

@@ -235,6 +235,7 @@ def test_an_existing_out_is_not_replaced_without_force(
     assert out.read_text(encoding="utf-8") == '{"keep": "me"}\n'
     assert out.stat().st_mtime_ns == before.st_mtime_ns
     assert only_files(out.parent) == ["x.json"]
+    assert server.requests == [], "refused before spending a live run"
 
 
 def test_force_replaces_an_existing_out(tmp_path: Path, server: OpenAIServer) -> None:

@@ -51,12 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--json-report", type=Path, metavar="PATH", help="also write the JSON report here"
     )
-    run.add_argument(
-        "--timeout",
-        type=_seconds,
-        metavar="SECS",
-        help="timeout for starting the agent and for each turn (default: case_timeout_secs)",
-    )
+    _timeout(run)
     run.add_argument(
         "--summary", type=Path, metavar="PATH", help="also write the Markdown summary here"
     )
@@ -86,13 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument(
         "--out", type=Path, required=True, metavar="PATH", help="replay fixture to write"
     )
-    record.add_argument("--agent", metavar="SPEC", help="agent name or module:factory")
-    record.add_argument(
-        "--config", type=Path, metavar="FILE", help="TOML file with an [eval] table"
-    )
-    record.add_argument(
-        "--timeout", type=_seconds, metavar="SECS", help="per-turn timeout (default: config)"
-    )
+    _agent_and_config(record)
+    _timeout(record)
     record.add_argument("--force", action="store_true", help="replace --out if it exists")
 
     check = actions.add_parser(
@@ -118,9 +108,22 @@ def _seconds(text: str) -> float:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", metavar="DIR", help="suite directory (default: suite_dir)")
     parser.add_argument("--mode", choices=MODES, help="replay or live (default: mode)")
+    _agent_and_config(parser)
+
+
+def _agent_and_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", metavar="SPEC", help="agent name or module:factory")
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="TOML file with an [eval] table"
+    )
+
+
+def _timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECS",
+        help="timeout for starting the agent and for each turn (default: case_timeout_secs)",
     )
 
 
@@ -308,7 +311,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     if not table and sys.stderr.isatty():
         sys.stderr.write("\n")
-    json_doc = render_json(report)
+    json_doc = render_json(report) if args.json_report or args.format == "json" else b""
     junit_doc = render_junit(report) if args.junit_xml or args.format == "junit" else b""
     summary = render_markdown(report) if args.summary or github else ""
     try:

@@ -80,7 +80,7 @@ def write_recording(
     if live_report.error is not None:
         raise RecordError(f"the live run failed: {live_report.error}")
     if not live_report.passed:
-        failing = "; ".join(f"{g.check}: {g.detail}" for g in live_report.failing_grades)
+        failing = "; ".join(live_report.failure_lines())
         raise RecordError(f"the live run did not pass its checks: {failing}")
     record = live_report.record
     if record is None or record.steps is None:
@@ -107,7 +107,7 @@ def write_recording(
             [replay_case], adapter, suite=str(out.parent), case_timeout=timeout
         ).cases[0]
         if not replay.passed:
-            why = replay.error or "; ".join(f"{g.check}: {g.detail}" for g in replay.failing_grades)
+            why = replay.error or "; ".join(replay.failure_lines())
             raise RecordError(f"the recording does not replay green: {why}")
         os.replace(tmp, out)
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -133,9 +134,16 @@ FAIL = Tool(
 def builtin_tools() -> list[Tool]:
     """The deterministic tools every built-in agent registers: `echo`, `fail`, and the file
     tools confined to the running case's workspace."""
+    return list(_builtin_tools())
+
+
+@functools.cache
+def _builtin_tools() -> tuple[Tool, ...]:
+    # Built once: the file tools find the running case's workspace when called, so the
+    # same Tool objects serve every case (each case still gets its own registry).
     from harness.workspace import workspace_tools  # workspace builds on this module
 
-    return [ECHO, FAIL, *workspace_tools()]
+    return (ECHO, FAIL, *workspace_tools())
 
 
 BUILTIN_TOOL_NAMES = frozenset({"echo", "fail", "read_file", "write_file", "list_files"})

@@ -469,3 +469,13 @@ def test_green_suite_through_run_suite_reports(tmp_path: Path) -> None:
     document = json.loads(render_json(report))
     assert document["cases"][0]["fixture"] == "evals/capability/g.json"
     assert document["exit_code"] == 0
+
+
+def test_junit_document_has_no_line_a_ci_runner_would_read_as_a_command() -> None:
+    # `--format junit` puts the document on stdout, where a runner acts on `::` lines.
+    error = "boom\n::error::forged\n  ::warning file=x::y"
+    case = CaseReport.errored("x", "x.json", error, None)
+    xml = render_junit(suite("regression", case)).decode("utf-8")
+    assert not [line for line in xml.splitlines() if line.lstrip().startswith("::")]
+    parsed = ET.fromstring(xml.encode("utf-8")).find(".//error")
+    assert parsed is not None and parsed.text == error  # the text itself is unchanged

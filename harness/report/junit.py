@@ -11,6 +11,12 @@ from harness.report.model import CaseReport, SuiteReport
 _ILLEGAL_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+# A text line starting with `::` is a workflow command to a CI runner reading the document
+# on stdout. Writing its first colon as a character reference keeps the parsed text the
+# same while no line of the file starts with `::`.
+_COMMAND_LINE = re.compile(r"(?m)^([ \t]*):(?=:)")
+
+
 def xml_safe(text: str) -> str:
     return _ILLEGAL_XML.sub("\ufffd", text)
 
@@ -21,7 +27,7 @@ def render_junit(report: SuiteReport) -> bytes:
     cases = [_test_case(TestCase, report.suite, case) for case in report.cases]
     suite = TestSuite(xml_safe(f"zeroclaw-eval:{report.suite}"), cases)
     xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
-    return xml.encode("utf-8")
+    return _COMMAND_LINE.sub(r"\1&#58;", xml).encode("utf-8")
 
 
 def _test_case(factory: type, suite: str, case: CaseReport) -> object:
@@ -38,6 +44,6 @@ def _test_case(factory: type, suite: str, case: CaseReport) -> object:
     elif not case.passed:
         failing = case.failing_grades
         message = failing[0].check if failing else "no grades"
-        body = "\n".join(f"{g.check}: {g.detail}" for g in failing) or "the case produced no grades"
+        body = "\n".join(case.failure_lines()) or "the case produced no grades"
         tc.add_failure_info(message=xml_safe(message), output=xml_safe(body))
     return tc

@@ -67,7 +67,7 @@ def render_markdown(report: SuiteReport) -> str:
             body = case.error
             label = "run error"
         else:
-            body = "\n".join(f"{g.check}: {g.detail}" for g in case.failing_grades)
+            body = "\n".join(case.failure_lines())
             label = f"{len(case.failing_grades)} failing check(s)"
         lines += [
             "<details>",

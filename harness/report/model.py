@@ -62,6 +62,10 @@ class CaseReport(msgspec.Struct, kw_only=True):
     def failing_grades(self) -> list[Grade]:
         return [g for g in self.grades if not g.passed]
 
+    def failure_lines(self) -> list[str]:
+        """Each failing check with what was observed, as every report shows it."""
+        return [f"{g.check}: {g.detail}" for g in self.failing_grades]
+
 
 class Totals(msgspec.Struct):
     cases: int

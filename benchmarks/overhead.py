@@ -1,6 +1,6 @@
 """Harness overhead against the bare OpenAI Agents SDK loop, measured in one process.
 
-    python benchmarks/overhead.py [-n 1000] [--rounds 3]
+    python benchmarks/overhead.py [-n 1000] [--rounds 5]
 
 Both sides replay the same N cases (the regression suite's fixtures, repeated under fresh
 ids) through the SDK's real `Runner` with tracing off. The bare side is the minimum a
@@ -8,8 +8,10 @@ scripted test needs: a `Model` that pops canned responses and tools that compute
 with the same tool definitions the harness gives its agent (so both run the same agent).
 The harness side is `run_suite`: admission of every fixture, a fresh agent, backend,
 registry and workspace per case, recording, grading and the suite report. Prints both
-times, the ratio (target <= 1.10), peak traced memory of each, and the time of
-`zeroclaw eval --help` (target < 150 ms), which must not import an agent framework.
+times, the ratio (target <= 1.10) as best-of-rounds and as the median and spread of the
+per-round ratios (rounds are interleaved, so each pair ran under the same conditions),
+peak traced memory of each, and the time of `zeroclaw eval --help` (target < 150 ms),
+which must not import an agent framework.
 """
 
 from __future__ import annotations
@@ -190,7 +192,7 @@ def time_help(repeats: int = 15) -> tuple[float, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=1000, help="number of cases (default 1000)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per side")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per side")
     parser.add_argument("--suite", type=Path, default=SUITE, help="fixtures to cycle over")
     args = parser.parse_args()
 
@@ -213,10 +215,15 @@ def main() -> None:
 
     help_time, imports_framework = time_help()
     ratio = harness_best / bare_best
+    paired = sorted(h / b for b, h in zip(bare_times, harness_times, strict=True))
     print(f"cases: {args.n}, rounds: {args.rounds} (best of each)")
     print(f"bare SDK loop:  {bare_best:8.3f} s  ({bare_best / args.n * 1e3:.3f} ms/case)")
     print(f"run_suite:      {harness_best:8.3f} s  ({harness_best / args.n * 1e3:.3f} ms/case)")
     print(f"ratio harness/bare: {ratio:.3f}  (target <= 1.10)")
+    print(
+        f"per-round ratios: median {statistics.median(paired):.3f}, "
+        f"range {paired[0]:.3f}..{paired[-1]:.3f}"
+    )
     print(
         f"peak traced memory: bare {bare_peak / 1e6:.1f} MB, harness {harness_peak / 1e6:.1f} MB, "
         f"ratio {harness_peak / bare_peak:.2f}"

@@ -145,10 +145,10 @@ def display_path(path: Path, root: Path) -> str:
     # abspath, not resolve(): no file-system walk per case, and the path the user gave is
     # the one to show (a symlinked suite keeps its own name).
     absolute = os.path.abspath(path)
-    try:
-        return Path(absolute).relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
+    prefix = os.path.join(str(root), "")
+    if absolute.startswith(prefix):
+        return absolute[len(prefix) :].replace(os.sep, "/")
+    return str(path)
 
 
 # How long past its timeout a case may take to honour cancellation before its thread is
@@ -340,14 +340,43 @@ class _CaseTimeout(Exception):
 
 
 async def _within(timeout: float, coro: Coroutine[Any, Any, T]) -> T:
-    # Not asyncio.wait_for: it cannot tell its own timeout from an agent's TimeoutError.
-    task = asyncio.ensure_future(coro)
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
+    """`await coro`, or `_CaseTimeout` once `timeout` passes.
+
+    A timer cancels this very task: per turn that is cheaper than a wrapper task, and unlike
+    `asyncio.wait_for` it tells its own timeout from a TimeoutError the agent raises. A
+    coroutine that ignores the cancellation and blocks is the watchdog's job.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
         task.cancel()
-        await asyncio.wait({task})  # let it unwind; a blocked thread is the watchdog's job
+
+    timer = asyncio.get_running_loop().call_later(timeout, expire)
+    try:
+        result = await coro
+    except asyncio.CancelledError:
+        if not expired:
+            raise
+        _uncancel(task)
+        raise _CaseTimeout from None
+    finally:
+        timer.cancel()
+    if expired:  # the agent swallowed the cancellation and finished anyway: still too late
+        _uncancel(task)
         raise _CaseTimeout
-    return task.result()
+    return result
+
+
+def _uncancel(task: asyncio.Task[Any]) -> None:
+    # Python 3.11+ counts cancellation requests; the task goes on to the next case, so the
+    # one this timeout made must not linger.
+    uncancel = getattr(task, "uncancel", None)
+    if uncancel is not None:
+        uncancel()
 
 
 async def _drive(adapter: AgentAdapter, running: _Running, timeout: float) -> None:

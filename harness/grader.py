@@ -198,7 +198,7 @@ def empty_run_passes(trace: LlmTrace) -> bool:
     if expects is None:
         return True
     if expects.workspace is None:
-        return all(g.passed for g in grade(expects, RunRecord()))
+        return _passes(expects, RunRecord())
     with tempfile.TemporaryDirectory(prefix="zeroclaw-empty-run-") as directory:
         root = Path(directory)
         files = trace.setup.workspace_files if trace.setup is not None else {}
@@ -209,7 +209,18 @@ def empty_run_passes(trace: LlmTrace) -> bool:
                 target.write_text(text, encoding="utf-8")
             except (ToolFailure, OSError):
                 continue  # admission reports bad setup paths; this check judges the rest
-        return all(g.passed for g in grade(expects, RunRecord(), root))
+        return _passes(expects, RunRecord(), root)
+
+
+def _passes(expects: Expects, record: RunRecord, workspace: Path | None = None) -> bool:
+    """Whether every grade passes, stopping at the first that fails; no grades never pass
+    (as `grade`'s backstop decides)."""
+    graded = False
+    for g in _grades(expects, record, workspace):
+        if not g.passed:
+            return False
+        graded = True
+    return graded
 
 
 # --- workspace -----------------------------------------------------------------------------

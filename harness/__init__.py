@@ -1,8 +1,8 @@
 """zeroclaw-eval: an evaluation harness for AI agent loops.
 
-The public API; every name here is re-exported from the private module that owns it.
-Names resolve on first use (PEP 562), so `zeroclaw --help` and `import harness` stay fast
-and never import an agent framework.
+The public API; every name here is re-exported from the module that owns it (a name that
+moved keeps working from here). Names resolve on first use (PEP 562), so `zeroclaw --help`
+and `import harness` stay fast and never import an agent framework.
 """
 
 from __future__ import annotations
@@ -11,53 +11,70 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "AdmissionError": "harness.case",
+    "AdmissionError": "harness.problems",
     "AgentAdapter": "harness.agent",
     "AgentContext": "harness.agent",
-    "AgentError": "harness.agent",
+    "AgentError": "harness.agent_registry",
     "AgentSession": "harness.agent",
+    "AgentSurface": "harness.agent",
+    "Attempt": "harness.policy",
+    "BudgetExpects": "harness.expectations.budget",
     "Case": "harness.suite",
-    "CaseReport": "harness.report.model",
+    "CaseReport": "harness.verdict",
     "EvalConfig": "harness.config",
-    "BudgetExpects": "harness.case",
-    "Expects": "harness.case",
-    "Grade": "harness.grader",
-    "LlmTrace": "harness.case",
+    "Evidence": "harness.expectations.base",
+    "ExitCode": "harness.errors",
+    "Expects": "harness.expectations.registry",
+    "FrameworkAdapter": "harness.agent",
+    "Grade": "harness.expectations.base",
+    "HarnessError": "harness.errors",
+    "Kind": "harness.expectations.base",
+    "LlmTrace": "harness.fixture",
     "LoopAdapter": "harness.agent",
-    "Message": "harness.backend",
+    "Message": "harness.model_boundary",
     "Mode": "harness.modes",
-    "ModelBackend": "harness.backend",
-    "ModelBoundary": "harness.backend",
-    "ModelRequest": "harness.backend",
-    "ModelStep": "harness.backend",
-    "Problem": "harness.case",
-    "RecordedCall": "harness.record",
+    "ModelBackend": "harness.model_boundary",
+    "ModelBoundary": "harness.model_boundary",
+    "ModelRequest": "harness.model_boundary",
+    "ModelStep": "harness.model_boundary",
+    "PayloadExpect": "harness.expectations.dispatch_payloads",
+    "Problem": "harness.problems",
+    "RecordedCall": "harness.tool_registry",
     "ReplayBackend": "harness.replay",
     "ReplayDivergence": "harness.replay",
-    "RunRecord": "harness.record",
+    "Reporter": "harness.reporters.base",
+    "RunOptions": "harness.pipeline",
+    "RunRecord": "harness.run_record",
     "SuiteKind": "harness.modes",
-    "SuiteReport": "harness.report.model",
-    "Tool": "harness.tools",
-    "WorkspaceExpects": "harness.case",
-    "ToolCall": "harness.backend",
-    "ToolFailure": "harness.tools",
-    "ToolRegistry": "harness.tools",
-    "ToolSchema": "harness.backend",
-    "builtin_tools": "harness.tools",
-    "empty_run_passes": "harness.grader",
-    "grade": "harness.grader",
+    "SuitePolicy": "harness.policy",
+    "SuiteReport": "harness.verdict",
+    "Tool": "harness.tool_registry",
+    "ToolCall": "harness.model_boundary",
+    "ToolFailure": "harness.tool_registry",
+    "ToolOutcome": "harness.tool_registry",
+    "ToolRegistry": "harness.tool_registry",
+    "ToolSchema": "harness.model_boundary",
+    "WorkspaceExpects": "harness.expectations.workspace_files",
+    "builtin_tools": "harness.builtin_tools",
+    "canonical_arguments": "harness.tool_registry",
+    "empty_run_passes": "harness.admission",
+    "grade": "harness.expectations.registry",
     "load_case": "harness.suite",
     "load_config": "harness.config",
     "load_suite": "harness.suite",
-    "parse_fixture": "harness.case",
-    "resolve_agent": "harness.agent",
-    "run_cases": "harness.runner",
-    "run_suite": "harness.runner",
+    "parse_fixture": "harness.fixture",
+    "policy_for": "harness.policy",
+    "resolve_agent": "harness.agent_registry",
+    "run_cases": "harness.pipeline",
+    "run_suite": "harness.pipeline",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from harness.admission import (
+        empty_run_passes as empty_run_passes,
+    )
     from harness.agent import (
         AgentAdapter as AgentAdapter,
     )
@@ -65,58 +82,25 @@ if TYPE_CHECKING:
         AgentContext as AgentContext,
     )
     from harness.agent import (
-        AgentError as AgentError,
+        AgentSession as AgentSession,
     )
     from harness.agent import (
-        AgentSession as AgentSession,
+        AgentSurface as AgentSurface,
+    )
+    from harness.agent import (
+        FrameworkAdapter as FrameworkAdapter,
     )
     from harness.agent import (
         LoopAdapter as LoopAdapter,
     )
-    from harness.agent import (
+    from harness.agent_registry import (
+        AgentError as AgentError,
+    )
+    from harness.agent_registry import (
         resolve_agent as resolve_agent,
     )
-    from harness.backend import (
-        Message as Message,
-    )
-    from harness.backend import (
-        ModelBackend as ModelBackend,
-    )
-    from harness.backend import (
-        ModelBoundary as ModelBoundary,
-    )
-    from harness.backend import (
-        ModelRequest as ModelRequest,
-    )
-    from harness.backend import (
-        ModelStep as ModelStep,
-    )
-    from harness.backend import (
-        ToolCall as ToolCall,
-    )
-    from harness.backend import (
-        ToolSchema as ToolSchema,
-    )
-    from harness.case import (
-        AdmissionError as AdmissionError,
-    )
-    from harness.case import (
-        BudgetExpects as BudgetExpects,
-    )
-    from harness.case import (
-        Expects as Expects,
-    )
-    from harness.case import (
-        LlmTrace as LlmTrace,
-    )
-    from harness.case import (
-        Problem as Problem,
-    )
-    from harness.case import (
-        WorkspaceExpects as WorkspaceExpects,
-    )
-    from harness.case import (
-        parse_fixture as parse_fixture,
+    from harness.builtin_tools import (
+        builtin_tools as builtin_tools,
     )
     from harness.config import (
         EvalConfig as EvalConfig,
@@ -124,14 +108,62 @@ if TYPE_CHECKING:
     from harness.config import (
         load_config as load_config,
     )
-    from harness.grader import (
+    from harness.errors import (
+        ExitCode as ExitCode,
+    )
+    from harness.errors import (
+        HarnessError as HarnessError,
+    )
+    from harness.expectations.base import (
+        Evidence as Evidence,
+    )
+    from harness.expectations.base import (
         Grade as Grade,
     )
-    from harness.grader import (
-        empty_run_passes as empty_run_passes,
+    from harness.expectations.base import (
+        Kind as Kind,
     )
-    from harness.grader import (
+    from harness.expectations.budget import (
+        BudgetExpects as BudgetExpects,
+    )
+    from harness.expectations.dispatch_payloads import (
+        PayloadExpect as PayloadExpect,
+    )
+    from harness.expectations.registry import (
+        Expects as Expects,
+    )
+    from harness.expectations.registry import (
         grade as grade,
+    )
+    from harness.expectations.workspace_files import (
+        WorkspaceExpects as WorkspaceExpects,
+    )
+    from harness.fixture import (
+        LlmTrace as LlmTrace,
+    )
+    from harness.fixture import (
+        parse_fixture as parse_fixture,
+    )
+    from harness.model_boundary import (
+        Message as Message,
+    )
+    from harness.model_boundary import (
+        ModelBackend as ModelBackend,
+    )
+    from harness.model_boundary import (
+        ModelBoundary as ModelBoundary,
+    )
+    from harness.model_boundary import (
+        ModelRequest as ModelRequest,
+    )
+    from harness.model_boundary import (
+        ModelStep as ModelStep,
+    )
+    from harness.model_boundary import (
+        ToolCall as ToolCall,
+    )
+    from harness.model_boundary import (
+        ToolSchema as ToolSchema,
     )
     from harness.modes import (
         Mode as Mode,
@@ -139,11 +171,29 @@ if TYPE_CHECKING:
     from harness.modes import (
         SuiteKind as SuiteKind,
     )
-    from harness.record import (
-        RecordedCall as RecordedCall,
+    from harness.pipeline import (
+        RunOptions as RunOptions,
     )
-    from harness.record import (
-        RunRecord as RunRecord,
+    from harness.pipeline import (
+        run_cases as run_cases,
+    )
+    from harness.pipeline import (
+        run_suite as run_suite,
+    )
+    from harness.policy import (
+        Attempt as Attempt,
+    )
+    from harness.policy import (
+        SuitePolicy as SuitePolicy,
+    )
+    from harness.policy import (
+        policy_for as policy_for,
+    )
+    from harness.problems import (
+        AdmissionError as AdmissionError,
+    )
+    from harness.problems import (
+        Problem as Problem,
     )
     from harness.replay import (
         ReplayBackend as ReplayBackend,
@@ -151,17 +201,11 @@ if TYPE_CHECKING:
     from harness.replay import (
         ReplayDivergence as ReplayDivergence,
     )
-    from harness.report.model import (
-        CaseReport as CaseReport,
+    from harness.reporters.base import (
+        Reporter as Reporter,
     )
-    from harness.report.model import (
-        SuiteReport as SuiteReport,
-    )
-    from harness.runner import (
-        run_cases as run_cases,
-    )
-    from harness.runner import (
-        run_suite as run_suite,
+    from harness.run_record import (
+        RunRecord as RunRecord,
     )
     from harness.suite import (
         Case as Case,
@@ -172,17 +216,29 @@ if TYPE_CHECKING:
     from harness.suite import (
         load_suite as load_suite,
     )
-    from harness.tools import (
+    from harness.tool_registry import (
+        RecordedCall as RecordedCall,
+    )
+    from harness.tool_registry import (
         Tool as Tool,
     )
-    from harness.tools import (
+    from harness.tool_registry import (
         ToolFailure as ToolFailure,
     )
-    from harness.tools import (
+    from harness.tool_registry import (
+        ToolOutcome as ToolOutcome,
+    )
+    from harness.tool_registry import (
         ToolRegistry as ToolRegistry,
     )
-    from harness.tools import (
-        builtin_tools as builtin_tools,
+    from harness.tool_registry import (
+        canonical_arguments as canonical_arguments,
+    )
+    from harness.verdict import (
+        CaseReport as CaseReport,
+    )
+    from harness.verdict import (
+        SuiteReport as SuiteReport,
     )
 
 

@@ -1,4 +1,4 @@
-"""The agent adapter protocol and the registry that resolves an `agent` setting.
+"""The agent adapter protocol: what the runner hands an agent, and what it expects back.
 
 An adapter builds a fresh agent for one case from the harness's model boundary and tool
 registry, runs one user turn at a time through the agent's own loop, and returns the
@@ -7,42 +7,51 @@ turn's final text. The harness never re-implements a framework's loop.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import shutil
-import sys
-import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
-from harness.backend import ModelBoundary
-from harness.case import AgentSurface
-from harness.tools import BUILTIN_TOOL_NAMES, Tool, ToolRegistry, builtin_tools
+from harness.builtin_tools import BUILTIN_TOOL_NAMES, builtin_tools
+from harness.model_boundary import ModelBoundary
+from harness.tool_registry import Tool, ToolRegistry
+from harness.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class AgentSurface:
+    """What admission needs to know about the agent under test: its name and the tools a
+    fixture may script calls to."""
+
+    name: str
+    tools: frozenset[str]
 
 
 class AgentContext:
     """What an adapter gets for one case; everything in it is fresh for that case.
 
-    The workspace is a private temporary directory, created on first use (most replay
-    cases never touch it) and removed by the runner after grading.
+    `workspace` is the case's private temporary directory, created on first use (most
+    replay cases never touch it) and removed by the runner after grading.
     """
 
-    def __init__(self, case_id: str, model: ModelBoundary, tools: ToolRegistry) -> None:
+    def __init__(
+        self,
+        case_id: str,
+        model: ModelBoundary,
+        tools: ToolRegistry,
+        workspace: Workspace | None = None,
+    ) -> None:
         self.case_id = case_id
         self.model = model
         self.tools = tools
-        self._workspace: Path | None = None
+        self.case_workspace = workspace if workspace is not None else Workspace()
 
     @property
     def workspace(self) -> Path:
-        if self._workspace is None:
-            self._workspace = Path(tempfile.mkdtemp(prefix="zeroclaw-eval-"))
-        return self._workspace
+        return self.case_workspace.root
 
     def remove_workspace(self) -> None:
-        if self._workspace is not None:
-            shutil.rmtree(self._workspace, ignore_errors=True)
+        self.case_workspace.remove()
 
 
 @runtime_checkable
@@ -107,19 +116,6 @@ class FrameworkAdapter(Generic[A]):
         raise NotImplementedError
 
 
-class AgentError(Exception):
-    """The `agent` setting cannot be resolved to an adapter."""
-
-
-# Built-in adapters, imported only when chosen so that importing the harness never imports
-# an agent framework.
-BUILTIN_AGENTS: dict[str, str] = {
-    "openai-agents": "harness.agents.openai_agents:OpenAIAgentsAdapter",
-    "pydantic-ai": "harness.agents.pydantic_ai:PydanticAIAdapter",
-}
-DEFAULT_AGENT = "openai-agents"
-
-
 class LoopAdapter:
     """A user's own loop: `factory(context)` returns an `AgentSession`."""
 
@@ -138,93 +134,3 @@ class LoopAdapter:
                 "which has no run_turn(user_input) method"
             )
         return session
-
-
-def resolve_agent(spec: str) -> AgentAdapter:
-    """An adapter for `spec`: a built-in name, or `module:attribute` of the user's code.
-
-    The attribute may be an `AgentAdapter` (or a class of one), or a factory taking an
-    `AgentContext` and returning an `AgentSession`.
-    """
-    spec = spec.strip()
-    if spec in BUILTIN_AGENTS:
-        target = _import(BUILTIN_AGENTS[spec], spec)
-        return target()  # type: ignore[no-any-return]
-    framework, _, user = spec.partition(":")
-    if framework in BUILTIN_AGENTS and user:
-        # `framework:module:factory`: the user's own agent of a supported framework.
-        adapter_class = _import(BUILTIN_AGENTS[framework], framework)
-        built = _import(user, spec)
-        factory = built if callable(built) and not _is_agent_object(built) else lambda: built
-        adapter = adapter_class(factory=factory, spec=user)
-        # Build the user's agent once now (its tool names are needed for admission anyway):
-        # a factory that raises or returns the wrong type is a clear error, not a traceback.
-        try:
-            adapter.tool_names()
-        except Exception as exc:
-            raise AgentError(f"agent {spec!r}: {type(exc).__name__}: {exc}") from None
-        return adapter  # type: ignore[no-any-return]
-    if ":" not in spec:
-        known = ", ".join(sorted(BUILTIN_AGENTS))
-        raise AgentError(
-            f"unknown agent {spec!r}: use a built-in agent ({known}) or 'module:factory'"
-        )
-    target = _import(spec, spec)
-    if inspect.isclass(target):
-        try:
-            instance = target()
-        except Exception as exc:
-            raise AgentError(f"agent {spec!r}: {target.__name__}() failed: {exc}") from None
-        if isinstance(instance, AgentAdapter):
-            return instance
-        raise AgentError(f"agent {spec!r}: class {target.__name__} is not an AgentAdapter")
-    if isinstance(target, AgentAdapter):
-        return target
-    if callable(target):
-        return LoopAdapter(spec, target)
-    raise AgentError(f"agent {spec!r}: {type(target).__name__} is neither an adapter nor callable")
-
-
-def _is_agent_object(value: Any) -> bool:
-    # A framework agent instance given directly instead of a factory (SDK agents are not
-    # callable; pydantic-ai agents are not either, but guard by module to be explicit).
-    module = type(value).__module__
-    return module.startswith(("agents.", "pydantic_ai."))
-
-
-def _import(path: str, spec: str) -> Any:
-    module_name, _, attr = path.rpartition(":")
-    if not module_name or not attr:
-        raise AgentError(f"agent {spec!r}: expected 'module:attribute'")
-    # Console scripts do not put the working directory on sys.path; a project's own
-    # agent module lives there.
-    cwd = str(Path.cwd())
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        hint = ""
-        if spec in BUILTIN_AGENTS:
-            hint = f" (install the extra: pip install 'zeroclaw-eval[{spec}]')"
-        raise AgentError(f"agent {spec!r}: cannot import {module_name}: {exc}{hint}") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from None
-
-
-def agent_surface(adapter: AgentAdapter) -> AgentSurface:
-    """The adapter's name and the tools a fixture may script calls to: `tool_names()` when
-    the adapter has one (an agent bringing its own tools), else its registered tools."""
-    names = getattr(adapter, "tool_names", None)
-    tools = names() if callable(names) else frozenset(t.name for t in adapter.tools())
-    return AgentSurface(adapter.name, frozenset(tools))
-
-
-def surface_of(spec: str) -> AgentSurface:
-    """What admission needs of `spec`, without importing a built-in agent's framework."""
-    spec = spec.strip()
-    if spec in BUILTIN_AGENTS:
-        return AgentSurface(spec, BUILTIN_TOOL_NAMES)
-    return agent_surface(resolve_agent(spec))

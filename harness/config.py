@@ -11,12 +11,11 @@ from typing import Annotated, Any
 import msgspec
 import tomli
 
-from harness.agent import DEFAULT_AGENT
-from harness.case import COMMAND_TOOL_REFUSAL
+from harness.builtin_tools import COMMAND_TOOL_REFUSAL, LIVE_DEFAULT_TOOLS, runs_commands
+from harness.defaults import DEFAULT_AGENT, DEFAULT_CASE_TIMEOUT, DEFAULT_SUITE_DIR
+from harness.errors import HarnessError
 from harness.modes import Mode
-from harness.tools import runs_commands
-
-DEFAULT_SUITE_DIR = "evals/regression"
+from harness.validation import faults
 
 
 class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -24,7 +23,9 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     mode: Mode = "replay"
     agent: str = DEFAULT_AGENT
     # Bounded by what the platform can wait for: `inf` would make every case's wait overflow.
-    case_timeout_secs: Annotated[float, msgspec.Meta(gt=0, le=threading.TIMEOUT_MAX)] = 120.0
+    case_timeout_secs: Annotated[float, msgspec.Meta(gt=0, le=threading.TIMEOUT_MAX)] = (
+        DEFAULT_CASE_TIMEOUT
+    )
     # Live mode: an OpenAI-compatible Chat Completions endpoint. The key itself is never
     # configured here, only the name of the environment variable that holds it.
     live_base_url: str = ""
@@ -32,7 +33,7 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     live_api_key_env: str = "OPENAI_API_KEY"
     # The built-in tools a live case may use (its `tools` narrows this further). All of
     # them are sandboxed to the case workspace; command-running tools are never allowed.
-    live_allowed_tools: tuple[str, ...] = ("echo", "read_file", "write_file", "list_files")
+    live_allowed_tools: tuple[str, ...] = LIVE_DEFAULT_TOOLS
 
 
 def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:
@@ -47,8 +48,8 @@ def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:
     return missing
 
 
-class ConfigError(Exception):
-    pass
+class ConfigError(HarnessError):
+    """The configuration file or table cannot be used; the message names file and key."""
 
 
 @dataclass(frozen=True)
@@ -109,15 +110,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _validate(table: Any, where: str) -> EvalConfig:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table")
-    try:
-        config = msgspec.convert(table, EvalConfig, strict=True)
-    except msgspec.ValidationError as exc:
-        message = str(exc)
-        if message.startswith("Object contains unknown field"):
-            key = message.split("`")[1]
-            known = ", ".join(f.name for f in msgspec.structs.fields(EvalConfig))
-            raise ConfigError(f"{where}: unknown key {key!r} (known keys: {known})") from None
-        raise ConfigError(f"{where}: {message.replace(' - at `$', ' at `eval')}") from None
+    found = faults(table, EvalConfig, root="eval")
+    if found:
+        first = found[0]
+        key = first.path.removeprefix("eval.")
+        if first.message.startswith("unknown key"):
+            raise ConfigError(
+                f"{where}: {first.message.replace('unknown key', f'unknown key {key!r}', 1)}"
+            )
+        raise ConfigError(f"{where}: {first.message} at `{first.path}`")
+    config = msgspec.convert(table, EvalConfig, strict=True)
     for i, name in enumerate(config.live_allowed_tools):
         if not name.strip():
             raise ConfigError(f"{where}: live_allowed_tools[{i}]: empty tool name")

@@ -17,40 +17,36 @@ Imported only in live mode: the HTTP client is the one the agent frameworks alre
 from __future__ import annotations
 
 import asyncio
-import email.utils
+import dataclasses
 import json
 import math
 import random
 import re
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from harness.backend import (
-    Message,
-    ModelRequest,
-    ModelStep,
-    ProviderFailure,
-    ToolCall,
-    ToolSchema,
+from harness.chat_completions import (
+    Malformed,
+    excerpt,
+    one_line,
+    parse_retry_after,
+    request_body,
+    shape_problem,
+    to_step,
 )
 from harness.config import EvalConfig, live_missing
+from harness.deadline import DeadlineExceeded, within
+from harness.model_boundary import ModelRequest, ModelStep, ProviderFailure
 
 if TYPE_CHECKING:
     from harness.suite import Case
 
-T = TypeVar("T")
-
 DEFAULT_CALL_TIMEOUT = 60.0
 # Statuses worth another attempt: the provider is busy, rate-limiting, or broken for now.
 RETRYABLE_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
-# The key of the arguments dict that carries a tool call's arguments when the provider sent
-# something that is not a JSON object (see `_parse_arguments`).
-INVALID_ARGUMENTS_KEY = "_invalid_json_arguments"
-_EXCERPT_CHARS = 300
 _MASK = "***"
 
 
@@ -124,8 +120,9 @@ Sleep = Callable[[float], Awaitable[None]]
 class LiveBackend:
     """A `ModelBackend` over an OpenAI-compatible Chat Completions endpoint.
 
-    `attempts` counts HTTP requests sent, `retries` the attempts that repeated a failed one,
-    `calls` the model steps answered. `sleep`, `rng` and `transport` are for tests.
+    `attempts` counts HTTP requests sent, `retries` the attempts that repeated a failed one
+    (the model boundary counts the steps answered). `sleep`, `rng` and `transport` are for
+    tests.
     """
 
     def __init__(
@@ -141,22 +138,15 @@ class LiveBackend:
         self._rng = rng or random.Random()
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
-        self.calls = 0
         self.attempts = 0
         self.retries = 0
 
     def __repr__(self) -> str:
         s = self.settings
         return (
-            f"LiveBackend(base_url={s.base_url!r}, model={s.model!r}, calls={self.calls}, "
+            f"LiveBackend(base_url={s.base_url!r}, model={s.model!r}, "
             f"attempts={self.attempts}, retries={self.retries})"
         )
-
-    def start_turn(self, index: int) -> None:
-        pass
-
-    def end_turn(self, index: int) -> None:
-        pass
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""
@@ -189,9 +179,7 @@ class LiveBackend:
                     attempts=attempt,
                 )
             else:
-                step = self._parse(outcome, attempt)
-                self.calls += 1
-                return step
+                return self._parse(outcome, attempt)
             if attempt == s.max_attempts:
                 break
             self.retries += 1
@@ -219,10 +207,10 @@ class LiveBackend:
             "User-Agent": "zeroclaw-eval",
         }
         try:
-            return await _within(
+            return await within(
                 s.call_timeout, self._http().post(s.endpoint, json=payload, headers=headers)
             )
-        except (_CallTimeout, httpx.TimeoutException):
+        except (DeadlineExceeded, httpx.TimeoutException):
             return f"timed out after {s.call_timeout:g}s waiting for the provider"
         except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
             problem = f"connection error ({type(exc).__name__}: {exc})"
@@ -231,11 +219,11 @@ class LiveBackend:
             raise ProviderError(
                 self._scrub(
                     f"model call to {s.endpoint} failed (not retried; attempt {attempt}): "
-                    f"{_one_line(problem)}"
+                    f"{one_line(problem)}"
                 ),
                 attempts=attempt,
             ) from None
-        return self._scrub(_one_line(problem))
+        return self._scrub(one_line(problem))
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -265,51 +253,21 @@ class LiveBackend:
             document = None
             problem = "a body that is not JSON"
         else:
-            problem = _shape_problem(document)
+            problem = shape_problem(document)
         if problem is None:
             try:
-                return self._to_step(document)
-            except _Malformed as exc:
+                return to_step(document, self._scrub, f"call_{self.attempts - 1}")
+            except Malformed as exc:
                 problem = str(exc)
         raise ProviderError(
             self._scrub(
                 f"model call to {self.settings.endpoint} (model {self.settings.model!r}) "
                 f"got a malformed response (HTTP {response.status_code}, attempt {attempt}, "
-                f"not retried): {problem}: {_excerpt(self._scrub(response.text))}"
+                f"not retried): {problem}: {excerpt(self._scrub(response.text))}"
             ),
             status=response.status_code,
             attempts=attempt,
         )
-
-    def _to_step(self, document: dict[str, Any]) -> ModelStep:
-        message = document["choices"][0]["message"]
-        usage = document.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
-        raw_calls = message.get("tool_calls") or []
-        if not isinstance(raw_calls, list):
-            raise _Malformed("choices[0].message.tool_calls is not a list")
-        calls = tuple(self._tool_call(raw, i) for i, raw in enumerate(raw_calls))
-        return ModelStep(
-            text=self._scrub(_content_text(message.get("content"))),
-            tool_calls=calls,
-            input_tokens=_count(usage.get("prompt_tokens")),
-            output_tokens=_count(usage.get("completion_tokens")),
-        )
-
-    def _tool_call(self, raw: Any, index: int) -> ToolCall:
-        where = f"choices[0].message.tool_calls[{index}]"
-        function = raw.get("function") if isinstance(raw, dict) else None
-        if not isinstance(function, dict):
-            raise _Malformed(f"{where} has no function object")
-        name = function.get("name")
-        if not isinstance(name, str) or not name:
-            raise _Malformed(f"{where} has no function name")
-        call_id = raw.get("id")
-        if not isinstance(call_id, str) or not call_id:
-            # Some local servers omit ids; tool results still need one to pair with.
-            call_id = f"call_{self.calls}_{index}"
-        arguments = _scrub_value(_parse_arguments(function.get("arguments")), self._scrub)
-        return ToolCall(call_id, name, arguments)
 
     # --- text ---------------------------------------------------------------------------
 
@@ -325,7 +283,7 @@ class LiveBackend:
     def _describe(self, response: httpx.Response) -> str:
         reason = response.reason_phrase
         status = f"HTTP {response.status_code}{' ' + reason if reason else ''}"
-        body = _excerpt(self._scrub(response.text))
+        body = excerpt(self._scrub(response.text))
         return f"{status}: {body}" if body else f"{status} (empty body)"
 
     def _hint(self, status: int) -> str:
@@ -346,196 +304,28 @@ def live_backend_factory(settings: LiveSettings, **options: Any) -> Callable[[Ca
     return factory
 
 
-# --- the request -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LiveProvider:
+    """What a live run needs of its configuration: a backend per case, the built-in tools
+    a case may use, and the secret no output may hold."""
+
+    backend: Callable[[Case], LiveBackend]
+    allowed_tools: frozenset[str]
+    secret: str = field(repr=False)
 
 
-def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
-    """The Chat Completions JSON body for a neutral request."""
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": [_message(m) for m in request.messages],
-    }
-    if request.tools:
-        body["tools"] = [_tool(t) for t in request.tools]
-    return body
+def provider_from_config(
+    config: EvalConfig, environ: Mapping[str, str], turn_timeout: float
+) -> LiveProvider:
+    """The provider of a live run, or a `ProviderError` saying exactly what is missing.
 
-
-def _message(message: Message) -> dict[str, Any]:
-    if message.role == "tool":
-        return {
-            "role": "tool",
-            "tool_call_id": message.tool_call_id or "",
-            "content": message.content,
-        }
-    if message.role == "assistant" and message.tool_calls:
-        return {
-            "role": "assistant",
-            "content": message.content or None,
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
-                    },
-                }
-                for call in message.tool_calls
-            ],
-        }
-    return {"role": message.role, "content": message.content}
-
-
-def _tool(tool: ToolSchema) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
-    }
-
-
-# --- the response ------------------------------------------------------------------------
-
-
-class _Malformed(Exception):
-    pass
-
-
-def _shape_problem(document: Any) -> str | None:
-    """Why `document` is not a chat completion, or None when it is one."""
-    if not isinstance(document, dict):
-        return "the JSON body is not an object"
-    choices = document.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return "no choices in the body"
-    first = choices[0]
-    if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
-        return "choices[0] has no message object"
-    return None
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: keep the text ones
-        return "".join(
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    raise _Malformed(f"choices[0].message.content is a {type(content).__name__}")
-
-
-def _parse_arguments(raw: Any) -> dict[str, Any]:
-    """A tool call's arguments as a dict.
-
-    Chat Completions sends them as a JSON string. When that string is not a JSON object, the
-    raw text is kept as `{"_invalid_json_arguments": raw}`: the tool then fails visibly on
-    arguments it does not know, and the record shows what the model sent, rather than the
-    tool silently running with `{}`. An absent or blank string means no arguments (some
-    servers send "" for tools without parameters); a dict is taken as it is (some servers
-    send one).
-    """
-    if raw is None:
-        return {}
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        if not raw.strip():
-            return {}
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            return parsed
-        return {INVALID_ARGUMENTS_KEY: raw}
-    return {INVALID_ARGUMENTS_KEY: json.dumps(raw)}
-
-
-def _scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {
-            scrub(k) if isinstance(k, str) else k: _scrub_value(v, scrub) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_scrub_value(v, scrub) for v in value]
-    return value
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds the server asked to wait: `retry-after-ms`, or `Retry-After` as seconds or an
-    HTTP-date; None when absent or unreadable. Never negative."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        seconds = _number(millis)
-        if seconds is not None:
-            return seconds / 1000.0
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    seconds = _number(value)
-    if seconds is not None:
-        return seconds
+    `turn_timeout` is the run's per-turn timeout (`--timeout`, else case_timeout_secs): no
+    model call waits longer than a turn may take, nor gives up sooner than the run allows."""
     try:
-        when = email.utils.parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    delta = (when - (now or datetime.now(timezone.utc))).total_seconds()
-    return max(0.0, delta)
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return max(0.0, value) if math.isfinite(value) else None
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _excerpt(text: str) -> str:
-    text = _one_line(text)
-    return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1] + "…"
-
-
-# --- the per-call bound ------------------------------------------------------------------
-
-
-class _CallTimeout(Exception):
-    pass
-
-
-async def _within(timeout: float, coro: Coroutine[Any, Any, T]) -> T:
-    """`coro`'s result, or `_CallTimeout` once `timeout` seconds pass: a bound on the whole
-    call (httpx's own timeouts bound each phase, not a body trickling in). Cancelling the
-    caller cancels the call."""
-    task = asyncio.ensure_future(coro)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=timeout)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if not done:
-        task.cancel()
-        await asyncio.wait({task})
-        if not task.cancelled():
-            task.exception()  # retrieved, so asyncio does not log it as never retrieved
-        raise _CallTimeout
-    return task.result()
+        settings = LiveSettings.from_config(config, environ)
+    except ProviderError as exc:
+        raise ProviderError(f"live mode: {exc}") from None
+    settings = dataclasses.replace(settings, call_timeout=min(DEFAULT_CALL_TIMEOUT, turn_timeout))
+    return LiveProvider(
+        live_backend_factory(settings), frozenset(config.live_allowed_tools), settings.api_key
+    )

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections import deque
 
-from harness.backend import ModelRequest, ModelStep, ToolCall, summarize_request
-from harness.case import LlmTrace, Response, TextResponse
+from harness.fixture import LlmTrace, Response, TextResponse
+from harness.model_boundary import Divergence, ModelRequest, ModelStep, ToolCall
 
 
-class ReplayDivergence(Exception):
+class ReplayDivergence(Divergence):
     """The agent and the script parted: it asked for more steps, or left some unused."""
 
 
 class ReplayBackend:
-    """One FIFO queue of scripted steps per turn; a request never borrows from another turn."""
+    """One FIFO queue of scripted steps per turn; a request never borrows from another turn.
+
+    Its divergence errors name the case and the turn; the model boundary adds the last
+    request the agent made."""
 
     def __init__(self, trace: LlmTrace) -> None:
         self._case = trace.case_id
@@ -21,19 +24,18 @@ class ReplayBackend:
             deque(_to_step(step.response) for step in (turn.steps or ())) for turn in trace.turns
         ]
         self._turn = -1
-        self._last_request: ModelRequest | None = None
 
     async def respond(self, request: ModelRequest) -> ModelStep:
-        self._last_request = request
         if not 0 <= self._turn < len(self._queues):
             raise ReplayDivergence(
-                f"case {self._case!r}: model requested outside any scripted turn"
+                f"case {self._case!r}: model requested outside any scripted turn",
+                show_request=False,
             )
         queue = self._queues[self._turn]
         if not queue:
             raise ReplayDivergence(
                 f"case {self._case!r}: turn {self._turn} requested more model responses than "
-                f"the trace scripts; the last request was:\n{summarize_request(request)}"
+                "the trace scripts"
             )
         return queue.popleft()
 
@@ -41,7 +43,8 @@ class ReplayBackend:
         if index != self._turn + 1 or index >= len(self._queues):
             raise ReplayDivergence(
                 f"case {self._case!r}: turn {index} started out of order "
-                f"(replay cursor at turn {self._turn}, {len(self._queues)} turn(s) scripted)"
+                f"(replay cursor at turn {self._turn}, {len(self._queues)} turn(s) scripted)",
+                show_request=False,
             )
         self._turn = index
 
@@ -50,8 +53,7 @@ class ReplayBackend:
         if left:
             raise ReplayDivergence(
                 f"case {self._case!r}: turn {index} scripted {left} step(s) the agent never "
-                f"requested (the trace over-specifies this turn); the last request was:\n"
-                f"{summarize_request(self._last_request)}"
+                "requested (the trace over-specifies this turn)"
             )
 
 

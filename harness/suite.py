@@ -7,16 +7,11 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.case import (
-    AdmissionError,
-    AgentSurface,
-    LlmTrace,
-    Problem,
-    check_trace,
-    parse_fixture,
-)
-from harness.grader import empty_run_passes
+from harness.admission import admit
+from harness.agent import AgentSurface
+from harness.fixture import LlmTrace, located, parse_fixture
 from harness.modes import Mode
+from harness.problems import AdmissionError, Problem
 
 MAX_FIXTURE_BYTES = 1 << 20
 
@@ -105,18 +100,9 @@ def load_case(path: Path, mode: Mode, agent: AgentSurface) -> Case:
     """Admit one fixture or raise `AdmissionError` with every problem in it."""
     text = read_fixture(path)
     trace = parse_fixture(text, str(path))
-    problems = check_trace(trace, str(path), mode, agent)
-    if not problems and empty_run_passes(trace):
-        problems.append(
-            Problem(
-                str(path),
-                "$.expects",
-                "every check passes against an empty run (no response, no tool calls): "
-                "add a check only a working agent satisfies",
-            )
-        )
+    problems = admit(trace, str(path), mode, agent)
     if problems:
-        raise AdmissionError(problems)
+        raise AdmissionError(located(problems, text))
     return Case(trace, path, text)
 
 
@@ -146,16 +132,15 @@ def _identity_problems(cases: list[Case]) -> list[Problem]:
     for case in cases:
         field = "$.id" if case.trace.id is not None else "$.model_name"
         if not case.id.strip():
-            problems.append(Problem(str(case.path), field, "empty case id"))
+            problems += located([Problem(str(case.path), field, "empty case id")], case.text)
         elif case.id in first:
-            problems.append(
-                Problem(
-                    str(case.path),
-                    field,
-                    f"duplicate case id {case.id!r}, also used by {first[case.id]}: "
-                    "one case's result would mask the other's",
-                )
+            problem = Problem(
+                str(case.path),
+                field,
+                f"duplicate case id {case.id!r}, also used by {first[case.id]}: "
+                "one case's result would mask the other's",
             )
+            problems += located([problem], case.text)
         else:
             first[case.id] = case.path
     return problems

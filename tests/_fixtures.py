@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from harness.case import AdmissionError, AgentSurface, Problem
+from harness.agent import AgentSurface
+from harness.builtin_tools import BUILTIN_TOOL_NAMES
 from harness.modes import Mode
+from harness.problems import AdmissionError, Problem
 from harness.suite import Case, load_case
-from harness.tools import BUILTIN_TOOL_NAMES
 
 # The original harness's fixtures live beside the repository; they are read in place, never
 # copied into it.

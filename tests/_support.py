@@ -16,12 +16,14 @@ from typing import Any
 
 import msgspec
 
-from harness.agent import AgentContext
-from harness.backend import ModelRequest
-from harness.case import AgentSurface, Expects, LlmTrace, parse_fixture
-from harness.record import RecordedCall, RunRecord
+from harness.agent import AgentContext, AgentSurface
+from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.expectations.registry import Expects
+from harness.fixture import LlmTrace, parse_fixture
+from harness.model_boundary import ModelRequest
+from harness.run_record import RunRecord
 from harness.suite import Case
-from harness.tools import BUILTIN_TOOL_NAMES
+from harness.tool_registry import RecordedCall
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "zeroclaw"

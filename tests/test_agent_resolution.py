@@ -10,19 +10,12 @@ from types import SimpleNamespace
 import pytest
 from _fixtures import refusal, replay_trace, write_fixture, write_module
 
-from harness.agent import (
-    AgentAdapter,
-    AgentError,
-    LoopAdapter,
-    agent_surface,
-    resolve_agent,
-    surface_of,
-)
-from harness.case import AgentSurface
-from harness.tools import BUILTIN_TOOL_NAMES
+from harness.agent import AgentAdapter, AgentSurface, LoopAdapter
+from harness.agent_registry import AgentError, agent_surface, resolve_agent, surface_of
+from harness.builtin_tools import BUILTIN_TOOL_NAMES
 
 USER_MODULE = """\
-from harness.tools import Tool
+from harness import Tool
 
 
 class Session:

@@ -21,14 +21,10 @@ from _fixtures import (
     write_fixture,
 )
 
-from harness.case import (
-    AgentSurface,
-    Expects,
-    LlmTrace,
-    PayloadExpect,
-    TextResponse,
-    ToolCallsResponse,
-)
+from harness.agent import AgentSurface
+from harness.expectations.dispatch_payloads import PayloadExpect
+from harness.expectations.registry import Expects
+from harness.fixture import LlmTrace, TextResponse, ToolCallsResponse
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -178,6 +174,21 @@ def test_unreadable_file(tmp_path: Path) -> None:
 # --- 2. unknown keys at every level ------------------------------------------------------
 
 
+def test_every_schema_fault_is_listed_not_only_the_first(tmp_path: Path) -> None:
+    # A misspelt key is both unknown and leaves its required key missing; a wrong type
+    # elsewhere in the same fixture is listed too.
+    def mutation(d: dict[str, Any]) -> None:
+        d["expects"]["tool_results_contain"] = [{"tool": "echo", "neddle": "hello"}]
+        d["model_name"] = 3
+
+    problems = refusal(write_fixture(tmp_path, "case.json", mutated(mutation)))
+    assert [(p.field, p.message) for p in problems] == [
+        ("$.model_name", "Expected `str`, got `int`"),
+        ("$.expects.tool_results_contain[0].neddle", "unknown key (did you mean needle?)"),
+        ("$.expects.tool_results_contain[0].needle", "missing required key"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("mutation", "field", "message"),
     [
@@ -260,7 +271,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
             lambda d: d["expects"].update(
                 tool_results_contain=[
                     {"tool": "echo", "needle": "hello"},
-                    {"tool": "echo", "neddle": "hello"},
+                    {"tool": "echo", "needle": "hello", "neddle": "hello"},
                 ]
             ),
             "$.expects.tool_results_contain[1].neddle",

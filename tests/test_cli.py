@@ -394,7 +394,7 @@ def test_eval_help_works(tmp_path: Path) -> None:
 def test_importing_harness_does_not_import_an_agent_framework(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "import harness, harness.cli, harness.runner, harness.report.json\n"
+        "import harness, harness.cli, harness.runner, harness.reporters.registry\n"
         "for name in harness.__all__:\n"
         "    getattr(harness, name)\n"
         "leaked = sorted(m for m in sys.modules if m == 'agents' or m.startswith('agents.'))\n"

@@ -139,7 +139,14 @@ def test_empty_table_is_all_defaults(tmp_path: Path) -> None:
 def test_unknown_key_in_pyproject_names_file_and_key(tmp_path: Path) -> None:
     pyproject = write(tmp_path / "pyproject.toml", '[tool.zeroclaw.eval]\nsuite = "evals"\n')
     assert config_error(cwd=tmp_path) == (
-        f"{pyproject}: [tool.zeroclaw.eval]: unknown key 'suite' ({KNOWN})"
+        f"{pyproject}: [tool.zeroclaw.eval]: unknown key 'suite' (did you mean suite_dir?)"
+    )
+
+
+def test_unknown_key_far_from_any_lists_the_known_keys(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", "[tool.zeroclaw.eval]\nzzz = 1\n")
+    assert config_error(cwd=tmp_path) == (
+        f"{pyproject}: [tool.zeroclaw.eval]: unknown key 'zzz' ({KNOWN})"
     )
 
 
@@ -201,7 +208,9 @@ def test_config_file_ignores_other_tables(tmp_path: Path) -> None:
 
 def test_unknown_key_in_config_file_names_file_and_key(tmp_path: Path) -> None:
     config = write(tmp_path / "eval.toml", '[eval]\nagnet = "openai-agents"\n')
-    assert config_error(config, tmp_path) == f"{config}: [eval]: unknown key 'agnet' ({KNOWN})"
+    assert config_error(config, tmp_path) == (
+        f"{config}: [eval]: unknown key 'agnet' (did you mean agent?)"
+    )
 
 
 def test_tool_table_in_config_file_is_not_eval(tmp_path: Path) -> None:

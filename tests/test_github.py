@@ -15,22 +15,23 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
 import pytest
 from _support import call, fixture, run_cli, text_step, tool_step, turn, write_module, write_suite
 
-from harness.case import Problem
-from harness.grader import Grade
-from harness.record import RunRecord
-from harness.report.github import (
+from harness.agent import AgentSurface
+from harness.expectations.base import Grade
+from harness.problems import AdmissionError, Problem
+from harness.reporters.github import (
     MAX_ANNOTATIONS,
     escape_data,
     escape_property,
-    first_failure,
     problem_command,
     workflow_commands,
-    worst_first,
 )
-from harness.report.model import CaseReport, SuiteReport
+from harness.run_record import RunRecord
+from harness.suite import load_case
+from harness.verdict import CaseReport, SuiteReport
 
 FORGED = "%0A::error::forged"
 
@@ -105,15 +106,11 @@ def test_escape_data_and_property() -> None:
 def graded(case_id: str, fixture: str, passes: int, fails: int, detail: str = "no") -> CaseReport:
     grades = [Grade(f"ok_{i}", True, "fine", "response") for i in range(passes)]
     grades += [Grade(f"check_{i}", False, detail, "response") for i in range(fails)]
-    report = CaseReport.graded(case_id, fixture, grades, RunRecord(final_response="x"))
-    report.line = 7 if fails else None
-    return report
+    return CaseReport.graded(case_id, fixture, grades, RunRecord(final_response="x"), line=7)
 
 
 def errored(case_id: str, message: str = "boom") -> CaseReport:
-    report = CaseReport.errored(case_id, f"evals/regression/{case_id}.json", message, None)
-    report.line = 3
-    return report
+    return CaseReport.errored(case_id, f"evals/regression/{case_id}.json", message, None, line=3)
 
 
 def suite_of(*cases: CaseReport) -> SuiteReport:
@@ -142,11 +139,11 @@ def test_a_forged_message_stays_one_escaped_command() -> None:
 
 
 def test_first_failure_names_the_first_failing_check_or_the_run_error() -> None:
-    assert first_failure(graded("a", "f.json", 2, 1, "why")) == "check_0: why"
-    assert first_failure(graded("a", "f.json", 0, 3, "why")) == (
+    assert graded("a", "f.json", 2, 1, "why").first_failure() == "check_0: why"
+    assert graded("a", "f.json", 0, 3, "why").first_failure() == (
         "check_0: why (+2 more failing check(s))"
     )
-    assert first_failure(errored("e", "it broke\nbadly")) == "run error: it broke\nbadly"
+    assert errored("e", "it broke\nbadly").first_failure() == "run error: it broke\nbadly"
 
 
 def test_worst_first_orders_run_errors_then_lowest_score_keeping_suite_order() -> None:
@@ -160,7 +157,7 @@ def test_worst_first_orders_run_errors_then_lowest_score_keeping_suite_order() -
         errored("err-2"),
         graded("zero-2", "f", 0, 1),
     ]
-    assert [c.id for c in worst_first(suite_of(*cases))] == [
+    assert [c.id for c in suite_of(*cases).worst_first()] == [
         "err-1",
         "err-2",
         "zero-1",
@@ -190,8 +187,7 @@ def test_at_most_ten_errors_and_a_notice_for_the_rest() -> None:
 
 def test_passing_cases_are_never_annotated_and_a_missing_line_is_left_out() -> None:
     assert workflow_commands(suite_of(graded("p", "f.json", 3, 0))) == []
-    unlocated = graded("u", "f.json", 0, 1)
-    unlocated.line = None
+    unlocated = msgspec.structs.replace(graded("u", "f.json", 0, 1), line=None)
     [command] = [parse_command(c) for c in workflow_commands(suite_of(unlocated))]
     assert set(command.properties) == {"file", "title"}
 
@@ -208,17 +204,25 @@ def test_a_huge_message_is_cut_but_stays_well_formed() -> None:
 def test_problem_command_points_at_the_offending_key(tmp_path: Path) -> None:
     path = tmp_path / "d:ir,x" / "bad.json"
     path.parent.mkdir()
-    path.write_text('{\n  "model_name": "m",\n  "expects": {\n    "bogus": 1\n  }\n}', "utf-8")
-    problem = Problem(str(path), "$.expects.bogus", "unknown key\n::error::forged")
+    path.write_text(
+        '{\n  "model_name": "m",\n  "turns": [],\n  "expects": {\n    "bogus": 1\n  }\n}',
+        "utf-8",
+    )
+    # Admission finds the line while it has the text; the command only reads the problem.
+    with pytest.raises(AdmissionError) as refused:
+        load_case(path, "replay", AgentSurface("a", frozenset()))
+    [found] = refused.value.problems
+    assert (found.field, found.line) == ("$.expects.bogus", 5)
+    problem = Problem(str(path), "$.expects.bogus", "unknown key\n::error::forged", found.line)
     [command] = parse_commands(problem_command(problem))
     assert_well_formed(command)
     assert command.name == "error"
     assert command.properties["file"] == str(path)
-    assert command.properties["line"] == "4"
+    assert command.properties["line"] == "5"
     assert command.message == "$.expects.bogus: unknown key\n::error::forged"
     # Not JSON, or no file at all: the file is still named, without a line.
     path.write_text("{ not json", "utf-8")
-    [broken] = parse_commands(problem_command(problem))
+    [broken] = parse_commands(problem_command(Problem(str(path), "$", "not valid JSON")))
     assert broken.properties["file"] == str(path)
     missing = Problem(str(tmp_path / "gone.json"), "$", "cannot read")
     [gone] = parse_commands(problem_command(missing))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from _support import echo_call, expects, fixture, record, recorded, text_step, trace_of, turn
 
-from harness.grader import Grade, empty_run_passes, grade
+from harness.admission import empty_run_passes
+from harness.expectations.base import Grade
+from harness.expectations.registry import grade
 
 
 def only(grades: list[Grade]) -> Grade:

@@ -9,13 +9,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from _support import call, fixture, run_cli, text_step, tool_step, turn, write_suite
 
-from harness.grader import Grade
-from harness.record import RunRecord
-from harness.report.files import HISTORY_SCHEMA, ReportWriteError, append_history
-from harness.report.model import CaseReport, SuiteReport
+from harness.expectations.base import Grade
+from harness.reporters.atomic import ReportWriteError
+from harness.reporters.history import HISTORY_SCHEMA, append_history
+from harness.run_record import RunRecord
+from harness.verdict import CaseReport, SuiteReport
 
 
 def says(model_name: str, reply: str, needles: list[str]) -> dict[str, Any]:
@@ -192,7 +194,8 @@ def test_an_entry_with_unicode_line_separators_is_still_one_line(tmp_path: Path)
     # JSON leaves U+2028, U+0085 and friends raw (ensure_ascii=False); only "\n" ends a line.
     path = tmp_path / "h.jsonl"
     report = report_of("passed", "failed")
-    report.cases[0].id = "odd\u2028id\x85with\x1cseparators"
+    odd = msgspec.structs.replace(report.cases[0], id="odd\u2028id\x85with\x1cseparators")
+    report = msgspec.structs.replace(report, cases=[odd, *report.cases[1:]])
     append_history(path, report)
     assert "(previous 50.0%)" in append_history(path, report_of("passed"))
     lines = path.read_text("utf-8").split("\n")

@@ -15,15 +15,13 @@ from typing import Any
 import pytest
 from _fixtures import admit, lines, live_trace, refusal, replay_trace, write_fixture
 
-from harness.case import (
-    AgentSurface,
-    BudgetExpects,
-    WorkspaceExpects,
-    assertion_count,
-    parse_fixture,
-)
+from harness.agent import AgentSurface
 from harness.config import ConfigError, load_config
-from harness.locate import line_of
+from harness.expectations.budget import BudgetExpects
+from harness.expectations.registry import assertion_count
+from harness.expectations.workspace_files import WorkspaceExpects
+from harness.fixture import parse_fixture
+from harness.json_paths import line_of
 
 COMMAND = (
     "a shell or command-running tool would let the model run anything on this machine; "
@@ -502,7 +500,7 @@ def test_check_a_setup_file_satisfies_alone_is_refused(
 
 NO_BOUND = (
     "declares no bound: an empty budget asserts nothing; set at least one of max_input_tokens, "
-    "max_output_tokens, max_total_tokens, max_llm_calls, max_duration_ms, or remove the block"
+    "max_output_tokens, max_total_tokens, max_duration_ms, max_llm_calls, or remove the block"
 )
 
 

@@ -27,7 +27,10 @@ from _openai_server import (
     tool_reply,
 )
 
-from harness.backend import (
+from harness.chat_completions import INVALID_ARGUMENTS_KEY, parse_retry_after, request_body
+from harness.config import EvalConfig
+from harness.live import LiveBackend, LiveSettings, ProviderError, live_backend_factory
+from harness.model_boundary import (
     Message,
     ModelBoundary,
     ModelRequest,
@@ -35,16 +38,6 @@ from harness.backend import (
     ProviderFailure,
     ToolCall,
     ToolSchema,
-)
-from harness.config import EvalConfig
-from harness.live import (
-    INVALID_ARGUMENTS_KEY,
-    LiveBackend,
-    LiveSettings,
-    ProviderError,
-    live_backend_factory,
-    parse_retry_after,
-    request_body,
 )
 
 KEY = "sk-test-SECRET-zeroclaw-123"
@@ -219,7 +212,8 @@ def test_text_response_with_usage(server: OpenAIServer) -> None:
     server.enqueue(text_reply("Hello!", prompt_tokens=17, completion_tokens=4))
     backend = backend_for(server.base_url)
     assert run(backend) == [ModelStep(text="Hello!", input_tokens=17, output_tokens=4)]
-    assert (backend.calls, backend.attempts, backend.retries) == (1, 1, 0)
+    # One step answered (`run` returned it), from one attempt.
+    assert (backend.attempts, backend.retries) == (1, 0)
 
 
 def test_tool_call_response(server: OpenAIServer) -> None:
@@ -325,7 +319,7 @@ def test_429_with_retry_after_is_honoured_then_succeeds(server: OpenAIServer) ->
     backend = backend_for(server.base_url, sleep)
     assert run(backend)[0].text == "after the wait"
     assert sleep.delays == [2.0]
-    assert (backend.calls, backend.attempts, backend.retries) == (1, 2, 1)
+    assert (backend.attempts, backend.retries) == (2, 1)
     assert len(server.requests) == 2
     assert server.bodies[0] == server.bodies[1]
     server.assert_drained()
@@ -378,7 +372,7 @@ def test_exhaustion_gives_up_after_max_attempts_naming_the_last_error(
     error = fails(backend)
     assert len(server.requests) == 4 and server.pending == 1
     assert (error.status, error.attempts) == (500, 4)
-    assert (backend.attempts, backend.retries, backend.calls) == (4, 3, 0)
+    assert (backend.attempts, backend.retries) == (4, 3)
     text = str(error)
     assert "gave up after 4 attempts" in text
     assert "HTTP 500" in text and "the server had an error" in text

@@ -17,9 +17,12 @@ import msgspec
 import pytest
 from _support import echo_call, expects, fixture, record, text_step, trace_of, turn
 
-from harness.case import Expects, parse_fixture
-from harness.grader import Grade, empty_run_passes, grade, json_equal
-from harness.record import RunRecord
+from harness.admission import empty_run_passes
+from harness.expectations.base import Grade
+from harness.expectations.registry import Expects, grade
+from harness.expectations.response_json import json_equal
+from harness.fixture import parse_fixture
+from harness.run_record import RunRecord
 
 NO_WORKSPACE = "no workspace to inspect"
 ESCAPES = "path escapes workspace"

@@ -11,19 +11,17 @@ from typing import Any
 import msgspec
 from _support import call, fixture, run_cli, text_step, tool_step, turn, write_suite
 
-from harness.grader import Grade
-from harness.record import RunRecord
-from harness.report.json import ReportDocument
-from harness.report.markdown import render_markdown
-from harness.report.model import CaseReport, SuiteReport
+from harness.expectations.base import Grade
+from harness.reporters.json_report import ReportDocument
+from harness.reporters.markdown import render_markdown
+from harness.run_record import RunRecord
+from harness.verdict import CaseReport, SuiteReport
 
 
 def graded(case_id: str, grades: list[Grade], line: int | None = None) -> CaseReport:
-    report = CaseReport.graded(
-        case_id, f"evals/regression/{case_id}.json", grades, RunRecord(final_response="x")
+    return CaseReport.graded(
+        case_id, f"evals/regression/{case_id}.json", grades, RunRecord(final_response="x"), line
     )
-    report.line = line
-    return report
 
 
 def ok(check: str = 'response_contains("hi")') -> Grade:
@@ -35,9 +33,7 @@ def bad(check: str, detail: str) -> Grade:
 
 
 def errored(case_id: str, message: str) -> CaseReport:
-    report = CaseReport.errored(case_id, f"evals/regression/{case_id}.json", message, None)
-    report.line = 4
-    return report
+    return CaseReport.errored(case_id, f"evals/regression/{case_id}.json", message, None, line=4)
 
 
 def suite_of(*cases: CaseReport, kind: str = "regression") -> SuiteReport:

@@ -29,11 +29,12 @@ from _support import (
 )
 
 from harness import AdmissionError, Message, run_cases, run_suite
-from harness.agent import AgentError, agent_surface, resolve_agent
-from harness.case import check_trace, parse_fixture
-from harness.report.model import CaseReport, SuiteReport
+from harness.admission import check_trace
+from harness.agent_registry import AgentError, agent_surface, resolve_agent
+from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.fixture import parse_fixture
 from harness.suite import Case, load_suite
-from harness.tools import BUILTIN_TOOL_NAMES
+from harness.verdict import CaseReport, SuiteReport
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")

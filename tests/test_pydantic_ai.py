@@ -25,9 +25,9 @@ from _support import (
 )
 
 from harness import Message, ToolCall, run_cases, run_suite
-from harness.agent import resolve_agent
-from harness.report.model import CaseReport, SuiteReport
-from harness.tools import BUILTIN_TOOL_NAMES
+from harness.agent_registry import resolve_agent
+from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.verdict import CaseReport, SuiteReport
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from _support import call, fixture, text_step, tool_step, trace_of, turn
 
-from harness.backend import Message, ModelBoundary, ModelRequest, ModelStep, ToolCall
+from harness.model_boundary import Message, ModelBoundary, ModelRequest, ModelStep, ToolCall
 from harness.replay import ReplayBackend, ReplayDivergence
 
 EXPECT = {"response_contains": ["x"]}

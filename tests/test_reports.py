@@ -12,14 +12,16 @@ import pytest
 from _support import fixture, greeting_fixture, text_step, turn, write_suite
 
 from harness import run_suite
-from harness.grader import Grade
-from harness.record import RecordedCall, RunRecord
-from harness.report import files
-from harness.report.files import ReportWriteError, write_atomic
-from harness.report.json import render_json
-from harness.report.junit import render_junit, xml_safe
-from harness.report.model import SCHEMA, CaseReport, SuiteReport, resolve_kind
-from harness.report.table import render_case, render_summary, render_table, use_colour
+from harness.expectations.base import Grade
+from harness.modes import resolve_kind
+from harness.reporters import atomic
+from harness.reporters.atomic import ReportWriteError, write_atomic
+from harness.reporters.json_report import render_json
+from harness.reporters.junit import render_junit, xml_safe
+from harness.reporters.table import render_case, render_summary, render_table, use_colour
+from harness.run_record import RunRecord
+from harness.tool_registry import RecordedCall
+from harness.verdict import SCHEMA, CaseReport, SuiteReport
 
 ESC, NUL = "\x1b", "\x00"
 
@@ -451,7 +453,7 @@ def test_write_atomic_keeps_the_old_file_when_the_rename_fails(
     def refuse(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files.os, "replace", refuse)
+    monkeypatch.setattr(atomic.os, "replace", refuse)
     with pytest.raises(ReportWriteError, match="No space left"):
         write_atomic(target, b"new")
     assert target.read_bytes() == b"old, complete"

@@ -22,9 +22,10 @@ from _support import (
 )
 
 from harness import Message, ModelRequest, run_cases, run_suite
-from harness.agent import AgentContext, resolve_agent
-from harness.report.model import CaseReport, SuiteReport
-from harness.tools import builtin_tools
+from harness.agent import AgentContext
+from harness.agent_registry import resolve_agent
+from harness.builtin_tools import builtin_tools
+from harness.verdict import CaseReport, SuiteReport
 
 # A loop that behaves faithfully unless the user input asks it to misbehave.
 MISBEHAVING_LOOP = (

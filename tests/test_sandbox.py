@@ -19,8 +19,8 @@ from test_live_e2e import KEY, MODEL, tiny_model
 
 from harness import run_suite
 from harness.live import LiveSettings, live_backend_factory
-from harness.record import RecordedCall
-from harness.report.model import CaseReport, SuiteReport
+from harness.tool_registry import RecordedCall
+from harness.verdict import CaseReport, SuiteReport
 
 AGENTS = ("openai-agents", "pydantic-ai")
 FILE_TOOLS = ["read_file", "write_file", "list_files"]

@@ -19,7 +19,7 @@ from _fixtures import (
     write_fixture,
 )
 
-from harness.case import AdmissionError, Problem
+from harness.problems import AdmissionError, Problem
 from harness.suite import MAX_FIXTURE_BYTES, Case, fixture_paths, load_suite
 
 NOT_ROOT = pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")

@@ -8,16 +8,8 @@ from typing import Any
 
 import pytest
 
-from harness.record import RecordedCall
-from harness.tools import (
-    BUILTIN_TOOL_NAMES,
-    Tool,
-    ToolFailure,
-    ToolRegistry,
-    builtin_tools,
-    canonical_arguments,
-    runs_commands,
-)
+from harness.builtin_tools import BUILTIN_TOOL_NAMES, builtin_tools, runs_commands
+from harness.tool_registry import RecordedCall, Tool, ToolFailure, ToolRegistry, canonical_arguments
 
 OBJECT = {"type": "object", "properties": {}}
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from typing import Any
 
 from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, Usage
@@ -22,8 +21,15 @@ from openai.types.responses import (
 )
 
 from harness.agent import AgentContext, FrameworkAdapter
-from harness.backend import Message, ModelBoundary, ModelRequest, Role, ToolCall, ToolSchema
-from harness.tools import Tool, ToolRegistry, canonical_arguments
+from harness.model_boundary import (
+    Message,
+    ModelBoundary,
+    ModelRequest,
+    Role,
+    ToolCall,
+    ToolSchema,
+)
+from harness.tool_registry import Tool, ToolRegistry, canonical_text
 
 
 class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
@@ -97,27 +103,15 @@ def _recording(tool: Any, registry: ToolRegistry) -> Any:
     original = tool.on_invoke_tool
 
     async def invoke(context: Any, arguments: str) -> Any:
-        start = time.perf_counter()
-        recorded = _canonical(arguments)
-        try:
-            result = await original(context, arguments)
-        except Exception as exc:
-            elapsed = (time.perf_counter() - start) * 1e3
-            registry.record(tool.name, recorded, f"{type(exc).__name__}: {exc}", False, elapsed)
-            raise
-        elapsed = (time.perf_counter() - start) * 1e3
-        failed = bool(getattr(context, _HANDLED_FAILURE, False))
-        registry.record(tool.name, recorded, _text(result), not failed, elapsed)
-        return result
+        return await registry.recorded(
+            tool.name,
+            canonical_text(arguments),
+            lambda: original(context, arguments),
+            text=_text,
+            failed=lambda _result: bool(getattr(context, _HANDLED_FAILURE, False)),
+        )
 
     return dataclasses.replace(tool, on_invoke_tool=invoke)
-
-
-def _canonical(arguments: str) -> str:
-    try:
-        return canonical_arguments(json.loads(arguments))
-    except ValueError:
-        return arguments
 
 
 class HarnessModel(Model):

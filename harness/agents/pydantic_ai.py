@@ -9,7 +9,6 @@ function tools' dispatches at the tool boundary.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +30,8 @@ from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
 from pydantic_ai.usage import RequestUsage
 
 from harness.agent import AgentContext, FrameworkAdapter
-from harness.backend import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
-from harness.tools import Tool, ToolRegistry, canonical_arguments
+from harness.model_boundary import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
+from harness.tool_registry import Tool, ToolRegistry, canonical_arguments
 
 
 class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
@@ -129,18 +128,16 @@ class _RecordingToolset(WrapperToolset[Any]):
         self._registry = registry
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
-        start = time.perf_counter()
-        arguments = canonical_arguments(tool_args)
-        try:
-            result = await super().call_tool(name, tool_args, ctx, tool)
-        except Exception as exc:
-            elapsed = (time.perf_counter() - start) * 1e3
-            self._registry.record(name, arguments, f"{type(exc).__name__}: {exc}", False, elapsed)
-            raise
-        elapsed = (time.perf_counter() - start) * 1e3
-        text = result if isinstance(result, str) else json.dumps(result, default=str)
-        self._registry.record(name, arguments, text, True, elapsed)
-        return result
+        return await self._registry.recorded(
+            name,
+            canonical_arguments(tool_args),
+            lambda: super(_RecordingToolset, self).call_tool(name, tool_args, ctx, tool),
+            text=_result_text,
+        )
+
+
+def _result_text(result: Any) -> str:
+    return result if isinstance(result, str) else json.dumps(result, default=str)
 
 
 def to_messages(history: list[ModelMessage]) -> tuple[Message, ...]:

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from harness.errors import HarnessError
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -48,19 +50,29 @@ class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int = 0
 
 
-class ProviderFailure(Exception):
+class ProviderFailure(HarnessError):
     """A model provider failed for good (after any retries); reported as the case's run
     error verbatim, so its text must never hold a secret."""
 
 
+class Divergence(HarnessError):
+    """The backend cannot answer the agent as scripted (replay asked for a step it does not
+    have, or left steps unused). The boundary completes the message with the last request
+    it saw, the one place that request is kept."""
+
+    def __init__(self, message: str, *, show_request: bool = True) -> None:
+        super().__init__(message)
+        self.show_request = show_request
+
+
 class ModelBackend(Protocol):
-    """Where model responses come from: a replay script or a provider."""
+    """Where model responses come from: a replay script or a provider.
+
+    Optional hooks, called when the backend has them: `start_turn(index)` and
+    `end_turn(index)` around every user turn (a `Divergence` from either is the case's
+    run error), and `async aclose()` once the case is over."""
 
     async def respond(self, request: ModelRequest) -> ModelStep: ...
-
-    def start_turn(self, index: int) -> None: ...
-
-    def end_turn(self, index: int) -> None: ...
 
 
 class ModelBoundary:
@@ -81,7 +93,10 @@ class ModelBoundary:
 
     async def respond(self, request: ModelRequest) -> ModelStep:
         self.last_request = request
-        step = await self._backend.respond(request)
+        try:
+            step = await self._backend.respond(request)
+        except Divergence as exc:
+            raise self._explained(exc) from None
         self.calls += 1
         self.input_tokens += step.input_tokens
         self.output_tokens += step.output_tokens
@@ -92,10 +107,31 @@ class ModelBoundary:
     def start_turn(self, index: int) -> None:
         if self.steps is not None:
             self.steps.append([])
-        self._backend.start_turn(index)
+        self._hook("start_turn", index)
 
     def end_turn(self, index: int) -> None:
-        self._backend.end_turn(index)
+        self._hook("end_turn", index)
+
+    async def aclose(self) -> None:
+        close = getattr(self._backend, "aclose", None)
+        if close is not None:
+            await close()
+
+    def _hook(self, name: str, index: int) -> None:
+        hook = getattr(self._backend, name, None)
+        if hook is None:
+            return
+        try:
+            hook(index)
+        except Divergence as exc:
+            raise self._explained(exc) from None
+
+    def _explained(self, exc: Divergence) -> Divergence:
+        if not exc.show_request:
+            return exc
+        summary = summarize_request(self.last_request)
+        explained = type(exc)(f"{exc}; the last request was:\n{summary}", show_request=False)
+        return explained
 
 
 def summarize_request(request: ModelRequest | None, *, width: int = 120) -> str:

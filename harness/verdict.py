@@ -1,17 +1,23 @@
-"""Case and suite reports, and the exit-code contract as a pure function."""
+"""The verdict model: what each case and the suite came to, immutable once built.
+
+Everything a reporter needs is here (the failing line of each case included), so no
+reporter reads a fixture or asks another reporter.
+"""
 
 from __future__ import annotations
 
 import msgspec
 
-from harness.grader import Grade
-from harness.modes import SUITE_KINDS, SuiteKind
-from harness.record import RunRecord
+from harness.errors import ExitCode
+from harness.expectations.base import Grade
+from harness.modes import SuiteKind
+from harness.policy import Attempt, policy_for
+from harness.run_record import RunRecord
 
 SCHEMA = "zeroclaw-eval/report/v1"
 
 
-class CaseReport(msgspec.Struct, kw_only=True):
+class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
     id: str
     fixture: str
     passed: bool
@@ -26,16 +32,23 @@ class CaseReport(msgspec.Struct, kw_only=True):
     record: RunRecord | None = None
 
     @classmethod
-    def graded(cls, id: str, fixture: str, grades: list[Grade], record: RunRecord) -> CaseReport:
-        passed = bool(grades) and all(g.passed for g in grades)
-        score = sum(g.passed for g in grades) / len(grades) if grades else None
+    def graded(
+        cls,
+        id: str,
+        fixture: str,
+        grades: list[Grade],
+        record: RunRecord,
+        line: int | None = None,
+    ) -> CaseReport:
+        passed = policy_for("regression").case_passed([Attempt(grades)])
         return cls(
             id=id,
             fixture=fixture,
             passed=passed,
             grades=grades,
-            score=score,
+            score=sum(g.passed for g in grades) / len(grades) if grades else None,
             duration_ms=record.duration_ms,
+            line=None if passed else line,
             record=record,
         )
 
@@ -47,6 +60,7 @@ class CaseReport(msgspec.Struct, kw_only=True):
         error: str,
         record: RunRecord | None,
         traceback: str | None = None,
+        line: int | None = None,
     ) -> CaseReport:
         return cls(
             id=id,
@@ -55,6 +69,7 @@ class CaseReport(msgspec.Struct, kw_only=True):
             error=error,
             traceback=traceback,
             duration_ms=record.duration_ms if record else 0.0,
+            line=line,
             record=record,
         )
 
@@ -66,15 +81,26 @@ class CaseReport(msgspec.Struct, kw_only=True):
         """Each failing check with what was observed, as every report shows it."""
         return [f"{g.check}: {g.detail}" for g in self.failing_grades]
 
+    def first_failure(self) -> str:
+        """The one line that says why this case failed."""
+        if self.error is not None:
+            return f"run error: {self.error}"
+        failing = self.failing_grades
+        if not failing:
+            return "the case produced no grades"
+        grade = failing[0]
+        more = f" (+{len(failing) - 1} more failing check(s))" if len(failing) > 1 else ""
+        return f"{grade.check}: {grade.detail}{more}"
 
-class Totals(msgspec.Struct):
+
+class Totals(msgspec.Struct, frozen=True):
     cases: int
     passed: int
     failed: int
     errors: int
 
 
-class SuiteReport(msgspec.Struct, kw_only=True):
+class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     suite: str
     kind: SuiteKind
     mode: str
@@ -92,29 +118,12 @@ class SuiteReport(msgspec.Struct, kw_only=True):
     def all_passed(self) -> bool:
         return bool(self.cases) and all(c.passed for c in self.cases)
 
-    def exit_code(self) -> int:
-        """0 or 1 for this verdict; the process exit code of `zeroclaw eval run`.
+    def exit_code(self) -> ExitCode:
+        """The process exit code of `zeroclaw eval run` for this verdict, by the suite
+        kind's policy (`harness.policy`)."""
+        return policy_for(self.kind).exit_code(self.cases)
 
-        Regression and live suites pass only when every case passed. A capability suite is
-        tracked, not gated: failed checks still exit 0, but a run error means the suite could
-        not measure what it tracks, so it exits 1. An empty report never passes.
-        """
-        if not self.cases:
-            return 1
-        if self.kind == "capability":
-            return int(any(c.error is not None for c in self.cases))
-        return 0 if self.all_passed else 1
-
-
-def resolve_kind(explicit: str | None, suite_dir: str) -> SuiteKind:
-    """`--suite-kind`, else the suite directory's name when it is a kind, else regression."""
-    if explicit is not None:
-        for kind in SUITE_KINDS:
-            if explicit == kind:
-                return kind
-        raise ValueError(f"unknown suite kind {explicit!r} (expected {', '.join(SUITE_KINDS)})")
-    name = suite_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
-    for kind in SUITE_KINDS:
-        if name == kind:
-            return kind
-    return "regression"
+    def worst_first(self) -> list[CaseReport]:
+        """Failing cases, run errors first, then lowest score; ties keep suite order."""
+        failing = [c for c in self.cases if not c.passed]
+        return sorted(failing, key=lambda c: (c.error is None, c.score or 0.0))

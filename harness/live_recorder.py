@@ -10,20 +10,80 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from harness.agent import AgentAdapter, agent_surface
-from harness.backend import ModelStep
-from harness.case import AdmissionError
-from harness.report.model import CaseReport
-from harness.runner import run_cases
+from harness.agent import AgentAdapter
+from harness.agent_registry import agent_surface, resolve_agent
+from harness.defaults import DEFAULT_CASE_TIMEOUT
+from harness.errors import HarnessError
+from harness.model_boundary import ModelStep
+from harness.pipeline import RunOptions, run_cases
+from harness.problems import AdmissionError
 from harness.suite import Case, load_case
+from harness.verdict import CaseReport
 
 
-class RecordError(Exception):
+class RecordError(HarnessError):
     """Nothing was written; the message says why."""
+
+
+def refuse_existing(out: Path, force: bool) -> None:
+    """Refuse an existing `out` before any live run: it would cost a provider run for
+    nothing."""
+    if out.exists() and not force:
+        raise RecordError(f"{out} exists; pass --force to replace it")
+
+
+def record_live_case(
+    live_fixture: Path,
+    out: Path,
+    options: RunOptions,
+    *,
+    secret: str,
+    force: bool = False,
+    progress: TextIO = sys.stderr,
+) -> str:
+    """Run `live_fixture` live under `options` (its backend the provider) and write it to
+    `out` as a replay fixture that replays green; the line saying what was recorded.
+
+    Raises `RecordError` (nothing written), `AdmissionError`, `AgentError`."""
+    refuse_existing(out, force)
+    agent = options.agent
+    adapter = resolve_agent(agent) if isinstance(agent, str) else agent
+    case = load_case(live_fixture, "live", agent_surface(adapter))
+    print(f"zeroclaw eval: running {case.id} live ...", file=progress)
+    report = run_cases(
+        [case],
+        adapter,
+        suite=str(live_fixture.parent),
+        mode="live",
+        backend=options.backend,
+        allowed_tools=options.allowed_tools,
+        case_timeout=options.case_timeout,
+        root=options.root,
+    )
+    try:
+        replay = write_recording(
+            case,
+            report.cases[0],
+            adapter,
+            out,
+            secrets=(secret,),
+            force=force,
+            timeout=options.case_timeout,
+        )
+    except RecordError as exc:
+        raise RecordError(f"{out}: not written: {exc}") from None
+    record = replay.record
+    steps = record.model_calls if record else 0
+    passed = sum(g.passed for g in replay.grades)
+    return (
+        f"recorded {case.id}: {steps} model step(s) over {len(case.trace.turns)} turn(s) "
+        f"into {out}; it replays green ({passed}/{len(replay.grades)} checks)"
+    )
 
 
 def fixture_from_run(case: Case, steps: list[list[ModelStep]]) -> dict[str, Any]:
@@ -73,7 +133,7 @@ def write_recording(
     *,
     secrets: tuple[str, ...] = (),
     force: bool = False,
-    timeout: float = 120.0,
+    timeout: float = DEFAULT_CASE_TIMEOUT,
 ) -> CaseReport:
     """Write the replay fixture of a passing live run to `out`, after proving it replays
     green; returns the replay's report. Raises `RecordError` and writes nothing otherwise."""
@@ -85,8 +145,7 @@ def write_recording(
     record = live_report.record
     if record is None or record.steps is None:
         raise RecordError("the live run kept no model steps")
-    if out.exists() and not force:
-        raise RecordError(f"{out} exists; pass --force to replace it")
+    refuse_existing(out, force)
     text = json.dumps(fixture_from_run(case, record.steps), indent=2, ensure_ascii=False) + "\n"
     for secret in secrets:
         if secret and secret in text:

@@ -1,4 +1,5 @@
-"""Where a JSON path sits in a fixture's text: the line annotations point at."""
+"""JSON paths: how a member's path is spelled, and the line where it sits in a fixture's
+text (the line annotations point at)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,11 @@ _PARENT = re.compile(r'(\.[A-Za-z_][A-Za-z0-9_]*|\[(?:\d+|"(?:[^"\\]|\\.)*")\])$
 
 def line_of(text: str, path: str) -> int:
     """The line of `path` in `text`, else of its nearest ancestor present, else 1."""
-    lines = json_path_lines(text)
+    return nearest_line(json_path_lines(text), path)
+
+
+def nearest_line(lines: dict[str, int], path: str) -> int:
+    """The line of `path` in a `json_path_lines` map, else of its nearest ancestor, else 1."""
     while path:
         if path in lines:
             return lines[path]

@@ -1,10 +1,16 @@
-"""JUnit XML through `junit-xml`, with text made legal XML 1.0 first."""
+"""JUnit XML through `junit-xml`, with text made legal XML 1.0 first: `--junit-xml PATH`,
+`--format junit`."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from harness.report.model import CaseReport, SuiteReport
+from harness.options import Option
+from harness.reporters.base import FILES, Output, Reporter, documents
+from harness.verdict import CaseReport, SuiteReport
+
+OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
 
 # Anything outside XML 1.0's Char production is replaced, not dropped, so a reader can
 # still see that something was there.
@@ -47,3 +53,15 @@ def _test_case(factory: type, suite: str, case: CaseReport) -> object:
         body = "\n".join(case.failure_lines()) or "the case produced no grades"
         tc.add_failure_info(message=xml_safe(message), output=xml_safe(body))
     return tc
+
+
+class _Spec:
+    name = "junit"
+    options = (OPTION,)
+    stdout_format = "junit"
+
+    def build(self, output: Output) -> list[Reporter]:
+        return documents(output, OPTION, self.stdout_format, render_junit, FILES)
+
+
+REPORTER = _Spec()

@@ -1,11 +1,17 @@
-"""The versioned JSON report document."""
+"""The versioned JSON report document: `--json-report PATH`, `--format json`."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import msgspec
 
 from harness.modes import SuiteKind
-from harness.report.model import SCHEMA, CaseReport, SuiteReport, Totals
+from harness.options import Option
+from harness.reporters.base import FILES, Output, Reporter, documents
+from harness.verdict import SCHEMA, CaseReport, SuiteReport, Totals
+
+OPTION = Option("--json-report", "also write the JSON report here", metavar="PATH", type=Path)
 
 
 class ReportDocument(msgspec.Struct, kw_only=True):
@@ -28,10 +34,22 @@ def render_json(report: SuiteReport) -> bytes:
         kind=report.kind,
         mode=report.mode,
         agent=report.agent,
-        exit_code=report.exit_code(),
+        exit_code=int(report.exit_code()),
         all_passed=report.all_passed,
         totals=report.totals,
         duration_ms=report.duration_ms,
         cases=report.cases,
     )
     return msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n"
+
+
+class _Spec:
+    name = "json"
+    options = (OPTION,)
+    stdout_format = "json"
+
+    def build(self, output: Output) -> list[Reporter]:
+        return documents(output, OPTION, self.stdout_format, render_json, FILES + 1)
+
+
+REPORTER = _Spec()

@@ -1,12 +1,19 @@
-"""The Markdown summary: totals, failing cases with their checks, collapsed details."""
+"""The Markdown summary: totals, failing cases with their checks, collapsed details.
+Written to `--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on GitHub Actions."""
 
 from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
+from typing import TextIO
 
-from harness.report.github import first_failure, worst_first
-from harness.report.model import SuiteReport
+from harness.options import Option
+from harness.reporters.atomic import write_atomic
+from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
+from harness.verdict import SuiteReport
+
+OPTION = Option("--summary", "also write the Markdown summary here", metavar="PATH", type=Path)
 
 
 def _cell(text: str, limit: int = 300) -> str:
@@ -26,11 +33,12 @@ def _fence(body: str) -> str:
 
 def render_markdown(report: SuiteReport) -> str:
     t = report.totals
-    verdict = "passed" if report.exit_code() == 0 else "failed"
+    code = int(report.exit_code())
+    verdict = "passed" if code == 0 else "failed"
     icon = "✅" if verdict == "passed" else "❌"
     lines = [
         f"## {icon} zeroclaw-eval: {report.kind} suite <code>{_cell(report.suite)}</code> "
-        f"{verdict} (exit {report.exit_code()})",
+        f"{verdict} (exit {code})",
         "",
         "| cases | passed | failed checks | run errors | pass rate | agent | mode |",
         "|---:|---:|---:|---:|---:|---|---|",
@@ -44,7 +52,7 @@ def render_markdown(report: SuiteReport) -> str:
             "Capability suites are tracked, not gated: failed checks do not fail the run.",
             "",
         ]
-    failing = worst_first(report)
+    failing = report.worst_first()
     if not failing:
         lines.append("Every case passed.")
         return "\n".join(lines) + "\n"
@@ -59,7 +67,7 @@ def render_markdown(report: SuiteReport) -> str:
         # <code>, not backticks: entities from _cell are decoded in HTML, not in code spans.
         lines.append(
             f"| <code>{_cell(case.id)}</code> | <code>{_cell(where)}</code> | "
-            f"{_cell(first_failure(case))} |"
+            f"{_cell(case.first_failure())} |"
         )
     lines.append("")
     for case in failing:
@@ -79,3 +87,56 @@ def render_markdown(report: SuiteReport) -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def _markdown_bytes(report: SuiteReport) -> bytes:
+    return render_markdown(report).encode("utf-8")
+
+
+class SummaryFile(Reporter):
+    order = FILES + 2
+
+    def __init__(self, path: Path, render: Rendered) -> None:
+        self._path = path
+        self._render = render
+
+    def finish(self, report: SuiteReport) -> None:
+        write_atomic(self._path, self._render(report))
+
+
+class StepSummary(Reporter):
+    """Appends the summary to the job's step summary; a failure to is said, not fatal."""
+
+    order = CI + 1
+
+    def __init__(self, path: str, render: Rendered, stderr: TextIO) -> None:
+        self._path = path
+        self._render = render
+        self._stderr = stderr
+
+    def finish(self, report: SuiteReport) -> None:
+        try:
+            with open(self._path, "a", encoding="utf-8") as handle:
+                handle.write(self._render(report).decode("utf-8") + "\n")
+        except OSError as exc:
+            print(f"zeroclaw eval: cannot append to GITHUB_STEP_SUMMARY: {exc}", file=self._stderr)
+
+
+class _Spec:
+    name = "markdown"
+    options = (OPTION,)
+    stdout_format = None
+
+    def build(self, output: Output) -> list[Reporter]:
+        once = Rendered(_markdown_bytes)
+        reporters: list[Reporter] = []
+        path = output.values.get(OPTION.dest)
+        if path is not None:
+            reporters.append(SummaryFile(Path(path), once))
+        step_summary = output.environ.get("GITHUB_STEP_SUMMARY")
+        if output.github and step_summary:
+            reporters.append(StepSummary(step_summary, once, output.err()))
+        return reporters
+
+
+REPORTER = _Spec()

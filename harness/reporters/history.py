@@ -1,37 +1,26 @@
-"""Atomic report files: a reader sees the old file or the whole new one, never a half."""
+"""Run history: one JSON line per run (time, pass rate, per-case verdicts) appended to
+`--history PATH`, with the trend against the previous line."""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TextIO
 
-from harness.report.model import SuiteReport
+from harness.options import Option
+from harness.reporters.atomic import ReportWriteError
+from harness.reporters.base import FILES, Output, Reporter
+from harness.verdict import SuiteReport
 
 HISTORY_SCHEMA = "zeroclaw-eval/history/v1"
-
-
-class ReportWriteError(Exception):
-    pass
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    except OSError as exc:
-        raise ReportWriteError(f"{path}: cannot write report: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ReportWriteError(f"{path}: cannot write report: {exc.strerror or exc}") from None
+OPTION = Option(
+    "--history",
+    "append this run's pass rate and per-case verdicts to a JSON-lines file",
+    metavar="PATH",
+    type=Path,
+)
 
 
 def append_history(path: Path, report: SuiteReport) -> str:
@@ -95,3 +84,27 @@ def _last_pass_rate(path: Path) -> float | None:
         if isinstance(value, (int, float)):
             return float(value)
     return None
+
+
+class HistoryReporter(Reporter):
+    order = FILES + 3
+
+    def __init__(self, path: Path, stderr: TextIO) -> None:
+        self._path = path
+        self._stderr = stderr
+
+    def finish(self, report: SuiteReport) -> None:
+        print(f"zeroclaw eval: {append_history(self._path, report)}", file=self._stderr)
+
+
+class _Spec:
+    name = "history"
+    options = (OPTION,)
+    stdout_format = None
+
+    def build(self, output: Output) -> list[Reporter]:
+        path = output.values.get(OPTION.dest)
+        return [] if path is None else [HistoryReporter(Path(path), output.err())]
+
+
+REPORTER = _Spec()

@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from harness.backend import ModelStep
-
-
-class RecordedCall(msgspec.Struct, frozen=True):
-    """One dispatch at the tool boundary, the canonical dispatch fact."""
-
-    name: str
-    arguments: str
-    result: str
-    success: bool
-    duration_ms: float
+from harness.model_boundary import ModelStep
+from harness.tool_registry import RecordedCall
 
 
 class RunRecord(msgspec.Struct, kw_only=True):

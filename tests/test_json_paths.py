@@ -1,4 +1,4 @@
-"""`harness.locate`: where a JSON path sits in a fixture's text, the line annotations use."""
+"""`harness.json_paths`: where a JSON path sits in a fixture's text, the line annotations use."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.locate import json_path_lines, line_of
+from harness.json_paths import json_path_lines, line_of
 
 
 def numbered(text: str) -> dict[int, str]:

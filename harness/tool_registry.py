@@ -1,23 +1,39 @@
-"""The tool boundary: a registry that dispatches tools and records every dispatch."""
+"""The tool boundary: a registry that dispatches tools and records every dispatch.
+
+The recorded calls are the canonical dispatch fact: grading reads them and nothing else.
+Tools the registry runs itself are recorded by `dispatch`; tools a framework runs itself
+(a user's own agent's) are recorded by `recorded`, which an adapter wraps around them.
+"""
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from harness.record import RecordedCall
+import msgspec
+
+from harness.errors import HarnessError
 
 ToolFunction = Callable[[dict[str, Any]], "str | Awaitable[str]"]
+T = TypeVar("T")
 
 
-class ToolFailure(Exception):
+class ToolFailure(HarnessError):
     """Raised by a tool to report failure; its text is what the model is told."""
+
+
+class RecordedCall(msgspec.Struct, frozen=True):
+    """One dispatch at the tool boundary, the canonical dispatch fact."""
+
+    name: str
+    arguments: str
+    result: str
+    success: bool
+    duration_ms: float
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,8 @@ class Tool:
 
 @dataclass(frozen=True)
 class ToolOutcome:
+    """What one dispatch returned to the agent: the text, and whether the tool failed."""
+
     result: str
     success: bool
 
@@ -39,6 +57,15 @@ class ToolOutcome:
 def canonical_arguments(arguments: Any) -> str:
     """Compact JSON with sorted keys and non-ASCII kept, the recorded form of arguments."""
     return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_text(arguments: str) -> str:
+    """Arguments sent as JSON text, in their recorded form; text that is not JSON is kept
+    as sent (what the model sent is what is graded)."""
+    try:
+        return canonical_arguments(json.loads(arguments))
+    except ValueError:
+        return arguments
 
 
 @dataclass
@@ -63,11 +90,37 @@ class ToolRegistry:
     def names(self) -> frozenset[str]:
         return frozenset(self.tools)
 
-    def record(
+    def add_call(
         self, name: str, arguments: str, result: str, success: bool, duration_ms: float
     ) -> None:
-        """Record a dispatch made outside `dispatch` (a user's own tool wrapped by an adapter)."""
+        """Record a dispatch made outside `dispatch` (a tool the framework ran itself)."""
         self.calls.append(RecordedCall(name, arguments, result, success, duration_ms))
+
+    # The spelling the adapter protocol documented first; it stays.
+    record = add_call
+
+    async def recorded(
+        self,
+        name: str,
+        arguments: str,
+        run: Callable[[], Awaitable[T]],
+        *,
+        text: Callable[[T], str],
+        failed: Callable[[T], bool] = lambda _result: False,
+    ) -> T:
+        """`await run()` and record it as one call of `name` with `arguments` (already in
+        recorded form): its result as `text(result)`, failed when `failed(result)`; an
+        exception is recorded as a failed call (`Type: message`) and propagates."""
+        start = time.perf_counter()
+        try:
+            result = await run()
+        except Exception as exc:
+            elapsed = (time.perf_counter() - start) * 1e3
+            self.add_call(name, arguments, f"{type(exc).__name__}: {exc}", False, elapsed)
+            raise
+        elapsed = (time.perf_counter() - start) * 1e3
+        self.add_call(name, arguments, text(result), not failed(result), elapsed)
+        return result
 
     async def dispatch(self, name: str, arguments: str | dict[str, Any]) -> ToolOutcome:
         """Run one tool call and record it; never raises for a tool's own failure."""
@@ -81,7 +134,7 @@ class ToolRegistry:
             except ValueError as exc:
                 parsed = exc  # keep the raw text as recorded: what was sent is what is graded
         outcome = await self._run(name, parsed)
-        self.record(
+        self.add_call(
             name, recorded, outcome.result, outcome.success, (time.perf_counter() - start) * 1e3
         )
         return outcome
@@ -105,84 +158,3 @@ class ToolRegistry:
         if result is None:
             return ToolOutcome("", True)  # nothing returned is an empty output, not "None"
         return ToolOutcome(result if isinstance(result, str) else str(result), True)
-
-
-def _echo(arguments: dict[str, Any]) -> str:
-    message = arguments.get("message")
-    return message if isinstance(message, str) else "(empty)"
-
-
-def _fail(arguments: dict[str, Any]) -> str:
-    reason = arguments.get("reason")
-    raise ToolFailure(reason if isinstance(reason, str) and reason else "(no reason given)")
-
-
-ECHO = Tool(
-    name="echo",
-    description="Echoes the input message back as output.",
-    parameters={"type": "object", "properties": {"message": {"type": "string"}}},
-    function=_echo,
-)
-FAIL = Tool(
-    name="fail",
-    description="Always fails with the given reason.",
-    parameters={"type": "object", "properties": {"reason": {"type": "string"}}},
-    function=_fail,
-)
-
-
-def builtin_tools() -> list[Tool]:
-    """The deterministic tools every built-in agent registers: `echo`, `fail`, and the file
-    tools confined to the running case's workspace."""
-    return list(_builtin_tools())
-
-
-@functools.cache
-def _builtin_tools() -> tuple[Tool, ...]:
-    # Built once: the file tools find the running case's workspace when called, so the
-    # same Tool objects serve every case (each case still gets its own registry).
-    from harness.workspace import workspace_tools  # workspace builds on this module
-
-    return (ECHO, FAIL, *workspace_tools())
-
-
-BUILTIN_TOOL_NAMES = frozenset({"echo", "fail", "read_file", "write_file", "list_files"})
-
-# Tools that would let a model run commands on the machine. Never registered, never
-# admitted: not in a case's `tools`, not in `live_allowed_tools`.
-COMMAND_TOOL_NAMES = frozenset(
-    {
-        "shell",
-        "bash",
-        "sh",
-        "zsh",
-        "exec",
-        "run_command",
-        "execute_command",
-        "terminal",
-        "subprocess",
-        "run_python",
-        "python",
-        "powershell",
-        "cmd",
-    }
-)
-
-
-_COMMAND_NAME = re.compile(
-    r"(^|_)(run|exec|execute|spawn)_(command|cmd|shell|code|python|bash|script|process)s?$"
-)
-
-
-def runs_commands(name: str) -> bool:
-    """True for a tool name that asks for a shell or any command-running tool.
-
-    Deliberately narrower than "contains exec": `execute_query` or `get_command_status`
-    are a user's ordinary domain tools, not a way to run programs.
-    """
-    lowered = name.strip().lower()
-    return (
-        lowered in COMMAND_TOOL_NAMES
-        or "shell" in lowered
-        or _COMMAND_NAME.search(lowered) is not None
-    )

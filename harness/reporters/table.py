@@ -1,11 +1,13 @@
-"""The human table: one line per case, failing checks under it, a summary line."""
+"""The human table on stdout (`--format table`, the default): one line per case as it
+finishes, failing checks under it, a summary line."""
 
 from __future__ import annotations
 
 import os
 from typing import TextIO
 
-from harness.report.model import CaseReport, SuiteReport
+from harness.reporters.base import STDOUT, Output, Reporter
+from harness.verdict import CaseReport, SuiteReport
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -48,7 +50,8 @@ def render_summary(report: SuiteReport, colour: bool = False) -> str:
     else:
         line += "  " + _paint("✓", "32", colour)
     line += (
-        f"  [{report.kind} suite, {report.mode}, agent {report.agent}: exit {report.exit_code()}]"
+        f"  [{report.kind} suite, {report.mode}, agent {report.agent}: "
+        f"exit {int(report.exit_code())}]"
     )
     return f"\n{line}\n"
 
@@ -59,3 +62,36 @@ def render_table(report: SuiteReport, colour: bool = False) -> str:
         + "".join(render_case(c, colour) for c in report.cases)
         + render_summary(report, colour)
     )
+
+
+class TableReporter(Reporter):
+    order = STDOUT
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._colour = use_colour(stream)
+
+    def start(self, total: int) -> None:
+        self._stream.write("\n")
+
+    def case_done(self, case: CaseReport) -> None:
+        self._stream.write(render_case(case, self._colour))
+        self._stream.flush()
+
+    def finish(self, report: SuiteReport) -> None:
+        self._stream.write(render_summary(report, self._colour))
+        self._stream.flush()
+
+
+class _Spec:
+    name = "table"
+    options = ()
+    stdout_format = "table"
+
+    def build(self, output: Output) -> list[Reporter]:
+        if output.stdout_format != self.stdout_format:
+            return []
+        return [TableReporter(output.out())]
+
+
+REPORTER = _Spec()

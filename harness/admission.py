@@ -1,0 +1,187 @@
+"""Admission: the rules a parsed fixture must meet before it may run. Fails closed: a
+fixture either becomes a case that can fail, or yields every problem found in it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+import msgspec
+
+from harness.agent import AgentSurface
+from harness.builtin_tools import COMMAND_TOOL_REFUSAL, runs_commands
+from harness.expectations.registry import expects_problems, passes_empty_run
+from harness.expectations.workspace_files import workspace_path_problem
+from harness.fixture import LlmTrace, Setup, ToolCallsResponse
+from harness.json_paths import child_path
+from harness.modes import Mode
+from harness.problems import Problem
+from harness.workspace import normal_path
+
+# Keys of a later phase: refused in every mode rather than ignored, so a case never looks
+# like it does something it does not.
+UNSUPPORTED_KEYS = {
+    "repeat": "repeated runs of one case are a later phase",
+    "cluster": "clusters of correlated cases are a later phase",
+}
+EMPTY_RUN_PASSES = (
+    "every check passes against an empty run (no response, no tool calls): "
+    "add a check only a working agent satisfies"
+)
+
+
+def admit(trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface) -> list[Problem]:
+    """Every admission problem of one parsed fixture, the empty-run vacuity check last
+    (only once every other rule holds); an empty list admits it."""
+    problems = check_trace(trace, file, mode, agent)
+    if not problems and empty_run_passes(trace):
+        problems.append(Problem(file, "$.expects", EMPTY_RUN_PASSES))
+    return problems
+
+
+def empty_run_passes(trace: LlmTrace) -> bool:
+    """True when `trace` passes against a run that did nothing (no response, no calls, no
+    tokens, a workspace holding only its setup files): it cannot tell a working agent from
+    a dead one."""
+    setup = trace.setup.workspace_files if trace.setup is not None else {}
+    return passes_empty_run(trace.expects, setup)
+
+
+def check_trace(trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface) -> list[Problem]:
+    """Every semantic admission rule for one parsed fixture; an empty list admits it."""
+    return list(_trace_problems(trace, file, mode, agent))
+
+
+def _trace_problems(
+    trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface
+) -> Iterator[Problem]:
+    if not trace.turns:
+        yield Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
+    for key, why in UNSUPPORTED_KEYS.items():
+        if getattr(trace, key) is not None:
+            yield Problem(file, f"$.{key}", f"not supported yet: {why}; remove '{key}'")
+    yield from _tools_problems(trace.tools, file, agent)
+    if trace.setup is not None:
+        yield from _setup_problems(trace.setup, file)
+    yield from _turn_problems(trace, file, mode, agent)
+    for fault in expects_problems(trace.expects):
+        yield Problem(file, fault.path, fault.message)
+
+
+def _turn_problems(
+    trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface
+) -> Iterator[Problem]:
+    seen_ids: dict[str, str] = {}
+    for t, turn in enumerate(trace.turns):
+        where = f"$.turns[{t}]"
+        if not turn.user_input.strip():
+            yield Problem(file, f"{where}.user_input", "blank user input")
+        if mode == "live":
+            if turn.steps is not msgspec.UNSET:
+                yield Problem(
+                    file,
+                    f"{where}.steps",
+                    "a live case must not script model steps: the real model answers",
+                )
+            continue
+        if not turn.steps:
+            yield Problem(
+                file, f"{where}.steps", "no scripted steps: replay has nothing to answer with"
+            )
+            continue
+        for s, step in enumerate(turn.steps):
+            if isinstance(step.response, ToolCallsResponse):
+                at = f"{where}.steps[{s}].response.tool_calls"
+                yield from _call_problems(step.response, at, trace, file, agent, seen_ids)
+
+
+def _call_problems(
+    response: ToolCallsResponse,
+    at: str,
+    trace: LlmTrace,
+    file: str,
+    agent: AgentSurface,
+    seen_ids: dict[str, str],
+) -> Iterator[Problem]:
+    if not response.tool_calls:
+        yield Problem(file, at, "empty list: a tool_calls response must call at least one tool")
+    for c, call in enumerate(response.tool_calls):
+        where = f"{at}[{c}]"
+        if not call.id.strip():
+            yield Problem(file, f"{where}.id", "empty tool-call id")
+        elif call.id in seen_ids:
+            yield Problem(
+                file,
+                f"{where}.id",
+                f"duplicate tool-call id {call.id!r} (first used at {seen_ids[call.id]})",
+            )
+        else:
+            seen_ids[call.id] = where
+        problem = _tool_name_problem(call.name, agent)
+        if problem is None and trace.tools is not None and call.name not in trace.tools:
+            allowed = ", ".join(trace.tools) or "none"
+            problem = (
+                f"tool {call.name!r} is not among the case's tools ($.tools: {allowed}); "
+                "add it there or remove the call"
+            )
+        if problem is not None:
+            yield Problem(file, f"{where}.name", problem)
+
+
+def _tool_name_problem(name: str, agent: AgentSurface) -> str | None:
+    """Why a case may not use the tool `name` with `agent`, or None when it may."""
+    if runs_commands(name):
+        return f"tool {name!r} is refused: {COMMAND_TOOL_REFUSAL}"
+    if name not in agent.tools:
+        tools = ", ".join(sorted(agent.tools)) or "none"
+        return f"tool {name!r} is not registered by agent '{agent.name}' (its tools: {tools})"
+    return None
+
+
+def _tools_problems(tools: list[str] | None, file: str, agent: AgentSurface) -> Iterator[Problem]:
+    """The case's `tools`: the names it may use, each a real, safe tool of the agent."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(tools or ()):
+        where = f"$.tools[{i}]"
+        if not name.strip():
+            yield Problem(file, where, "empty tool name")
+            continue
+        if name in first:
+            yield Problem(file, where, f"duplicate tool {name!r} (also $.tools[{first[name]}])")
+            continue
+        first[name] = i
+        problem = _tool_name_problem(name, agent)
+        if problem is not None:
+            yield Problem(file, where, problem)
+
+
+def _setup_problems(setup: Setup, file: str) -> Iterator[Problem]:
+    """Setup files: each path inside the workspace, no two naming the same file, and no
+    file standing where another needs a directory."""
+    at = "$.setup.workspace_files"
+    first: dict[str, str] = {}
+    for relative in setup.workspace_files:
+        where = child_path(at, relative)
+        problem = workspace_path_problem(relative)
+        if problem is not None:
+            yield Problem(file, where, problem)
+            continue
+        normal = normal_path(relative)
+        if normal in first:
+            yield Problem(
+                file,
+                where,
+                f"names the same file as {first[normal]!r}: one would overwrite the other",
+            )
+            continue
+        first[normal] = relative
+    for normal, relative in first.items():
+        for parent in PurePosixPath(normal).parents:
+            if parent.as_posix() in first:
+                yield Problem(
+                    file,
+                    child_path(at, relative),
+                    f"needs {parent.as_posix()!r} to be a directory, but it is also a setup "
+                    f"file ({first[parent.as_posix()]!r})",
+                )
+                break

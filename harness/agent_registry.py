@@ -1,0 +1,117 @@
+"""Resolving an `agent` setting to an adapter: a built-in framework agent, the user's own
+framework agent, a user's own loop, or a user's own adapter; and what admission needs of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.agent import AgentAdapter, AgentSurface, LoopAdapter
+from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.errors import HarnessError
+
+
+class AgentError(HarnessError):
+    """The `agent` setting cannot be resolved to an adapter."""
+
+
+# Built-in adapters, imported only when chosen so that importing the harness never imports
+# an agent framework.
+BUILTIN_AGENTS: dict[str, str] = {
+    "openai-agents": "harness.agents.openai_agents:OpenAIAgentsAdapter",
+    "pydantic-ai": "harness.agents.pydantic_ai:PydanticAIAdapter",
+}
+
+
+def resolve_agent(spec: str) -> AgentAdapter:
+    """An adapter for `spec`: a built-in name, or `module:attribute` of the user's code.
+
+    The attribute may be an `AgentAdapter` (or a class of one), or a factory taking an
+    `AgentContext` and returning an `AgentSession`.
+    """
+    spec = spec.strip()
+    if spec in BUILTIN_AGENTS:
+        target = _import(BUILTIN_AGENTS[spec], spec)
+        return target()  # type: ignore[no-any-return]
+    framework, _, user = spec.partition(":")
+    if framework in BUILTIN_AGENTS and user:
+        # `framework:module:factory`: the user's own agent of a supported framework.
+        adapter_class = _import(BUILTIN_AGENTS[framework], framework)
+        built = _import(user, spec)
+        factory = built if callable(built) and not _is_agent_object(built) else lambda: built
+        adapter = adapter_class(factory=factory, spec=user)
+        # Build the user's agent once now (its tool names are needed for admission anyway):
+        # a factory that raises or returns the wrong type is a clear error, not a traceback.
+        try:
+            adapter.tool_names()
+        except Exception as exc:
+            raise AgentError(f"agent {spec!r}: {type(exc).__name__}: {exc}") from None
+        return adapter  # type: ignore[no-any-return]
+    if ":" not in spec:
+        known = ", ".join(sorted(BUILTIN_AGENTS))
+        raise AgentError(
+            f"unknown agent {spec!r}: use a built-in agent ({known}) or 'module:factory'"
+        )
+    target = _import(spec, spec)
+    if inspect.isclass(target):
+        try:
+            instance = target()
+        except Exception as exc:
+            raise AgentError(f"agent {spec!r}: {target.__name__}() failed: {exc}") from None
+        if isinstance(instance, AgentAdapter):
+            return instance
+        raise AgentError(f"agent {spec!r}: class {target.__name__} is not an AgentAdapter")
+    if isinstance(target, AgentAdapter):
+        return target
+    if callable(target):
+        return LoopAdapter(spec, target)
+    raise AgentError(f"agent {spec!r}: {type(target).__name__} is neither an adapter nor callable")
+
+
+def _is_agent_object(value: Any) -> bool:
+    # A framework agent instance given directly instead of a factory (SDK agents are not
+    # callable; pydantic-ai agents are not either, but guard by module to be explicit).
+    module = type(value).__module__
+    return module.startswith(("agents.", "pydantic_ai."))
+
+
+def _import(path: str, spec: str) -> Any:
+    module_name, _, attr = path.rpartition(":")
+    if not module_name or not attr:
+        raise AgentError(f"agent {spec!r}: expected 'module:attribute'")
+    # Console scripts do not put the working directory on sys.path; a project's own
+    # agent module lives there.
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = ""
+        if spec in BUILTIN_AGENTS:
+            hint = f" (install the extra: pip install 'zeroclaw-eval[{spec}]')"
+        raise AgentError(f"agent {spec!r}: cannot import {module_name}: {exc}{hint}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from None
+
+
+def agent_surface(adapter: AgentAdapter) -> AgentSurface:
+    """The adapter's name and the tools a fixture may script calls to: `tool_names()` when
+    the adapter has one (an agent bringing its own tools), else its registered tools."""
+    names = getattr(adapter, "tool_names", None)
+    tools = names() if callable(names) else frozenset(t.name for t in adapter.tools())
+    return AgentSurface(adapter.name, frozenset(tools))
+
+
+def surface_of(spec: str) -> AgentSurface:
+    """What admission needs of `spec`, without importing a built-in agent's framework."""
+    spec = spec.strip()
+    if spec in BUILTIN_AGENTS:
+        return AgentSurface(spec, BUILTIN_TOOL_NAMES)
+    return agent_surface(resolve_agent(spec))

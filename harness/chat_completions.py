@@ -1,0 +1,221 @@
+"""The OpenAI Chat Completions wire format: the request body for a neutral
+`ModelRequest`, the `ModelStep` in a response, and the server's `Retry-After`.
+
+Pure translation, no I/O: the live backend sends and retries.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from harness.model_boundary import Message, ModelRequest, ModelStep, ToolCall, ToolSchema
+
+# The key of the arguments dict that carries a tool call's arguments when the provider sent
+# something that is not a JSON object (see `_parse_arguments`).
+INVALID_ARGUMENTS_KEY = "_invalid_json_arguments"
+EXCERPT_CHARS = 300
+
+
+def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
+    """The Chat Completions JSON body for a neutral request."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [_message(m) for m in request.messages],
+    }
+    if request.tools:
+        body["tools"] = [_tool(t) for t in request.tools]
+    return body
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def _tool(tool: ToolSchema) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+# --- the response ------------------------------------------------------------------------
+
+
+class Malformed(Exception):
+    """The body is JSON but not a chat completion the harness can use."""
+
+
+def shape_problem(document: Any) -> str | None:
+    """Why `document` is not a chat completion, or None when it is one."""
+    if not isinstance(document, dict):
+        return "the JSON body is not an object"
+    choices = document.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "no choices in the body"
+    first = choices[0]
+    if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
+        return "choices[0] has no message object"
+    return None
+
+
+def to_step(document: dict[str, Any], scrub: Callable[[str], str], id_prefix: str) -> ModelStep:
+    """A chat completion as a model step; text and arguments scrubbed of the key. A call
+    without an id gets `{id_prefix}_{index}` (some local servers omit ids; tool results
+    still need one to pair with)."""
+    message = document["choices"][0]["message"]
+    usage = document.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise Malformed("choices[0].message.tool_calls is not a list")
+    calls = tuple(_tool_call(raw, i, scrub, id_prefix) for i, raw in enumerate(raw_calls))
+    return ModelStep(
+        text=scrub(_content_text(message.get("content"))),
+        tool_calls=calls,
+        input_tokens=_count(usage.get("prompt_tokens")),
+        output_tokens=_count(usage.get("completion_tokens")),
+    )
+
+
+def _tool_call(raw: Any, index: int, scrub: Callable[[str], str], id_prefix: str) -> ToolCall:
+    where = f"choices[0].message.tool_calls[{index}]"
+    function = raw.get("function") if isinstance(raw, dict) else None
+    if not isinstance(function, dict):
+        raise Malformed(f"{where} has no function object")
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise Malformed(f"{where} has no function name")
+    call_id = raw.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = f"{id_prefix}_{index}"
+    arguments = _scrub_value(_parse_arguments(function.get("arguments")), scrub)
+    return ToolCall(call_id, name, arguments)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    raise Malformed(f"choices[0].message.content is a {type(content).__name__}")
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's arguments as a dict.
+
+    Chat Completions sends them as a JSON string. When that string is not a JSON object, the
+    raw text is kept as `{"_invalid_json_arguments": raw}`: the tool then fails visibly on
+    arguments it does not know, and the record shows what the model sent, rather than the
+    tool silently running with `{}`. An absent or blank string means no arguments (some
+    servers send "" for tools without parameters); a dict is taken as it is (some servers
+    send one).
+    """
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+        return {INVALID_ARGUMENTS_KEY: raw}
+    return {INVALID_ARGUMENTS_KEY: json.dumps(raw)}
+
+
+def _scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {
+            scrub(k) if isinstance(k, str) else k: _scrub_value(v, scrub) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrub_value(v, scrub) for v in value]
+    return value
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds the server asked to wait: `retry-after-ms`, or `Retry-After` as seconds or an
+    HTTP-date; None when absent or unreadable. Never negative."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        seconds = _number(millis)
+        if seconds is not None:
+            return seconds / 1000.0
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    delta = (when - (now or datetime.now(timezone.utc))).total_seconds()
+    return max(0.0, delta)
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return max(0.0, value) if math.isfinite(value) else None
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def excerpt(text: str) -> str:
+    text = one_line(text)
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"

@@ -1,0 +1,24 @@
+"""What the harness raises on purpose, and the exit codes of the command line."""
+
+from __future__ import annotations
+
+import enum
+
+
+class HarnessError(Exception):
+    """Base of every error the harness raises on purpose: a refused fixture, a bad setting,
+    an agent that cannot be resolved, a report that cannot be written, a provider that
+    failed. The command line catches this one class; anything else is a bug."""
+
+    def lines(self) -> list[str]:
+        """What the command line prints for this error, one line each, on stderr."""
+        return [f"zeroclaw eval: {self}"]
+
+
+class ExitCode(enum.IntEnum):
+    """The process exit code of `zeroclaw eval …`."""
+
+    PASSED = 0  # the gate passed
+    FAILED = 1  # a failed check, a run error, a refused fixture or setting, an unwritable report
+    USAGE = 2  # the command line itself was wrong
+    INTERRUPTED = 130  # stopped by SIGINT

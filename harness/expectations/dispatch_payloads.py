@@ -1,0 +1,102 @@
+"""Expectations on what went into and came out of dispatched tools."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from harness.expectations.base import (
+    EXPECTS,
+    Evidence,
+    Grade,
+    Kind,
+    NonNegative,
+    Strict,
+    clip,
+    q,
+    q_list,
+)
+from harness.run_record import RunRecord
+from harness.validation import Fault
+
+
+class PayloadExpect(Strict):
+    tool: str
+    needle: str
+    call_index: Annotated[int, NonNegative] | None = None
+
+
+class DispatchPayloads(Kind):
+    """`tool_arguments_contain` / `tool_results_contain` (`{tool, needle, call_index?}`
+    against a call's canonical-JSON arguments or its result text), and
+    `all_tools_succeeded`."""
+
+    order = 30
+    tool_arguments_contain: list[PayloadExpect] = []
+    tool_results_contain: list[PayloadExpect] = []
+    all_tools_succeeded: bool | None = None
+
+    def problems(self) -> Iterator[Fault]:
+        for family, entries in self._families():
+            for i, payload in enumerate(entries):
+                for key in ("tool", "needle"):
+                    if not getattr(payload, key).strip():
+                        yield Fault(
+                            f"{EXPECTS}.{family}[{i}].{key}", f"empty {key} asserts nothing"
+                        )
+
+    def _families(self) -> tuple[tuple[str, list[PayloadExpect]], ...]:
+        return (
+            ("tool_arguments_contain", self.tool_arguments_contain),
+            ("tool_results_contain", self.tool_results_contain),
+        )
+
+    def grades(self, evidence: Evidence) -> Iterator[Grade]:
+        run = evidence.record
+        for i, payload in enumerate(self.tool_arguments_contain):
+            yield _payload_grade("tool_arguments_contain", i, payload, run, "arguments")
+        for i, payload in enumerate(self.tool_results_contain):
+            yield _payload_grade("tool_results_contain", i, payload, run, "result")
+        if self.all_tools_succeeded is not None:
+            actual = run.all_tools_succeeded
+            failed = [f"{c.name}: {clip(c.result, 200)}" for c in run.calls if not c.success]
+            detail = f"actual all_tools_succeeded = {str(actual).lower()}"
+            if failed:
+                detail += f"; failed calls: {q_list(failed)}"
+            yield Grade(
+                f"all_tools_succeeded({str(self.all_tools_succeeded).lower()})",
+                actual == self.all_tools_succeeded,
+                detail,
+                "tool",
+                f"{EXPECTS}.all_tools_succeeded",
+            )
+
+
+def _payload_grade(
+    family: str,
+    index: int,
+    expect: PayloadExpect,
+    run: RunRecord,
+    payload: Literal["arguments", "result"],
+) -> Grade:
+    field = f"{EXPECTS}.{family}[{index}]"
+    matching = [getattr(c, payload) for c in run.calls if c.name == expect.tool]
+    tool, needle = q(expect.tool), q(expect.needle)
+    if expect.call_index is not None:
+        i = expect.call_index
+        check = f"{family}({tool}[{i}], {needle})"
+        if i >= len(matching):
+            detail = (
+                f"no call {i} to {tool}; only {len(matching)} call(s) observed: {q_list(matching)}"
+            )
+            return Grade(check, False, detail, "tool", field)
+        ok = expect.needle in matching[i]
+        detail = f"found in call {i}" if ok else f"call {i} payload was {q(clip(matching[i]))}"
+        return Grade(check, ok, detail, "tool", field)
+    check = f"{family}({tool}, {needle})"
+    if not matching:
+        detail = f"{tool} was never called; tools called: {q_list(run.tools_called)}"
+        return Grade(check, False, detail, "tool", field)
+    ok = any(expect.needle in p for p in matching)
+    detail = "found" if ok else f"not found; observed payloads: {q_list(matching)}"
+    return Grade(check, ok, detail, "tool", field)

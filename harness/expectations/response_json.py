@@ -1,0 +1,154 @@
+"""Expectations on the final response parsed as JSON: RFC 6901 pointers to exact values."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from harness.expectations.base import EXPECTS, Evidence, Grade, Kind, clip, q
+from harness.json_paths import child_path
+from harness.validation import Fault
+
+AT = f"{EXPECTS}.response_json"
+_MISSING = object()
+
+
+class ResponseJson(Kind):
+    """`response_json`: JSON pointer -> expected value, compared type-strictly."""
+
+    order = 70
+    response_json: dict[str, Any] = {}
+
+    def problems(self) -> Iterator[Fault]:
+        for pointer, expected in self.response_json.items():
+            where = child_path(AT, pointer)
+            problem = pointer_problem(pointer)
+            if problem is not None:
+                yield Fault(where, problem)
+            if not _finite_json(expected):
+                yield Fault(where, "NaN and Infinity are not JSON: no response can equal them")
+
+    def grades(self, evidence: Evidence) -> Iterator[Grade]:
+        if not self.response_json:
+            return
+        document = _parse_response_json(evidence.record.final_response)
+        for pointer, want in self.response_json.items():
+            check = f"response_json({q(pointer)})"
+            field = child_path(AT, pointer)
+            if document is _MISSING:
+                yield Grade(check, False, "response is not JSON", "response", field)
+                continue
+            if pointer_problem(pointer) is not None:  # admission refuses these
+                yield Grade(check, False, "invalid JSON pointer", "response", field)
+                continue
+            got = _lookup(document, pointer)
+            if got is _MISSING:
+                yield Grade(check, False, "pointer not present", "response", field)
+                continue
+            try:
+                ok = json_equal(got, want)
+                detail = f"got {_compact(got)}"
+                if not ok:
+                    detail += f"; expected {_compact(want)}"
+            except RecursionError:
+                ok, detail = False, "value nested too deeply to compare"
+            yield Grade(check, ok, detail, "response", field)
+
+
+def pointer_problem(pointer: str) -> str | None:
+    """Why `pointer` is not an RFC 6901 JSON pointer, or None when it is."""
+    if pointer and not pointer.startswith("/"):
+        return (
+            f'JSON pointer {pointer!r} must be "" (the whole response) or start with "/" (RFC 6901)'
+        )
+    if re.search(r"~(?![01])", pointer):
+        return (
+            f"JSON pointer {pointer!r} has a '~' not followed by 0 or 1 "
+            "(RFC 6901: ~0 stands for '~', ~1 for '/')"
+        )
+    return None
+
+
+def _finite_json(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
+def _parse_response_json(response: str) -> Any:
+    """The final response as JSON: the whole (trimmed) text, else the first ```json fenced
+    block; `_MISSING` when neither parses."""
+    document = _loads(response.strip())
+    if document is not _MISSING:
+        return document
+    start = response.find("```json")
+    if start < 0:
+        return _MISSING
+    body = response[start + len("```json") :]
+    end = body.find("```")
+    return _loads((body if end < 0 else body[:end]).strip())
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        return _MISSING
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _lookup(document: Any, pointer: str) -> Any:
+    """RFC 6901: `document` at `pointer`, or `_MISSING`."""
+    if pointer == "":
+        return document
+    value = document
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict):
+            if token not in value:
+                return _MISSING
+            value = value[token]
+        elif isinstance(value, list):
+            if not re.fullmatch(r"0|[1-9][0-9]*", token) or int(token) >= len(value):
+                return _MISSING
+            value = value[int(token)]
+        else:
+            return _MISSING
+    return value
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality that keeps types apart: 1 != 1.0, true != 1, also inside arrays and
+    objects."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return False
+
+
+def _compact(value: Any) -> str:
+    return clip(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

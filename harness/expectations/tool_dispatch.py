@@ -1,0 +1,82 @@
+"""Expectations on which tools were dispatched and how many times."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from typing import Annotated
+
+from harness.expectations.base import (
+    EXPECTS,
+    Evidence,
+    Grade,
+    Kind,
+    NonNegative,
+    blank_entries,
+    q,
+    q_list,
+)
+from harness.validation import Fault
+
+
+class ToolDispatch(Kind):
+    """`tools_used` / `tools_not_used` and `max_tool_calls` / `min_tool_calls` /
+    `exact_tool_calls`, read from the recorded calls."""
+
+    order = 20
+    tools_used: list[str] = []
+    tools_not_used: list[str] = []
+    max_tool_calls: Annotated[int, NonNegative] | None = None
+    min_tool_calls: Annotated[int, NonNegative] | None = None
+    exact_tool_calls: Annotated[int, NonNegative] | None = None
+
+    @property
+    def effective_min(self) -> int | None:
+        # `min_tool_calls: 0` holds for every run: it is no check (admission says so).
+        return self.min_tool_calls or None
+
+    def problems(self) -> Iterator[Fault]:
+        yield from blank_entries("tools_used", self.tools_used)
+        yield from blank_entries("tools_not_used", self.tools_not_used)
+        lo, hi, exact = self.min_tool_calls, self.max_tool_calls, self.exact_tool_calls
+        if lo is not None and self.effective_min is None:
+            yield Fault(
+                f"{EXPECTS}.min_tool_calls", "0 is vacuous: every run makes at least 0 calls"
+            )
+        if lo is not None and hi is not None and lo > hi:
+            yield Fault(
+                f"{EXPECTS}.min_tool_calls",
+                f"min_tool_calls ({lo}) exceeds max_tool_calls ({hi}): no run can pass",
+            )
+        if exact is not None and hi is not None and exact > hi:
+            yield Fault(
+                f"{EXPECTS}.exact_tool_calls",
+                f"exact_tool_calls ({exact}) exceeds max_tool_calls ({hi}): no run can pass",
+            )
+        if exact is not None and lo is not None and exact < lo:
+            yield Fault(
+                f"{EXPECTS}.exact_tool_calls",
+                f"exact_tool_calls ({exact}) is below min_tool_calls ({lo}): no run can pass",
+            )
+
+    def grades(self, evidence: Evidence) -> Iterator[Grade]:
+        names = evidence.record.tools_called
+        count = len(names)
+        calls = f"{count} tool call(s): {q_list(names)}"
+        for i, name in enumerate(self.tools_used):
+            ok = name in names
+            detail = "called" if ok else f"not called; tools called: {q_list(names)}"
+            yield Grade(f"tools_used({q(name)})", ok, detail, "tool", f"{EXPECTS}.tools_used[{i}]")
+        for i, name in enumerate(self.tools_not_used):
+            ok = name not in names
+            detail = "not called" if ok else f"unexpectedly called; {calls}"
+            field = f"{EXPECTS}.tools_not_used[{i}]"
+            yield Grade(f"tools_not_used({q(name)})", ok, detail, "tool", field)
+        for name, bound, holds in (
+            ("max_tool_calls", self.max_tool_calls, operator.le),
+            ("min_tool_calls", self.effective_min, operator.ge),
+            ("exact_tool_calls", self.exact_tool_calls, operator.eq),
+        ):
+            if bound is not None:
+                ok = holds(count, bound)
+                yield Grade(f"{name}({bound})", ok, calls, "tool", f"{EXPECTS}.{name}")

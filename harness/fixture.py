@@ -1,0 +1,173 @@
+"""The fixture schema (`LlmTrace`) and the parsing of one fixture's text.
+
+Parsing is strict: duplicate keys, unknown keys, wrong types and missing keys are refused,
+each at the JSON path of its field (found from the schema's own type information). What
+the schema cannot say (blank inputs, ids, tools, vacuous expectations) is `admission`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Annotated, Any
+
+import msgspec
+
+from harness.expectations.base import NonNegative, Strict
+from harness.expectations.registry import Expects
+from harness.json_paths import child_path, json_path_lines, nearest_line
+from harness.problems import AdmissionError, Problem
+from harness.validation import faults
+
+
+class ToolCallSpec(Strict):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class TextResponse(Strict, tag_field="type", tag="text"):
+    content: str
+    input_tokens: Annotated[int, NonNegative] = 0
+    output_tokens: Annotated[int, NonNegative] = 0
+
+
+class ToolCallsResponse(Strict, tag_field="type", tag="tool_calls"):
+    tool_calls: list[ToolCallSpec]
+    input_tokens: Annotated[int, NonNegative] = 0
+    output_tokens: Annotated[int, NonNegative] = 0
+
+
+Response = TextResponse | ToolCallsResponse
+
+
+class Step(Strict):
+    response: Response
+
+
+class Turn(Strict):
+    user_input: str
+    # UNSET when the key is absent: a live case must not carry the key at all, not even
+    # `[]` or `null`, so its presence has to be visible.
+    steps: list[Step] | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class Setup(Strict):
+    workspace_files: dict[str, str] = {}
+
+
+class LlmTrace(Strict):
+    model_name: str
+    turns: list[Turn]
+    id: str | None = None
+    description: str | None = None
+    expects: Expects | None = None
+    setup: Setup | None = None
+    tools: list[str] | None = None
+    repeat: Annotated[int, msgspec.Meta(ge=1, le=50)] | None = None
+    cluster: str | None = None
+
+    @property
+    def case_id(self) -> str:
+        return self.id if self.id is not None else self.model_name
+
+
+def json_schema() -> dict[str, Any]:
+    """The fixture format as a JSON Schema (draft 2020-12), for editors and other tools."""
+    schema: dict[str, Any] = msgspec.json.schema(LlmTrace)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "zeroclaw-eval fixture (LlmTrace)"
+    return schema
+
+
+def parse_fixture(text: str, file: str) -> LlmTrace:
+    """Parse fixture text into a `LlmTrace`, raising `AdmissionError` with every schema
+    fault (nothing later can be trusted then); semantic rules are `admission`'s."""
+    repeated: list[bool] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        plain = dict(pairs)
+        if len(plain) == len(pairs):
+            return plain
+        repeated.append(True)
+        return _mark_duplicate_keys(pairs)
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs_hook)
+    except json.JSONDecodeError as exc:
+        msg = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        raise AdmissionError([Problem(file, "$", msg, exc.lineno)]) from None
+    except RecursionError:
+        raise AdmissionError([Problem(file, "$", "not valid JSON: nested too deeply")]) from None
+    if repeated:  # only then is the document walked to name where
+        raise AdmissionError(located(_duplicate_key_problems(data, file), text))
+    if not isinstance(data, dict):
+        kind = type(data).__name__ if data is not None else "null"
+        raise AdmissionError([Problem(file, "$", f"expected a JSON object, got {kind}", 1)])
+    found = faults(data, LlmTrace)
+    if found:
+        problems = [Problem(file, f.path, f.message) for f in found]
+        raise AdmissionError(located(problems, text))
+    try:
+        return msgspec.convert(data, LlmTrace, strict=True)
+    except msgspec.ValidationError as exc:  # a rule the schema walk does not know yet
+        raise AdmissionError([Problem(file, "$", f"does not fit the schema: {exc}")]) from None
+
+
+def located(problems: list[Problem], text: str) -> list[Problem]:
+    """`problems` with the line of each field in `text` (valid JSON) filled in, so an
+    annotation can point at it without reopening the file."""
+    if all(p.line is not None for p in problems):
+        return problems
+    try:
+        lines = json_path_lines(text)
+    except (ValueError, IndexError, RecursionError):
+        return problems
+    return [
+        p if p.line is not None else dataclasses.replace(p, line=nearest_line(lines, p.field))
+        for p in problems
+    ]
+
+
+class _DuplicateKeys(dict[str, Any]):
+    """A parsed JSON object that repeated a key (the last value would silently win)."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _mark_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    duplicates: list[str] = []
+    for key, value in pairs:
+        if key in out:
+            duplicates.append(key)
+        out[key] = value
+    if not duplicates:
+        return out
+    marked = _DuplicateKeys(out)
+    marked.duplicates = tuple(dict.fromkeys(duplicates))
+    return marked
+
+
+def _duplicate_key_problems(data: Any, file: str) -> list[Problem]:
+    """One problem per repeated key, at its JSON path, in document order (no recursion)."""
+    problems: list[Problem] = []
+    stack: list[tuple[str, Any]] = [("$", data)]
+    while stack:
+        path, value = stack.pop()
+        children: list[tuple[str, Any]] = []
+        if isinstance(value, dict):
+            for key in getattr(value, "duplicates", ()):
+                problems.append(
+                    Problem(
+                        file,
+                        child_path(path, key),
+                        f"duplicate key {key!r} in one JSON object: refusing to guess which "
+                        "value was meant",
+                    )
+                )
+            children = [(child_path(path, k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        stack.extend(reversed(children))
+    return problems

@@ -1,0 +1,63 @@
+"""Declared options: each setting's flag, configuration key, help and parser in one place
+(in the spirit of nox's option declarations). The command line is built from these
+declarations, and a value is resolved from them: the flag, else the configuration key,
+else the declared default."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting of the command line."""
+
+    flag: str
+    help: str
+    metavar: str | None = None
+    type: Callable[[str], Any] | None = None
+    choices: Sequence[str] | None = None
+    default: Any = None
+    action: str | None = None
+    required: bool = False
+    # The `[tool.zeroclaw.eval]` key this flag overrides, when it has one.
+    config_key: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        kwargs: dict[str, Any] = {"help": self.help, "dest": self.dest}
+        if self.action is not None:
+            kwargs["action"] = self.action
+        else:
+            kwargs.update(metavar=self.metavar, type=self.type, choices=self.choices)
+            kwargs["default"] = self.default
+        if self.required:
+            kwargs["required"] = True
+        parser.add_argument(self.flag, **{k: v for k, v in kwargs.items() if v is not None})
+
+    def value(self, args: argparse.Namespace, config: object | None = None) -> Any:
+        """The flag's value, else the configuration's, else the default."""
+        given = getattr(args, self.dest, None)
+        if given is not None:
+            return given
+        if self.config_key is not None and config is not None:
+            return getattr(config, self.config_key)
+        return self.default
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds that the platform can wait for."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= threading.TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds: {text}")
+    return value

@@ -1,0 +1,164 @@
+"""One pipeline for the command line and the API: admit a suite, run every case, grade,
+build the verdict, and hand each step to the reporters.
+
+fixture → admission → run → record → grades → verdict → reporters (→ exit code)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.agent import AgentAdapter, AgentSurface
+from harness.agent_registry import agent_surface, resolve_agent, surface_of
+from harness.defaults import DEFAULT_AGENT, DEFAULT_CASE_TIMEOUT
+from harness.modes import Mode, SuiteKind, resolve_kind
+from harness.problems import AdmissionError
+from harness.reporters.base import Reporter
+from harness.runner import BackendFactory, CasePlan, display_path, replay_backend
+from harness.suite import Case, load_suite
+from harness.verdict import CaseReport, SuiteReport
+from harness.watchdog import run_watched
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything one run of a suite is decided by."""
+
+    suite: Path
+    agent: str | AgentAdapter = DEFAULT_AGENT
+    mode: Mode = "replay"
+    kind: SuiteKind | None = None  # None: the directory's name, else regression
+    case_timeout: float = DEFAULT_CASE_TIMEOUT  # starting the agent, and each turn
+    root: Path | None = None  # fixture paths in reports are relative to it (default: cwd)
+    backend: BackendFactory | None = None  # live mode: a backend per case for the provider
+    allowed_tools: frozenset[str] | None = None  # live mode: built-in tools a case may use
+
+    @property
+    def project_root(self) -> Path:
+        return (self.root or Path.cwd()).resolve()
+
+
+def admit(options: RunOptions, reporters: Sequence[Reporter] = ()) -> list[Case]:
+    """Admission and the vacuity check alone, without importing or running any agent
+    framework (`zeroclaw eval check`)."""
+    agent = options.agent
+    surface = surface_of(agent) if isinstance(agent, str) else agent_surface(agent)
+    return _load(options, surface, reporters)
+
+
+def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
+    """Admit the suite, run every case through the agent, grade, and report.
+
+    Raises `AdmissionError` (every problem listed, reporters told) when any fixture is
+    refused: nothing runs. A `ReportWriteError` from a reporter stops the reporters after
+    it."""
+    adapter = resolve_agent(options.agent) if isinstance(options.agent, str) else options.agent
+    cases = _load(options, agent_surface(adapter), reporters)
+    root = options.project_root
+    suite = display_path(options.suite, root)
+    return run_cases(
+        cases,
+        adapter,
+        suite=suite,
+        kind=resolve_kind(options.kind, suite),
+        mode=options.mode,
+        backend=options.backend,
+        allowed_tools=options.allowed_tools,
+        case_timeout=options.case_timeout,
+        root=root,
+        reporters=reporters,
+    )
+
+
+def _load(options: RunOptions, surface: AgentSurface, reporters: Sequence[Reporter]) -> list[Case]:
+    try:
+        return load_suite(options.suite, options.mode, surface)
+    except AdmissionError as exc:
+        for reporter in reporters:
+            reporter.refused(exc.problems)
+        raise
+
+
+def run_cases(
+    cases: list[Case],
+    adapter: AgentAdapter,
+    *,
+    suite: str,
+    kind: SuiteKind = "regression",
+    mode: Mode = "replay",
+    backend: BackendFactory | None = None,
+    allowed_tools: frozenset[str] | None = None,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT,
+    root: Path | None = None,
+    on_case: Callable[[CaseReport], None] | None = None,
+    reporters: Sequence[Reporter] = (),
+) -> SuiteReport:
+    """Run admitted cases in order; each case's failure is confined to its own report.
+
+    `case_timeout` bounds starting the agent and each turn. `allowed_tools` (live mode)
+    further restricts the built-in tools a case may use.
+    """
+    if backend is None:
+        if mode != "replay":
+            raise ValueError("live mode needs a backend factory for the provider")
+        backend = replay_backend
+    plan = CasePlan(
+        adapter, mode, backend, allowed_tools, case_timeout, (root or Path.cwd()).resolve()
+    )
+    for reporter in reporters:
+        reporter.start(len(cases))
+
+    def case_done(report: CaseReport) -> None:
+        for reporter in reporters:
+            reporter.case_done(report)
+        if on_case is not None:
+            on_case(report)
+
+    start = time.perf_counter()
+    reports = run_watched(cases, plan, case_done)
+    report = SuiteReport(
+        suite=suite,
+        kind=kind,
+        mode=mode,
+        agent=adapter.name,
+        cases=reports,
+        duration_ms=(time.perf_counter() - start) * 1e3,
+    )
+    for reporter in reporters:
+        reporter.finish(report)
+    return report
+
+
+def run_suite(
+    suite_dir: str | Path,
+    *,
+    agent: str | AgentAdapter = DEFAULT_AGENT,
+    mode: Mode = "replay",
+    backend: BackendFactory | None = None,
+    allowed_tools: frozenset[str] | None = None,
+    kind: SuiteKind | None = None,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT,
+    root: Path | None = None,
+    on_case: Callable[[CaseReport], None] | None = None,
+) -> SuiteReport:
+    """Admit every fixture of `suite_dir`, run each case through `agent`, grade it.
+
+    Raises `AdmissionError` (every problem listed) when any fixture is refused: nothing runs.
+    Live mode needs `backend` (e.g. `harness.live.live_backend_factory(settings)`).
+    """
+    options = RunOptions(
+        Path(suite_dir), agent, mode, kind, case_timeout, root, backend, allowed_tools
+    )
+    listeners: list[Reporter] = [] if on_case is None else [_Callback(on_case)]
+    return run(options, listeners)
+
+
+class _Callback(Reporter):
+    def __init__(self, on_case: Callable[[CaseReport], None]) -> None:
+        self._on_case = on_case
+
+    def case_done(self, case: CaseReport) -> None:
+        self._on_case(case)

@@ -1,0 +1,76 @@
+"""Suite policy: the verdict of a case from its attempts, and each suite kind's gate.
+
+Pure functions of what the run produced, so every rule is tested here on its own; the
+place where repeats and baselines plug in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from harness.errors import ExitCode
+from harness.expectations.base import Grade
+from harness.modes import SUITE_KINDS, SuiteKind
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of a case: its grades, or the run error that stopped it."""
+
+    grades: Sequence[Grade]
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        # Ran without error, produced at least one grade, and every grade passed.
+        return self.error is None and bool(self.grades) and all(g.passed for g in self.grades)
+
+
+class CaseOutcome(Protocol):
+    """What a gate reads of a case's report."""
+
+    @property
+    def passed(self) -> bool: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class SuitePolicy:
+    """How one kind of suite turns case verdicts into the process exit code."""
+
+    kind: SuiteKind
+    gates_checks: bool  # a failed check fails the gate (not for tracked suites)
+    summary: str  # one line for reports saying what the gate means
+
+    def case_passed(self, attempts: Sequence[Attempt]) -> bool:
+        """A case passes when it was attempted and every attempt passed."""
+        return bool(attempts) and all(a.passed for a in attempts)
+
+    def exit_code(self, cases: Sequence[CaseOutcome]) -> ExitCode:
+        """`PASSED` or `FAILED` for this suite's verdicts. An empty suite never passes; a
+        run error always fails (the suite could not measure what it exists for)."""
+        if not cases or any(c.error is not None for c in cases):
+            return ExitCode.FAILED
+        if self.gates_checks and not all(c.passed for c in cases):
+            return ExitCode.FAILED
+        return ExitCode.PASSED
+
+
+POLICIES: dict[SuiteKind, SuitePolicy] = {
+    "regression": SuitePolicy("regression", True, "gated: exit 0 iff every case passed"),
+    "capability": SuitePolicy(
+        "capability",
+        False,
+        "tracked, not gated: failed checks do not fail the run; run errors do",
+    ),
+    "live": SuitePolicy("live", True, "opt-in, real provider: exit 0 iff every case passed"),
+}
+assert tuple(POLICIES) == SUITE_KINDS
+
+
+def policy_for(kind: SuiteKind) -> SuitePolicy:
+    return POLICIES[kind]

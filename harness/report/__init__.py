@@ -1,1 +1,0 @@
-"""Reports: the suite verdict (`model`) and its renderings (table, JSON, JUnit, files)."""

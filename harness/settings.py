@@ -1,0 +1,108 @@
+"""The settings of `zeroclaw eval`, each declared once (flag, configuration key, help), and
+their merge with the configuration into the options of a run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import EvalConfig, LoadedConfig, load_config
+from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
+from harness.options import Option, seconds
+from harness.pipeline import RunOptions
+
+SUITE = Option(
+    "--suite", "suite directory (default: suite_dir)", metavar="DIR", config_key="suite_dir"
+)
+MODE = Option("--mode", "replay or live (default: mode)", choices=MODES, config_key="mode")
+AGENT = Option("--agent", "agent name or module:factory", metavar="SPEC", config_key="agent")
+CONFIG = Option("--config", "TOML file with an [eval] table", metavar="FILE", type=Path)
+TIMEOUT = Option(
+    "--timeout",
+    "timeout for starting the agent and for each turn (default: case_timeout_secs)",
+    metavar="SECS",
+    type=seconds,
+    config_key="case_timeout_secs",
+)
+SUITE_KIND = Option(
+    "--suite-kind",
+    "gate rules to apply (default: the suite directory's name, else regression)",
+    choices=SUITE_KINDS,
+)
+CASE = Option("--case", "live fixture", metavar="PATH", type=Path, required=True)
+OUT = Option("--out", "replay fixture to write", metavar="PATH", type=Path, required=True)
+FORCE = Option("--force", "replace --out if it exists", action="store_true")
+
+# What every command that reads a suite takes, and what `record` takes.
+SUITE_OPTIONS = (SUITE, MODE, AGENT, CONFIG)
+AGENT_OPTIONS = (AGENT, CONFIG)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The merged settings of one command."""
+
+    options: RunOptions
+    config: EvalConfig
+    secret: str = ""  # the live provider's key, which no output may hold
+
+
+def resolve(
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    *,
+    provider: bool = True,
+) -> Resolved:
+    """The run options the command line and the configuration say; the live provider is
+    configured (or refused, naming what is missing) when the mode is live and `provider`."""
+    loaded = load_config(getattr(args, CONFIG.dest, None))
+    config = loaded.config
+    suite = _suite(args, loaded)
+    timeout: float = TIMEOUT.value(args, config)
+    mode: Mode = getattr(args, MODE.dest, None) or mode_of_directory(suite, config.mode)
+    options = RunOptions(
+        suite=suite,
+        agent=AGENT.value(args, config),
+        mode=mode,
+        kind=getattr(args, SUITE_KIND.dest, None),
+        case_timeout=timeout,
+        root=loaded.root,
+    )
+    if mode != "live" or not provider:
+        return Resolved(options, config)
+    return with_provider(Resolved(options, config), environ)
+
+
+def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) -> Resolved:
+    """`resolved` with the live provider its configuration describes."""
+    from dataclasses import replace
+
+    from harness.live import provider_from_config
+
+    provider = provider_from_config(
+        resolved.config, os.environ if environ is None else environ, resolved.options.case_timeout
+    )
+    options = replace(
+        resolved.options,
+        mode="live",
+        backend=provider.backend,
+        allowed_tools=provider.allowed_tools,
+    )
+    return Resolved(options, resolved.config, provider.secret)
+
+
+def _suite(args: argparse.Namespace, loaded: LoadedConfig) -> Path:
+    given = getattr(args, SUITE.dest, None)
+    return Path(given) if given else _near(loaded.root / loaded.config.suite_dir)
+
+
+def _near(path: Path) -> Path:
+    """`path` relative to the working directory when it lies below it: messages and
+    annotations name fixtures the way the user would type them."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path

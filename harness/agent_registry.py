@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,20 @@ class AgentError(HarnessError):
     """The `agent` setting cannot be resolved to an adapter."""
 
 
-# Built-in adapters, imported only when chosen so that importing the harness never imports
-# an agent framework.
-BUILTIN_AGENTS: dict[str, str] = {
-    "openai-agents": "harness.agents.openai_agents:OpenAIAgentsAdapter",
-    "pydantic-ai": "harness.agents.pydantic_ai:PydanticAIAdapter",
-}
+
+
+def _builtin_agents() -> dict[str, str]:
+    """Every module of `harness.agents` is a built-in agent, named after the module
+    (`openai_agents` is `openai-agents`) and providing its adapter class as `Adapter`.
+    Listed without importing them: importing the harness never imports a framework."""
+    package = Path(__file__).resolve().parent / "agents"
+    return {
+        module.name.replace("_", "-"): f"harness.agents.{module.name}:Adapter"
+        for module in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name)
+    }
+
+
+BUILTIN_AGENTS: dict[str, str] = _builtin_agents()
 
 
 def resolve_agent(spec: str) -> AgentAdapter:

@@ -227,3 +227,7 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
+
+
+# What the agent registry looks up in every module of this package.
+Adapter = OpenAIAgentsAdapter

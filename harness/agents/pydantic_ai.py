@@ -183,3 +183,7 @@ def to_messages(history: list[ModelMessage]) -> tuple[Message, ...]:
     if instructions:
         out.insert(0, Message(role="system", content=instructions))
     return tuple(out)
+
+
+# What the agent registry looks up in every module of this package.
+Adapter = PydanticAIAdapter

@@ -73,11 +73,77 @@ class LlmTrace(Strict):
 
 
 def json_schema() -> dict[str, Any]:
-    """The fixture format as a JSON Schema (draft 2020-12), for editors and other tools."""
-    schema: dict[str, Any] = msgspec.json.schema(LlmTrace)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "zeroclaw-eval fixture (LlmTrace)"
-    return schema
+    """The fixture format as a JSON Schema (draft 2020-12), for editors and other tools.
+
+    msgspec's schema of `LlmTrace`, post-processed for plain JSON Schema consumers: the
+    root is the fixture object itself (not a bare `$ref`), every struct refuses unknown
+    keys, the tagged response union is a `oneOf` (its `discriminator` kept for OpenAPI-style
+    tools), and the top-level keys are described. It says what the schema walk of
+    `parse_fixture` refuses, no more: the semantic rules are `admission`'s."""
+    generated: dict[str, Any] = msgspec.json.schema(LlmTrace)
+    defs: dict[str, Any] = generated["$defs"]
+    root: dict[str, Any] = defs.pop(generated["$ref"].rsplit("/", 1)[-1])
+
+    def tidy(node: Any) -> None:
+        """Fix one schema node and the schema nodes below it."""
+        if isinstance(node, list):
+            for item in node:
+                tidy(item)
+            return
+        if not isinstance(node, dict):
+            return
+        if "discriminator" in node and "anyOf" in node:
+            # The tags are disjoint, so exactly one member fits: a `oneOf`.
+            node["oneOf"] = node.pop("anyOf")
+            node["discriminator"] = node.pop("discriminator")
+        if "properties" in node:  # a struct: every one of them forbids unknown fields
+            node["additionalProperties"] = False
+            if not node.get("required", True):
+                del node["required"]
+        for key, value in node.items():
+            if key == "properties":  # names -> schemas, not a schema itself
+                for member in value.values():
+                    tidy(member)
+            elif key not in ("discriminator", "default", "enum", "const"):
+                tidy(value)
+
+    tidy(root)
+    for definition in defs.values():
+        tidy(definition)
+    described = {
+        "model_name": "The case id, unless `id` is given.",
+        "turns": "The user turns, in order; at least one.",
+        "id": "A stable case id overriding `model_name`.",
+        "description": "What the case proves, and whether it is positive or negative.",
+        "expects": "The checks the run is graded against; at least one effective check.",
+        "setup": "The case workspace before the agent starts.",
+        "tools": 'Names of the tools the case may use, e.g. ["echo"].',
+        "repeat": "Parsed (1..50) but refused in every mode: not supported yet.",
+        "cluster": "Parsed but refused in every mode: not supported yet.",
+    }
+    for name, text in described.items():
+        root["properties"][name]["description"] = text  # KeyError: a field was renamed
+    defs["Turn"]["properties"]["user_input"]["description"] = "The user's message; not blank."
+    defs["Turn"]["properties"]["steps"]["description"] = (
+        "The scripted model responses of this turn, consumed in order. Replay: required and "
+        "non-empty (end the turn with a `text` step). Live: the key must be absent (not even "
+        "[] or null)."
+    )
+    defs["Setup"]["properties"]["workspace_files"]["description"] = (
+        "Relative path -> UTF-8 text: files written into the case workspace."
+    )
+    root.pop("title", None)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "zeroclaw-eval fixture (LlmTrace)",
+        "description": (
+            "One eval case of `zeroclaw eval`: a conversation and the expectations its run "
+            "is graded against. Admission also applies rules this schema cannot express "
+            "(see evals/README.md)."
+        ),
+        **root,
+        "$defs": defs,
+    }
 
 
 def parse_fixture(text: str, file: str) -> LlmTrace:

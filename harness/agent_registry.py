@@ -20,8 +20,6 @@ class AgentError(HarnessError):
     """The `agent` setting cannot be resolved to an adapter."""
 
 
-
-
 def _builtin_agents() -> dict[str, str]:
     """Every module of `harness.agents` is a built-in agent, named after the module
     (`openai_agents` is `openai-agents`) and providing its adapter class as `Adapter`.

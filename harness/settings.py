@@ -8,11 +8,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.config import EvalConfig, LoadedConfig, load_config
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
 from harness.options import Option, seconds
-from harness.pipeline import RunOptions
+
+if TYPE_CHECKING:
+    from harness.config import EvalConfig, LoadedConfig
+    from harness.pipeline import RunOptions
 
 SUITE = Option(
     "--suite", "suite directory (default: suite_dir)", metavar="DIR", config_key="suite_dir"
@@ -58,6 +61,10 @@ def resolve(
 ) -> Resolved:
     """The run options the command line and the configuration say; the live provider is
     configured (or refused, naming what is missing) when the mode is live and `provider`."""
+    # Imported here: building the parser (and `--help`) needs only the declarations above.
+    from harness.config import load_config
+    from harness.pipeline import RunOptions
+
     loaded = load_config(getattr(args, CONFIG.dest, None))
     config = loaded.config
     suite = _suite(args, loaded)

@@ -13,12 +13,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from harness.options import Option
 from harness.problems import Problem
 from harness.reporters.atomic import write_atomic
-from harness.verdict import CaseReport, SuiteReport
+
+if TYPE_CHECKING:
+    from harness.verdict import CaseReport, SuiteReport
 
 # Reporter orders: what writes files finishes first, the document on stdout last.
 FILES, CI, STDOUT = 10, 50, 90

@@ -3,11 +3,13 @@ text can forge one (`--annotations`)."""
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.problems import Problem
 from harness.reporters.base import ANNOTATIONS, CI, Output, Reporter
-from harness.verdict import SuiteReport
+
+if TYPE_CHECKING:
+    from harness.verdict import SuiteReport
 
 MAX_ANNOTATIONS = 10
 MAX_PROBLEM_ANNOTATIONS = 50

@@ -7,12 +7,14 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.options import Option
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import FILES, Output, Reporter
-from harness.verdict import SuiteReport
+
+if TYPE_CHECKING:
+    from harness.verdict import SuiteReport
 
 HISTORY_SCHEMA = "zeroclaw-eval/history/v1"
 OPTION = Option(

@@ -2,33 +2,60 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from harness.modes import SuiteKind
 from harness.options import Option
 from harness.reporters.base import FILES, Output, Reporter, documents
-from harness.verdict import SCHEMA, CaseReport, SuiteReport, Totals
+
+if TYPE_CHECKING:
+    from harness.verdict import SuiteReport
 
 OPTION = Option("--json-report", "also write the JSON report here", metavar="PATH", type=Path)
 
 
-class ReportDocument(msgspec.Struct, kw_only=True):
-    schema: str
-    suite: str
-    kind: SuiteKind
-    mode: str
-    agent: str
-    exit_code: int
-    all_passed: bool
-    totals: Totals
-    duration_ms: float
-    cases: list[CaseReport]
+@functools.cache
+def document_type() -> Any:
+    """The report document's struct, built on first use: `--help` never imports the verdict
+    model for it."""
+    import msgspec
+
+    from harness.modes import SuiteKind
+    from harness.verdict import CaseReport, Totals
+
+    return msgspec.defstruct(
+        "ReportDocument",
+        [
+            ("schema", str),
+            ("suite", str),
+            ("kind", SuiteKind),
+            ("mode", str),
+            ("agent", str),
+            ("exit_code", int),
+            ("all_passed", bool),
+            ("totals", Totals),
+            ("duration_ms", float),
+            ("cases", list[CaseReport]),
+        ],
+        kw_only=True,
+        module=__name__,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # `ReportDocument` stays importable for readers of the JSON report.
+    if name == "ReportDocument":
+        return document_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def render_json(report: SuiteReport) -> bytes:
-    document = ReportDocument(
+    import msgspec
+
+    from harness.verdict import SCHEMA
+
+    document = document_type()(
         schema=SCHEMA,
         suite=report.suite,
         kind=report.kind,

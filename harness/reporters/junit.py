@@ -5,26 +5,30 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.options import Option
 from harness.reporters.base import FILES, Output, Reporter, documents
-from harness.verdict import CaseReport, SuiteReport
+
+if TYPE_CHECKING:
+    from harness.verdict import CaseReport, SuiteReport
 
 OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
 
 # Anything outside XML 1.0's Char production is replaced, not dropped, so a reader can
 # still see that something was there.
-_ILLEGAL_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_ILLEGAL_XML = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 
 # A text line starting with `::` is a workflow command to a CI runner reading the document
 # on stdout. Writing its first colon as a character reference keeps the parsed text the
 # same while no line of the file starts with `::`.
-_COMMAND_LINE = re.compile(r"(?m)^([ \t]*):(?=:)")
+_COMMAND_LINE = r"(?m)^([ \t]*):(?=:)"
 
 
 def xml_safe(text: str) -> str:
-    return _ILLEGAL_XML.sub("\ufffd", text)
+    # Patterns compiled on first use (re caches them): `--help` imports this module.
+    return re.sub(_ILLEGAL_XML, "\ufffd", text)
 
 
 def render_junit(report: SuiteReport) -> bytes:
@@ -33,7 +37,7 @@ def render_junit(report: SuiteReport) -> bytes:
     cases = [_test_case(TestCase, report.suite, case) for case in report.cases]
     suite = TestSuite(xml_safe(f"zeroclaw-eval:{report.suite}"), cases)
     xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
-    return _COMMAND_LINE.sub(r"\1&#58;", xml).encode("utf-8")
+    return re.sub(_COMMAND_LINE, r"\1&#58;", xml).encode("utf-8")
 
 
 def _test_case(factory: type, suite: str, case: CaseReport) -> object:

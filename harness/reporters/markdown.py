@@ -6,12 +6,14 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.options import Option
 from harness.reporters.atomic import write_atomic
 from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
-from harness.verdict import SuiteReport
+
+if TYPE_CHECKING:
+    from harness.verdict import SuiteReport
 
 OPTION = Option("--summary", "also write the Markdown summary here", metavar="PATH", type=Path)
 

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.reporters.base import Output, Reporter
-from harness.verdict import CaseReport, SuiteReport
+
+if TYPE_CHECKING:
+    from harness.verdict import CaseReport, SuiteReport
 
 
 class ProgressReporter(Reporter):

@@ -4,10 +4,12 @@ finishes, failing checks under it, a summary line."""
 from __future__ import annotations
 
 import os
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.reporters.base import STDOUT, Output, Reporter
-from harness.verdict import CaseReport, SuiteReport
+
+if TYPE_CHECKING:
+    from harness.verdict import CaseReport, SuiteReport
 
 
 def use_colour(stream: TextIO) -> bool:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from harness.expectations import base
 from harness.expectations.base import EXPECTS, Evidence, Grade, Kind, Strict
 from harness.run_record import RunRecord
 from harness.validation import Fault
@@ -162,6 +161,3 @@ def passes_empty_run(expects: Expects | None, setup_files: Mapping[str, str]) ->
             return False
         graded = True
     return graded
-
-
-__all__ = ["EXPECTS", "KINDS", "OWNER", "Expects", "assertion_count", "base", "grade"]

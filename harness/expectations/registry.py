@@ -46,11 +46,6 @@ def _discover() -> tuple[type[Kind], ...]:
 
 KINDS: tuple[type[Kind], ...] = _discover()
 
-# Which kind owns each field of `Expects`.
-OWNER: dict[str, type[Kind]] = {
-    f.name: kind for kind in KINDS for f in msgspec.structs.fields(kind)
-}
-
 
 def _compose() -> Any:
     fields: list[tuple[str, Any, Any]] = []

@@ -39,9 +39,22 @@ def _eval(session: nox.Session, suite: str, *extra: str, folder: str = "") -> No
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (pytest) on the interpreter nox runs on."""
+    """Run the test suite (pytest) on the interpreter nox runs on, one worker per core.
+
+    Arguments after `--` go to pytest: `nox -s tests -- tests/test_cli.py -k usage`; give
+    `-n 0` (or `-n 4`, or `-p no:xdist`) to choose the parallelism yourself.
+    """
     session.install(ALL_AGENTS, *nox.project.dependency_groups(PYPROJECT, "test"))
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *_parallel(session.posargs), *session.posargs)
+
+
+def _parallel(posargs: list[str]) -> list[str]:
+    """`-n auto` (pytest-xdist), unless the arguments already say how to run."""
+    chosen = any(
+        arg.startswith(("-n", "--numprocesses", "--dist")) or arg.endswith("no:xdist")
+        for arg in posargs
+    )
+    return [] if chosen else ["-n", "auto"]
 
 
 @nox.session

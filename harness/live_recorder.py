@@ -44,17 +44,18 @@ def record_live_case(
     *,
     secret: str,
     force: bool = False,
-    progress: TextIO = sys.stderr,
+    progress: TextIO | None = None,
 ) -> str:
     """Run `live_fixture` live under `options` (its backend the provider) and write it to
     `out` as a replay fixture that replays green; the line saying what was recorded.
 
+    `progress` (default: `sys.stderr` at the time of the call) hears that the run started.
     Raises `RecordError` (nothing written), `AdmissionError`, `AgentError`."""
     refuse_existing(out, force)
     agent = options.agent
     adapter = resolve_agent(agent) if isinstance(agent, str) else agent
     case = load_case(live_fixture, "live", agent_surface(adapter))
-    print(f"zeroclaw eval: running {case.id} live ...", file=progress)
+    print(f"zeroclaw eval: running {case.id} live ...", file=progress or sys.stderr)
     report = run_cases(
         [case],
         adapter,

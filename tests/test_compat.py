@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _support import SHARED_FIXTURES
+from conftest import SHARED_FIXTURES
 
 from harness import SuiteReport, empty_run_passes, parse_fixture, run_suite
 

@@ -1,4 +1,5 @@
-"""Configuration (SPEC section 11): `[tool.zeroclaw.eval]` in pyproject.toml or `--config`."""
+"""`harness.config`: configuration (SPEC section 11): `[tool.zeroclaw.eval]` in pyproject.toml
+or `--config`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import (
+    COMMAND,
+)
 
 from harness.config import ConfigError, EvalConfig, load_config
 
@@ -273,3 +277,52 @@ def test_config_path_that_is_a_directory(tmp_path: Path) -> None:
     directory = tmp_path / "eval.toml"
     directory.mkdir()
     assert config_error(directory, tmp_path) == f"{directory}: cannot read: Is a directory"
+
+
+# --- config: live_allowed_tools ------------------------------------------------------------------
+
+
+def write_config(tmp_path: Path, tools: str) -> Path:
+    path = tmp_path / "eval.toml"
+    path.write_text(f"[eval]\nlive_allowed_tools = {tools}\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("tool", ["shell", "bash", "execute_command", "my_shell_tool"])
+def test_config_refuses_a_command_running_tool(tmp_path: Path, tool: str) -> None:
+    path = write_config(tmp_path, f'["echo", "{tool}"]')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f"{path}: [eval]: live_allowed_tools[1]: tool {tool!r} is refused: {COMMAND}"
+    )
+
+
+@pytest.mark.parametrize("blank", ['""', '"  "'])
+def test_config_refuses_an_empty_tool_name(tmp_path: Path, blank: str) -> None:
+    path = write_config(tmp_path, f'["echo", {blank}]')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == f"{path}: [eval]: live_allowed_tools[1]: empty tool name"
+
+
+def test_pyproject_refuses_a_shell_tool(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.zeroclaw.eval]\nlive_allowed_tools = ["shell"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(cwd=tmp_path)
+    assert str(caught.value) == (
+        f"{pyproject}: [tool.zeroclaw.eval]: live_allowed_tools[0]: tool 'shell' is refused: "
+        f"{COMMAND}"
+    )
+
+
+def test_config_admits_safe_tools(tmp_path: Path) -> None:
+    path = write_config(tmp_path, '["echo", "read_file", "write_file", "list_files"]')
+    loaded = load_config(path)
+    assert tuple(loaded.config.live_allowed_tools) == (
+        "echo",
+        "read_file",
+        "write_file",
+        "list_files",
+    )

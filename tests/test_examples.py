@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _support import REPO, run_cli
+from conftest import REPO, Cli
 
 EXAMPLES = REPO / "examples"
 OWN_LOOP = EXAMPLES / "own_loop"
@@ -44,7 +44,9 @@ def fixtures_of(example: Path) -> list[dict]:
     ],
     ids=["own_loop", "support_agent"],
 )
-def test_readme_commands_run_green(example: Path, agents: list[str], minimum: int) -> None:
+def test_readme_commands_run_green(
+    run_cli: Cli, example: Path, agents: list[str], minimum: int
+) -> None:
     commands = readme_commands(example)
     assert [c[c.index("--agent") + 1] for c in commands] == agents
     count = len(fixtures_of(example))

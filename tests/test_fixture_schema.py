@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 import pytest
-from _support import BUILTIN_SURFACE, REPO, SHARED_FIXTURES
+from conftest import BUILTIN_SURFACE, REPO, SHARED_FIXTURES
 from jsonschema import Draft202012Validator, validators
 
 from harness.cli import main

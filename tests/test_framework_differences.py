@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import REPO, Recording, call, fixture, text_step, tool_step, turn, write_module
+from conftest import REPO, Recording, call, fixture, text_step, tool_step, turn, write_module
 
 from harness import Message, ModelRequest, ToolCall, parse_fixture, run_cases
 from harness.admission import check_trace

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from _support import call, fixture, text_step, tool_step, trace_of, turn
+from conftest import call, fixture, text_step, tool_step, trace_of, turn
 
 from harness.model_boundary import Message, ModelBoundary, ModelRequest, ModelStep, ToolCall
 from harness.replay import ReplayBackend, ReplayDivergence

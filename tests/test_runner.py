@@ -1,4 +1,5 @@
-"""The runner, through the real OpenAI Agents SDK adapter and through users' own loops."""
+"""`harness.runner`: running cases, through the real OpenAI Agents SDK adapter and through
+users' own loops: run errors, timeouts, isolation, a fresh workspace per case."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import (
+from conftest import (
     DROPPING_LOOP,
     FAITHFUL_LOOP,
     call,
@@ -73,114 +74,7 @@ def user_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, att
     return f"{write_module(tmp_path, source)}:{attr}"
 
 
-# --- the real SDK adapter -------------------------------------------------------------------
-
-
-def test_single_tool_case_through_the_sdk(tmp_path: Path) -> None:
-    suite = write_suite(tmp_path / "suite", {"echo.json": echo_fixture("single-echo", "hello")})
-    report = run(suite)
-    assert report.agent == "openai-agents"
-    (case,) = report.cases
-    assert case.error is None, case.error
-    assert case.passed, failing(case)
-    assert case.id == "single-echo"
-    assert case.fixture == "suite/echo.json"
-    assert case.score == 1.0
-    r = case.record
-    assert r is not None
-    assert r.final_response == "The echo tool said: hello"
-    assert [(c.name, c.arguments, c.result, c.success) for c in r.calls] == [
-        ("echo", '{"message":"hello"}', "hello", True)
-    ]
-    assert (r.model_calls, r.input_tokens, r.output_tokens) == (2, 50, 14)
-    assert r.duration_ms >= 0
-    assert report.exit_code() == 0
-
-
-def test_multi_turn_final_response_is_the_last_turns_and_calls_accumulate(tmp_path: Path) -> None:
-    data = fixture(
-        "multi-turn",
-        [
-            turn(
-                "Echo alpha",
-                tool_step(call("c1", message="alpha"), input_tokens=10, output_tokens=1),
-                text_step("Echoed: alpha", input_tokens=11, output_tokens=2),
-            ),
-            turn(
-                "Echo beta",
-                tool_step(call("c2", message="beta"), input_tokens=12, output_tokens=3),
-                text_step("Echoed: beta", input_tokens=13, output_tokens=4),
-            ),
-        ],
-        {
-            "response_contains": ["beta"],
-            "response_not_contains": ["alpha"],
-            "exact_tool_calls": 2,
-            "tool_arguments_contain": [
-                {"tool": "echo", "needle": "alpha", "call_index": 0},
-                {"tool": "echo", "needle": "beta", "call_index": 1},
-            ],
-        },
-    )
-    (case,) = run(write_suite(tmp_path / "suite", {"m.json": data})).cases
-    assert case.passed, (case.error, failing(case))
-    assert case.record is not None
-    assert case.record.final_response == "Echoed: beta"
-    assert case.record.turn_responses == ["Echoed: alpha", "Echoed: beta"]
-    assert [c.result for c in case.record.calls] == ["alpha", "beta"]
-    assert (case.record.model_calls, case.record.input_tokens, case.record.output_tokens) == (
-        4,
-        46,
-        10,
-    )
-
-
-def test_fail_tool_is_recorded_and_the_loop_continues(tmp_path: Path) -> None:
-    data = fixture(
-        "fail-then-echo",
-        [
-            turn(
-                "Try the failing tool, then echo",
-                tool_step(call("c1", "fail", reason="disk full")),
-                tool_step(call("c2", message="recovered")),
-                text_step("The first tool failed (disk full); echo said recovered"),
-            )
-        ],
-        {
-            "all_tools_succeeded": False,
-            "exact_tool_calls": 2,
-            "tool_results_contain": [
-                {"tool": "fail", "needle": "disk full"},
-                {"tool": "echo", "needle": "recovered"},
-            ],
-            "response_contains": ["recovered"],
-        },
-    )
-    (case,) = run(write_suite(tmp_path / "suite", {"f.json": data})).cases
-    assert case.passed, (case.error, failing(case))
-    assert case.record is not None
-    assert [(c.name, c.success, c.result) for c in case.record.calls] == [
-        ("fail", False, "disk full"),
-        ("echo", True, "recovered"),
-    ]
-
-
-def test_parallel_tool_calls_in_one_step_are_all_dispatched(tmp_path: Path) -> None:
-    data = fixture(
-        "two-at-once",
-        [
-            turn(
-                "Echo a and b",
-                tool_step(call("c1", message="a"), call("c2", message="b")),
-                text_step("Echoed a and b"),
-            )
-        ],
-        {"exact_tool_calls": 2, "tool_results_contain": [{"tool": "echo", "needle": "b"}]},
-    )
-    (case,) = run(write_suite(tmp_path / "suite", {"p.json": data})).cases
-    assert case.passed, (case.error, failing(case))
-    assert case.record is not None
-    assert sorted(c.result for c in case.record.calls) == ["a", "b"]
+# --- the runner: run errors, isolation, modes -----------------------------------------------------
 
 
 def test_run_errors_fail_their_case_but_not_the_suite(tmp_path: Path) -> None:

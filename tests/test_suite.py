@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fixtures import (
-    SHARED_FIXTURE_DIR,
-    builtin_surface,
+from conftest import (
+    BUILTIN_SURFACE,
+    SHARED_FIXTURES,
     lines,
     replay_trace,
     write_fixture,
@@ -26,7 +26,7 @@ NOT_ROOT = pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatev
 
 
 def load(directory: Path) -> list[Case]:
-    return load_suite(directory, "replay", builtin_surface())
+    return load_suite(directory, "replay", BUILTIN_SURFACE)
 
 
 def refused(directory: Path) -> list[str]:
@@ -220,10 +220,10 @@ def test_admitted_case_keeps_trace_path_and_text(tmp_path: Path) -> None:
 
 
 def test_shared_fixtures_load_as_one_suite() -> None:
-    if not SHARED_FIXTURE_DIR.is_dir():
-        pytest.skip(f"{SHARED_FIXTURE_DIR} does not exist")
-    expected = sorted(SHARED_FIXTURE_DIR.glob("*.json"))
-    cases = load(SHARED_FIXTURE_DIR)
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip(f"{SHARED_FIXTURES} does not exist")
+    expected = sorted(SHARED_FIXTURES.glob("*.json"))
+    cases = load(SHARED_FIXTURES)
     assert [c.path for c in cases] == expected
     assert len({c.id for c in cases}) == len(cases)
 
@@ -354,7 +354,7 @@ def test_duplicate_ids_are_reported_with_other_problems(tmp_path: Path) -> None:
 def test_live_mode_suite_refuses_scripted_steps(tmp_path: Path) -> None:
     path = write_fixture(tmp_path, "a.json", replay_trace())
     with pytest.raises(AdmissionError) as caught:
-        load_suite(tmp_path, "live", builtin_surface())
+        load_suite(tmp_path, "live", BUILTIN_SURFACE)
     assert lines(caught.value.problems) == [
         f"{path}: $.turns[0].steps: a live case must not script model steps: the real model answers"
     ]

@@ -1,6 +1,7 @@
-"""JUnit XML that real consumers accept: validated against the published Jenkins xunit
-schema (shipped in tests/schemas), parsed with junitparser, and consistent with the JSON
-report written in the same run."""
+"""`harness.reporters.junit`: JUnit XML that real consumers accept: validated against the
+published Jenkins xunit schema (shipped in tests/schemas), parsed with junitparser,
+consistent with the JSON report written in the same run; control characters and markup made
+safe, and no line a CI runner would read as a command."""
 
 from __future__ import annotations
 
@@ -12,19 +13,34 @@ from typing import Any
 import junitparser
 import pytest
 import xmlschema
-from _support import (
+from conftest import (
+    ESC,
+    NUL,
+    Cli,
     call,
     echo_fixture,
+    errored_report,
+    failing_report,
     fixture,
-    run_cli,
+    line_containing,
+    passing_report,
+    project,
+    suite_report,
     text_step,
     tool_step,
     turn,
+    under_scripted_fixture,
     write_suite,
 )
 
+from harness import run_suite
+from harness.expectations.base import Grade
+from harness.reporters.json_report import render_json
+from harness.reporters.junit import render_junit, xml_safe
+from harness.run_record import RunRecord
+from harness.verdict import CaseReport
+
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
-ESC, NUL = "\x1b", "\x00"
 
 
 def _add_attribute(schema: str, anchor: str, addition: str) -> str:
@@ -120,17 +136,6 @@ def test_schema_rejects_what_breaks_it(broken: str, why: str) -> None:
 # --- real runs ----------------------------------------------------------------------------
 
 
-def project(tmp_path: Path, fixtures: dict[str, Any]) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "pyproject.toml").write_text(
-        '[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\nsuite_dir = "evals/regression"\n',
-        encoding="utf-8",
-    )
-    write_suite(root / "evals" / "regression", fixtures)
-    return root
-
-
 def wrong_answer(model_name: str, *needles: str) -> dict[str, Any]:
     """Failing checks: each of `needles` is absent from the response, and `exact_tool_calls`
     fails too. Grades come in the grader's family order, so a failing needle comes first."""
@@ -141,22 +146,7 @@ def wrong_answer(model_name: str, *needles: str) -> dict[str, Any]:
     )
 
 
-def under_scripted(model_name: str) -> dict[str, Any]:
-    """A run error: the turn asks for a model response after the last scripted step."""
-    return fixture(
-        model_name,
-        [turn("Echo hi", tool_step(call("c1", message="hi")))],
-        {"response_contains": ["hi"]},
-    )
-
-
-def line_containing(path: Path, needle: str) -> int:
-    hits = [n for n, line in enumerate(path.read_text("utf-8").splitlines(), 1) if needle in line]
-    assert len(hits) == 1, (needle, hits)
-    return hits[0]
-
-
-def run_with_reports(root: Path) -> tuple[Path, dict[str, Any]]:
+def run_with_reports(run_cli: Cli, root: Path) -> tuple[Path, dict[str, Any]]:
     result = run_cli(
         "eval", "run", "--junit-xml", "reports/junit.xml", "--json-report", "reports/report.json",
         cwd=root,
@@ -166,17 +156,19 @@ def run_with_reports(root: Path) -> tuple[Path, dict[str, Any]]:
     return root / "reports" / "junit.xml", report
 
 
-def test_junit_of_a_real_run_validates_and_agrees_with_the_json_report(tmp_path: Path) -> None:
+def test_junit_of_a_real_run_validates_and_agrees_with_the_json_report(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     root = project(
         tmp_path,
         {
             "a_pass.json": echo_fixture("passes"),
             "b_fail.json": wrong_answer("fails", "hi there"),
-            "c_error.json": under_scripted("errors"),
+            "c_error.json": under_scripted_fixture("errors"),
             "x.json": wrong_answer("x-case"),
         },
     )
-    junit, report = run_with_reports(root)
+    junit, report = run_with_reports(run_cli, root)
 
     errors = list(junit_schema().iter_errors(str(junit)))
     assert not errors, [f"{e.path}: {e.reason}" for e in errors]
@@ -236,21 +228,21 @@ def test_junit_of_a_real_run_validates_and_agrees_with_the_json_report(tmp_path:
         assert tc.get("line") == (None if json_case["line"] is None else str(json_case["line"]))
 
 
-def test_failure_line_points_at_the_failing_list_entry(tmp_path: Path) -> None:
+def test_failure_line_points_at_the_failing_list_entry(run_cli: Cli, tmp_path: Path) -> None:
     data = fixture(
         "needle",
         [turn("Say something", text_step("first needle only"))],
         {"response_contains": ["first", "second needle"]},
     )
     root = project(tmp_path, {"a.json": echo_fixture("ok"), "x.json": data})
-    junit, _report = run_with_reports(root)
+    junit, _report = run_with_reports(run_cli, root)
     [tc] = [tc for tc in ET.parse(junit).iter("testcase") if tc.get("name") == "needle"]
     assert tc.get("file") == "evals/regression/x.json"
     fixture_file = root / "evals" / "regression" / "x.json"
     assert tc.get("line") == str(line_containing(fixture_file, '"second needle"'))
 
 
-def test_run_error_line_points_at_the_turn(tmp_path: Path) -> None:
+def test_run_error_line_points_at_the_turn(run_cli: Cli, tmp_path: Path) -> None:
     two_turns = fixture(
         "second-turn-errors",
         [
@@ -260,7 +252,7 @@ def test_run_error_line_points_at_the_turn(tmp_path: Path) -> None:
         {"response_contains": ["hi"]},
     )
     root = project(tmp_path, {"a.json": two_turns})
-    junit, report = run_with_reports(root)
+    junit, report = run_with_reports(run_cli, root)
     [tc] = list(ET.parse(junit).iter("testcase"))
     assert tc.find("error") is not None
     text = (root / "evals" / "regression" / "a.json").read_text("utf-8").splitlines()
@@ -271,7 +263,7 @@ def test_run_error_line_points_at_the_turn(tmp_path: Path) -> None:
     assert report["cases"][0]["line"] == line
 
 
-def test_escape_and_nul_in_a_transcript_still_validate(tmp_path: Path) -> None:
+def test_escape_and_nul_in_a_transcript_still_validate(run_cli: Cli, tmp_path: Path) -> None:
     nasty = f"colour {ESC}[31mred{ESC}[0m and a nul {NUL} and <tag> & ]]>"
     failing = fixture(
         f"esc{ESC}nul{NUL}id",
@@ -284,7 +276,7 @@ def test_escape_and_nul_in_a_transcript_still_validate(tmp_path: Path) -> None:
         {"response_contains": ["x"]},
     )
     root = project(tmp_path, {"a.json": failing, "b.json": erroring})
-    junit, report = run_with_reports(root)
+    junit, report = run_with_reports(run_cli, root)
     raw = junit.read_bytes()
     assert ESC.encode() not in raw
     assert NUL.encode() not in raw
@@ -296,3 +288,154 @@ def test_escape_and_nul_in_a_transcript_still_validate(tmp_path: Path) -> None:
     assert report["totals"] == {"cases": 2, "passed": 0, "failed": 1, "errors": 1}
     suite = next(iter(xml))
     assert (int(suite.tests), suite.failures, suite.errors) == (2, 1, 1)
+
+
+# --- JUnit XML ------------------------------------------------------------------------------
+
+
+def parse_junit(data: bytes) -> tuple[ET.Element, list[ET.Element]]:
+    root = ET.fromstring(data)
+    return root, list(root.iter("testcase"))
+
+
+def junit_file(tmp_path: Path, data: bytes) -> junitparser.JUnitXml:
+    path = tmp_path / "junit.xml"
+    path.write_bytes(data)
+    return junitparser.JUnitXml.fromfile(str(path))
+
+
+def test_junit_one_testcase_per_case(tmp_path: Path) -> None:
+    report = suite_report("regression", passing_report(), failing_report(), errored_report())
+    data = render_junit(report)
+    _, cases = parse_junit(data)
+    assert [c.get("name") for c in cases] == ["ok", "bad", "err"]
+    assert {c.get("classname") for c in cases} == {"evals/regression"}
+    assert [c.get("file") for c in cases] == [
+        "evals/regression/ok.json",
+        "evals/regression/bad.json",
+        "evals/regression/err.json",
+    ]
+    ok, bad, err = cases
+    assert float(ok.get("time", "nan")) == pytest.approx(0.012)
+    assert float(bad.get("time", "nan")) == pytest.approx(0.25)
+    assert ok.find("failure") is None
+    assert ok.find("error") is None
+
+    failure = bad.find("failure")
+    assert failure is not None
+    assert failure.get("message") == 'tools_used("echo")'
+    assert failure.text is not None
+    assert 'tools_used("echo"): not called; tools called: []' in failure.text
+    assert "exact_tool_calls(1): 0 tool call(s): []" in failure.text
+    assert 'response_contains("hello")' not in failure.text
+    assert bad.find("error") is None
+
+    error = err.find("error")
+    assert error is not None
+    assert err.find("failure") is None
+    assert error.get("message") == (
+        "case 'err': turn 0 requested more model responses than the trace scripts"
+    )
+    assert "[0] user: hi" in (error.text or "")
+
+    xml = junit_file(tmp_path, data)
+    parsed = [case for ts in xml for case in ts]
+    assert [c.name for c in parsed] == ["ok", "bad", "err"]
+    assert parsed[0].is_passed
+    assert isinstance(parsed[1].result[0], junitparser.Failure)
+    assert parsed[1].result[0].message == 'tools_used("echo")'
+    assert isinstance(parsed[2].result[0], junitparser.Error)
+    suites = list(xml)
+    assert (suites[0].tests, suites[0].failures, suites[0].errors) == (3, 1, 1)
+
+
+def test_junit_sanitises_control_characters(tmp_path: Path) -> None:
+    transcript = f"colour {ESC}[31mred{ESC}[0m and a nul {NUL} byte"
+    bad = CaseReport.graded(
+        f"bad{ESC}",
+        "bad.json",
+        [Grade(f'response_contains("{NUL}")', False, f"not found in: {transcript}", "response")],
+        RunRecord(final_response=transcript, duration_ms=1.0),
+    )
+    err = CaseReport.errored("err", "err.json", f"agent printed {ESC}[2J{NUL}", None)
+    data = render_junit(suite_report("regression", bad, err))
+    assert ESC.encode() not in data
+    assert NUL.encode() not in data
+    _, cases = parse_junit(data)
+    assert cases[0].get("name") == "bad\ufffd"
+    failure = cases[0].find("failure")
+    assert failure is not None
+    assert failure.get("message") == 'response_contains("\ufffd")'
+    assert "colour \ufffd[31mred\ufffd[0m and a nul \ufffd byte" in (failure.text or "")
+    error = cases[1].find("error")
+    assert error is not None
+    assert error.get("message") == "agent printed \ufffd[2J\ufffd"
+    xml = junit_file(tmp_path, data)
+    assert [c.name for ts in xml for c in ts] == ["bad\ufffd", "err"]
+
+
+def test_junit_escapes_markup() -> None:
+    bad = CaseReport.graded(
+        "a<b>&c",
+        'q"uote.json',
+        [Grade("check<&>", False, "</failure><x>", "response")],
+        RunRecord(duration_ms=1.0),
+    )
+    _, (case,) = parse_junit(render_junit(suite_report("regression", bad)))
+    assert case.get("name") == "a<b>&c"
+    assert case.get("file") == 'q"uote.json'
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message") == "check<&>"
+    assert "</failure><x>" in (failure.text or "")
+
+
+def test_xml_safe_keeps_legal_text() -> None:
+    legal = "tab\tnewline\nreturn\r 日本 ✓ \U0001f600 \ue000"
+    assert xml_safe(legal) == legal
+    assert xml_safe("\x01\x08\x0b\x0c\x1f\ufffe\uffff") == "\ufffd" * 7
+
+
+def test_end_to_end_control_characters_give_parseable_junit(tmp_path: Path) -> None:
+    data = fixture(
+        f"noisy{ESC}[0m{NUL}",
+        [turn("Show colours", text_step(f"{ESC}[31mred{ESC}[0m{NUL}"))],
+        {"response_contains": ["green"]},
+    )
+    report = run_suite(
+        write_suite(tmp_path / "suite", {"noisy.json": data}),
+        agent="openai-agents",
+        root=tmp_path,
+    )
+    (case,) = report.cases
+    assert case.error is None
+    assert not case.passed
+    xml = render_junit(report)
+    assert ESC.encode() not in xml
+    assert NUL.encode() not in xml
+    _, (testcase,) = parse_junit(xml)
+    assert testcase.get("name") == "noisy\ufffd[0m\ufffd"
+    assert testcase.get("file") == "suite/noisy.json"
+    failure = testcase.find("failure")
+    assert failure is not None
+    assert failure.get("message") == 'response_contains("green")'
+    # Details quote the response with its control characters visible as escapes.
+    assert "\\u001b[31mred" in (failure.text or "")
+    assert [c.name for ts in junit_file(tmp_path, xml) for c in ts] == ["noisy\ufffd[0m\ufffd"]
+    # The JSON report keeps the exact text, escaped.
+    document = json.loads(render_json(report))
+    assert document["cases"][0]["record"]["final_response"] == f"{ESC}[31mred{ESC}[0m{NUL}"
+    assert document["cases"][0]["id"] == f"noisy{ESC}[0m{NUL}"
+
+
+# --- JUnit XML on stdout --------------------------------------------------------------------------
+
+
+def test_junit_document_has_no_line_a_ci_runner_would_read_as_a_command() -> None:
+    # `--format junit` puts the document on stdout, where a runner acts on `::` lines.
+    error = "boom\n::error::forged\n  ::warning file=x::y"
+    case = CaseReport.errored("x", "x.json", error, None)
+    xml = render_junit(suite_report("regression", case)).decode("utf-8")
+    assert not [line for line in xml.splitlines() if line.lstrip().startswith("::")]
+    parsed = ET.fromstring(xml.encode("utf-8")).find(".//error")
+    assert parsed is not None and parsed.text == error  # the text itself is unchanged

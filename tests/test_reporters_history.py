@@ -1,6 +1,6 @@
-"""`--history`: one JSON line per run with the pass rate and per-case verdicts, and the
-capability gate through the command line (tracked: failed checks exit 0; a malformed
-fixture or a run error exits 1)."""
+"""`harness.reporters.history`: `--history` appends one JSON line per run with the pass rate
+and per-case verdicts; a capability suite with a malformed fixture measures nothing, and
+one with a run error exits 1 but is still recorded."""
 
 from __future__ import annotations
 
@@ -11,36 +11,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from _support import call, fixture, run_cli, text_step, tool_step, turn, write_suite
+from conftest import Cli, project, says, under_scripted_fixture
 
 from harness.expectations.base import Grade
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.history import HISTORY_SCHEMA, append_history
 from harness.run_record import RunRecord
 from harness.verdict import CaseReport, SuiteReport
-
-
-def says(model_name: str, reply: str, needles: list[str]) -> dict[str, Any]:
-    return fixture(model_name, [turn("Say it", text_step(reply))], {"response_contains": needles})
-
-
-def under_scripted(model_name: str) -> dict[str, Any]:
-    return fixture(
-        model_name,
-        [turn("Echo hi", tool_step(call("c1", message="hi")))],
-        {"response_contains": ["hi"]},
-    )
-
-
-def project(tmp_path: Path, fixtures: dict[str, Any], suite: str) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "pyproject.toml").write_text(
-        f'[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\nsuite_dir = "{suite}"\n',
-        encoding="utf-8",
-    )
-    write_suite(root / suite, fixtures)
-    return root
 
 
 def entries(path: Path) -> list[dict[str, Any]]:
@@ -50,7 +27,7 @@ def entries(path: Path) -> list[dict[str, Any]]:
 # --- through the command line -------------------------------------------------------------
 
 
-def test_each_run_appends_one_line_and_reports_the_trend(tmp_path: Path) -> None:
+def test_each_run_appends_one_line_and_reports_the_trend(run_cli: Cli, tmp_path: Path) -> None:
     suite = tmp_path / "project" / "evals" / "capability"
     root = project(
         tmp_path,
@@ -87,7 +64,7 @@ def test_each_run_appends_one_line_and_reports_the_trend(tmp_path: Path) -> None
 
     # the suite gets better; a run error appears
     (suite / "b.json").write_text(json.dumps(says("fails", "zzz", ["zzz"])), encoding="utf-8")
-    (suite / "e.json").write_text(json.dumps(under_scripted("errors")), encoding="utf-8")
+    (suite / "e.json").write_text(json.dumps(under_scripted_fixture("errors")), encoding="utf-8")
     second = run_cli("eval", "run", "--history", history, "--format", "json", cwd=root)
     assert second.returncode == 1  # a run error fails even a capability suite
     json.loads(second.stdout)  # stdout is still only the JSON document
@@ -105,7 +82,7 @@ def test_each_run_appends_one_line_and_reports_the_trend(tmp_path: Path) -> None
     assert (latest["failed"], latest["errors"]) == (1, 1)
 
 
-def test_a_damaged_history_line_is_skipped_not_fatal(tmp_path: Path) -> None:
+def test_a_damaged_history_line_is_skipped_not_fatal(run_cli: Cli, tmp_path: Path) -> None:
     root = project(
         tmp_path,
         {"a.json": says("passes", "hi", ["hi"]), "b.json": says("fails", "hi", ["zzz"])},
@@ -123,7 +100,9 @@ def test_a_damaged_history_line_is_skipped_not_fatal(tmp_path: Path) -> None:
     assert len(lines) == 5
 
 
-def test_an_unwritable_history_path_exits_1_with_a_clear_message(tmp_path: Path) -> None:
+def test_an_unwritable_history_path_exits_1_with_a_clear_message(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     root = project(tmp_path, {"a.json": says("passes", "hi", ["hi"])}, suite="evals/capability")
     (root / "reports").write_text("a file, not a directory", encoding="utf-8")
     result = run_cli(
@@ -211,38 +190,13 @@ def test_append_history_error_is_a_report_write_error(tmp_path: Path) -> None:
         append_history(blocker / "h.jsonl", report_of("passed"))
 
 
-# --- the capability gate through the command line -----------------------------------------
-
-
-def test_capability_directory_with_failing_checks_exits_0(tmp_path: Path) -> None:
-    root = project(
-        tmp_path,
-        {"a.json": says("passes", "hi", ["hi"]), "b.json": says("fails", "hi", ["zzz"])},
-        suite="evals/capability",
-    )
-    result = run_cli("eval", "run", "--format", "json", cwd=root)
-    assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
-    assert (document["kind"], document["exit_code"]) == ("capability", 0)
-    assert document["totals"]["failed"] == 1
-    # the same suite gated as regression fails
-    assert run_cli("eval", "run", "--suite-kind", "regression", cwd=root).returncode == 1
-
-
-def test_suite_kind_flag_makes_any_directory_capability(tmp_path: Path) -> None:
-    root = project(
-        tmp_path,
-        {"a.json": says("passes", "hi", ["hi"]), "b.json": says("fails", "hi", ["zzz"])},
-        suite="evals/nightly",
-    )
-    assert run_cli("eval", "run", cwd=root).returncode == 1  # regression by default
-    result = run_cli("eval", "run", "--suite-kind", "capability", "--format", "json", cwd=root)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["kind"] == "capability"
+# --- the capability gate and the history -------------------------------------------------
 
 
 @pytest.mark.parametrize("how", ["directory", "flag"])
-def test_capability_with_a_malformed_fixture_exits_1(tmp_path: Path, how: str) -> None:
+def test_capability_with_a_malformed_fixture_exits_1(
+    run_cli: Cli, tmp_path: Path, how: str
+) -> None:
     suite = "evals/capability" if how == "directory" else "evals/other"
     root = project(
         tmp_path,
@@ -262,11 +216,11 @@ def test_capability_with_a_malformed_fixture_exits_1(tmp_path: Path, how: str) -
 
 
 @pytest.mark.parametrize("how", ["directory", "flag"])
-def test_capability_with_a_run_error_exits_1(tmp_path: Path, how: str) -> None:
+def test_capability_with_a_run_error_exits_1(run_cli: Cli, tmp_path: Path, how: str) -> None:
     suite = "evals/capability" if how == "directory" else "evals/other"
     root = project(
         tmp_path,
-        {"a.json": says("passes", "hi", ["hi"]), "b.json": under_scripted("errors")},
+        {"a.json": says("passes", "hi", ["hi"]), "b.json": under_scripted_fixture("errors")},
         suite=suite,
     )
     flags = [] if how == "directory" else ["--suite-kind", "capability"]

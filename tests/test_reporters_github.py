@@ -1,11 +1,12 @@
-"""GitHub workflow commands from the harness: one escaped line per failing case, worst
-first, at most ten plus a notice, pointing at the fixture line; and the step summary.
+"""`harness.reporters.github`: GitHub workflow commands from the harness: one escaped line
+per failing case, worst first, at most ten plus a notice, pointing at the fixture line; and
+the step summary.
 
 A workflow command is a line of output starting with `::`; the runner reads the command
 and its `key=value` properties up to the first `::` after that, and the message after it.
 It decodes `%0D`, `%0A` and `%25` in the message, and also `%3A` and `%2C` in properties.
-`parse_commands` below reads output the way the runner does, so a forged command or a
-property broken open by a stray `:` or `,` shows up as a wrong parse.
+`parse_commands` (in conftest.py) reads output the way the runner does, so a forged command
+or a property broken open by a stray `:` or `,` shows up as a wrong parse.
 """
 
 from __future__ import annotations
@@ -13,11 +14,30 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 import pytest
-from _support import call, fixture, run_cli, text_step, tool_step, turn, write_module, write_suite
+from conftest import (
+    EXPLODING_LOOP,
+    Cli,
+    Command,
+    assert_well_formed,
+    call,
+    fixture,
+    line_containing,
+    parse_command,
+    parse_commands,
+    project,
+    says,
+    text_step,
+    tool_step,
+    turn,
+    under_scripted_fixture,
+    unescape_data,
+    unescape_property,
+    write_module,
+)
 
 from harness.agent import AgentSurface
 from harness.expectations.base import Grade
@@ -34,61 +54,6 @@ from harness.suite import load_case
 from harness.verdict import CaseReport, SuiteReport
 
 FORGED = "%0A::error::forged"
-
-
-class Command(NamedTuple):
-    name: str
-    properties: dict[str, str]
-    message: str
-    raw: str
-
-
-def unescape_data(text: str) -> str:
-    # The runner's order: CR, LF, then the percent sign.
-    return text.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
-
-
-def unescape_property(text: str) -> str:
-    return (
-        text.replace("%0D", "\r")
-        .replace("%0A", "\n")
-        .replace("%3A", ":")
-        .replace("%2C", ",")
-        .replace("%25", "%")
-    )
-
-
-def parse_command(line: str) -> Command:
-    assert line.startswith("::"), line
-    end = line.index("::", 2)
-    info, data = line[2:end], line[end + 2 :]
-    name, _, props = info.partition(" ")
-    properties: dict[str, str] = {}
-    for prop in props.split(",") if props else []:
-        key, sep, value = prop.partition("=")
-        assert sep, f"property without '=': {prop!r} in {line!r}"
-        assert key not in properties, f"repeated property {key!r} in {line!r}"
-        properties[key] = unescape_property(value)
-    return Command(name, properties, unescape_data(data), line)
-
-
-def parse_commands(output: str) -> list[Command]:
-    """Every workflow command in `output`, split into lines as the runner splits them."""
-    lines = re.split(r"\r\n|\r|\n", output)
-    return [parse_command(line.lstrip()) for line in lines if line.lstrip().startswith("::")]
-
-
-def assert_well_formed(command: Command) -> None:
-    """One line; `%`, CR and LF escaped in the message; also `:` and `,` in properties."""
-    raw = command.raw
-    assert "\n" not in raw and "\r" not in raw
-    info, _, data = raw[2:].partition("::")
-    assert "::" not in info  # nothing in the properties can end them early
-    assert not re.search(r"%(?!25|0D|0A)", data), data  # every % in the message is an escape
-    for value in info.partition(" ")[2].split(","):
-        escaped = value.partition("=")[2]
-        assert ":" not in escaped, raw
-        assert not re.search(r"%(?!25|0D|0A|3A|2C)", escaped), raw
 
 
 # --- escaping, unit ---------------------------------------------------------------------
@@ -232,46 +197,16 @@ def test_problem_command_points_at_the_offending_key(tmp_path: Path) -> None:
 # --- through the command line -------------------------------------------------------------
 
 
-def project(root: Path, fixtures: dict[str, Any], suite: str = "evals/regression") -> Path:
-    root.mkdir(parents=True)
-    (root / "pyproject.toml").write_text(
-        f'[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\nsuite_dir = "{suite}"\n',
-        encoding="utf-8",
-    )
-    write_suite(root / suite, fixtures)
-    return root
-
-
-def line_containing(path: Path, needle: str) -> int:
-    hits = [n for n, line in enumerate(path.read_text("utf-8").splitlines(), 1) if needle in line]
-    assert len(hits) == 1, (path, needle, hits)
-    return hits[0]
-
-
-def says(model_name: str, reply: str, needles: list[str], case_id: str | None = None) -> dict:
-    extra = {"id": case_id} if case_id is not None else {}
-    return fixture(
-        model_name, [turn("Say it", text_step(reply))], {"response_contains": needles}, **extra
-    )
-
-
-def under_scripted(model_name: str) -> dict[str, Any]:
-    """A run error: the agent asks the model again after the only scripted step."""
-    return fixture(
-        model_name,
-        [turn("Echo hi", tool_step(call("c1", message="hi")))],
-        {"response_contains": ["hi"]},
-    )
-
-
-def test_done_when_a_forged_response_yields_single_escaped_commands(tmp_path: Path) -> None:
+def test_done_when_a_forged_response_yields_single_escaped_commands(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     case_id = "forge:1,x::error::y"
     reply = f"hi {FORGED}\nsecond line\r\n::error::also forged 100%"
     root = project(
-        tmp_path / "p",
+        tmp_path,
         {
             "a_forged.json": says("forged", reply, ["hi", "never said"], case_id=case_id),
-            "b_error.json": under_scripted("diverges"),
+            "b_error.json": under_scripted_fixture("diverges"),
             "c_pass.json": says("fine", "hi", ["hi"]),
         },
     )
@@ -319,56 +254,9 @@ def test_done_when_a_forged_response_yields_single_escaped_commands(tmp_path: Pa
     )
 
 
-EXPLODING_LOOP = """
-from harness import Message, ModelRequest
-
-
-class Session:
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    async def run_turn(self, user_input):
-        if user_input.startswith("explode"):
-            raise RuntimeError("boom\\n::error::forged\\r\\n::warning file=x::100%0A")
-        step = await self.ctx.model.respond(
-            ModelRequest(messages=(Message(role="user", content=user_input),))
-        )
-        return step.text
-
-
-def factory(ctx):
-    return Session(ctx)
-"""
-
-
-def test_an_exception_message_with_raw_newlines_cannot_forge_a_command(tmp_path: Path) -> None:
+def test_the_table_cannot_forge_a_command_either(run_cli: Cli, tmp_path: Path) -> None:
     root = project(
-        tmp_path / "p",
-        {
-            "a.json": fixture("explodes", [turn("explode now", text_step("hi"))],
-                              {"response_contains": ["hi"]}),
-            "b.json": says("fine", "hi", ["hi"]),
-        },
-    )  # fmt: skip
-    module = write_module(root, EXPLODING_LOOP)
-    result = run_cli(
-        "eval", "run", "--agent", f"{module}:factory", "--format", "json",
-        cwd=root, env={"GITHUB_ACTIONS": "true"},
-    )  # fmt: skip
-    assert result.returncode == 1, result.stderr
-    document = json.loads(result.stdout)
-    assert document["totals"] == {"cases": 2, "passed": 1, "failed": 0, "errors": 1}
-    [command] = parse_commands(result.stderr)
-    assert_well_formed(command)
-    assert command.name == "error"
-    assert command.message == (
-        "run error: RuntimeError: boom\n::error::forged\r\n::warning file=x::100%0A"
-    )
-
-
-def test_the_table_cannot_forge_a_command_either(tmp_path: Path) -> None:
-    root = project(
-        tmp_path / "p",
+        tmp_path,
         {"a.json": fixture("explodes", [turn("explode now", text_step("hi"))],
                            {"response_contains": ["hi"]})},
     )  # fmt: skip
@@ -404,7 +292,7 @@ EXPECTED_ORDER = ["c03", "c07", "c02", "c05", "c11", "c01", "c06", "c08", "c10",
 
 def twelve_fixture(stem: str, kind: str) -> dict[str, Any]:
     if kind == "e":
-        return under_scripted(stem)
+        return under_scripted_fixture(stem)
     needles = {"0": ["zzz"], "1/2": ["hi", "zzz"], "2/3": ["hi", "there", "zzz"]}[kind]
     return says(stem, "hi there", needles)
 
@@ -413,7 +301,7 @@ def twelve_fixture(stem: str, kind: str) -> dict[str, Any]:
 def twelve(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fixtures = {f"{stem}.json": twelve_fixture(stem, kind) for stem, kind in TWELVE}
     fixtures["c00.json"] = says("c00", "hi", ["hi"])
-    return project(tmp_path_factory.mktemp("twelve") / "p", fixtures)
+    return project(tmp_path_factory.mktemp("twelve"), fixtures)
 
 
 def expected_line(root: Path, stem: str) -> int:
@@ -441,7 +329,9 @@ def check_twelve(root: Path, commands: list[Command]) -> None:
     assert notice.message.startswith("2 more failing case(s) not annotated")
 
 
-def test_twelve_failures_annotated_worst_first_on_stdout_with_the_table(twelve: Path) -> None:
+def test_twelve_failures_annotated_worst_first_on_stdout_with_the_table(
+    run_cli: Cli, twelve: Path
+) -> None:
     result = run_cli("eval", "run", cwd=twelve, env={"GITHUB_ACTIONS": "true"})
     assert result.returncode == 1, result.stderr
     assert "1/13 cases passed" in result.stdout
@@ -449,7 +339,9 @@ def test_twelve_failures_annotated_worst_first_on_stdout_with_the_table(twelve: 
     assert parse_commands(result.stderr) == []
 
 
-def test_json_format_keeps_stdout_the_document_and_commands_on_stderr(twelve: Path) -> None:
+def test_json_format_keeps_stdout_the_document_and_commands_on_stderr(
+    run_cli: Cli, twelve: Path
+) -> None:
     summary = twelve / "step-summary.md"
     result = run_cli(
         "eval", "run", "--format", "json", "--json-report", "reports/r.json",
@@ -461,7 +353,7 @@ def test_json_format_keeps_stdout_the_document_and_commands_on_stderr(twelve: Pa
     check_twelve(twelve, parse_commands(result.stderr))
 
 
-def test_junit_format_keeps_stdout_the_document(twelve: Path) -> None:
+def test_junit_format_keeps_stdout_the_document(run_cli: Cli, twelve: Path) -> None:
     result = run_cli("eval", "run", "--format", "junit", cwd=twelve, env={"GITHUB_ACTIONS": "true"})
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith("<?xml")
@@ -469,7 +361,9 @@ def test_junit_format_keeps_stdout_the_document(twelve: Path) -> None:
     check_twelve(twelve, parse_commands(result.stderr))
 
 
-def test_annotations_none_suppresses_commands_and_the_step_summary(twelve: Path) -> None:
+def test_annotations_none_suppresses_commands_and_the_step_summary(
+    run_cli: Cli, twelve: Path
+) -> None:
     summary = twelve / "none-summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
     result = run_cli(
@@ -482,7 +376,7 @@ def test_annotations_none_suppresses_commands_and_the_step_summary(twelve: Path)
     assert summary.read_text("utf-8") == "earlier step\n"
 
 
-def test_no_commands_without_github_actions(twelve: Path) -> None:
+def test_no_commands_without_github_actions(run_cli: Cli, twelve: Path) -> None:
     result = run_cli("eval", "run", cwd=twelve)
     assert result.returncode == 1
     assert parse_commands(result.stdout) == parse_commands(result.stderr) == []
@@ -490,14 +384,14 @@ def test_no_commands_without_github_actions(twelve: Path) -> None:
     assert parse_commands(result.stdout) == parse_commands(result.stderr) == []
 
 
-def test_annotations_github_emits_them_without_the_env_var(twelve: Path) -> None:
+def test_annotations_github_emits_them_without_the_env_var(run_cli: Cli, twelve: Path) -> None:
     result = run_cli("eval", "run", "--annotations", "github", "--format", "json", cwd=twelve)
     assert result.returncode == 1
     json.loads(result.stdout)
     check_twelve(twelve, parse_commands(result.stderr))
 
 
-def test_step_summary_is_appended_and_matches_summary_file(twelve: Path) -> None:
+def test_step_summary_is_appended_and_matches_summary_file(run_cli: Cli, twelve: Path) -> None:
     step = twelve / "github-step-summary.md"
     step.write_text("## from an earlier step\n\nkeep me\n", encoding="utf-8")
     result = run_cli(
@@ -510,8 +404,10 @@ def test_step_summary_is_appended_and_matches_summary_file(twelve: Path) -> None
     assert step.read_text("utf-8") == "## from an earlier step\n\nkeep me\n" + summary + "\n"
 
 
-def test_step_summary_append_failure_is_reported_not_fatal_to_the_verdict(tmp_path: Path) -> None:
-    root = project(tmp_path / "p", {"a.json": says("ok", "hi", ["hi"])})
+def test_step_summary_append_failure_is_reported_not_fatal_to_the_verdict(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = project(tmp_path, {"a.json": says("ok", "hi", ["hi"])})
     result = run_cli(
         "eval", "run", cwd=root,
         env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(root / "no" / "dir" / "s.md")},
@@ -532,13 +428,15 @@ def refused_project(tmp_path: Path) -> Path:
         {"response_contains": ["hi"]},
     )
     return project(
-        tmp_path / "p",
+        tmp_path,
         {"a_ok.json": says("ok", "hi", ["hi"]), "b_bogus.json": bogus, "c_tool.json": bad_tool},
     )
 
 
 @pytest.mark.parametrize("action", ["run", "check"])
-def test_admission_refusal_is_annotated_at_the_offending_key(tmp_path: Path, action: str) -> None:
+def test_admission_refusal_is_annotated_at_the_offending_key(
+    run_cli: Cli, tmp_path: Path, action: str
+) -> None:
     root = refused_project(tmp_path)
     result = run_cli("eval", action, cwd=root, env={"GITHUB_ACTIONS": "true"})
     assert result.returncode == 1

@@ -1,4 +1,7 @@
-"""Admission of one fixture (SPEC section 4): every refusal names the file and the JSON path."""
+"""`harness.admission`: admission of one fixture (SPEC section 4): every refusal names the
+file and the JSON path. Also the live-mode keys (`tools` and `setup.workspace_files` in both
+modes, `repeat` and `cluster` in neither, a live turn never carries `steps`) and the
+empty-run vacuity check."""
 
 from __future__ import annotations
 
@@ -10,21 +13,37 @@ from typing import Any
 
 import msgspec
 import pytest
-from _fixtures import (
-    SHARED_FIXTURE_DIR,
+from conftest import (
+    BUILTIN_SURFACE,
+    BUILTIN_TOOLS,
+    COMMAND,
+    EMPTY_RUN,
+    MODES,
+    NO_ASSERTION,
+    NO_BOUND,
+    SHARED_FIXTURES,
     admit,
-    builtin_surface,
+    base,
+    fixture,
     lines,
     live_trace,
     refusal,
+    refuse_one,
+    refused,
     replay_trace,
+    setup,
+    text_step,
+    trace_of,
+    turn,
     write_fixture,
 )
 
+from harness.admission import empty_run_passes
 from harness.agent import AgentSurface
 from harness.expectations.dispatch_payloads import PayloadExpect
-from harness.expectations.registry import Expects
-from harness.fixture import LlmTrace, TextResponse, ToolCallsResponse
+from harness.expectations.registry import Expects, assertion_count
+from harness.fixture import LlmTrace, TextResponse, ToolCallsResponse, parse_fixture
+from harness.json_paths import line_of
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -32,10 +51,9 @@ Mutation = Callable[[dict[str, Any]], None]
 CALL_STEP = "$.turns[0].steps[0]"
 TEXT_STEP = "$.turns[0].steps[1]"
 CALL = f"{CALL_STEP}.response.tool_calls[0]"
+
+
 # How admission lists the default agent's tools.
-BUILTIN_TOOLS = "echo, fail, list_files, read_file, write_file"
-
-
 def _call_step(d: dict[str, Any]) -> dict[str, Any]:
     return d["turns"][0]["steps"][0]
 
@@ -46,23 +64,6 @@ def _text_step(d: dict[str, Any]) -> dict[str, Any]:
 
 def _call(d: dict[str, Any]) -> dict[str, Any]:
     return d["turns"][0]["steps"][0]["response"]["tool_calls"][0]
-
-
-def refuse_one(
-    tmp_path: Path,
-    data: dict[str, Any] | str | bytes,
-    field: str,
-    message: str,
-    *,
-    mode: str = "replay",
-    agent: AgentSurface | None = None,
-) -> None:
-    """The fixture is refused with exactly one problem: `<file>: <field>: <message>`."""
-    path = write_fixture(tmp_path, "case.json", data)
-    problems = refusal(path, mode, agent)  # type: ignore[arg-type]
-    assert lines(problems) == [f"{path}: {field}: {message}"]
-    assert problems[0].file == str(path)
-    assert problems[0].field == field
 
 
 def mutated(mutation: Mutation, base: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -740,7 +741,6 @@ def test_live_mode_does_not_check_scripted_tool_names(tmp_path: Path) -> None:
 # --- 4. expects missing or empty ----------------------------------------------------------
 
 MISSING = "missing: a case that asserts nothing would pass vacuously"
-NO_ASSERTION = "declares no effective assertion: a case that asserts nothing would pass vacuously"
 
 
 @pytest.mark.parametrize(
@@ -916,11 +916,6 @@ def test_response_matches_pattern_that_does_not_compile(
 
 # --- the empty-run vacuity check ----------------------------------------------------------
 
-EMPTY_RUN = (
-    "every check passes against an empty run (no response, no tool calls): "
-    "add a check only a working agent satisfies"
-)
-
 
 @pytest.mark.parametrize(
     "expects",
@@ -969,15 +964,15 @@ def test_all_semantic_problems_of_one_fixture_are_listed(tmp_path: Path) -> None
 
 
 def _shared_fixtures() -> list[Any]:
-    if not SHARED_FIXTURE_DIR.is_dir():
+    if not SHARED_FIXTURES.is_dir():
         return [pytest.param(None, id="shared-fixtures-missing")]
-    return [pytest.param(p, id=p.name) for p in sorted(SHARED_FIXTURE_DIR.glob("*.json"))]
+    return [pytest.param(p, id=p.name) for p in sorted(SHARED_FIXTURES.glob("*.json"))]
 
 
 @pytest.mark.parametrize("path", _shared_fixtures())
 def test_shared_fixture_of_the_original_harness_is_admitted(path: Path | None) -> None:
     if path is None:
-        pytest.skip(f"{SHARED_FIXTURE_DIR} does not exist")
+        pytest.skip(f"{SHARED_FIXTURES} does not exist")
     case = admit(path)
     raw = json.loads(path.read_text(encoding="utf-8"))
     assert case.id == raw.get("id", raw["model_name"])
@@ -1088,6 +1083,429 @@ def test_tokens_and_unicode_are_kept(tmp_path: Path) -> None:
 
 
 def test_surface_of_the_default_agent_is_the_builtin_tools() -> None:
-    assert builtin_surface().tools == frozenset(
+    assert BUILTIN_SURFACE.tools == frozenset(
         {"echo", "fail", "read_file", "write_file", "list_files"}
     )
+
+
+# --- tools: both modes ------------------------------------------------------------------------
+
+
+@MODES
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_empty_tool_name_is_refused(tmp_path: Path, mode: str, blank: str) -> None:
+    refuse_one(tmp_path, base(mode, tools=["echo", blank]), "$.tools[1]", "empty tool name", mode)
+
+
+@MODES
+def test_duplicate_tool_name_is_refused(tmp_path: Path, mode: str) -> None:
+    refuse_one(
+        tmp_path,
+        base(mode, tools=["echo", "fail", "echo"]),
+        "$.tools[2]",
+        "duplicate tool 'echo' (also $.tools[0])",
+        mode,
+    )
+
+
+@MODES
+@pytest.mark.parametrize("name", ["shell", "bash", "run_command", "Shell", "exec_python"])
+def test_command_running_tool_is_refused_saying_why(tmp_path: Path, mode: str, name: str) -> None:
+    refuse_one(
+        tmp_path,
+        base(mode, tools=["echo", name]),
+        "$.tools[1]",
+        f"tool {name!r} is refused: {COMMAND}",
+        mode,
+    )
+
+
+@MODES
+def test_command_tool_is_refused_even_when_the_agent_registers_it(
+    tmp_path: Path, mode: str
+) -> None:
+    agent = AgentSurface("risky", frozenset({"echo", "shell"}))
+    refuse_one(
+        tmp_path,
+        base(mode, tools=["echo", "shell"]),
+        "$.tools[1]",
+        f"tool 'shell' is refused: {COMMAND}",
+        mode,
+        agent,
+    )
+
+
+@MODES
+def test_tool_the_agent_does_not_register_is_refused(tmp_path: Path, mode: str) -> None:
+    refuse_one(
+        tmp_path,
+        base(mode, tools=["echo", "web_search"]),
+        "$.tools[1]",
+        "tool 'web_search' is not registered by agent 'openai-agents' "
+        f"(its tools: {BUILTIN_TOOLS})",
+        mode,
+    )
+
+
+def test_tool_of_an_agent_without_tools(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        live_trace(tools=["echo"]),
+        "$.tools[0]",
+        "tool 'echo' is not registered by agent 'bare' (its tools: none)",
+        "live",
+        AgentSurface("bare", frozenset()),
+    )
+
+
+@MODES
+@pytest.mark.parametrize("tools", [[], ["echo"], ["echo", "read_file", "write_file", "list_files"]])
+def test_tools_are_admitted_in_both_modes(tmp_path: Path, mode: str, tools: list[str]) -> None:
+    data = base(mode, tools=tools)
+    if mode == "replay" and "echo" not in tools:  # no scripted echo call then
+        data["turns"][0]["steps"] = [{"response": {"type": "text", "content": "hello"}}]
+        data["expects"] = {"response_contains": ["hello"]}
+    case = admit(write_fixture(tmp_path, "case.json", data), mode)  # type: ignore[arg-type]
+    assert case.trace.tools == tools
+
+
+def test_replay_call_outside_the_cases_tools_is_refused(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(tools=["fail"]),
+        "$.turns[0].steps[0].response.tool_calls[0].name",
+        "tool 'echo' is not among the case's tools ($.tools: fail); "
+        "add it there or remove the call",
+    )
+
+
+def test_replay_call_with_an_empty_tools_list_is_refused(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        replay_trace(tools=[]),
+        "$.turns[0].steps[0].response.tool_calls[0].name",
+        "tool 'echo' is not among the case's tools ($.tools: none); "
+        "add it there or remove the call",
+    )
+
+
+def test_replay_scripted_call_to_a_command_tool_is_refused(tmp_path: Path) -> None:
+    data = replay_trace()
+    data["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "run_command"
+    data["expects"] = {"response_contains": ["hello"]}
+    refuse_one(
+        tmp_path,
+        data,
+        "$.turns[0].steps[0].response.tool_calls[0].name",
+        f"tool 'run_command' is refused: {COMMAND}",
+        agent=AgentSurface("risky", frozenset({"echo", "run_command"})),
+    )
+
+
+def test_a_bad_tools_entry_and_its_call_are_both_reported(tmp_path: Path) -> None:
+    path, found = refused(tmp_path, replay_trace(tools=["echo", "echo", "shell"]))
+    assert found == [
+        f"{path}: $.tools[1]: duplicate tool 'echo' (also $.tools[0])",
+        f"{path}: $.tools[2]: tool 'shell' is refused: {COMMAND}",
+    ]
+
+
+# --- setup.workspace_files: both modes ----------------------------------------------------------
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("relative", "reason"),
+    [
+        ("/etc/passwd", "absolute path escapes the workspace"),
+        ("../secret.txt", "'..' escapes the workspace"),
+        ("sub/../../secret.txt", "'..' escapes the workspace"),
+        ("sub\\..\\..\\secret.txt", "'..' escapes the workspace"),
+        ("C:/secret.txt", "drive path escapes the workspace"),
+        ("", "empty path"),
+        ("   ", "empty path"),
+    ],
+)
+def test_setup_path_outside_the_workspace_is_refused(
+    tmp_path: Path, mode: str, relative: str, reason: str
+) -> None:
+    data = base(mode, setup={"workspace_files": {"ok.txt": "x", relative: "y"}})
+    refuse_one(
+        tmp_path,
+        data,
+        f"$.setup.workspace_files[{json.dumps(relative)}]",
+        f"workspace path {relative!r} refused: {reason}",
+        mode,
+    )
+
+
+@pytest.mark.parametrize("relative", [".", "./", ".//."])
+def test_setup_path_naming_the_workspace_itself_is_refused(tmp_path: Path, relative: str) -> None:
+    refuse_one(
+        tmp_path,
+        live_trace(setup=setup(**{relative: "x"})),
+        f"$.setup.workspace_files[{json.dumps(relative)}]",
+        f"workspace path {relative!r} names the workspace itself, not a file",
+        "live",
+    )
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("notes.txt", "./notes.txt"), ("dir/a.txt", "dir//a.txt"), ("dir/a.txt", "dir\\a.txt")],
+)
+def test_setup_paths_naming_one_file_are_refused(
+    tmp_path: Path, mode: str, first: str, second: str
+) -> None:
+    refuse_one(
+        tmp_path,
+        base(mode, setup=setup(**{first: "1", second: "2"})),
+        f"$.setup.workspace_files[{json.dumps(second)}]",
+        f"names the same file as {first!r}: one would overwrite the other",
+        mode,
+    )
+
+
+def test_setup_file_where_another_needs_a_directory_is_refused(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        live_trace(setup=setup(**{"notes": "1", "notes/today.txt": "2"})),
+        '$.setup.workspace_files["notes/today.txt"]',
+        "needs 'notes' to be a directory, but it is also a setup file ('notes')",
+        "live",
+    )
+
+
+@MODES
+def test_setup_files_are_admitted_in_both_modes(tmp_path: Path, mode: str) -> None:
+    files = {"notes.txt": "hello", "sub/dir/data.json": '{"a": 1}', "./x.md": ""}
+    case = admit(write_fixture(tmp_path, "case.json", base(mode, setup=setup(**files))), mode)  # type: ignore[arg-type]
+    assert case.trace.setup is not None
+    assert case.trace.setup.workspace_files == files
+
+
+def test_setup_file_with_a_wrong_type_names_the_entry(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        live_trace(setup=setup(**{"a.txt": "x", "b c.txt": 3})),  # type: ignore[arg-type]
+        '$.setup.workspace_files["b c.txt"]',
+        "Expected `str`, got `int`",
+        "live",
+    )
+
+
+# --- repeat / cluster: a later phase ------------------------------------------------------------
+
+
+@MODES
+def test_repeat_and_cluster_are_both_reported(tmp_path: Path, mode: str) -> None:
+    path, found = refused(tmp_path, base(mode, repeat=5, cluster="c"), mode)
+    assert found == [
+        f"{path}: $.repeat: not supported yet: repeated runs of one case are a later phase; "
+        "remove 'repeat'",
+        f"{path}: $.cluster: not supported yet: clusters of correlated cases are a later phase; "
+        "remove 'cluster'",
+    ]
+
+
+# --- live turns never script steps ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        pytest.param([], id="empty"),
+        pytest.param(None, id="null"),
+        pytest.param([{"response": {"type": "text", "content": "hi"}}], id="scripted"),
+    ],
+)
+def test_live_turn_with_a_steps_key_is_refused(tmp_path: Path, steps: Any) -> None:
+    data = live_trace(turns=[{"user_input": "first"}, {"user_input": "second", "steps": steps}])
+    refuse_one(
+        tmp_path,
+        data,
+        "$.turns[1].steps",
+        "a live case must not script model steps: the real model answers",
+        "live",
+    )
+
+
+def test_live_turns_without_steps_are_admitted(tmp_path: Path) -> None:
+    data = live_trace(turns=[{"user_input": "first"}, {"user_input": "second"}])
+    case = admit(write_fixture(tmp_path, "case.json", data), "live")
+    assert len(case.trace.turns) == 2
+
+
+# --- counting, listing, locating ---------------------------------------------------------------
+
+
+def test_new_blocks_count_each_entry_needle_bound_and_pointer() -> None:
+    data = live_trace(
+        expects={
+            "workspace": {
+                "file_exists": ["a", "b"],
+                "file_absent": ["c"],
+                "file_contains": {"a": ["x", "y", "z"], "b": ["w"]},
+            },
+            "budget": {"max_total_tokens": 10, "max_llm_calls": 2, "max_duration_ms": None},
+            "response_json": {"/a": 1, "/b": 2},
+        }
+    )
+    expects = parse_fixture(json.dumps(data), "x.json").expects
+    assert expects is not None
+    assert assertion_count(expects) == 3 + 4 + 2 + 2
+
+
+def test_every_problem_of_the_new_rules_is_listed(tmp_path: Path) -> None:
+    data = live_trace(
+        tools=["echo", "shell"],
+        setup=setup(**{"../x": "1"}),
+        repeat=2,
+        expects={
+            "response_contains": ["ok"],
+            "workspace": {"file_exists": ["/abs"], "file_contains": {"a.txt": [""]}},
+            "budget": {},
+            "response_json": {"x": 1},
+        },
+    )
+    data["turns"][0]["steps"] = []
+    path, found = refused(tmp_path, data, "live")
+    assert found == [
+        f"{path}: $.repeat: not supported yet: repeated runs of one case are a later phase; "
+        "remove 'repeat'",
+        f"{path}: $.tools[1]: tool 'shell' is refused: {COMMAND}",
+        f"{path}: $.setup.workspace_files[\"../x\"]: workspace path '../x' refused: "
+        "'..' escapes the workspace",
+        f"{path}: $.turns[0].steps: a live case must not script model steps: "
+        "the real model answers",
+        f"{path}: $.expects.workspace.file_exists[0]: workspace path '/abs' refused: "
+        "absolute path escapes the workspace",
+        f'{path}: $.expects.workspace.file_contains["a.txt"][0]: '
+        "empty or whitespace-only needle asserts nothing",
+        f"{path}: $.expects.budget: {NO_BOUND}",
+        # An identifier key is a `.key` segment, as everywhere else in JSON paths.
+        f"{path}: $.expects.response_json.x: JSON pointer 'x' must be \"\" (the whole "
+        'response) or start with "/" (RFC 6901)',
+    ]
+
+
+def test_problem_paths_point_at_their_lines(tmp_path: Path) -> None:
+    data = live_trace(
+        expects={
+            "response_contains": ["ok"],
+            "workspace": {"file_contains": {"notes/a.txt": ["fine", ""]}},
+            "response_json": {"bad~pointer": 1},
+        }
+    )
+    path = write_fixture(tmp_path, "case.json", data)
+    text = path.read_text(encoding="utf-8")
+    numbered = text.splitlines()
+    problems = refusal(path, "live")
+    assert [p.field for p in problems] == [
+        '$.expects.workspace.file_contains["notes/a.txt"][1]',
+        '$.expects.response_json["bad~pointer"]',
+    ]
+    needle_line = numbered.index('          ""') + 1
+    pointer_line = next(i for i, line in enumerate(numbered, 1) if '"bad~pointer"' in line)
+    assert [line_of(text, p.field) for p in problems] == [needle_line, pointer_line]
+
+
+# --- the empty-run vacuity check ------------------------------------------------------------
+
+
+def trace_expecting(**expect: object):
+    return trace_of(fixture("vacuity", [turn("hi", text_step("hello"))], dict(expect)))
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        {"response_not_contains": ["error"]},
+        {"tools_not_used": ["fail"]},
+        {"max_tool_calls": 0},
+        {"exact_tool_calls": 0},
+        {"all_tools_succeeded": True},
+        {"response_matches": ["^$"]},
+        {"max_tool_calls": 3, "tools_not_used": ["echo"]},
+    ],
+)
+def test_empty_run_passes_for_checks_a_dead_agent_satisfies(expect: dict) -> None:
+    assert empty_run_passes(trace_expecting(**expect)) is True
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        {"response_contains": ["hello"]},
+        {"response_matches": ["\\S"]},
+        {"tools_used": ["echo"]},
+        {"min_tool_calls": 1},
+        {"exact_tool_calls": 1},
+        {"all_tools_succeeded": False},
+        {"tool_arguments_contain": [{"tool": "echo", "needle": "a"}]},
+        {"tool_results_contain": [{"tool": "echo", "needle": "a", "call_index": 0}]},
+        {"response_not_contains": ["x"], "tools_used": ["echo"]},
+    ],
+)
+def test_empty_run_fails_for_checks_only_a_working_agent_satisfies(expect: dict) -> None:
+    assert empty_run_passes(trace_expecting(**expect)) is False
+
+
+def test_empty_run_passes_when_expects_missing_or_empty() -> None:
+    data = fixture("vacuity", [turn("hi", text_step("hello"))], {})
+    del data["expects"]
+    assert empty_run_passes(trace_of(data)) is True
+    # An empty `expects` block grades to the failing backstop, so it cannot pass vacuously.
+    assert empty_run_passes(trace_expecting()) is False
+
+
+# --- the empty-run vacuity check --------------------------------------------------------------
+
+
+def trace_with(expect: dict[str, Any], **extra: Any) -> Any:
+    return trace_of(fixture("vacuity", [turn("hi", text_step("hello"))], expect, **extra))
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        {"budget": {"max_total_tokens": 100}},
+        {"budget": {"max_llm_calls": 0, "max_duration_ms": 0}},
+        {"workspace": {"file_absent": ["secret.txt"]}},
+        {"workspace": {"file_absent": ["a"]}, "budget": {"max_input_tokens": 1}},
+    ],
+)
+def test_empty_run_passes_budget_and_file_absent_only(expect: dict[str, Any]) -> None:
+    assert empty_run_passes(trace_with(expect)) is True
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        {"workspace": {"file_exists": ["out.txt"]}},
+        {"workspace": {"file_contains": {"out.txt": ["x"]}}},
+        {"workspace": {"file_absent": ["a"], "file_exists": ["b"]}},
+        {"response_json": {"": {}}},
+        {"response_json": {"/a": None}},
+        {"budget": {"max_total_tokens": 5}, "response_contains": ["hello"]},
+    ],
+)
+def test_empty_run_fails_checks_only_a_working_agent_satisfies(expect: dict[str, Any]) -> None:
+    assert empty_run_passes(trace_with(expect)) is False
+
+
+def test_empty_run_workspace_holds_the_setup_files() -> None:
+    files = {"setup": {"workspace_files": {"notes.txt": "hello", "sub/d.txt": "x"}}}
+    exists = {"workspace": {"file_exists": ["notes.txt"], "file_contains": {"sub/d.txt": ["x"]}}}
+    absent = {"workspace": {"file_absent": ["notes.txt"]}}
+    assert empty_run_passes(trace_with(exists, **files)) is True
+    assert empty_run_passes(trace_with(absent, **files)) is False
+    assert empty_run_passes(trace_with(exists)) is False
+
+
+def test_empty_run_skips_setup_files_that_would_escape(tmp_path: Path) -> None:
+    # Admission reports the bad path; the vacuity check must not write outside meanwhile.
+    escaping = {"setup": {"workspace_files": {"../../escaped.txt": "x", "ok.txt": "y"}}}
+    expect = {"workspace": {"file_exists": ["ok.txt"]}}
+    assert empty_run_passes(trace_with(expect, **escaping)) is True

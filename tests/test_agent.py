@@ -1,5 +1,5 @@
-"""The user's own agents: a hand-written loop (`module:factory`) and framework agents with
-their own tools (`openai-agents:module:factory`, `pydantic-ai:module:factory`).
+"""`harness.agent`: the user's own agents: a hand-written loop (`module:factory`) and framework
+agents with their own tools (`openai-agents:module:factory`, `pydantic-ai:module:factory`).
 
 Uses the shipped examples (examples/own_loop, examples/support_agent) and small modules
 written per test.
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import (
+from conftest import (
     REPO,
+    Cli,
     Recording,
     call,
     fixture,
-    run_cli,
     text_step,
     tool_step,
     turn,
@@ -374,6 +374,7 @@ def test_a_user_tool_is_refused_for_an_agent_with_only_the_builtin_tools(
 
 
 def test_refusal_through_the_cli_names_the_tool_and_lists_the_agents_tools(
+    run_cli: Cli,
     tmp_path: Path,
 ) -> None:
     write_suite(tmp_path / "evals", {"cancel.json": CANCEL})
@@ -436,7 +437,7 @@ def raises():
     ],
 )
 def test_bad_framework_factory_is_a_clear_error_through_the_cli(
-    tmp_path: Path, spec: str, message: str
+    run_cli: Cli, tmp_path: Path, spec: str, message: str
 ) -> None:
     module = write_module(tmp_path, BAD_FACTORIES, prefix="bad_factories")
     spec, message = spec.format(module=module), message.format(module=module)

@@ -1,4 +1,5 @@
-"""The pydantic-ai adapter (`agent = "pydantic-ai"`) through `run_suite` / `run_cases`.
+"""`harness.agents.pydantic_ai`: the pydantic-ai adapter (`agent = "pydantic-ai"`) through
+`run_suite` / `run_cases`.
 
 A fresh `pydantic_ai.Agent` per case, its model a `FunctionModel` fed by the replay script,
 its tools the harness registry's; a conversation carried as pydantic-ai carries it.
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import (
+from conftest import (
     REPO,
     SHARED_FIXTURES,
     Recording,

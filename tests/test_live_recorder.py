@@ -1,24 +1,24 @@
-"""`zeroclaw eval record`: one live run against the loopback server becomes a replay
-fixture that passes `check` and replays green through both frameworks, holding every model
-step the run used and nothing secret or machine-specific; or nothing is written at all."""
+"""`harness.live_recorder`: `zeroclaw eval record`: one live run against the loopback server
+becomes a replay fixture that passes `check` and replays green through both frameworks,
+holding every model step the run used and nothing secret or machine-specific; or nothing is
+written at all."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _openai_server import OpenAIServer, RecordedRequest
-from test_live_e2e import (
+from conftest import (
     AGENTS,
-    KEY,
-    KEY_CORE,
-    KEY_ENV,
+    LIVE_KEY_CORE,
+    LIVE_KEY_ENV,
+    Cli,
+    CliResult,
     Runs,
     assert_key_kept_out,
     live_case,
@@ -52,19 +52,11 @@ RECORDED_CASE = live_case(
 )
 
 
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer(responder=tiny_model, api_key=KEY) as s:
-        yield s
+def project_with(run_cli: Cli, tmp_path: Path, server: OpenAIServer, case: dict[str, Any]) -> Runs:
+    return Runs(run_cli, make_project(tmp_path / "project", server.base_url, {LIVE.name: case}))
 
 
-def project_with(tmp_path: Path, server: OpenAIServer, case: dict[str, Any]) -> Runs:
-    return Runs(make_project(tmp_path / "project", server.base_url, {LIVE.name: case}))
-
-
-def record(
-    runs: Runs, agent: str = "openai-agents", *extra: str, key: bool = True
-) -> subprocess.CompletedProcess[str]:
+def record(runs: Runs, agent: str = "openai-agents", *extra: str, key: bool = True) -> CliResult:
     return runs("eval", "record", "--case", LIVE, "--out", OUT, "--agent", agent, *extra, key=key)
 
 
@@ -97,7 +89,7 @@ def answered_steps(requests: list[RecordedRequest]) -> list[dict[str, Any]]:
 
 
 def assert_nothing_machine_specific(text: str, server: OpenAIServer, tmp_path: Path) -> None:
-    assert KEY_CORE not in text
+    assert LIVE_KEY_CORE not in text
     for needle in (
         server.base_url,
         "127.0.0.1",
@@ -120,9 +112,9 @@ def only_files(directory: Path) -> list[str]:
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_record_writes_a_fixture_that_replays_green_through_both_frameworks(
-    tmp_path: Path, server: OpenAIServer, agent: str
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer, agent: str
 ) -> None:
-    runs = project_with(tmp_path, server, RECORDED_CASE)
+    runs = project_with(run_cli, tmp_path, tiny_server, RECORDED_CASE)
     project = runs.project
     result = record(runs, agent)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -134,7 +126,7 @@ def test_record_writes_a_fixture_that_replays_green_through_both_frameworks(
 
     # Every model step the live run used, in order, split by turn: tool calls with their
     # arguments, final texts, the provider's token counts.
-    live_requests = server.requests
+    live_requests = tiny_server.requests
     assert len(live_requests) == 6
     steps = [step for turn in written["turns"] for step in turn["steps"]]
     assert steps == answered_steps(live_requests)
@@ -149,7 +141,7 @@ def test_record_writes_a_fixture_that_replays_green_through_both_frameworks(
     for key in ("model_name", "id", "description", "tools", "setup", "expects"):
         assert written[key] == RECORDED_CASE[key], key
     assert set(written) == set(RECORDED_CASE)
-    assert_nothing_machine_specific(text, server, tmp_path)
+    assert_nothing_machine_specific(text, tiny_server, tmp_path)
     # Nothing else was left in the output directory (no temporary file).
     assert only_files(out.parent) == ["x.json"]
 
@@ -176,12 +168,12 @@ def test_record_writes_a_fixture_that_replays_green_through_both_frameworks(
         (case,) = report["cases"]
         assert case["record"]["input_tokens"] == sum(s["response"]["input_tokens"] for s in steps)
         assert case["record"]["final_response"] == "Done. zeroclaw-probe-7"
-    assert len(server.requests) == 6, "replay must never call the provider"
-    assert_key_kept_out(runs, server)
+    assert len(tiny_server.requests) == 6, "replay must never call the provider"
+    assert_key_kept_out(runs, tiny_server)
 
 
 def test_a_recording_of_a_model_that_said_the_key_holds_no_key(
-    tmp_path: Path, server: OpenAIServer
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer
 ) -> None:
     case = live_case(
         "says-the-key",
@@ -190,41 +182,41 @@ def test_a_recording_of_a_model_that_said_the_key_holds_no_key(
         tools=["echo"],
         expects={"response_contains": ["My API key is"], "tools_used": ["echo"]},
     )
-    runs = project_with(tmp_path, server, case)
+    runs = project_with(run_cli, tmp_path, tiny_server, case)
     result = record(runs, "pydantic-ai")
     assert result.returncode == 0, result.stderr
     text = (runs.project / OUT).read_text(encoding="utf-8")
-    assert KEY_CORE not in text
+    assert LIVE_KEY_CORE not in text
     written = json.loads(text)
     assert written["turns"][0]["steps"][0]["response"]["tool_calls"][0]["arguments"] == {
         "message": "***"
     }
     assert written["turns"][1]["steps"][0]["response"]["content"] == "My API key is ***."
-    assert_key_kept_out(runs, server)
+    assert_key_kept_out(runs, tiny_server)
 
 
 # --- refusals: nothing written ------------------------------------------------------------
 
 
 def test_a_live_run_that_fails_its_checks_writes_nothing(
-    tmp_path: Path, server: OpenAIServer
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer
 ) -> None:
     case = live_case(
         "wrong-answer", "echo: hello", tools=["echo"], expects={"response_contains": ["goodbye"]}
     )
-    runs = project_with(tmp_path, server, case)
+    runs = project_with(run_cli, tmp_path, tiny_server, case)
     result = record(runs)
     assert result.returncode == 1
     assert f"{OUT}: not written: the live run did not pass its checks" in result.stderr
     assert 'response_contains("goodbye")' in result.stderr
-    assert server.requests, "the live run did happen"
+    assert tiny_server.requests, "the live run did happen"
     assert only_files(runs.project / OUT.parent) == []
 
 
 def test_an_existing_out_is_not_replaced_without_force(
-    tmp_path: Path, server: OpenAIServer
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer
 ) -> None:
-    runs = project_with(tmp_path, server, RECORDED_CASE)
+    runs = project_with(run_cli, tmp_path, tiny_server, RECORDED_CASE)
     out = runs.project / OUT
     out.parent.mkdir(parents=True)
     out.write_text('{"keep": "me"}\n', encoding="utf-8")
@@ -235,11 +227,13 @@ def test_an_existing_out_is_not_replaced_without_force(
     assert out.read_text(encoding="utf-8") == '{"keep": "me"}\n'
     assert out.stat().st_mtime_ns == before.st_mtime_ns
     assert only_files(out.parent) == ["x.json"]
-    assert server.requests == [], "refused before spending a live run"
+    assert tiny_server.requests == [], "refused before spending a live run"
 
 
-def test_force_replaces_an_existing_out(tmp_path: Path, server: OpenAIServer) -> None:
-    runs = project_with(tmp_path, server, RECORDED_CASE)
+def test_force_replaces_an_existing_out(
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer
+) -> None:
+    runs = project_with(run_cli, tmp_path, tiny_server, RECORDED_CASE)
     out = runs.project / OUT
     out.parent.mkdir(parents=True)
     out.write_text('{"keep": "me"}\n', encoding="utf-8")
@@ -252,20 +246,22 @@ def test_force_replaces_an_existing_out(tmp_path: Path, server: OpenAIServer) ->
     assert replay.returncode == 0, replay.stdout + replay.stderr
 
 
-def test_a_provider_error_writes_nothing(tmp_path: Path, server: OpenAIServer) -> None:
+def test_a_provider_error_writes_nothing(
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer
+) -> None:
     case = live_case("provider-down", "unavailable", expects={"response_contains": ["x"]})
-    runs = project_with(tmp_path, server, case)
+    runs = project_with(run_cli, tmp_path, tiny_server, case)
     result = record(runs, "pydantic-ai")
     assert result.returncode == 1
     assert f"{OUT}: not written: the live run failed:" in result.stderr
     assert "gave up after 4 attempts" in result.stderr
-    assert len(server.requests) == 4
+    assert len(tiny_server.requests) == 4
     assert only_files(runs.project / OUT.parent) == []
-    assert_key_kept_out(runs, server)
+    assert_key_kept_out(runs, tiny_server)
 
 
 def test_a_recording_that_would_not_pass_replay_admission_is_not_written(
-    tmp_path: Path, server: OpenAIServer
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer
 ) -> None:
     """pydantic-ai tells the model a tool it was not offered is unknown, and the tiny model
     then answers; the live run passes, but a replay fixture may not script a call to a
@@ -276,7 +272,7 @@ def test_a_recording_that_would_not_pass_replay_admission_is_not_written(
         tools=["echo"],
         expects={"response_contains": ["Done."]},
     )
-    runs = project_with(tmp_path, server, case)
+    runs = project_with(run_cli, tmp_path, tiny_server, case)
     result = record(runs, "pydantic-ai")
     assert result.returncode == 1, result.stdout
     assert "the recording does not pass replay admission" in result.stderr
@@ -284,23 +280,67 @@ def test_a_recording_that_would_not_pass_replay_admission_is_not_written(
 
 
 def test_missing_configuration_records_nothing(
-    tmp_path: Path, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    runs = project_with(tmp_path, server, RECORDED_CASE)
+    monkeypatch.delenv(LIVE_KEY_ENV, raising=False)
+    runs = project_with(run_cli, tmp_path, tiny_server, RECORDED_CASE)
     result = record(runs, key=False)
     assert result.returncode == 1
-    assert f"missing: the API key in the environment variable {KEY_ENV}" in result.stderr
-    assert server.requests == []
+    assert f"missing: the API key in the environment variable {LIVE_KEY_ENV}" in result.stderr
+    assert tiny_server.requests == []
     assert not (runs.project / OUT.parent).exists()
 
 
-def test_a_case_with_scripted_steps_is_not_recorded(tmp_path: Path, server: OpenAIServer) -> None:
+def test_a_case_with_scripted_steps_is_not_recorded(
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer
+) -> None:
     case = live_case("scripted", "echo: hi", expects={"response_contains": ["hi"]})
     case["turns"][0]["steps"] = [{"response": {"type": "text", "content": "hi"}}]
-    runs = project_with(tmp_path, server, case)
+    runs = project_with(run_cli, tmp_path, tiny_server, case)
     result = record(runs)
     assert result.returncode == 1
     assert "a live case must not script model steps" in result.stderr
-    assert server.requests == []
+    assert tiny_server.requests == []
     assert not (runs.project / OUT.parent).exists()
+
+
+def test_progress_goes_to_the_stderr_of_the_call_not_of_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Imported while one stream was stderr, called after that stream was closed (as when
+    # `main(argv)` runs in-process under another capture): the line goes to today's stderr.
+    import importlib
+    import io
+    import sys
+
+    from harness.model_boundary import ModelRequest, ModelStep, ProviderFailure
+    from harness.pipeline import RunOptions
+
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    monkeypatch.delitem(sys.modules, "harness.live_recorder", raising=False)
+    fresh = importlib.import_module("harness.live_recorder")
+    monkeypatch.setattr(sys, "stderr", second)
+    first.close()
+
+    class Down:
+        async def respond(self, request: ModelRequest) -> ModelStep:
+            raise ProviderFailure("provider down")
+
+    case = tmp_path / "live" / "x.json"
+    case.parent.mkdir()
+    case.write_text(
+        json.dumps(
+            {
+                "model_name": "x",
+                "turns": [{"user_input": "hi"}],
+                "expects": {"response_contains": ["hi"]},
+            }
+        ),
+        "utf-8",
+    )
+    options = RunOptions(case.parent, mode="live", backend=lambda _case: Down(), root=tmp_path)
+    with pytest.raises(fresh.RecordError, match="provider down"):
+        fresh.record_live_case(case, tmp_path / "out.json", options, secret="")
+    assert "zeroclaw eval: running x live ..." in second.getvalue()
+    assert not (tmp_path / "out.json").exists()

@@ -1,4 +1,5 @@
-"""Resolving the `agent` setting: a built-in name, or `module:attribute` of the user's code."""
+"""`harness.agent_registry`: resolving the `agent` setting: a built-in name, or
+`module:attribute` of the user's code."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _fixtures import refusal, replay_trace, write_fixture, write_module
+from conftest import refusal, replay_trace, write_fixture, write_module
 
 from harness.agent import AgentAdapter, AgentSurface, LoopAdapter
 from harness.agent_registry import AgentError, agent_surface, resolve_agent, surface_of

@@ -1,7 +1,7 @@
-"""The workspace file tools through real agent loops (both frameworks; replay and live
-against the loopback server): inside the case workspace they work; absolute paths, `..`
-and symlinks leading out are failed tool calls that touch nothing outside; setup files are
-there before the run; each case's workspace is fresh and removed after it."""
+"""`harness.workspace`: the workspace file tools through real agent loops (both frameworks;
+replay and live against the loopback server): inside the case workspace they work; absolute
+paths, `..` and symlinks leading out are failed tool calls that touch nothing outside; setup
+files are there before the run; each case's workspace is fresh and removed after it."""
 
 from __future__ import annotations
 
@@ -14,15 +14,23 @@ from typing import Any
 
 import pytest
 from _openai_server import OpenAIServer
-from _support import call, text_step, tool_step, turn, write_suite
-from test_live_e2e import KEY, MODEL, tiny_model
+from conftest import (
+    AGENTS,
+    LIVE_KEY,
+    LIVE_MODEL,
+    call,
+    text_step,
+    tiny_model,
+    tool_step,
+    turn,
+    write_suite,
+)
 
 from harness import run_suite
 from harness.live import LiveSettings, live_backend_factory
 from harness.tool_registry import RecordedCall
 from harness.verdict import CaseReport, SuiteReport
 
-AGENTS = ("openai-agents", "pydantic-ai")
 FILE_TOOLS = ["read_file", "write_file", "list_files"]
 SENTINEL_TEXT = "sentinel: must never change"
 WORKSPACE_PREFIX = "zeroclaw-eval-"
@@ -298,8 +306,8 @@ def test_escapes_through_a_live_model_are_refused(
     }
     suite = write_suite(tmp_path / "live", {"escapes.json": case})
     before = machine.snapshot()
-    with OpenAIServer(responder=tiny_model, api_key=KEY) as server:
-        settings = LiveSettings(base_url=server.base_url, model=MODEL, api_key=KEY)
+    with OpenAIServer(responder=tiny_model, api_key=LIVE_KEY) as server:
+        settings = LiveSettings(base_url=server.base_url, model=LIVE_MODEL, api_key=LIVE_KEY)
         (report,) = run(
             suite,
             agent,

@@ -1,15 +1,15 @@
-"""The Markdown summary: totals, failing cases worst first, collapsed details; text from a
-model is escaped in table cells and fenced safely in details; `--summary PATH` writes it."""
+"""`harness.reporters.markdown`: the Markdown summary: totals, failing cases worst first,
+collapsed details; text from a model is escaped in table cells and fenced safely in details;
+`--summary PATH` writes it."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import msgspec
-from _support import call, fixture, run_cli, text_step, tool_step, turn, write_suite
+from conftest import Cli, call, fixture, project, text_step, tool_step, turn
 
 from harness.expectations.base import Grade
 from harness.reporters.json_report import ReportDocument
@@ -237,18 +237,7 @@ def test_capability_note_only_when_capability_checks_failed() -> None:
 # --- through the command line -------------------------------------------------------------
 
 
-def project(tmp_path: Path, fixtures: dict[str, Any]) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "pyproject.toml").write_text(
-        '[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\nsuite_dir = "evals/regression"\n',
-        encoding="utf-8",
-    )
-    write_suite(root / "evals" / "regression", fixtures)
-    return root
-
-
-def red_project(tmp_path: Path) -> Path:
+def pipes_and_error_project(tmp_path: Path) -> Path:
     return project(
         tmp_path,
         {
@@ -279,8 +268,10 @@ def report_from_json(path: Path) -> SuiteReport:
     )
 
 
-def test_summary_flag_writes_the_same_markdown_with_the_other_reports(tmp_path: Path) -> None:
-    root = red_project(tmp_path)
+def test_summary_flag_writes_the_same_markdown_with_the_other_reports(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = pipes_and_error_project(tmp_path)
     reports = root / "reports"
     reports.mkdir()
     (reports / "summary.md").write_text("stale content " * 500, encoding="utf-8")
@@ -306,7 +297,9 @@ def test_summary_flag_writes_the_same_markdown_with_the_other_reports(tmp_path: 
     assert json.loads((reports / "report.json").read_text("utf-8"))["totals"]["errors"] == 1
 
 
-def test_summary_flag_without_github_actions_and_on_a_green_suite(tmp_path: Path) -> None:
+def test_summary_flag_without_github_actions_and_on_a_green_suite(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     root = project(
         tmp_path,
         {"a.json": fixture("ok", [turn("hi", text_step("hi"))], {"response_contains": ["hi"]})},
@@ -319,8 +312,8 @@ def test_summary_flag_without_github_actions_and_on_a_green_suite(tmp_path: Path
     assert "passed (exit 0)" in summary
 
 
-def test_unwritable_summary_path_exits_1(tmp_path: Path) -> None:
-    root = red_project(tmp_path)
+def test_unwritable_summary_path_exits_1(run_cli: Cli, tmp_path: Path) -> None:
+    root = pipes_and_error_project(tmp_path)
     (root / "summary.md").mkdir()
     (root / "summary.md" / "keep").write_text("x", encoding="utf-8")
     result = run_cli("eval", "run", "--summary", "summary.md", cwd=root)

@@ -1,0 +1,124 @@
+"""`harness.expectations.registry`: one grade per expectation in a fixed family order,
+readable unique names, the backstop grade when nothing is asserted, grades as serialised."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+from conftest import echo_call, expects, only, record, strict_expects, two_echoes
+
+from harness.expectations.registry import grade
+from harness.run_record import RunRecord
+
+# --- names, order, backstop -----------------------------------------------------------------
+
+RICH = {
+    "response_contains": ["alpha", "beta"],
+    "response_not_contains": ["alpha"],
+    "response_matches": ["alpha"],
+    "tools_used": ["echo"],
+    "tools_not_used": ["fail"],
+    "max_tool_calls": 3,
+    "min_tool_calls": 1,
+    "exact_tool_calls": 2,
+    "all_tools_succeeded": True,
+    "tool_arguments_contain": [
+        {"tool": "echo", "needle": "alpha"},
+        {"tool": "echo", "needle": "alpha", "call_index": 0},
+        {"tool": "echo", "needle": "beta", "call_index": 1},
+    ],
+    "tool_results_contain": [
+        {"tool": "echo", "needle": "alpha"},
+        {"tool": "echo", "needle": "alpha", "call_index": 0},
+    ],
+}
+
+
+def test_every_entry_yields_one_grade_with_a_unique_name() -> None:
+    grades = grade(expects(**RICH), record("alpha beta", two_echoes()))
+    assert len(grades) == 15
+    checks = [g.check for g in grades]
+    assert len(set(checks)) == len(checks), checks
+    assert 'tool_arguments_contain("echo", "alpha")' in checks
+    assert 'tool_arguments_contain("echo"[0], "alpha")' in checks
+    assert 'tool_results_contain("echo"[0], "alpha")' in checks
+    assert "min_tool_calls(1)" in checks
+    assert {g.category for g in grades} == {"response", "tool"}
+
+
+def test_duplicate_entries_still_get_unique_names() -> None:
+    e = expects(
+        response_contains=["hi", "hi"],
+        tool_results_contain=[{"tool": "echo", "needle": "a"}, {"tool": "echo", "needle": "a"}],
+    )
+    grades = grade(e, record("hi", [echo_call("a")]))
+    checks = [g.check for g in grades]
+    assert len(grades) == 4
+    assert len(set(checks)) == 4, checks
+    assert checks[0] == 'response_contains("hi")'
+    assert all(g.passed for g in grades)
+
+
+def test_names_escape_quotes_and_keep_non_ascii() -> None:
+    g = only(grade(expects(response_contains=['say "hi" ☃']), record('say "hi" ☃')))
+    assert g.check == 'response_contains("say \\"hi\\" ☃")'
+    assert g.passed
+
+
+def test_no_effective_assertion_is_a_failing_backstop_grade() -> None:
+    g = only(grade(expects(), record("anything")))
+    assert not g.passed
+    assert g.category == "run"
+
+
+def test_min_tool_calls_zero_yields_no_grade() -> None:
+    grades = grade(expects(min_tool_calls=0, tools_used=["echo"]), record(calls=[echo_call("a")]))
+    assert [g.check for g in grades] == ['tools_used("echo")']
+
+
+# --- order, backstop, two-argument call --------------------------------------------------------
+
+
+def test_new_families_follow_the_existing_ones_in_order(workspace: Path) -> None:
+    (workspace / "out.txt").write_text("done", encoding="utf-8")
+    e = strict_expects(
+        {
+            "response_json": {"/ok": True},
+            "budget": {"max_llm_calls": 3},
+            "workspace": {"file_contains": {"out.txt": ["done"]}, "file_exists": ["out.txt"]},
+            "response_matches": ["ok"],
+            "tools_used": ["echo"],
+            "response_contains": ["ok"],
+        }
+    )
+    run = RunRecord(final_response='{"ok": true}', calls=[echo_call("a")], model_calls=2)
+    grades = grade(e, run, workspace)
+    assert [(g.check, g.category) for g in grades] == [
+        ('response_contains("ok")', "response"),
+        ('tools_used("echo")', "tool"),
+        ('response_matches("ok")', "response"),
+        ('file_exists("out.txt")', "side_effect"),
+        ('file_contains("out.txt", "done")', "side_effect"),
+        ("max_llm_calls(3)", "budget"),
+        ('response_json("/ok")', "response"),
+    ]
+    assert all(g.passed for g in grades)
+
+
+def test_two_argument_call_still_grades_the_old_families() -> None:
+    g = only(grade(expects(tools_used=["echo"]), record(calls=[echo_call("a")])))
+    assert g.passed
+
+
+def test_grades_serialise_with_their_fields(workspace: Path) -> None:
+    grades = grade(expects(budget={"max_total_tokens": 1}), RunRecord(input_tokens=2))
+    [encoded] = json.loads(msgspec.json.encode(grades))
+    assert encoded == {
+        "check": "max_total_tokens(1)",
+        "passed": False,
+        "detail": "actual 2",
+        "category": "budget",
+        "field": "$.expects.budget.max_total_tokens",
+    }

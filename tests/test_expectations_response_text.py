@@ -1,0 +1,66 @@
+"""`harness.expectations.response_text`: grading `response_contains`, `response_not_contains`
+and `response_matches`: one grade per entry, details that show the response."""
+
+from __future__ import annotations
+
+from conftest import expects, only, record, shape
+
+from harness.expectations.registry import grade
+
+# --- response families ----------------------------------------------------------------------
+
+
+def test_response_contains_passes_when_substring_present() -> None:
+    g = only(grade(expects(response_contains=["hello"]), record("say hello world")))
+    assert shape(g) == ('response_contains("hello")', True, "found", "response")
+
+
+def test_response_contains_fails_showing_the_response() -> None:
+    g = only(grade(expects(response_contains=["hello"]), record("Goodbye, friend")))
+    assert not g.passed
+    assert g.check == 'response_contains("hello")'
+    assert g.category == "response"
+    assert '"Goodbye, friend"' in g.detail
+
+
+def test_response_contains_is_case_sensitive() -> None:
+    g = only(grade(expects(response_contains=["Hello"]), record("hello")))
+    assert not g.passed
+
+
+def test_response_not_contains_both_polarities() -> None:
+    ok = only(grade(expects(response_not_contains=["error"]), record("all good")))
+    assert ok.passed
+    assert ok.check == 'response_not_contains("error")'
+    bad = only(grade(expects(response_not_contains=["error"]), record("an error occurred")))
+    assert not bad.passed
+    assert "an error occurred" in bad.detail
+    assert bad.category == "response"
+
+
+def test_response_matches_uses_search_not_fullmatch() -> None:
+    g = only(grade(expects(response_matches=["bet"]), record("the alphabet song")))
+    assert g.passed
+    assert g.check == 'response_matches("bet")'
+    assert g.category == "response"
+
+
+def test_response_matches_anchors_and_fails_with_the_response() -> None:
+    g = only(grade(expects(response_matches=["^bet"]), record("alphabet")))
+    assert not g.passed
+    assert '"alphabet"' in g.detail
+    multi = only(grade(expects(response_matches=[r"^Done\.$"]), record("Done.")))
+    assert multi.passed
+
+
+def test_response_matches_invalid_pattern_fails_rather_than_raising() -> None:
+    g = only(grade(expects(response_matches=["("]), record("(")))
+    assert not g.passed
+    assert "invalid regex" in g.detail
+
+
+def test_long_responses_are_clipped_in_details() -> None:
+    g = only(grade(expects(response_contains=["needle"]), record("x" * 5000)))
+    assert not g.passed
+    assert "5000 chars" in g.detail
+    assert len(g.detail) < 1000

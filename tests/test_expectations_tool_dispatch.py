@@ -1,0 +1,107 @@
+"""`harness.expectations.tool_dispatch`: grading `tools_used`, `tools_not_used`, the call
+counts and `all_tools_succeeded` against the recorded dispatches."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import echo_call, expects, only, record, recorded, shape
+
+from harness.expectations.registry import grade
+
+# --- tools used / not used ------------------------------------------------------------------
+
+
+def test_tools_used_both_polarities() -> None:
+    ok = only(grade(expects(tools_used=["echo"]), record(calls=[echo_call("a")])))
+    assert shape(ok) == ('tools_used("echo")', True, "called", "tool")
+    bad = only(grade(expects(tools_used=["fail"]), record(calls=[echo_call("a")])))
+    assert not bad.passed
+    assert '["echo"]' in bad.detail
+
+
+def test_tools_used_fails_on_a_run_without_calls() -> None:
+    g = only(grade(expects(tools_used=["echo"]), record()))
+    assert not g.passed
+    assert "[]" in g.detail
+
+
+def test_tools_not_used_both_polarities() -> None:
+    ok = only(grade(expects(tools_not_used=["fail"]), record(calls=[echo_call("a")])))
+    assert ok.passed
+    assert ok.check == 'tools_not_used("fail")'
+    bad = only(grade(expects(tools_not_used=["echo"]), record(calls=[echo_call("a")])))
+    assert not bad.passed
+    assert '1 tool call(s): ["echo"]' in bad.detail
+
+
+# --- counts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("calls", "passed"), [(0, True), (2, True), (3, False)])
+def test_max_tool_calls_is_inclusive(calls: int, passed: bool) -> None:
+    g = only(grade(expects(max_tool_calls=2), record(calls=[echo_call("m")] * calls)))
+    assert g.passed is passed
+    assert g.check == "max_tool_calls(2)"
+    assert f"{calls} tool call(s)" in g.detail
+
+
+def test_max_tool_calls_zero_fails_on_any_call() -> None:
+    g = only(grade(expects(max_tool_calls=0), record(calls=[echo_call("m")])))
+    assert not g.passed
+    assert '1 tool call(s): ["echo"]' in g.detail
+
+
+@pytest.mark.parametrize(("calls", "passed"), [(1, False), (2, True), (5, True)])
+def test_min_tool_calls_is_inclusive(calls: int, passed: bool) -> None:
+    g = only(grade(expects(min_tool_calls=2), record(calls=[echo_call("m")] * calls)))
+    assert g.passed is passed
+    assert g.check == "min_tool_calls(2)"
+    assert f"{calls} tool call(s)" in g.detail
+
+
+@pytest.mark.parametrize(("calls", "passed"), [(0, False), (1, False), (2, True), (3, False)])
+def test_exact_tool_calls(calls: int, passed: bool) -> None:
+    g = only(grade(expects(exact_tool_calls=2), record(calls=[echo_call("m")] * calls)))
+    assert g.passed is passed
+    assert g.check == "exact_tool_calls(2)"
+    assert f"{calls} tool call(s)" in g.detail
+
+
+def test_exact_tool_calls_zero_passes_only_without_calls() -> None:
+    assert only(grade(expects(exact_tool_calls=0), record())).passed
+    assert not only(grade(expects(exact_tool_calls=0), record(calls=[echo_call("a")]))).passed
+
+
+# --- all_tools_succeeded --------------------------------------------------------------------
+
+
+def test_all_tools_succeeded_true_passes_with_zero_calls() -> None:
+    g = only(grade(expects(all_tools_succeeded=True), record()))
+    assert g.passed
+    assert g.check == "all_tools_succeeded(true)"
+    assert g.category == "tool"
+
+
+def test_all_tools_succeeded_false_fails_with_zero_calls() -> None:
+    g = only(grade(expects(all_tools_succeeded=False), record()))
+    assert not g.passed
+    assert g.check == "all_tools_succeeded(false)"
+    assert "actual all_tools_succeeded = true" in g.detail
+
+
+def test_all_tools_succeeded_true_fails_naming_the_failed_call() -> None:
+    calls = [echo_call("a"), recorded("fail", {"reason": "disk full"}, "disk full", False)]
+    g = only(grade(expects(all_tools_succeeded=True), record(calls=calls)))
+    assert not g.passed
+    assert "actual all_tools_succeeded = false" in g.detail
+    assert "fail: disk full" in g.detail
+
+
+def test_all_tools_succeeded_false_passes_when_a_call_failed() -> None:
+    calls = [recorded("fail", {"reason": "boom"}, "boom", False)]
+    assert only(grade(expects(all_tools_succeeded=False), record(calls=calls))).passed
+
+
+def test_all_tools_succeeded_false_fails_when_every_call_succeeded() -> None:
+    g = only(grade(expects(all_tools_succeeded=False), record(calls=[echo_call("a")])))
+    assert not g.passed

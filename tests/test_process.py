@@ -1,0 +1,217 @@
+"""The process contract: `python -m harness` in a real subprocess, as CI runs it.
+
+Everything else runs `harness.cli.main(argv)` in the test process (the `run_cli` fixture);
+this file keeps what only a real process shows: exit codes 0, 1 and 2 as the process's own
+status, stdout holding nothing but the document (workflow commands on stderr), a user's
+agent module found from the working directory, a live run end to end, and that importing
+the harness, `--help` and `check` never import an agent framework.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from _openai_server import OpenAIServer
+from conftest import (
+    ECHO_CASE,
+    ESC,
+    EXPLODING_LOOP,
+    REPO,
+    Runs,
+    assert_key_kept_out,
+    assert_well_formed,
+    fixture,
+    green_project,
+    make_project,
+    parse_commands,
+    project,
+    red_project,
+    says,
+    text_step,
+    turn,
+    write_module,
+)
+
+
+def run_process(
+    *args: str | Path,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m harness <args>` in a subprocess, as CI runs it."""
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
+    }
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    environment["PYTHONIOENCODING"] = "utf-8"
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *map(str, args)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = str(REPO)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+# --- exit codes and output streams ----------------------------------------------------------
+
+
+def test_green_suite_exits_0_with_a_plain_table(tmp_path: Path) -> None:
+    result = run_process("eval", "run", cwd=green_project(tmp_path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "✓ echo-case (evals/regression/a_echo.json)  6/6 checks" in out
+    assert "✓ hi (evals/regression/b_hi.json)  2/2 checks" in out
+    assert "2/2 cases passed" in out
+    assert "exit 0" in out
+    assert ESC not in out  # not a terminal: no colour
+
+
+def test_failing_suite_exits_1_and_lists_failures(tmp_path: Path) -> None:
+    result = run_process("eval", "run", cwd=red_project(tmp_path))
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("  ✓ echo-case") for line in lines)
+    wrong = next(i for i, line in enumerate(lines) if line.startswith("  ✗ wrong-answer"))
+    assert "0/2 checks" in lines[wrong]
+    assert lines[wrong + 1].startswith('      ✗ response_contains("hi"): not found in response')
+    assert lines[wrong + 2].startswith("      ✗ exact_tool_calls(2): 1 tool call(s)")
+    under = next(line for line in lines if line.startswith("  ✗ under-scripted"))
+    assert "run error" in under
+    assert "turn 0 requested more model responses" in under
+    assert "1/3 cases passed" in result.stdout
+
+
+def test_bad_format_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_process("eval", "run", "--format", "yaml", cwd=green_project(tmp_path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "--format" in result.stderr
+    assert "yaml" in result.stderr
+
+
+def test_json_format_puts_only_the_document_on_stdout(tmp_path: Path) -> None:
+    result = run_process("eval", "run", "--format", "json", cwd=red_project(tmp_path))
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    assert document["schema"] == "zeroclaw-eval/report/v1"
+    assert document["exit_code"] == result.returncode
+    assert document["suite"] == "evals/regression"
+    assert document["kind"] == "regression"
+    assert document["agent"] == "openai-agents"
+    assert document["totals"] == {"cases": 3, "passed": 1, "failed": 1, "errors": 1}
+    cases = {c["id"]: c for c in document["cases"]}
+    assert cases["echo-case"]["fixture"] == "evals/regression/a_echo.json"
+    assert cases["echo-case"]["record"]["calls"][0]["arguments"] == '{"message":"hello"}'
+    assert "turn 0" in cases["under-scripted"]["error"]
+    assert "✓" not in result.stdout
+
+
+def test_an_exception_message_with_raw_newlines_cannot_forge_a_command(tmp_path: Path) -> None:
+    """On GitHub Actions with `--format json`: stdout is the document, the workflow commands
+    go to stderr; the user's loop is imported from the working directory."""
+    root = project(
+        tmp_path,
+        {
+            "a.json": fixture("explodes", [turn("explode now", text_step("hi"))],
+                              {"response_contains": ["hi"]}),
+            "b.json": says("fine", "hi", ["hi"]),
+        },
+    )  # fmt: skip
+    module = write_module(root, EXPLODING_LOOP)
+    result = run_process(
+        "eval", "run", "--agent", f"{module}:factory", "--format", "json",
+        cwd=root, env={"GITHUB_ACTIONS": "true"},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    document = json.loads(result.stdout)
+    assert document["totals"] == {"cases": 2, "passed": 1, "failed": 0, "errors": 1}
+    [command] = parse_commands(result.stderr)
+    assert_well_formed(command)
+    assert command.name == "error"
+    assert command.message == (
+        "run error: RuntimeError: boom\n::error::forged\r\n::warning file=x::100%0A"
+    )
+
+
+# --- live mode, end to end ------------------------------------------------------------------
+
+
+def test_table_output_of_a_live_run(tmp_path: Path, tiny_server: OpenAIServer) -> None:
+    project = make_project(tmp_path / "project", tiny_server.base_url, {"a_echo.json": ECHO_CASE})
+    runs = Runs(run_process, project)
+    result = runs("eval", "run", "--suite", "evals/live", "--mode", "live")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "live-echo" in result.stdout
+    assert_key_kept_out(runs, tiny_server)
+
+
+# --- import hygiene: a fresh interpreter ----------------------------------------------------
+
+
+def test_importing_harness_does_not_import_an_agent_framework(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "import harness, harness.cli, harness.runner, harness.reporters.registry\n"
+        "for name in harness.__all__:\n"
+        "    getattr(harness, name)\n"
+        "leaked = sorted(m for m in sys.modules if m == 'agents' or m.startswith('agents.'))\n"
+        "print(leaked)\n"
+        "assert not leaked, leaked\n"
+        "assert 'harness.agents.openai_agents' not in sys.modules\n"
+    )
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_help_does_not_import_an_agent_framework(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from harness.cli import main\n"
+        "for argv in (['--help'], ['eval', '--help'], ['eval', 'run', '--help']):\n"
+        "    assert main(argv) == 0, argv\n"
+        "leaked = sorted(m for m in sys.modules if m.split('.')[0] in ('agents', 'pydantic_ai'))\n"
+        "assert not leaked, leaked\n"
+    )
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "--suite" in result.stdout
+
+
+def test_check_does_not_import_the_agent_framework(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    code = (
+        "import sys\n"
+        "from harness.cli import main\n"
+        "code = main(['eval', 'check'])\n"
+        "assert code == 0, code\n"
+        "assert 'agents' not in sys.modules\n"
+    )
+    result = run_python(code, cwd=root)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,114 @@
+"""`harness.reporters.json_report`: the JSON report document, with the run record of each
+case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import (
+    errored_report,
+    failing_report,
+    greeting_fixture,
+    passing_report,
+    suite_report,
+    write_suite,
+)
+
+from harness import run_suite
+from harness.expectations.base import Grade
+from harness.reporters.json_report import render_json
+from harness.run_record import RunRecord
+from harness.tool_registry import RecordedCall
+from harness.verdict import SCHEMA, CaseReport
+
+# --- the JSON document ----------------------------------------------------------------------
+
+
+def test_json_report_document() -> None:
+    report = suite_report("regression", passing_report(), failing_report(), errored_report())
+    document = json.loads(render_json(report))
+    assert document["schema"] == SCHEMA == "zeroclaw-eval/report/v1"
+    assert document["suite"] == "evals/regression"
+    assert document["kind"] == "regression"
+    assert document["mode"] == "replay"
+    assert document["agent"] == "openai-agents"
+    assert document["exit_code"] == 1
+    assert document["all_passed"] is False
+    assert document["totals"] == {"cases": 3, "passed": 1, "failed": 1, "errors": 1}
+    assert [c["id"] for c in document["cases"]] == ["ok", "bad", "err"]
+    bad = document["cases"][1]
+    assert bad["fixture"] == "evals/regression/bad.json"
+    assert bad["passed"] is False
+    assert bad["error"] is None
+    assert bad["score"] == pytest.approx(1 / 3)
+    assert {k: bad["grades"][1][k] for k in ("check", "passed", "detail", "category")} == {
+        "check": 'tools_used("echo")',
+        "passed": False,
+        "detail": "not called; tools called: []",
+        "category": "tool",
+    }
+    assert bad["record"]["final_response"] == "hello"
+    assert bad["record"]["model_calls"] == 2
+    err = document["cases"][2]
+    assert err["error"].startswith("case 'err': turn 0")
+    assert err["traceback"].startswith("Traceback")
+    assert err["score"] is None
+
+
+def test_json_report_keeps_the_run_record() -> None:
+    call = RecordedCall("echo", '{"message":"日本"}', "日本", True, 0.5)
+    record = RunRecord(
+        final_response="done ✓",
+        turn_responses=["done ✓"],
+        calls=[call],
+        model_calls=2,
+        input_tokens=20,
+        output_tokens=8,
+        duration_ms=4.0,
+    )
+    case = CaseReport.graded("c", "c.json", [Grade("x", True, "found", "tool")], record)
+    (document_case,) = json.loads(render_json(suite_report("regression", case)))["cases"]
+    assert document_case["record"] == {
+        "final_response": "done ✓",
+        "turn_responses": ["done ✓"],
+        "calls": [
+            {
+                "name": "echo",
+                "arguments": '{"message":"日本"}',
+                "result": "日本",
+                "success": True,
+                "duration_ms": 0.5,
+            }
+        ],
+        "model_calls": 2,
+        "input_tokens": 20,
+        "output_tokens": 8,
+        "duration_ms": 4.0,
+        "steps": None,  # kept only for live runs
+    }
+    assert document_case["duration_ms"] == 4.0
+
+
+def test_json_report_of_a_green_suite() -> None:
+    document = json.loads(render_json(suite_report("capability", passing_report())))
+    assert document["exit_code"] == 0
+    assert document["all_passed"] is True
+    assert document["kind"] == "capability"
+
+
+# --- through run_suite ----------------------------------------------------------------------------
+
+
+def test_green_suite_through_run_suite_reports(tmp_path: Path) -> None:
+    report = run_suite(
+        write_suite(tmp_path / "evals" / "capability", {"g.json": greeting_fixture("hi")}),
+        agent="openai-agents",
+        root=tmp_path,
+    )
+    assert report.kind == "capability"
+    assert report.suite.endswith("capability")
+    document = json.loads(render_json(report))
+    assert document["cases"][0]["fixture"] == "evals/capability/g.json"
+    assert document["exit_code"] == 0

@@ -1,0 +1,58 @@
+"""`harness.verdict`: a case's verdict and the suite's exit-code contract, totals and score."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import errored_report, failing_report, passing_report, suite_report
+
+from harness.run_record import RunRecord
+from harness.verdict import CaseReport
+
+# --- the exit-code contract -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "cases", "code"),
+    [
+        ("regression", "all-pass", 0),
+        ("regression", "failed-check", 1),
+        ("regression", "run-error", 1),
+        ("regression", "no-cases", 1),
+        ("capability", "all-pass", 0),
+        ("capability", "failed-check", 0),
+        ("capability", "run-error", 1),
+        ("capability", "no-cases", 1),
+        ("live", "all-pass", 0),
+        ("live", "failed-check", 1),
+        ("live", "run-error", 1),
+        ("live", "no-cases", 1),
+    ],
+)
+def test_exit_code_contract(kind: str, cases: str, code: int) -> None:
+    chosen = {
+        "all-pass": [passing_report("a"), passing_report("b")],
+        "failed-check": [passing_report("a"), failing_report("b")],
+        "run-error": [passing_report("a"), errored_report("b")],
+        "no-cases": [],
+    }[cases]
+    assert suite_report(kind, *chosen).exit_code() == code
+
+
+def test_capability_run_error_gates_even_alongside_failed_checks() -> None:
+    assert suite_report("capability", failing_report(), errored_report()).exit_code() == 1
+
+
+def test_a_case_with_no_grades_never_passes() -> None:
+    empty = CaseReport.graded("empty", "x.json", [], RunRecord())
+    assert not empty.passed
+    assert empty.score is None
+    assert suite_report("regression", empty).exit_code() == 1
+
+
+def test_totals_and_score() -> None:
+    report = suite_report("regression", passing_report(), failing_report(), errored_report())
+    t = report.totals
+    assert (t.cases, t.passed, t.failed, t.errors) == (3, 1, 1, 1)
+    assert failing_report().score == pytest.approx(1 / 3)
+    assert errored_report().score is None
+    assert not report.all_passed

@@ -10,6 +10,7 @@ import msgspec
 
 from harness.agent import AgentSurface
 from harness.builtin_tools import COMMAND_TOOL_REFUSAL, runs_commands
+from harness.expectations.base import Context
 from harness.expectations.registry import expects_problems, passes_empty_run
 from harness.expectations.workspace_files import workspace_path_problem
 from harness.fixture import LlmTrace, Setup, ToolCallsResponse
@@ -64,7 +65,8 @@ def _trace_problems(
     if trace.setup is not None:
         yield from _setup_problems(trace.setup, file)
     yield from _turn_problems(trace, file, mode, agent)
-    for fault in expects_problems(trace.expects):
+    context = Context(mode, agent.tools, agent.name)
+    for fault in expects_problems(trace.expects, context):
         yield Problem(file, fault.path, fault.message)
 
 

@@ -56,7 +56,8 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     refused: nothing runs. A `ReportWriteError` from a reporter stops the reporters after
     it."""
     adapter = resolve_agent(options.agent) if isinstance(options.agent, str) else options.agent
-    cases = _load(options, agent_surface(adapter), reporters)
+    surface = agent_surface(adapter)
+    cases = _load(options, surface, reporters)
     root = options.project_root
     suite = display_path(options.suite, root)
     return run_cases(
@@ -70,6 +71,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         case_timeout=options.case_timeout,
         root=root,
         reporters=reporters,
+        agent_tools=surface.tools,
     )
 
 
@@ -95,18 +97,26 @@ def run_cases(
     root: Path | None = None,
     on_case: Callable[[CaseReport], None] | None = None,
     reporters: Sequence[Reporter] = (),
+    agent_tools: frozenset[str] | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
     `case_timeout` bounds starting the agent and each turn. `allowed_tools` (live mode)
-    further restricts the built-in tools a case may use.
+    further restricts the built-in tools a case may use. `agent_tools` (what admission
+    checked against) lets grades say when a check concerns a tool the agent lacks.
     """
     if backend is None:
         if mode != "replay":
             raise ValueError("live mode needs a backend factory for the provider")
         backend = replay_backend
     plan = CasePlan(
-        adapter, mode, backend, allowed_tools, case_timeout, (root or Path.cwd()).resolve()
+        adapter,
+        mode,
+        backend,
+        allowed_tools,
+        case_timeout,
+        (root or Path.cwd()).resolve(),
+        agent_tools,
     )
     for reporter in reporters:
         reporter.start(len(cases))

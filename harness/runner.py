@@ -46,6 +46,8 @@ class CasePlan:
     allowed_tools: frozenset[str] | None
     timeout: float
     root: Path
+    # The tools the agent registers, for grades that say whether a tool is the agent's.
+    agent_tools: frozenset[str] | None = None
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -156,7 +158,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         # Graded while the workspace still exists: graders inspect what the agent left
         # (created here if the run never touched it, so a file check sees it empty).
         view = context.case_workspace.view() if expects.workspace is not None else None
-        grades = grade(expects, record, view)
+        grades = grade(expects, record, view, plan.agent_tools)
         failing = next((g.field for g in grades if not g.passed), None)
         line = line_of(case.text, failing) if failing is not None else None
         return CaseReport.graded(case.id, progress.fixture, grades, record, line)

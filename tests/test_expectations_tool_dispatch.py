@@ -3,8 +3,21 @@ counts and `all_tools_succeeded` against the recorded dispatches."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import echo_call, expects, only, record, recorded, shape
+from conftest import (
+    admit,
+    echo_call,
+    expects,
+    only,
+    record,
+    recorded,
+    refuse_one,
+    replay_trace,
+    shape,
+    write_fixture,
+)
 
 from harness.expectations.registry import grade
 
@@ -105,3 +118,42 @@ def test_all_tools_succeeded_false_passes_when_a_call_failed() -> None:
 def test_all_tools_succeeded_false_fails_when_every_call_succeeded() -> None:
     g = only(grade(expects(all_tools_succeeded=False), record(calls=[echo_call("a")])))
     assert not g.passed
+
+
+# --- absent tools that cannot be misspelt ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("ecoh", "echo"), ("read_flie", "read_file")])
+def test_an_absent_tool_close_to_one_the_agent_has_is_refused_as_a_typo(
+    tmp_path: Path, typo: str, meant: str
+) -> None:
+    data = replay_trace()
+    data["expects"]["tools_not_used"] = ["fail", typo]
+    refuse_one(
+        tmp_path,
+        data,
+        "$.expects.tools_not_used[1]",
+        f"{typo!r} is not a tool of openai-agents (did you mean {meant}?): a check on a tool "
+        "it does not have can never fail in replay",
+    )
+
+
+@pytest.mark.parametrize("invented", ["shell", "search", "http_request", "get_weather"])
+def test_an_absent_tool_far_from_the_agents_guards_against_an_invented_one(
+    tmp_path: Path, invented: str
+) -> None:
+    data = replay_trace()
+    data["expects"]["tools_not_used"] = [invented]
+    case = admit(write_fixture(tmp_path, "case.json", data))
+    assert case.trace.expects is not None
+
+
+def test_the_report_says_when_an_absent_tool_is_not_the_agents() -> None:
+    tools = frozenset({"echo", "fail"})
+    grades = grade(expects(tools_not_used=["shell", "fail"]), record(), agent_tools=tools)
+    assert [g.detail for g in grades] == [
+        "not called (not a tool the agent registers)",
+        "not called",
+    ]
+    # Without knowing the agent's tools (grading through the API), nothing is claimed.
+    assert only(grade(expects(tools_not_used=["shell"]), record())).detail == "not called"

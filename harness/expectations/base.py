@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 
 import msgspec
 
+from harness.modes import Mode
 from harness.run_record import RunRecord
 from harness.validation import Fault
 from harness.workspace import WorkspaceView
@@ -29,11 +30,23 @@ class Grade(msgspec.Struct, frozen=True):
 
 @dataclass(frozen=True)
 class Evidence:
-    """What a run left for grading: its record, and a read-only view of its workspace
-    (None: there is none, and workspace checks fail with nothing to inspect)."""
+    """What a run left for grading: its record, a read-only view of its workspace (None:
+    there is none, and workspace checks fail with nothing to inspect), and the tools the
+    agent registers (None: not known, as when grading through the API)."""
 
     record: RunRecord
     workspace: WorkspaceView | None = None
+    agent_tools: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What admission knows besides the fixture: the mode it runs in and the agent's tools
+    (None: not known)."""
+
+    mode: Mode = "replay"
+    agent_tools: frozenset[str] | None = None
+    agent: str = "the agent"
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -50,7 +63,7 @@ class Kind(Strict):
 
     order: ClassVar[int]
 
-    def problems(self) -> Iterator[Fault]:
+    def problems(self, context: Context) -> Iterator[Fault]:
         """Admission problems of these fields, at paths under `$.expects`."""
         return iter(())
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import msgspec
 
-from harness.expectations.base import EXPECTS, Evidence, Grade, Kind, NonNegative, Strict
+from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, NonNegative, Strict
 from harness.run_record import RunRecord
 from harness.validation import Fault
 
@@ -44,7 +44,7 @@ class Budget(Kind):
     order = 60
     budget: BudgetExpects | None = None
 
-    def problems(self) -> Iterator[Fault]:
+    def problems(self, context: Context) -> Iterator[Fault]:
         if self.budget is not None and not any(
             getattr(self.budget, name) is not None for name in BOUNDS
         ):

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from harness.expectations.base import (
     EXPECTS,
+    Context,
     Evidence,
     Grade,
     Kind,
@@ -36,7 +37,7 @@ class DispatchPayloads(Kind):
     tool_results_contain: list[PayloadExpect] = []
     all_tools_succeeded: bool | None = None
 
-    def problems(self) -> Iterator[Fault]:
+    def problems(self, context: Context) -> Iterator[Fault]:
         for family, entries in self._families():
             for i, payload in enumerate(entries):
                 for key in ("tool", "needle"):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from harness.expectations.base import EXPECTS, Evidence, Grade, Kind, Strict
+from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict
 from harness.run_record import RunRecord
 from harness.validation import Fault
 from harness.workspace import DirectoryView, FilesView, WorkspaceView
@@ -93,12 +93,13 @@ def grade(
     expects: Expects,
     record: RunRecord,
     workspace: Path | WorkspaceView | None = None,
+    agent_tools: frozenset[str] | None = None,
 ) -> list[Grade]:
     """Grade a run against `expects`, one grade per entry, kind by kind in grading order.
     `workspace` is the case's workspace as the run left it (None: workspace checks fail,
     having nothing to inspect)."""
     view = DirectoryView(workspace) if isinstance(workspace, Path) else workspace
-    grades = _unique_checks(all_grades(expects, Evidence(record, view)))
+    grades = _unique_checks(all_grades(expects, Evidence(record, view, agent_tools)))
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from
         # ever passing even when graded directly through the API.
@@ -126,7 +127,7 @@ def assertion_count(expects: Expects) -> int:
     return sum(1 for _ in all_grades(expects, Evidence(EMPTY_RUN)))
 
 
-def expects_problems(expects: Expects | None) -> Iterator[Fault]:
+def expects_problems(expects: Expects | None, context: Context | None = None) -> Iterator[Fault]:
     """Admission of an `expects` block: present, asserting something, every kind's rules."""
     if expects is None:
         yield Fault(EXPECTS, "missing: a case that asserts nothing would pass vacuously")
@@ -137,7 +138,7 @@ def expects_problems(expects: Expects | None) -> Iterator[Fault]:
             "declares no effective assertion: a case that asserts nothing would pass vacuously",
         )
     for view in views(expects):
-        yield from view.problems()
+        yield from view.problems(context or Context())
 
 
 def passes_empty_run(expects: Expects | None, setup_files: Mapping[str, str]) -> bool:

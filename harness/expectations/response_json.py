@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from harness.expectations.base import EXPECTS, Evidence, Grade, Kind, clip, q
+from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
 from harness.json_paths import child_path
 from harness.validation import Fault
 
@@ -22,7 +22,7 @@ class ResponseJson(Kind):
     order = 70
     response_json: dict[str, Any] = {}
 
-    def problems(self) -> Iterator[Fault]:
+    def problems(self, context: Context) -> Iterator[Fault]:
         for pointer, expected in self.response_json.items():
             where = child_path(AT, pointer)
             problem = pointer_problem(pointer)

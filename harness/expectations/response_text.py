@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from harness.expectations.base import (
     EXPECTS,
+    Context,
     Evidence,
     Grade,
     Kind,
@@ -25,7 +26,7 @@ class ResponseText(Kind):
     response_contains: list[str] = []
     response_not_contains: list[str] = []
 
-    def problems(self) -> Iterator[Fault]:
+    def problems(self, context: Context) -> Iterator[Fault]:
         yield from blank_entries("response_contains", self.response_contains)
         yield from blank_entries("response_not_contains", self.response_not_contains)
 
@@ -59,7 +60,7 @@ class ResponsePattern(Kind):
     order = 40
     response_matches: list[str] = []
 
-    def problems(self) -> Iterator[Fault]:
+    def problems(self, context: Context) -> Iterator[Fault]:
         yield from blank_entries("response_matches", self.response_matches)
         for i, pattern in enumerate(self.response_matches):
             if pattern.strip():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.expectations.base import EXPECTS, Evidence, Grade, Kind, Strict, clip, q
+from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict, clip, q
 from harness.json_paths import child_path
 from harness.validation import Fault
 from harness.workspace import NO_WORKSPACE, Unreadable, normal_path, path_problem
@@ -36,7 +36,7 @@ class WorkspaceFiles(Kind):
     order = 50
     workspace: WorkspaceExpects | None = None
 
-    def problems(self) -> Iterator[Fault]:
+    def problems(self, context: Context) -> Iterator[Fault]:
         ws = self.workspace
         if ws is None:
             return

@@ -8,6 +8,7 @@ divergence diagnostics are implemented once for every agent.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -78,8 +79,15 @@ class ModelBackend(Protocol):
 class ModelBoundary:
     """The one object adapters talk to; meters every step and keeps the last request."""
 
-    def __init__(self, backend: ModelBackend, *, keep_steps: bool = False) -> None:
+    def __init__(
+        self,
+        backend: ModelBackend,
+        *,
+        keep_steps: bool = False,
+        on_request: Callable[[ModelRequest], None] | None = None,
+    ) -> None:
         self._backend = backend
+        self._on_request = on_request
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -93,6 +101,8 @@ class ModelBoundary:
 
     async def respond(self, request: ModelRequest) -> ModelStep:
         self.last_request = request
+        if self._on_request is not None:
+            self._on_request(request)
         try:
             step = await self._backend.respond(request)
         except Divergence as exc:

@@ -21,7 +21,7 @@ class ReplayBackend:
     def __init__(self, trace: LlmTrace) -> None:
         self._case = trace.case_id
         self._queues: list[deque[ModelStep]] = [
-            deque(_to_step(step.response) for step in (turn.steps or ())) for turn in trace.turns
+            deque(to_step(step.response) for step in (turn.steps or ())) for turn in trace.turns
         ]
         self._turn = -1
 
@@ -57,7 +57,7 @@ class ReplayBackend:
             )
 
 
-def _to_step(response: Response) -> ModelStep:
+def to_step(response: Response) -> ModelStep:
     if isinstance(response, TextResponse):
         return ModelStep(
             text=response.content,

@@ -22,10 +22,11 @@ from harness.expectations.registry import grade
 from harness.json_paths import line_of
 from harness.model_boundary import ModelBackend, ModelBoundary
 from harness.modes import Mode
-from harness.replay import ReplayBackend
+from harness.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
 from harness.suite import Case
 from harness.tool_registry import Tool, ToolRegistry
+from harness.transcript import Conversation, Transcript
 from harness.verdict import CaseReport
 from harness.workspace import set_current_workspace
 
@@ -65,10 +66,13 @@ class CaseProgress:
     """The case in progress: where it got to, so a timeout can say which turn hung and the
     watchdog can tell a case that blocked its thread."""
 
-    def __init__(self, case: Case, fixture: str, context: AgentContext) -> None:
+    def __init__(
+        self, case: Case, fixture: str, context: AgentContext, transcript: Transcript
+    ) -> None:
         self.case = case
         self.fixture = fixture
         self.context = context
+        self.transcript = transcript
         self.turn = -1
         self.responses: list[str] = []
         self.started = time.monotonic()
@@ -126,9 +130,12 @@ def internal_error(case: Case, fixture: str, exc: BaseException, turn: int = -1)
 
 def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     """A fresh context for `case`: backend, boundary, registry, workspace."""
-    boundary = ModelBoundary(plan.backend(case), keep_steps=plan.mode == "live")
-    tools = case_tools(plan.adapter.tools(), case, plan.allowed_tools)
-    return CaseProgress(case, fixture, AgentContext(case.id, boundary, ToolRegistry.of(tools)))
+    tools = ToolRegistry.of(case_tools(plan.adapter.tools(), case, plan.allowed_tools))
+    transcript = Transcript(tools)
+    boundary = ModelBoundary(
+        plan.backend(case), keep_steps=plan.mode == "live", on_request=transcript.observe
+    )
+    return CaseProgress(case, fixture, AgentContext(case.id, boundary, tools), transcript)
 
 
 async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
@@ -158,7 +165,8 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         # Graded while the workspace still exists: graders inspect what the agent left
         # (created here if the run never touched it, so a file check sees it empty).
         view = context.case_workspace.view() if expects.workspace is not None else None
-        grades = grade(expects, record, view, plan.agent_tools)
+        conversation = conversation_of(progress) if plan.mode == "replay" else None
+        grades = grade(expects, record, view, plan.agent_tools, conversation)
         failing = next((g.field for g in grades if not g.passed), None)
         line = line_of(case.text, failing) if failing is not None else None
         return CaseReport.graded(case.id, progress.fixture, grades, record, line)
@@ -166,6 +174,17 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         return internal_error(case, progress.fixture, exc, progress.turn)
     finally:
         context.remove_workspace()
+
+
+def conversation_of(progress: CaseProgress) -> Conversation:
+    """The replayed conversation: what the script implies, and what the agent sent."""
+    turns = progress.case.trace.turns
+    return Conversation(
+        user_inputs=tuple(t.user_input for t in turns),
+        script=tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns),
+        exchanges=tuple(progress.transcript.exchanges),
+        calls=tuple(progress.context.tools.calls),
+    )
 
 
 def case_tools(tools: list[Tool], case: Case, allowed: frozenset[str] | None) -> list[Tool]:
@@ -193,6 +212,7 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
     for index, turn in enumerate(progress.case.trace.turns):
         progress.turn = index
         progress.started = time.monotonic()  # the watchdog times each turn, as we do
+        progress.transcript.start_turn(index)
         context.model.start_turn(index)
         response = await within(timeout, _turn(session, turn.user_input))
         progress.responses.append(response)

@@ -482,21 +482,25 @@ def suite_report(kind: str, *cases: CaseReport) -> SuiteReport:
 
 # --- user loops ---------------------------------------------------------------------------
 
-# A faithful user-written loop over the harness boundaries: it dispatches every tool call and
-# feeds the results back.
+# A faithful user-written loop over the harness boundaries: it offers the model its tools,
+# dispatches every tool call and feeds the results back, keeping the whole conversation.
 FAITHFUL_LOOP = """
-from harness import Message, ModelRequest
+from harness import Message, ModelRequest, ToolSchema
 
 
 class Session:
     def __init__(self, ctx):
         self.ctx = ctx
         self.messages = []
+        self.tools = tuple(
+            ToolSchema(t.name, t.description, t.parameters) for t in ctx.tools.tools.values()
+        )
 
     async def run_turn(self, user_input):
         self.messages.append(Message(role="user", content=user_input))
         while True:
-            step = await self.ctx.model.respond(ModelRequest(messages=tuple(self.messages)))
+            request = ModelRequest(messages=tuple(self.messages), tools=self.tools)
+            step = await self.ctx.model.respond(request)
             if not step.tool_calls:
                 self.messages.append(Message(role="assistant", content=step.text))
                 return step.text

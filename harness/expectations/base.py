@@ -12,10 +12,11 @@ import msgspec
 
 from harness.modes import Mode
 from harness.run_record import RunRecord
+from harness.transcript import Conversation
 from harness.validation import Fault
 from harness.workspace import WorkspaceView
 
-Category = Literal["response", "tool", "side_effect", "budget", "run"]
+Category = Literal["response", "tool", "side_effect", "budget", "run", "loop"]
 EXPECTS = "$.expects"
 
 
@@ -37,6 +38,8 @@ class Evidence:
     record: RunRecord
     workspace: WorkspaceView | None = None
     agent_tools: frozenset[str] | None = None
+    # Replay only: the conversation the script implies and the requests the agent made.
+    conversation: Conversation | None = None
 
 
 @dataclass(frozen=True)

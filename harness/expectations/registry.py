@@ -17,6 +17,7 @@ import msgspec
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict
 from harness.run_record import RunRecord
+from harness.transcript import Conversation
 from harness.validation import Fault
 from harness.workspace import DirectoryView, FilesView, WorkspaceView
 
@@ -94,12 +95,14 @@ def grade(
     record: RunRecord,
     workspace: Path | WorkspaceView | None = None,
     agent_tools: frozenset[str] | None = None,
+    conversation: Conversation | None = None,
 ) -> list[Grade]:
     """Grade a run against `expects`, one grade per entry, kind by kind in grading order.
     `workspace` is the case's workspace as the run left it (None: workspace checks fail,
     having nothing to inspect)."""
     view = DirectoryView(workspace) if isinstance(workspace, Path) else workspace
-    grades = _unique_checks(all_grades(expects, Evidence(record, view, agent_tools)))
+    evidence = Evidence(record, view, agent_tools, conversation)
+    grades = _unique_checks(all_grades(expects, evidence))
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from
         # ever passing even when graded directly through the API.

@@ -38,7 +38,9 @@ def render_case(case: CaseReport, colour: bool = False) -> str:
     passed = sum(g.passed for g in case.grades)
     lines = [f"{head}  {passed}/{len(case.grades)} checks"]
     for grade in case.failing_grades:
-        lines.append(f"      {_paint('✗', '31', colour)} {grade.check}: {grade.detail}")
+        first, *rest = grade.detail.splitlines() or [""]
+        lines.append(f"      {_paint('✗', '31', colour)} {grade.check}: {first}")
+        lines.extend(f"        {_inert(line)}" for line in rest)
     return "\n".join(lines) + "\n"
 
 

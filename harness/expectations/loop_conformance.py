@@ -1,0 +1,244 @@
+"""Replay conformance: the conversation the script implies, checked against every request
+the agent made. On by default in replay; a case opts out of a rule with `loop_exempt`,
+naming the rule and why, so the opt-out is visible in review.
+
+Replay answers with the scripted steps whatever the agent sends, so without these checks a
+loop that forgets earlier turns or never hands tool results back to the model would pass.
+Only violations are graded (category `loop`): a conformant run's report is unchanged.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+
+from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
+from harness.json_paths import child_path
+from harness.model_boundary import Message, ToolCall, summarize_request
+from harness.tool_registry import RecordedCall
+from harness.transcript import Conversation, Exchange
+from harness.validation import Fault
+
+AT = f"{EXPECTS}.loop_exempt"
+
+
+class LoopConformance(Kind):
+    """`loop_exempt`: rule name -> the reason this case's agent may break it."""
+
+    order = 90
+    loop_exempt: dict[str, str] = {}
+
+    def problems(self, context: Context) -> Iterator[Fault]:
+        for rule, reason in self.loop_exempt.items():
+            where = child_path(AT, rule)
+            if rule not in RULES:
+                hint = difflib.get_close_matches(rule, RULES, n=1, cutoff=0.6)
+                known = f"did you mean {hint[0]}?" if hint else f"rules: {', '.join(RULES)}"
+                yield Fault(where, f"unknown conformance rule ({known})")
+            elif not reason.strip():
+                yield Fault(where, "an exemption needs its reason: say why the agent may")
+            if context.mode != "replay":
+                yield Fault(where, "conformance is checked in replay only; remove it")
+
+    def grades(self, evidence: Evidence) -> Iterator[Grade]:
+        conversation = evidence.conversation
+        if conversation is None:  # live runs, and the empty run: no script to conform to
+            return
+        for rule, check in RULES.items():
+            if rule in self.loop_exempt:
+                continue
+            violation = next(check(conversation), None)
+            if violation is not None:
+                where, detail = violation
+                yield Grade(f"loop({rule})", False, detail, "loop", where)
+
+
+Violation = tuple[str, str]  # the fixture field it concerns, and what is wrong
+
+
+def _step_at(exchange: Exchange) -> str:
+    return f"$.turns[{exchange.turn}].steps[{exchange.step}]"
+
+
+def _held(exchange: Exchange) -> str:
+    return summarize_request(exchange.request, width=80)
+
+
+def _tool_results(conversation: Conversation) -> Iterator[Violation]:
+    """After a scripted tool-call step, the next request of that turn carries a result for
+    every call of that step, holding what the tool returned."""
+    previous: Exchange | None = None
+    for exchange in conversation.exchanges:
+        if previous is not None and previous.turn == exchange.turn:
+            step = conversation.script[previous.turn][previous.step]
+            if step.tool_calls:
+                dispatched = conversation.dispatched_between(previous, exchange)
+                for problem in _results_problems(step.tool_calls, dispatched, exchange):
+                    yield (
+                        _step_at(previous),
+                        f"turn {exchange.turn}, request {exchange.step}: {problem}; "
+                        f"the request held:\n{_held(exchange)}",
+                    )
+                    return
+        previous = exchange
+
+
+def _results_problems(
+    calls: tuple[ToolCall, ...], dispatched: tuple[RecordedCall, ...], exchange: Exchange
+) -> Iterator[str]:
+    messages = exchange.request.messages
+    by_id = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    trailing = _trailing_results(messages)
+    unused = list(dispatched)
+    for position, call in enumerate(calls):
+        result = by_id.get(call.id)
+        if result is None and position < len(trailing) and not trailing[position].tool_call_id:
+            result = trailing[position]
+        if result is None:
+            yield f"no tool result for {call.id} ({call.name}) was passed back to the model"
+            return
+        ran = _take_dispatch(unused, call)
+        if ran is not None and not _carries(result.content, ran):
+            yield (
+                f"the result passed back for {call.id} ({call.name}) was "
+                f"{q(clip(result.content, 120))}, but the tool returned {q(clip(ran.result, 120))}"
+            )
+            return
+
+
+def _trailing_results(messages: tuple[Message, ...]) -> list[Message]:
+    """The tool messages after the last assistant message that called tools."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "assistant" and messages[index].tool_calls:
+            return [m for m in messages[index + 1 :] if m.role == "tool"]
+    return []
+
+
+def _take_dispatch(unused: list[RecordedCall], call: ToolCall) -> RecordedCall | None:
+    """The recorded dispatch of `call`: the first unmatched one of its name."""
+    for i, recorded in enumerate(unused):
+        if recorded.name == call.name:
+            return unused.pop(i)
+    return None
+
+
+def _carries(content: str, ran: RecordedCall) -> bool:
+    """Whether a tool message tells the model what the tool returned. A framework may
+    reword a failure (`ModelRetry: why` reaches the model as `why …`), never hide it."""
+    if ran.result in content:
+        return True
+    if not ran.success:
+        _, sep, reason = ran.result.partition(": ")
+        return bool(sep) and reason in content
+    return False
+
+
+def _history(conversation: Conversation) -> Iterator[Violation]:
+    """Every request of turn N carries the user inputs of turns 0..N and the final texts of
+    turns 0..N-1, in order."""
+    for exchange in conversation.exchanges:
+        expected: list[tuple[str, str]] = []
+        for turn in range(exchange.turn + 1):
+            expected.append(("user", conversation.user_inputs[turn]))
+            final = conversation.final_text(turn) if turn < exchange.turn else ""
+            if final:
+                expected.append(("assistant", final))
+        missing = _first_missing(expected, exchange.request.messages)
+        if missing is not None:
+            role, text = missing
+            what = "user input" if role == "user" else "final text"
+            yield (
+                _step_at(exchange),
+                f"turn {exchange.turn}, request {exchange.step}: the {what} {q(clip(text, 120))} "
+                f"is missing or out of order; the request held:\n{_held(exchange)}",
+            )
+            return
+
+
+def _first_missing(
+    expected: list[tuple[str, str]], messages: tuple[Message, ...]
+) -> tuple[str, str] | None:
+    """The first expected (role, content) not found, in order, among `messages`."""
+    position = 0
+    for role, text in expected:
+        while position < len(messages):
+            message = messages[position]
+            position += 1
+            if message.role == role and message.content == text:
+                break
+        else:
+            return role, text
+    return None
+
+
+def _last_user_input(conversation: Conversation) -> Iterator[Violation]:
+    """The current turn's user input is the last user message of the conversation so far:
+    no earlier turn's input comes after it. (A framework's own follow-up, like pydantic-ai's
+    retry prompt, may: it is not a user input of the script.)"""
+    for exchange in conversation.exchanges:
+        messages = exchange.request.messages
+        want = conversation.user_inputs[exchange.turn]
+        at = max(
+            (i for i, m in enumerate(messages) if m.role == "user" and m.content == want),
+            default=None,
+        )
+        earlier = set(conversation.user_inputs[: exchange.turn]) - {want}
+        late = (
+            None
+            if at is None
+            else next(
+                (m for m in messages[at + 1 :] if m.role == "user" and m.content in earlier), None
+            )
+        )
+        if at is None or late is not None:
+            got = "is missing" if late is None else f"comes before {q(clip(late.content, 120))}"
+            yield (
+                _step_at(exchange),
+                f"turn {exchange.turn}, request {exchange.step}: this turn's input "
+                f"{q(clip(want, 120))} {got}; the request held:\n{_held(exchange)}",
+            )
+            return
+
+
+def _offered_tools(conversation: Conversation) -> Iterator[Violation]:
+    """Every scripted call names a tool that the request it answers offered the model."""
+    for exchange in conversation.exchanges:
+        step = conversation.script[exchange.turn][exchange.step]
+        offered = {tool.name for tool in exchange.request.tools}
+        for call in step.tool_calls:
+            if call.name not in offered:
+                shown = ", ".join(sorted(offered)) or "none"
+                yield (
+                    f"{_step_at(exchange)}.response.tool_calls",
+                    f"turn {exchange.turn}, step {exchange.step} calls {call.name!r}, which the "
+                    f"request it answers never offered the model (offered: {shown})",
+                )
+                return
+
+
+def _instructions(conversation: Conversation) -> Iterator[Violation]:
+    """The system message of the first request is in every later request, unchanged."""
+    if not conversation.exchanges:
+        return
+    first = conversation.exchanges[0].request.messages
+    system = next((m.content for m in first if m.role == "system"), None)
+    if system is None:
+        return
+    for exchange in conversation.exchanges[1:]:
+        if not any(m.role == "system" and m.content == system for m in exchange.request.messages):
+            yield (
+                _step_at(exchange),
+                f"turn {exchange.turn}, request {exchange.step}: the instructions of the first "
+                f"request ({q(clip(system, 120))}) are missing or changed; the request held:\n"
+                f"{_held(exchange)}",
+            )
+            return
+
+
+RULES: dict[str, Callable[[Conversation], Iterator[Violation]]] = {
+    "tool_results": _tool_results,
+    "history": _history,
+    "last_user_input": _last_user_input,
+    "offered_tools": _offered_tools,
+    "instructions": _instructions,
+}

@@ -1,0 +1,224 @@
+"""`harness.expectations.loop_conformance`: replay conformance. Every request the agent
+makes is checked against the conversation the script implies, so a loop that forgets,
+drops or fakes what it should pass back to the model fails the gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import (
+    FAITHFUL_LOOP,
+    call,
+    fixture,
+    refuse_one,
+    replay_trace,
+    text_step,
+    tool_step,
+    turn,
+    write_module,
+    write_suite,
+)
+
+from harness import run_suite
+from harness.verdict import CaseReport
+
+REPO = Path(__file__).resolve().parents[1]
+
+# One loop, broken in the ways a loop breaks; `good` is the faithful one.
+LOOPS = """
+from harness import Message, ModelRequest, ToolSchema
+
+
+class Base:
+    forget = drop_results = twice = ok_for_failures = hide_tools = False
+    instructions = None
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.messages = []
+        self.tools = tuple(
+            ToolSchema(t.name, t.description, t.parameters) for t in ctx.tools.tools.values()
+        )
+        self.turns = 0
+
+    def request(self):
+        system = self.instructions
+        if callable(system):
+            system = system(self.turns)
+        head = (Message(role="system", content=system),) if system else ()
+        tools = () if self.hide_tools else self.tools
+        return ModelRequest(messages=head + tuple(self.messages), tools=tools)
+
+    async def run_turn(self, user_input):
+        self.turns += 1
+        if self.forget:
+            self.messages = []
+        self.messages.append(Message(role="user", content=user_input))
+        while True:
+            step = await self.ctx.model.respond(self.request())
+            if not step.tool_calls:
+                self.messages.append(Message(role="assistant", content=step.text))
+                return step.text
+            self.messages.append(Message(role="assistant", tool_calls=step.tool_calls))
+            for call in step.tool_calls:
+                outcome = await self.ctx.tools.dispatch(call.name, call.arguments)
+                if self.twice:
+                    await self.ctx.tools.dispatch(call.name, call.arguments)
+                text = "ok" if self.ok_for_failures and not outcome.success else outcome.result
+                if not self.drop_results:
+                    self.messages.append(Message(role="tool", content=text, tool_call_id=call.id))
+
+
+class Forget(Base): forget = True
+class DropResults(Base): drop_results = True
+class Twice(Base): twice = True
+class OkForFailures(Base): ok_for_failures = True
+class HideTools(Base): hide_tools = True
+class Instructed(Base): instructions = "You are terse."
+class Drifting(Base): instructions = staticmethod(lambda n: f"You are terse (turn {n}).")
+
+
+# `module:make_<Class>`: a factory per loop (a class itself would be taken for an adapter).
+for _name, _cls in list(globals().items()):
+    if isinstance(_cls, type) and issubclass(_cls, Base):
+        globals()[f"make_{_name}"] = (lambda c: lambda ctx: c(ctx))(_cls)
+"""
+BROKEN = {
+    "forget": "Forget",
+    "drop_results": "DropResults",
+    "twice": "Twice",
+    "ok_for_failures": "OkForFailures",
+}
+
+
+@pytest.fixture
+def loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return write_module(tmp_path, LOOPS, "loops")
+
+
+def run_loop(module: str, cls: str, suite: Path) -> list[CaseReport]:
+    return run_suite(suite, agent=f"{module}:make_{cls}").cases
+
+
+def loop_failures(case: CaseReport) -> dict[str, str]:
+    return {g.check: g.detail for g in case.grades if not g.passed and g.category == "loop"}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_every_broken_loop_fails_the_regression_suite(loops: str, broken: str) -> None:
+    cases = run_loop(loops, BROKEN[broken], REPO / "evals" / "regression")
+    assert any(not c.passed for c in cases), broken
+
+
+def test_the_faithful_loop_passes_the_regression_suite(loops: str) -> None:
+    cases = run_loop(loops, "Base", REPO / "evals" / "regression")
+    assert [(c.id, c.error, loop_failures(c)) for c in cases if not c.passed] == []
+
+
+TWO_TURNS = fixture(
+    "two-turns",
+    [
+        turn("Echo alpha", tool_step(call("c1", message="alpha")), text_step("alpha echoed")),
+        turn("Now fail", tool_step(call("c2", "fail", reason="nope")), text_step("it failed")),
+    ],
+    {"response_contains": ["it failed"], "exact_tool_calls": 2},
+)
+
+
+def one_case(tmp_path: Path, data: dict[str, object], module: str, cls: str) -> CaseReport:
+    suite = write_suite(tmp_path / "suite", {"case.json": data})
+    (case,) = run_loop(module, cls, suite)
+    assert case.error is None, case.error
+    return case
+
+
+@pytest.mark.parametrize(
+    ("cls", "rule", "says"),
+    [
+        ("Forget", "history", 'the user input "Echo alpha" is missing or out of order'),
+        ("DropResults", "tool_results", "no tool result for c1 (echo) was passed back"),
+        ("OkForFailures", "tool_results", 'for c2 (fail) was "ok", but the tool returned "nope"'),
+        ("HideTools", "offered_tools", "calls 'echo', which the request it answers never offered"),
+        ("Drifting", "instructions", 'the instructions of the first request ("You are terse'),
+    ],
+)
+def test_each_rule_names_what_the_request_lacked(
+    tmp_path: Path, loops: str, cls: str, rule: str, says: str
+) -> None:
+    case = one_case(tmp_path, TWO_TURNS, loops, cls)
+    failures = loop_failures(case)
+    assert list(failures) == [f"loop({rule})"], failures
+    assert says in failures[f"loop({rule})"]
+    grade = next(g for g in case.grades if g.check == f"loop({rule})")
+    assert grade.field.startswith("$.turns[")
+
+
+def test_a_conformant_run_adds_no_grade(tmp_path: Path, loops: str) -> None:
+    for cls in ("Base", "Instructed"):
+        case = one_case(tmp_path / cls, TWO_TURNS, loops, cls)
+        assert case.passed
+        assert [g.check for g in case.grades] == [
+            'response_contains("it failed")',
+            "exact_tool_calls(2)",
+        ]
+
+
+def test_an_exemption_with_its_reason_lifts_exactly_that_rule(tmp_path: Path, loops: str) -> None:
+    data = {
+        **TWO_TURNS,
+        "expects": {
+            **TWO_TURNS["expects"],  # type: ignore[dict-item]
+            "loop_exempt": {"history": "this agent starts every turn afresh on purpose"},
+        },
+    }
+    assert one_case(tmp_path / "a", data, loops, "Forget").passed
+    assert loop_failures(one_case(tmp_path / "b", data, loops, "DropResults")) != {}
+
+
+@pytest.mark.parametrize(
+    ("exempt", "mode", "field", "message"),
+    [
+        (
+            {"histroy": "why"},
+            "replay",
+            "$.expects.loop_exempt.histroy",
+            "unknown conformance rule (did you mean history?)",
+        ),
+        (
+            {"history": "  "},
+            "replay",
+            "$.expects.loop_exempt.history",
+            "an exemption needs its reason: say why the agent may",
+        ),
+    ],
+)
+def test_exemptions_are_admitted_strictly(
+    tmp_path: Path, exempt: dict[str, str], mode: str, field: str, message: str
+) -> None:
+    data = replay_trace()
+    data["expects"]["loop_exempt"] = exempt
+    refuse_one(tmp_path, data, field, message)
+
+
+def test_an_exemption_is_refused_in_live_mode(tmp_path: Path) -> None:
+    from conftest import live_trace
+
+    data = live_trace()
+    data["expects"]["loop_exempt"] = {"history": "summarises on purpose"}
+    refuse_one(
+        tmp_path,
+        data,
+        "$.expects.loop_exempt.history",
+        "conformance is checked in replay only; remove it",
+        mode="live",
+    )
+
+
+def test_the_faithful_test_loop_conforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = f"{write_module(tmp_path, FAITHFUL_LOOP)}:factory"
+    suite = write_suite(tmp_path / "suite", {"case.json": TWO_TURNS})
+    (case,) = run_suite(suite, agent=spec).cases
+    assert case.passed, [(g.check, g.detail) for g in case.grades if not g.passed]

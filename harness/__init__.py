@@ -55,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "ToolRegistry": "harness.tool_registry",
     "ToolSchema": "harness.model_boundary",
     "WorkspaceExpects": "harness.expectations.workspace_files",
-    "builtin_tools": "harness.builtin_tools",
+    "builtin_tools": "harness.builtin_toolset",
     "canonical_arguments": "harness.tool_registry",
     "empty_run_passes": "harness.admission",
     "grade": "harness.expectations.registry",
@@ -99,7 +99,7 @@ if TYPE_CHECKING:
     from harness.agent_registry import (
         resolve_agent as resolve_agent,
     )
-    from harness.builtin_tools import (
+    from harness.builtin_toolset import (
         builtin_tools as builtin_tools,
     )
     from harness.config import (

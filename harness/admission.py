@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 import msgspec
 
 from harness.agent import AgentSurface
-from harness.builtin_tools import COMMAND_TOOL_REFUSAL, runs_commands
+from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, runs_commands
 from harness.expectations.base import Context
 from harness.expectations.registry import expects_problems, passes_empty_run
 from harness.expectations.workspace_files import workspace_path_problem

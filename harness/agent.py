@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
-from harness.builtin_tools import BUILTIN_TOOL_NAMES, builtin_tools
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools
 from harness.model_boundary import ModelBoundary
 from harness.tool_registry import Tool, ToolRegistry
 from harness.workspace import Workspace

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import AgentAdapter, AgentSurface, LoopAdapter
-from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.errors import HarnessError
 
 

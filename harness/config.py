@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import msgspec
 import tomli
 
-from harness.builtin_tools import COMMAND_TOOL_REFUSAL, LIVE_DEFAULT_TOOLS, runs_commands
+from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, LIVE_DEFAULT_TOOLS, runs_commands
 from harness.defaults import DEFAULT_AGENT, DEFAULT_CASE_TIMEOUT, DEFAULT_SUITE_DIR
 from harness.errors import HarnessError
 from harness.modes import Mode

@@ -22,3 +22,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1  # a failed check, a run error, a refused fixture or setting, an unwritable report
     USAGE = 2  # the command line itself was wrong
     INTERRUPTED = 130  # stopped by SIGINT
+
+    def __str__(self) -> str:
+        # The number, on every Python (3.10's IntEnum would say `ExitCode.PASSED`).
+        return str(int(self))

@@ -43,9 +43,10 @@ class Option:
         parser.add_argument(self.flag, **{k: v for k, v in kwargs.items() if v is not None})
 
     def value(self, args: argparse.Namespace, config: object | None = None) -> Any:
-        """The flag's value, else the configuration's, else the default."""
+        """The flag's value, else the configuration's, else the default. An empty flag
+        (`--agent "$UNSET"`) counts as not given."""
         given = getattr(args, self.dest, None)
-        if given is not None:
+        if given is not None and given != "":
             return given
         if self.config_key is not None and config is not None:
             return getattr(config, self.config_key)

@@ -35,6 +35,7 @@ class RunOptions:
     root: Path | None = None  # fixture paths in reports are relative to it (default: cwd)
     backend: BackendFactory | None = None  # live mode: a backend per case for the provider
     allowed_tools: frozenset[str] | None = None  # live mode: built-in tools a case may use
+    name: str | None = None  # how reports name the suite (default: its path from `root`)
 
     @property
     def project_root(self) -> Path:
@@ -59,7 +60,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     surface = agent_surface(adapter)
     cases = _load(options, surface, reporters)
     root = options.project_root
-    suite = display_path(options.suite, root)
+    suite = options.name if options.name is not None else display_path(options.suite, root)
     return run_cases(
         cases,
         adapter,
@@ -160,7 +161,15 @@ def run_suite(
     Live mode needs `backend` (e.g. `harness.live.live_backend_factory(settings)`).
     """
     options = RunOptions(
-        Path(suite_dir), agent, mode, kind, case_timeout, root, backend, allowed_tools
+        Path(suite_dir),
+        agent,
+        mode,
+        kind,
+        case_timeout,
+        root,
+        backend,
+        allowed_tools,
+        name=str(suite_dir),  # the suite as the caller named it
     )
     listeners: list[Reporter] = [] if on_case is None else [_Callback(on_case)]
     return run(options, listeners)

@@ -17,10 +17,9 @@ from typing import Any
 
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, within
-from harness.errors import HarnessError
 from harness.expectations.registry import grade
 from harness.json_paths import line_of
-from harness.model_boundary import ModelBackend, ModelBoundary
+from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
 from harness.modes import Mode
 from harness.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
@@ -150,7 +149,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             await _drive(plan.adapter, progress, timeout)
         except DeadlineExceeded:
             error = progress.timeout_message(timeout)
-        except HarnessError as exc:  # replay divergence, a provider failure: said as is
+        except (Divergence, ProviderFailure) as exc:  # the harness's own words: said as is
             error = str(exc)
         except Exception as exc:  # any failure of the agent is this case's run error
             error = f"{type(exc).__name__}: {exc}"

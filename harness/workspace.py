@@ -207,7 +207,8 @@ class FilesView:
         normal = normal_path(relative)
         if normal in self._files:
             return "file"
-        return "other" if normal in self._directories else "missing"
+        # The workspace itself always exists, as a directory, even holding nothing.
+        return "other" if normal in self._directories or normal == "." else "missing"
 
     def present(self, relative: str) -> bool | Unreadable:
         kind = self.kind(relative)

@@ -26,7 +26,7 @@ import pytest
 from _openai_server import Action, OpenAIServer, hang, malformed, status, text_reply, tool_reply
 
 from harness.agent import AgentContext, AgentSurface
-from harness.builtin_tools import BUILTIN_TOOL_NAMES, builtin_tools
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools
 from harness.cli import main
 from harness.expectations.base import Grade
 from harness.expectations.registry import Expects

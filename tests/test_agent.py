@@ -31,7 +31,7 @@ from conftest import (
 from harness import AdmissionError, Message, run_cases, run_suite
 from harness.admission import check_trace
 from harness.agent_registry import AgentError, agent_surface, resolve_agent
-from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.fixture import parse_fixture
 from harness.suite import Case, load_suite
 from harness.verdict import CaseReport, SuiteReport

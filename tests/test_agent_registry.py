@@ -13,7 +13,7 @@ from conftest import refusal, replay_trace, write_fixture, write_module
 
 from harness.agent import AgentAdapter, AgentSurface, LoopAdapter
 from harness.agent_registry import AgentError, agent_surface, resolve_agent, surface_of
-from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 
 USER_MODULE = """\
 from harness import Tool

@@ -27,7 +27,7 @@ from conftest import (
 
 from harness import Message, ToolCall, run_cases, run_suite
 from harness.agent_registry import resolve_agent
-from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.verdict import CaseReport, SuiteReport
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")

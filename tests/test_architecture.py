@@ -300,3 +300,16 @@ def test_the_configuration_knows_no_agent_and_no_fixture_schema() -> None:
         "harness.fixture",
         "harness.admission",
     }
+
+
+def test_no_submodule_shadows_an_exported_name() -> None:
+    # `harness.<name>` is both a submodule and an export: once the submodule is imported,
+    # `from harness import <name>` would hand out the module.
+    submodules = {name.split(".")[1] for name in MODULES if name.count(".") >= 1}
+    assert submodules & set(harness.__all__) == set()
+    for name in sorted(MODULES):
+        if name != "harness.__main__":  # that one runs the command line
+            importlib.import_module(name)
+    from harness import builtin_tools
+
+    assert callable(builtin_tools) and builtin_tools()[0].name == "echo"

@@ -1,4 +1,4 @@
-"""`harness.builtin_tools`: the built-in `echo` and `fail` tools and the workspace file
+"""`harness.builtin_toolset`: the built-in `echo` and `fail` tools and the workspace file
 tools' surface, and which tool names run commands."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import builtins, dispatch, only_call
 
-from harness.builtin_tools import BUILTIN_TOOL_NAMES, builtin_tools, runs_commands
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools, runs_commands
 from harness.tool_registry import RecordedCall
 
 # --- the built-in tools ---------------------------------------------------------------------------

@@ -90,6 +90,15 @@ def test_live_mode_without_provider_configuration_exits_1_naming_what_is_missing
     assert "OPENAI_API_KEY" in result.stderr
 
 
+def test_an_empty_agent_flag_falls_back_to_the_configured_agent(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    # `--agent "$AGENT"` with the variable unset: the configuration decides, as before.
+    result = run_cli("eval", "run", "--agent", "", cwd=green_project(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "agent openai-agents" in result.stdout
+
+
 def test_unknown_agent_exits_1(run_cli: Cli, tmp_path: Path) -> None:
     result = run_cli("eval", "run", "--agent", "no-such-agent", cwd=green_project(tmp_path))
     assert result.returncode == 1

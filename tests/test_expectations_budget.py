@@ -160,3 +160,15 @@ def test_budget_grades_come_in_a_fixed_order() -> None:
         ("max_duration_ms(5000)", True, "actual 3"),
         ("max_llm_calls(5)", True, "actual 2"),
     ]
+
+
+def test_budget_bounds_are_keyword_only() -> None:
+    # The declaration order is the grading order; a positional bound could silently mean
+    # another one, so there are none.
+    import pytest
+
+    from harness.expectations.budget import BudgetExpects
+
+    with pytest.raises(TypeError):
+        BudgetExpects(None, None, None, 5)  # type: ignore[misc]
+    assert BudgetExpects(max_llm_calls=5).max_llm_calls == 5

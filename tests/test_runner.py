@@ -25,7 +25,7 @@ from conftest import (
 from harness import Message, ModelRequest, run_cases, run_suite
 from harness.agent import AgentContext
 from harness.agent_registry import resolve_agent
-from harness.builtin_tools import builtin_tools
+from harness.builtin_toolset import builtin_tools
 from harness.verdict import CaseReport, SuiteReport
 
 # A loop that behaves faithfully unless the user input asks it to misbehave.
@@ -48,6 +48,10 @@ class Misbehaving(Session):
             raise TimeoutError("upstream provider timed out")
         if "number" in user_input:
             return 42
+        if "harness error" in user_input:
+            from harness import ToolFailure
+
+            raise ToolFailure("a tool failure escaped the loop")
         return await super().run_turn(user_input)
 
 
@@ -426,3 +430,17 @@ def test_run_cases_reports_fixture_paths_relative_to_root(tmp_path: Path) -> Non
         root=tmp_path,
     )
     assert outside.cases[0].fixture == "/elsewhere/b.json"
+
+
+def test_a_harness_error_the_agent_raises_keeps_its_type_and_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the harness's own failures (divergence, the provider) are shown bare: anything
+    # an agent raises, a harness exception class included, is its run error with traceback.
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    data = fixture(
+        "escaped", [turn("harness error please", text_step("x"))], {"response_contains": ["x"]}
+    )
+    (case,) = run(write_suite(tmp_path / "suite", {"a.json": data}), agent=spec).cases
+    assert case.error == "ToolFailure: a tool failure escaped the loop"
+    assert case.traceback is not None and "ToolFailure" in case.traceback

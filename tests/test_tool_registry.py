@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import builtins, dispatch, only_call
 
-from harness.builtin_tools import builtin_tools
+from harness.builtin_toolset import builtin_tools
 from harness.tool_registry import RecordedCall, Tool, ToolFailure, ToolRegistry, canonical_arguments
 
 OBJECT = {"type": "object", "properties": {}}

@@ -31,7 +31,7 @@ from conftest import (
 from harness import run_suite
 from harness.admission import empty_run_passes
 from harness.agent import AgentSurface
-from harness.builtin_tools import BUILTIN_TOOL_NAMES
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.expectations.base import Evidence
 from harness.expectations.registry import Expects, all_grades
 from harness.fixture import parse_fixture
@@ -404,6 +404,7 @@ def test_a_workspace_is_removed_after_a_run_error_too(tmp_path: Path, machine: M
 
 SETUP = {"notes.txt": "alpha beta", "docs/readme.md": "# hi", "a\\b.txt": "windows"}
 PATHS = [
+    ".",
     "notes.txt",
     "./notes.txt",
     "docs",
@@ -486,3 +487,12 @@ def test_workspace_checks_without_a_workspace_fail_saying_so() -> None:
     )
     grades = list(all_grades(expects, Evidence(RunRecord())))
     assert [(g.passed, g.detail) for g in grades] == [(False, "no workspace to inspect")] * 3
+
+
+def test_an_empty_workspace_is_still_a_directory() -> None:
+    empty = Workspace()
+    try:
+        for relative in (".", "x.txt"):
+            assert FilesView({}).kind(relative) == empty.view().kind(relative)
+    finally:
+        empty.remove()

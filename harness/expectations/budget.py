@@ -14,10 +14,11 @@ from harness.validation import Fault
 Bound = Annotated[int, NonNegative] | None
 
 
+# Keyword-only: the declaration order changed once, and a positional bound must never
+# silently mean another.
 class BudgetExpects(Strict, kw_only=True):
     """Inclusive upper bounds on what the run spent, declared in grading order (the
-    original harness's: tokens, then wall clock, then model calls). Keyword-only: the order
-    changed once, and a positional bound must never silently mean another."""
+    original harness's: tokens, then wall clock, then model calls)."""
 
     max_input_tokens: Bound = None
     max_output_tokens: Bound = None

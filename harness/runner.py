@@ -164,8 +164,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         # Graded while the workspace still exists: graders inspect what the agent left
         # (created here if the run never touched it, so a file check sees it empty).
         view = context.case_workspace.view() if expects.workspace is not None else None
-        conversation = conversation_of(progress) if plan.mode == "replay" else None
-        grades = grade(expects, record, view, plan.agent_tools, conversation)
+        grades = grade(expects, record, view, plan.agent_tools, conversation_of(progress, plan))
         failing = next((g.field for g in grades if not g.passed), None)
         line = line_of(case.text, failing) if failing is not None else None
         return CaseReport.graded(case.id, progress.fixture, grades, record, line)
@@ -175,14 +174,16 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         context.remove_workspace()
 
 
-def conversation_of(progress: CaseProgress) -> Conversation:
-    """The replayed conversation: what the script implies, and what the agent sent."""
+def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
+    """The conversation of the run: what the agent sent and, in replay, what the script
+    implies it should have."""
     turns = progress.case.trace.turns
     return Conversation(
         user_inputs=tuple(t.user_input for t in turns),
         script=tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns),
         exchanges=tuple(progress.transcript.exchanges),
         calls=tuple(progress.context.tools.calls),
+        scripted=plan.mode == "replay",
     )
 
 

@@ -39,12 +39,15 @@ class Transcript:
 
 @dataclass(frozen=True)
 class Conversation:
-    """A replay run's conversation as the script implies it and as the agent held it."""
+    """A run's conversation: the requests the agent made and, in replay, what the script
+    implies it should have held."""
 
     user_inputs: tuple[str, ...]
+    # Replay: the scripted steps of each turn. Live: empty turns (the model answered).
     script: tuple[tuple[ModelStep, ...], ...]
     exchanges: tuple[Exchange, ...]
     calls: tuple[RecordedCall, ...]
+    scripted: bool = True
 
     def final_text(self, turn: int) -> str:
         """The scripted final text of `turn` (its last step, when that is a text)."""

@@ -38,7 +38,8 @@ class Evidence:
     record: RunRecord
     workspace: WorkspaceView | None = None
     agent_tools: frozenset[str] | None = None
-    # Replay only: the conversation the script implies and the requests the agent made.
+    # The requests the agent made (and, in replay, what the script implies); None for the
+    # empty run and when grading through the API without one.
     conversation: Conversation | None = None
 
 

@@ -42,8 +42,8 @@ class LoopConformance(Kind):
 
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         conversation = evidence.conversation
-        if conversation is None:  # live runs, and the empty run: no script to conform to
-            return
+        if conversation is None or not conversation.scripted:
+            return  # the empty run, and live runs: no script to conform to
         for rule, check in RULES.items():
             if rule in self.loop_exempt:
                 continue

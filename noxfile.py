@@ -1,4 +1,5 @@
-"""Sessions: `tests`, `lint`, and one per eval suite (`eval_regression` is the gate)."""
+"""Sessions: `tests`, `lint`, one per eval suite (`eval_regression` is the gate), and
+`eval_mutation` (the regression suite must kill every boundary mutant)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,27 @@ def eval_regression(session: nox.Session, agent: str) -> None:
     session.install(f".[{agent}]")
     folder = "regression" if agent == AGENTS[0] else f"regression-{agent}"
     _eval(session, "regression", "--agent", agent, folder=folder)
+
+
+@nox.session
+@nox.parametrize("agent", AGENTS, ids=AGENTS)
+def eval_mutation(session: nox.Session, agent: str) -> None:
+    """Mutation testing of evals/regression: every boundary mutant (a broken loop) must be
+    killed; the scores and every survivor go to reports/mutation[-<agent>]/mutation.json."""
+    session.install(f".[{agent}]")
+    folder = "mutation" if agent == AGENTS[0] else f"mutation-{agent}"
+    session.run(
+        "zeroclaw",
+        "eval",
+        "mutate",
+        "--suite",
+        "evals/regression",
+        "--agent",
+        agent,
+        "--json-report",
+        f"reports/{folder}/mutation.json",
+        *session.posargs,
+    )
 
 
 @nox.session(default=False)

@@ -17,6 +17,9 @@ from harness.settings import (
     AGENT_OPTIONS,
     CASE,
     FORCE,
+    MIN_SCORE,
+    MIN_SCRIPT_SCORE,
+    MUTATION_REPORT,
     OUT,
     SUITE_KIND,
     SUITE_OPTIONS,
@@ -76,6 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
             "any agent: for pre-commit hooks and while authoring cases.",
         ),
         *SUITE_OPTIONS,
+    )
+    _add(
+        actions.add_parser(
+            "mutate",
+            help="run mutants of every case and report which the suite kills",
+            description="Mutation testing of a replay suite: every case's script mutants "
+            "(a dropped call, a changed argument, swapped calls, another final text, a "
+            "dropped turn) and boundary mutants (faults of a broken loop injected at the "
+            "model and tool boundaries) run through the real agent. Exit 0 iff the "
+            "scores reach their minimums.",
+        ),
+        *SUITE_OPTIONS,
+        TIMEOUT,
+        MIN_SCORE,
+        MIN_SCRIPT_SCORE,
+        MUTATION_REPORT,
     )
     actions.add_parser(
         "schema",
@@ -146,6 +165,19 @@ def _record(args: argparse.Namespace) -> int:
     return ExitCode.PASSED
 
 
+def _mutate(args: argparse.Namespace) -> int:
+    from harness import settings
+    from harness.mutation import Thresholds, mutate, render_json, render_table
+    from harness.reporters.atomic import write_atomic
+
+    options = settings.resolve(args, provider=False).options
+    report = mutate(options, Thresholds(args.min_score, args.min_script_score))
+    if args.json_report is not None:
+        write_atomic(args.json_report, render_json(report))
+    sys.stdout.write(render_table(report))
+    return report.exit_code
+
+
 def _schema(args: argparse.Namespace) -> int:
     import json
 
@@ -155,4 +187,10 @@ def _schema(args: argparse.Namespace) -> int:
     return ExitCode.PASSED
 
 
-_ACTIONS = {"run": _run, "check": _check, "record": _record, "schema": _schema}
+_ACTIONS = {
+    "run": _run,
+    "check": _check,
+    "record": _record,
+    "mutate": _mutate,
+    "schema": _schema,
+}

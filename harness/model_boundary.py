@@ -88,6 +88,9 @@ class ModelBoundary:
     ) -> None:
         self._backend = backend
         self._on_request = on_request
+        # Mutation testing only: faults injected where the agent and the model meet.
+        self.rewrite_request: Callable[[ModelRequest], ModelRequest] | None = None
+        self.rewrite_step: Callable[[ModelStep], ModelStep] | None = None
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -100,6 +103,8 @@ class ModelBoundary:
         return self._backend
 
     async def respond(self, request: ModelRequest) -> ModelStep:
+        if self.rewrite_request is not None:
+            request = self.rewrite_request(request)
         self.last_request = request
         if self._on_request is not None:
             self._on_request(request)
@@ -112,7 +117,7 @@ class ModelBoundary:
         self.output_tokens += step.output_tokens
         if self.steps:
             self.steps[-1].append(step)
-        return step
+        return step if self.rewrite_step is None else self.rewrite_step(step)
 
     def start_turn(self, index: int) -> None:
         if self.steps is not None:

@@ -48,6 +48,9 @@ class CasePlan:
     root: Path
     # The tools the agent registers, for grades that say whether a tool is the agent's.
     agent_tools: frozenset[str] | None = None
+    # Called with each case's fresh context before the agent starts (mutation testing
+    # injects its faults at the boundaries here).
+    prepare: Callable[[Case, AgentContext], None] | None = None
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -134,7 +137,10 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     boundary = ModelBoundary(
         plan.backend(case), keep_steps=plan.mode == "live", on_request=transcript.observe
     )
-    return CaseProgress(case, fixture, AgentContext(case.id, boundary, tools), transcript)
+    context = AgentContext(case.id, boundary, tools)
+    if plan.prepare is not None:
+        plan.prepare(case, context)
+    return CaseProgress(case, fixture, context, transcript)
 
 
 async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:

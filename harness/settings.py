@@ -39,6 +39,35 @@ CASE = Option("--case", "live fixture", metavar="PATH", type=Path, required=True
 OUT = Option("--out", "replay fixture to write", metavar="PATH", type=Path, required=True)
 FORCE = Option("--force", "replace --out if it exists", action="store_true")
 
+
+def percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text}")
+    return value
+
+
+MIN_SCORE = Option(
+    "--min-score",
+    "fail unless at least this percentage of boundary mutants is killed (default 100)",
+    metavar="PCT",
+    type=percent,
+    default=100.0,
+)
+MIN_SCRIPT_SCORE = Option(
+    "--min-script-score",
+    "fail unless at least this percentage of script mutants is killed (default 0)",
+    metavar="PCT",
+    type=percent,
+    default=0.0,
+)
+MUTATION_REPORT = Option(
+    "--json-report", "also write the mutation report (JSON) here", metavar="PATH", type=Path
+)
+
 # What every command that reads a suite takes, and what `record` takes.
 SUITE_OPTIONS = (SUITE, MODE, AGENT, CONFIG)
 AGENT_OPTIONS = (AGENT, CONFIG)

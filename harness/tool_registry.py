@@ -20,6 +20,8 @@ from harness.errors import HarnessError
 
 ToolFunction = Callable[[dict[str, Any]], "str | Awaitable[str]"]
 T = TypeVar("T")
+Dispatch = Callable[[str, "str | dict[str, Any]"], Awaitable["ToolOutcome"]]
+DispatchFault = Callable[[Dispatch, str, "str | dict[str, Any]"], Awaitable["ToolOutcome"]]
 
 
 class ToolFailure(HarnessError):
@@ -74,6 +76,8 @@ class ToolRegistry:
 
     tools: dict[str, Tool] = field(default_factory=dict)
     calls: list[RecordedCall] = field(default_factory=list)
+    # Mutation testing only: a fault wrapped around every `dispatch` (it gets the real one).
+    dispatch_fault: DispatchFault | None = None
 
     @classmethod
     def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
@@ -124,6 +128,11 @@ class ToolRegistry:
 
     async def dispatch(self, name: str, arguments: str | dict[str, Any]) -> ToolOutcome:
         """Run one tool call and record it; never raises for a tool's own failure."""
+        if self.dispatch_fault is not None:
+            return await self.dispatch_fault(self._dispatch, name, arguments)
+        return await self._dispatch(name, arguments)
+
+    async def _dispatch(self, name: str, arguments: str | dict[str, Any]) -> ToolOutcome:
         start = time.perf_counter()
         parsed: Any = arguments
         recorded = arguments if isinstance(arguments, str) else canonical_arguments(arguments)

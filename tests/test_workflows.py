@@ -29,7 +29,7 @@ WORKFLOWS = REPO / ".github" / "workflows"
 CI_DOC = REPO / "docs" / "ci.md"
 
 AGGREGATE = "required"
-CI_JOBS = {"lint", "tests", "eval-regression"}
+CI_JOBS = {"lint", "tests", "eval-regression", "eval-mutation"}
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 HISTORY = "reports/capability/history.jsonl"
 SECRET_KEY = "${{ secrets.OPENAI_API_KEY }}"
@@ -588,7 +588,7 @@ def ci_problems(wf: Workflow) -> list[str]:
         problems.append("ci does not run on push to main")
     if set(jobs(wf)) != CI_JOBS | {AGGREGATE}:
         problems.append(f"ci jobs are {sorted(jobs(wf))}")
-    for session in ("lint", "tests"):
+    for session in ("lint", "tests", "eval_mutation"):
         if not any(f"nox -s {session}" in run for run in all_runs(wf)):
             problems.append(f"ci never runs `nox -s {session}`")
     for session in ("eval_live", "eval_capability"):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
 from harness.json_paths import child_path
 from harness.model_boundary import Message, ToolCall, summarize_request
-from harness.tool_registry import RecordedCall
+from harness.tool_registry import RecordedCall, canonical_arguments
 from harness.transcript import Conversation, Exchange
 from harness.validation import Fault
 
@@ -133,6 +133,28 @@ def _carries(content: str, ran: RecordedCall) -> bool:
     return False
 
 
+def _dispatches(conversation: Conversation) -> Iterator[Violation]:
+    """The tool boundary saw exactly what the script asked for: after each step, its calls
+    (by name and arguments) were dispatched once each, and nothing else."""
+    exchanges = conversation.exchanges
+    for i, exchange in enumerate(exchanges):
+        end = exchanges[i + 1].calls_before if i + 1 < len(exchanges) else len(conversation.calls)
+        ran = sorted((c.name, c.arguments) for c in conversation.calls[exchange.calls_before : end])
+        step = conversation.script[exchange.turn][exchange.step]
+        asked = sorted((c.name, canonical_arguments(c.arguments)) for c in step.tool_calls)
+        if ran != asked:
+            yield (
+                _step_at(exchange),
+                f"turn {exchange.turn}, step {exchange.step}: the script called "
+                f"{_calls(asked)}, the agent dispatched {_calls(ran)}",
+            )
+            return
+
+
+def _calls(calls: list[tuple[str, str]]) -> str:
+    return "[" + ", ".join(f"{name}({clip(arguments, 80)})" for name, arguments in calls) + "]"
+
+
 def _history(conversation: Conversation) -> Iterator[Violation]:
     """Every request of turn N carries the user inputs of turns 0..N and the final texts of
     turns 0..N-1, in order."""
@@ -236,6 +258,7 @@ def _instructions(conversation: Conversation) -> Iterator[Violation]:
 
 
 RULES: dict[str, Callable[[Conversation], Iterator[Violation]]] = {
+    "dispatches": _dispatches,
     "tool_results": _tool_results,
     "history": _history,
     "last_user_input": _last_user_input,

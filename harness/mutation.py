@@ -1,0 +1,195 @@
+"""`zeroclaw eval mutate`: run every mutant of every case through the real agent, and say
+which the suite kills. A boundary mutant that survives is a broken loop the gate would
+certify."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from harness.agent import AgentContext
+from harness.agent_registry import agent_surface, resolve_agent
+from harness.errors import ExitCode
+from harness.json_paths import line_of
+from harness.mutants import Family, Mutant, mutants_of
+from harness.pipeline import RunOptions
+from harness.runner import CasePlan, display_path, replay_backend
+from harness.suite import Case, load_suite
+from harness.verdict import CaseReport
+from harness.watchdog import run_watched
+
+SCHEMA = "zeroclaw-eval/mutation/v1"
+
+
+class MutantResult(msgspec.Struct, frozen=True):
+    family: Family
+    name: str
+    description: str
+    killed: bool
+    line: int
+    # What killed it: the first failing check or the run error ("" for a survivor).
+    by: str = ""
+
+
+class SkippedMutant(msgspec.Struct, frozen=True):
+    family: Family
+    name: str
+    reason: str
+
+
+class CaseMutation(msgspec.Struct, frozen=True):
+    id: str
+    fixture: str
+    baseline_passed: bool
+    mutants: list[MutantResult]
+    not_generated: list[SkippedMutant]
+
+    def killed(self, family: Family) -> tuple[int, int]:
+        of = [m for m in self.mutants if m.family == family]
+        return sum(m.killed for m in of), len(of)
+
+
+class Score(msgspec.Struct, frozen=True):
+    killed: int
+    generated: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.killed / self.generated if self.generated else 100.0
+
+
+class MutationReport(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = SCHEMA
+    suite: str
+    agent: str
+    cases: list[CaseMutation]
+    boundary: Score
+    script: Score
+    runs: int
+    duration_ms: float
+    min_score: float
+    min_script_score: float
+    exit_code: int
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Scores below these fail the run (percent of generated mutants killed)."""
+
+    boundary: float = 100.0
+    script: float = 0.0
+
+
+def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> MutationReport:
+    """Admit the suite, check each case passes unmutated, then run all its mutants."""
+    adapter = resolve_agent(options.agent) if isinstance(options.agent, str) else options.agent
+    surface = agent_surface(adapter)
+    cases = load_suite(options.suite, "replay", surface)
+    root = options.project_root
+    harness_tools = bool(adapter.tools())
+    timeout = options.case_timeout
+    plan = CasePlan(adapter, "replay", replay_backend, None, timeout, root, surface.tools)
+    start = time.perf_counter()
+    baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}
+    planned = {c.id: mutants_of(c, harness_tools) for c in cases}
+    runnable = [m for c in cases if baseline[c.id] for m in planned[c.id].generated]
+    faults = {m.case.id: m.prepare for m in runnable if m.prepare is not None}
+
+    def prepare(case: Case, context: AgentContext) -> None:
+        fault = faults.get(case.id)
+        if fault is not None:
+            fault(context)
+
+    mutant_plan = CasePlan(
+        adapter, "replay", replay_backend, None, timeout, root, surface.tools, prepare
+    )
+    outcomes = {r.id: r for r in run_watched([m.case for m in runnable], mutant_plan, None)}
+    results = [
+        _case_result(case, root, baseline[case.id], planned[case.id].generated, outcomes)
+        for case in cases
+    ]
+    for case, result in zip(cases, results, strict=True):
+        result.not_generated.extend(
+            SkippedMutant(s.family, s.name, s.reason) for s in planned[case.id].skipped
+        )
+    boundary, script = _score(results, "boundary"), _score(results, "script")
+    failed = (
+        not all(baseline.values())
+        or boundary.percent < thresholds.boundary
+        or script.percent < thresholds.script
+    )
+    return MutationReport(
+        suite=display_path(options.suite, root),
+        agent=adapter.name,
+        cases=results,
+        boundary=boundary,
+        script=script,
+        runs=len(cases) + len(runnable),
+        duration_ms=(time.perf_counter() - start) * 1e3,
+        min_score=thresholds.boundary,
+        min_script_score=thresholds.script,
+        exit_code=int(ExitCode.FAILED if failed else ExitCode.PASSED),
+    )
+
+
+def _case_result(
+    case: Case,
+    root: Path,
+    baseline: bool,
+    generated: Sequence[Mutant],
+    outcomes: Mapping[str, CaseReport],
+) -> CaseMutation:
+    results = []
+    for mutant in generated if baseline else ():
+        report = outcomes[mutant.case.id]
+        killed = not report.passed
+        by = report.first_failure() if killed else ""
+        line = line_of(case.text, mutant.field)
+        results.append(
+            MutantResult(mutant.family, mutant.name, mutant.description, killed, line, by)
+        )
+    return CaseMutation(case.id, display_path(case.path, root), baseline, results, [])
+
+
+def _score(cases: list[CaseMutation], family: Family) -> Score:
+    pairs = [c.killed(family) for c in cases]
+    return Score(sum(k for k, _ in pairs), sum(n for _, n in pairs))
+
+
+def render_json(report: MutationReport) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+
+
+def render_table(report: MutationReport) -> str:
+    """Per case its scores and every survivor, then the suite's scores."""
+    lines = [""]
+    for case in report.cases:
+        if not case.baseline_passed:
+            lines.append(f"  ✗ {case.id} ({case.fixture})  fails unmutated: no mutant was run")
+            continue
+        kb, nb = case.killed("boundary")
+        ks, ns = case.killed("script")
+        mark = "✓" if kb == nb else "✗"
+        lines.append(
+            f"  {mark} {case.id} ({case.fixture})  boundary {kb}/{nb}, script {ks}/{ns} killed"
+        )
+        for m in case.mutants:
+            if not m.killed:
+                lines.append(
+                    f"      survived: {m.family} {m.name} ({case.fixture}:{m.line}): "
+                    f"{m.description}"
+                )
+    b, s = report.boundary, report.script
+    lines += [
+        "",
+        f"  mutation score: boundary {b.killed}/{b.generated} ({b.percent:.1f}%, minimum "
+        f"{report.min_score:g}%), script {s.killed}/{s.generated} ({s.percent:.1f}%, minimum "
+        f"{report.min_script_score:g}%)  [{report.runs} runs, agent {report.agent}: "
+        f"exit {report.exit_code}]",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""`harness.mutants`: which mutants a case gets, and why the others are not generated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import (
+    call,
+    case_of,
+    echo_fixture,
+    fixture,
+    greeting_fixture,
+    text_step,
+    tool_step,
+    turn,
+)
+
+from harness.mutants import mutants_of
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def names(
+    case_data: dict[str, object], harness_tools: bool = True
+) -> tuple[set[str], dict[str, str]]:
+    found = mutants_of(case_of(case_data), harness_tools)  # type: ignore[arg-type]
+    return {m.name for m in found.generated}, {s.name: s.reason for s in found.skipped}
+
+
+def test_a_tool_case_gets_script_and_boundary_mutants() -> None:
+    made, skipped = names(echo_fixture("e"))
+    assert made == {
+        "drop_tool_call",
+        "change_argument",
+        "change_final_text",
+        "drop_tool_results",
+        "dispatch_twice",
+        "skip_call",
+    }
+    assert skipped == {
+        "swap_calls": "fewer than two scripted calls",
+        "drop_last_turn": "one turn only",
+        "drop_history": "one turn only",
+        "failure_as_success": "no scripted call to a failing tool",
+        "reverse_parallel": "no step calls two tools at once",
+    }
+
+
+def test_a_negative_case_without_tools_gets_no_tool_mutant_and_says_why() -> None:
+    made, skipped = names(greeting_fixture("g"))
+    assert made == {"change_final_text"}
+    assert skipped["drop_tool_results"] == "no scripted tool call"
+    assert skipped["dispatch_twice"] == "no scripted tool call"
+
+
+def test_tool_faults_are_not_generated_for_an_agent_running_its_own_tools() -> None:
+    made, skipped = names(echo_fixture("e"), harness_tools=False)
+    assert "dispatch_twice" not in made and "drop_tool_results" in made
+    assert skipped["skip_call"].startswith("the agent runs its own tools")
+
+
+def test_mutated_cases_have_their_own_ids_and_keep_the_expectations() -> None:
+    data = fixture(
+        "multi",
+        [
+            turn(
+                "a",
+                tool_step(call("c1", message="x"), call("c2", "fail", reason="r")),
+                text_step("t1"),
+            ),
+            turn("b", text_step("t2")),
+        ],
+        {"response_contains": ["t2"]},
+    )
+    found = mutants_of(case_of(data), True)
+    ids = {m.case.id for m in found.generated}
+    assert len(ids) == len(found.generated) and all(i.startswith("multi~") for i in ids)
+    swapped = next(m for m in found.generated if m.name == "swap_calls")
+    calls = json.loads(swapped.case.text)["turns"][0]["steps"][0]["response"]["tool_calls"]
+    assert [c["id"] for c in calls] == ["c2", "c1"]
+    dropped = next(m for m in found.generated if m.name == "drop_last_turn")
+    assert len(dropped.case.trace.turns) == 1
+    assert all(
+        m.case.trace.expects == found.generated[0].case.trace.expects for m in found.generated
+    )
+    assert {"failure_as_success", "reverse_parallel", "drop_history"} <= {
+        m.name for m in found.generated
+    }

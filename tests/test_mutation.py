@@ -1,0 +1,122 @@
+"""`harness.mutation` and `zeroclaw eval mutate`: mutants run through the real agent; the
+gate holds when every boundary mutant is killed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Cli, call, echo_fixture, fixture, text_step, tool_step, turn, write_suite
+
+from harness.mutation import SCHEMA, Thresholds, mutate
+from harness.pipeline import RunOptions
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("agent", ["openai-agents", "pydantic-ai"])
+def test_the_regression_suite_kills_every_boundary_mutant(agent: str) -> None:
+    report = mutate(RunOptions(REPO / "evals" / "regression", agent=agent, root=REPO))
+    survivors = [
+        (c.id, m.name)
+        for c in report.cases
+        for m in c.mutants
+        if m.family == "boundary" and not m.killed
+    ]
+    assert survivors == []
+    assert report.boundary.generated > 30 and report.exit_code == 0
+    assert all(c.baseline_passed for c in report.cases)
+
+
+def weak_suite(tmp_path: Path) -> Path:
+    # Checks only the final text and exempts itself from every conformance rule: a broken
+    # loop that dispatches twice passes it.
+    data = echo_fixture("weak")
+    data["expects"] = {
+        "response_contains": ["hello"],
+        "loop_exempt": {
+            rule: "this test needs a weak case"
+            for rule in (
+                "dispatches",
+                "tool_results",
+                "history",
+                "last_user_input",
+                "offered_tools",
+                "instructions",
+            )
+        },
+    }
+    return write_suite(tmp_path / "evals" / "regression", {"weak.json": data})
+
+
+def test_a_weak_case_lets_boundary_mutants_survive_and_fails_the_gate(tmp_path: Path) -> None:
+    report = mutate(RunOptions(weak_suite(tmp_path), root=tmp_path))
+    (case,) = report.cases
+    survivors = {m.name for m in case.mutants if not m.killed}
+    assert {"dispatch_twice", "drop_tool_results"} <= survivors
+    assert "change_final_text" not in survivors  # the one thing it checks
+    assert report.boundary.percent < 100 and report.exit_code == 1
+    lenient = mutate(RunOptions(weak_suite(tmp_path / "b"), root=tmp_path / "b"), Thresholds(0.0))
+    assert lenient.exit_code == 0
+
+
+def test_a_case_failing_unmutated_runs_no_mutant_and_fails(tmp_path: Path) -> None:
+    data = fixture("red", [turn("hi", text_step("nope"))], {"response_contains": ["yes"]})
+    suite = write_suite(tmp_path / "s", {"red.json": data})
+    report = mutate(RunOptions(suite, root=tmp_path))
+    (case,) = report.cases
+    assert not case.baseline_passed and case.mutants == []
+    assert report.exit_code == 1
+
+
+def test_the_command_prints_scores_and_survivors_and_writes_the_report(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    weak_suite(tmp_path)
+    result = run_cli(
+        "eval",
+        "mutate",
+        "--suite",
+        "evals/regression",
+        "--json-report",
+        "out/mutation.json",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "survived: boundary dispatch_twice (evals/regression/weak.json:" in result.stdout
+    assert "mutation score: boundary" in result.stdout
+    document = json.loads((tmp_path / "out" / "mutation.json").read_text("utf-8"))
+    assert document["schema"] == SCHEMA and document["exit_code"] == 1
+    (case,) = document["cases"]
+    assert {m["name"] for m in case["mutants"]} >= {"dispatch_twice", "change_final_text"}
+    assert {s["name"]: s["reason"] for s in case["not_generated"]}[
+        "drop_history"
+    ] == "one turn only"
+    ok = run_cli("eval", "mutate", "--suite", "evals/regression", "--min-score", "0", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout
+    bad = run_cli("eval", "mutate", "--min-score", "101", cwd=tmp_path)
+    assert bad.returncode == 2
+
+
+def test_mutating_a_two_step_tool_case(tmp_path: Path) -> None:
+    data = fixture(
+        "two",
+        [
+            turn(
+                "go",
+                tool_step(call("c1", message="a")),
+                tool_step(call("c2", message="b")),
+                text_step("a b"),
+            )
+        ],
+        {
+            "response_contains": ["a b"],
+            "tool_arguments_contain": [{"tool": "echo", "needle": "a", "call_index": 0}],
+        },
+    )
+    report = mutate(RunOptions(write_suite(tmp_path / "s", {"two.json": data}), root=tmp_path))
+    (case,) = report.cases
+    assert case.killed("boundary") == (3, 3)
+    killed = {m.name: m.by for m in case.mutants if m.killed}
+    assert killed["dispatch_twice"].startswith("loop(dispatches)")

@@ -65,7 +65,9 @@ def _trace_problems(
     if trace.setup is not None:
         yield from _setup_problems(trace.setup, file)
     yield from _turn_problems(trace, file, mode, agent)
-    context = Context(mode, agent.tools, agent.name)
+    # The steps each turn scripts, for expectations naming a turn or step (live: unknown).
+    steps = tuple(None if mode == "live" else len(t.steps or ()) for t in trace.turns)
+    context = Context(mode, agent.tools, agent.name, steps)
     for fault in expects_problems(trace.expects, context):
         yield Problem(file, fault.path, fault.message)
 

@@ -3,6 +3,7 @@ and the base class that makes one struct both the schema and the check."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from harness.transcript import Conversation
 from harness.validation import Fault
 from harness.workspace import WorkspaceView
 
-Category = Literal["response", "tool", "side_effect", "budget", "run", "loop"]
+Category = Literal["response", "tool", "side_effect", "budget", "request", "run", "loop"]
 EXPECTS = "$.expects"
 
 
@@ -45,12 +46,15 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Context:
-    """What admission knows besides the fixture: the mode it runs in and the agent's tools
-    (None: not known)."""
+    """What admission knows besides an expectation's own fields: the mode it runs in, the
+    agent's tools (None: not known), and the fixture's script (None: not known)."""
 
     mode: Mode = "replay"
     agent_tools: frozenset[str] | None = None
     agent: str = "the agent"
+    # One entry per turn of the fixture: how many steps it scripts, or None for a turn the
+    # real model answers (live), whose requests cannot be counted in advance.
+    turn_steps: tuple[int | None, ...] | None = None
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -99,3 +103,34 @@ def blank_entries(family: str, entries: list[str]) -> Iterator[Fault]:
             yield Fault(
                 f"{EXPECTS}.{family}[{i}]", "empty or whitespace-only entry asserts nothing"
             )
+
+
+def misspelt_absent_tools(
+    family: str,
+    names: list[str],
+    context: Context,
+    why: str = "a check on a tool it does not have can never fail in replay",
+) -> Iterator[Fault]:
+    """A name in a list of tools that must be absent (`tools_not_used`, `tools_not_offered`)
+    that the agent does not have can never be violated by the agent's own tools, so a typo
+    of one it has (`ecoh` for `echo`) would silently certify nothing: refused, saying `why`.
+    A name far from all of them stays: it guards against a tool that is not the agent's
+    known ones (a model inventing `shell`, a toolset only known at run time)."""
+    tools = context.agent_tools
+    if not tools:
+        return
+    for i, name in enumerate(names):
+        if not name.strip() or name in tools:
+            continue
+        close = difflib.get_close_matches(name, sorted(tools), n=1, cutoff=MISSPELT)
+        if close:
+            yield Fault(
+                f"{EXPECTS}.{family}[{i}]",
+                f"{name!r} is not a tool of {context.agent} (did you mean {close[0]}?): {why}",
+            )
+
+
+# How alike (difflib's ratio) a name must be to one of the agent's tools to be taken for a
+# misspelling of it: `ecoh`/`echo` and `read_flie`/`read_file` are; `shell`, `search` or
+# `http_request` against the built-in tools are not.
+MISSPELT = 0.75

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import operator
 from collections.abc import Iterator
 from typing import Annotated
@@ -15,6 +14,7 @@ from harness.expectations.base import (
     Kind,
     NonNegative,
     blank_entries,
+    misspelt_absent_tools,
     q,
     q_list,
 )
@@ -40,7 +40,7 @@ class ToolDispatch(Kind):
     def problems(self, context: Context) -> Iterator[Fault]:
         yield from blank_entries("tools_used", self.tools_used)
         yield from blank_entries("tools_not_used", self.tools_not_used)
-        yield from _misspelt_absent_tools(self.tools_not_used, context)
+        yield from misspelt_absent_tools("tools_not_used", self.tools_not_used, context)
         lo, hi, exact = self.min_tool_calls, self.max_tool_calls, self.exact_tool_calls
         if lo is not None and self.effective_min is None:
             yield Fault(
@@ -88,29 +88,3 @@ class ToolDispatch(Kind):
             if bound is not None:
                 ok = holds(count, bound)
                 yield Grade(f"{name}({bound})", ok, calls, "tool", f"{EXPECTS}.{name}")
-
-
-def _misspelt_absent_tools(names: list[str], context: Context) -> Iterator[Fault]:
-    """A `tools_not_used` name the agent does not have can never be violated in replay, so a
-    typo of one it has (`ecoh` for `echo`) would silently certify nothing: refused. A name
-    far from all of them stays: it guards against a model calling a tool that does not
-    exist (`shell`, `http_request`)."""
-    tools = context.agent_tools
-    if not tools:
-        return
-    for i, name in enumerate(names):
-        if not name.strip() or name in tools:
-            continue
-        close = difflib.get_close_matches(name, sorted(tools), n=1, cutoff=MISSPELT)
-        if close:
-            yield Fault(
-                f"{EXPECTS}.tools_not_used[{i}]",
-                f"{name!r} is not a tool of {context.agent} (did you mean {close[0]}?): "
-                "a check on a tool it does not have can never fail in replay",
-            )
-
-
-# How alike (difflib's ratio) a name must be to one of the agent's tools to be taken for a
-# misspelling of it: `ecoh`/`echo` and `read_flie`/`read_file` are; `shell`, `search` or
-# `http_request` against the built-in tools are not.
-MISSPELT = 0.75

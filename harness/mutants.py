@@ -116,7 +116,8 @@ def _change_argument(case: Case, data: dict[str, Any]) -> Made:
                 if isinstance(value, str) and value:
                     mutated = copy.deepcopy(data)
                     target = mutated["turns"][t]["steps"][s]["response"]["tool_calls"][c]
-                    target["arguments"][key] = f"{value}-mutated"
+                    # Replaced whole: a needle that is part of the old value must not match.
+                    target["arguments"][key] = "(a different value)"
                     where = f"$.turns[{t}].steps[{s}].response.tool_calls[{c}].arguments"
                     return f"change {call['id']}'s {key!r} argument", where, mutated, None
     return "no scripted call has a text argument"

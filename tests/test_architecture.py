@@ -123,6 +123,8 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.reporters.base",
         "harness.reporters.registry",
         "harness.live_recorder",
+        "harness.mutation",
+        "harness.reporters.atomic",
         "harness.fixture",
     }
     assert _imports(MODULES["harness.cli"]) <= allowed

@@ -160,10 +160,12 @@ def test_unknown_tool_pydantic_ai_sends_a_retry_prompt_and_asks_again() -> None:
     case, requests = run_one("pydantic-ai", UNKNOWN_TOOL)
     assert case.error is None, case.error
     # The declared checks pass; replay conformance does not: the script has the model call
-    # a tool that the request it answers never offered.
+    # a tool that the request it answers never offered, and the agent never dispatched it.
     assert failing(case) == {
+        "loop(dispatches)": 'turn 0, step 0: the script called [get_weather({"city":"Oslo"})], '
+        "the agent dispatched []",
         "loop(offered_tools)": "turn 0, step 0 calls 'get_weather', which the request it "
-        "answers never offered the model (offered: echo, fail, list_files, read_file, write_file)"
+        "answers never offered the model (offered: echo, fail, list_files, read_file, write_file)",
     }
     assert calls_of(case) == []  # nothing was dispatched, so nothing is recorded
     assert case.record is not None

@@ -183,6 +183,12 @@ def render_table(report: MutationReport) -> str:
                     f"      survived: {m.family} {m.name} ({case.fixture}:{m.line}): "
                     f"{m.description}"
                 )
+        if case.not_generated:
+            reasons: dict[str, list[str]] = {}
+            for skipped in case.not_generated:
+                reasons.setdefault(skipped.reason, []).append(skipped.name)
+            shown = "; ".join(f"{', '.join(n)} ({why})" for why, n in reasons.items())
+            lines.append(f"      not generated: {shown}")
     b, s = report.boundary, report.script
     lines += [
         "",

@@ -171,6 +171,9 @@ def _mutate(args: argparse.Namespace) -> int:
     from harness.reporters.atomic import write_atomic
 
     options = settings.resolve(args, provider=False).options
+    if options.mode != "replay":
+        print("zeroclaw eval: mutate replays scripts; --mode live does not apply", file=sys.stderr)
+        return ExitCode.USAGE
     report = mutate(options, Thresholds(args.min_score, args.min_script_score))
     if args.json_report is not None:
         write_atomic(args.json_report, render_json(report))

@@ -55,9 +55,15 @@ def mutants_of(case: Case, agent_runs_harness_tools: bool) -> Mutants:
     """Every mutant of `case`, and why the others were not generated."""
     found = Mutants()
     data: dict[str, Any] = json.loads(case.text)
+    exempt: dict[str, str] = (data.get("expects") or {}).get("loop_exempt") or {}
     for family, name, make in _SCRIPT + _BOUNDARY:
         if family == "boundary" and name in _TOOL_FAULTS and not agent_runs_harness_tools:
             reason = "the agent runs its own tools: the harness cannot fault their dispatch"
+            found.skipped.append(NotGenerated(family, name, reason))
+            continue
+        rule = next((r for r in _CAUGHT_BY.get(name, ()) if r in exempt), None)
+        if rule is not None:
+            reason = f"the case is exempt from loop({rule}): {exempt[rule]}"
             found.skipped.append(NotGenerated(family, name, reason))
             continue
         made = make(case, data)
@@ -168,6 +174,9 @@ def _drop_last_turn(case: Case, data: dict[str, Any]) -> Made:
 def _drop_tool_results(case: Case, data: dict[str, Any]) -> Made:
     if not _tool_steps(data):
         return "no scripted tool call"
+    turns = data["turns"]
+    if not any(s + 1 < len(turns[t].get("steps") or []) for t, s, _ in _tool_steps(data)):
+        return "no model request follows a tool step in its turn"
 
     def prepare(context: AgentContext) -> None:
         context.model.rewrite_request = lambda request: replace(
@@ -247,8 +256,25 @@ def _failure_as_success(case: Case, data: dict[str, Any]) -> Made:
 
 
 def _reverse_parallel(case: Case, data: dict[str, Any]) -> Made:
-    if not any(len(r["tool_calls"]) >= 2 for _, _, r in _tool_steps(data)):
+    parallel = [(t, s, r) for t, s, r in _tool_steps(data) if len(r["tool_calls"]) >= 2]
+    if not parallel:
         return "no step calls two tools at once"
+    expects = data.get("expects") or {}
+    pinned = {
+        entry["tool"]
+        for family in ("tool_arguments_contain", "tool_results_contain")
+        for entry in expects.get(family) or []
+        if entry.get("call_index") is not None
+    }
+    ordered = [
+        (t, s)
+        for t, s, r in parallel
+        if any(sum(c["name"] == tool for c in r["tool_calls"]) >= 2 for tool in pinned)
+    ]
+    if not ordered:
+        # Calls of one step may run concurrently: without a claimed order, reversing them
+        # changes nothing a correct check may look at.
+        return "no check claims an order between the calls of one step (call_index)"
 
     def reverse(step: ModelStep) -> ModelStep:
         return replace(step, tool_calls=tuple(reversed(step.tool_calls)))
@@ -256,12 +282,9 @@ def _reverse_parallel(case: Case, data: dict[str, Any]) -> Made:
     def prepare(context: AgentContext) -> None:
         context.model.rewrite_step = reverse
 
-    return (
-        "the calls of one step are dispatched in reverse order",
-        _first_tool_step(data),
-        data,
-        prepare,
-    )
+    t, s = ordered[0]
+    description = "the calls of one step are dispatched in reverse order"
+    return description, f"$.turns[{t}].steps[{s}]", data, prepare
 
 
 _SCRIPT: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
@@ -280,3 +303,12 @@ _BOUNDARY: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
     ("boundary", "reverse_parallel", _reverse_parallel),
 ]
 _TOOL_FAULTS = frozenset({"dispatch_twice", "skip_call", "failure_as_success"})
+# The conformance rules that exist to catch each boundary fault: a case exempt from one
+# cannot be expected to kill it.
+_CAUGHT_BY: dict[str, tuple[str, ...]] = {
+    "drop_tool_results": ("tool_results",),
+    "drop_history": ("history",),
+    "dispatch_twice": ("dispatches",),
+    "skip_call": ("dispatches",),
+    "failure_as_success": ("tool_results",),
+}

@@ -22,6 +22,7 @@ from conftest import (
     text_step,
     tool_step,
     turn,
+    write_module,
     write_suite,
 )
 
@@ -205,3 +206,37 @@ def test_shared_fixtures_are_green_through_pydantic_ai() -> None:
     assert problems == {}
     assert len(report.cases) == len(list(SHARED_FIXTURES.glob("*.json"))) > 0
     assert report.exit_code() == 0
+
+
+DICT_TOOL_AGENT = """
+from pydantic_ai import Agent
+
+
+def build():
+    agent = Agent(name="info", instructions="Answer from the info tool.")
+
+    @agent.tool_plain
+    def info(key: str) -> dict:
+        return {"key": key, "n": 1}
+
+    return agent
+"""
+
+
+def test_a_tool_returning_a_dict_is_recorded_as_the_model_sees_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pydantic-ai sends the model compact JSON; the record (and so tool_results_contain and
+    # replay conformance) must hold the same text.
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = write_module(tmp_path, DICT_TOOL_AGENT, "dict_agent")
+    data = fixture(
+        "dict-result",
+        [turn("Look up k", tool_step(call("c1", "info", key="k")), text_step("n is 1"))],
+        {"tool_results_contain": [{"tool": "info", "needle": '{"key":"k","n":1}'}]},
+    )
+    suite = write_suite(tmp_path / "suite", {"a.json": data})
+    (case,) = run_suite(suite, agent=f"pydantic-ai:{module}:build").cases
+    assert case.error is None, case.error
+    assert case.passed, failing(case)
+    assert calls_of(case) == [("info", '{"key":"k"}', '{"key":"k","n":1}', True)]

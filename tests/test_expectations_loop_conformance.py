@@ -79,6 +79,28 @@ class Instructed(Base): instructions = "You are terse."
 class Drifting(Base): instructions = staticmethod(lambda n: f"You are terse (turn {n}).")
 
 
+# Numbers tool calls its own way (consistently on the calls and their results), wraps the
+# user's input in a template, keeps final texts stripped.
+class OwnIds(Base):
+
+    async def run_turn(self, user_input):
+        self.messages.append(Message(role="user", content=f"<user>{user_input}</user>"))
+        while True:
+            step = await self.ctx.model.respond(self.request())
+            if not step.tool_calls:
+                self.messages.append(Message(role="assistant", content=step.text.strip()))
+                return step.text
+            renamed = tuple(
+                type(c)(f"my{i}", c.name, c.arguments) for i, c in enumerate(step.tool_calls)
+            )
+            self.messages.append(Message(role="assistant", tool_calls=renamed))
+            for own, call in zip(renamed, step.tool_calls):
+                outcome = await self.ctx.tools.dispatch(call.name, call.arguments)
+                self.messages.append(
+                    Message(role="tool", content=outcome.result, tool_call_id=own.id)
+                )
+
+
 # `module:make_<Class>`: a factory per loop (a class itself would be taken for an adapter).
 for _name, _cls in list(globals().items()):
     if isinstance(_cls, type) and issubclass(_cls, Base):
@@ -222,3 +244,43 @@ def test_the_faithful_test_loop_conforms(tmp_path: Path, monkeypatch: pytest.Mon
     suite = write_suite(tmp_path / "suite", {"case.json": TWO_TURNS})
     (case,) = run_suite(suite, agent=spec).cases
     assert case.passed, [(g.check, g.detail) for g in case.grades if not g.passed]
+
+
+def test_a_correct_loop_with_its_own_ids_and_input_template_conforms(
+    tmp_path: Path, loops: str
+) -> None:
+    # Results matched by position when the loop's ids are its own; user inputs found inside
+    # a template; a final text kept stripped.
+    case = one_case(tmp_path, TWO_TURNS, loops, "OwnIds")
+    assert case.passed, loop_failures(case)
+
+
+def test_results_of_one_tool_are_matched_by_their_arguments_not_their_finishing_order() -> None:
+    from harness.expectations.loop_conformance import RULES
+    from harness.model_boundary import Message, ModelRequest, ModelStep, ToolCall
+    from harness.tool_registry import RecordedCall
+    from harness.transcript import Conversation, Exchange
+
+    first = ToolCall("c1", "slow", {"s": "first"})
+    second = ToolCall("c2", "slow", {"s": "second"})
+    asked = ModelRequest(messages=(Message(role="user", content="go"),))
+    answered = ModelRequest(
+        messages=(
+            Message(role="user", content="go"),
+            Message(role="assistant", tool_calls=(first, second)),
+            Message(role="tool", content="first", tool_call_id="c1"),
+            Message(role="tool", content="second", tool_call_id="c2"),
+        )
+    )
+    conversation = Conversation(
+        user_inputs=("go",),
+        script=((ModelStep(tool_calls=(first, second)), ModelStep(text="done")),),
+        exchanges=(Exchange(0, 0, 0, asked), Exchange(0, 1, 2, answered)),
+        # The second call finished first, so it was recorded first.
+        calls=(
+            RecordedCall("slow", '{"s":"second"}', "second", True, 1.0),
+            RecordedCall("slow", '{"s":"first"}', "first", True, 300.0),
+        ),
+    )
+    assert list(RULES["tool_results"](conversation)) == []
+    assert list(RULES["dispatches"](conversation)) == []

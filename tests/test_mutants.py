@@ -84,6 +84,39 @@ def test_mutated_cases_have_their_own_ids_and_keep_the_expectations() -> None:
     assert all(
         m.case.trace.expects == found.generated[0].case.trace.expects for m in found.generated
     )
-    assert {"failure_as_success", "reverse_parallel", "drop_history"} <= {
-        m.name for m in found.generated
-    }
+    assert {"failure_as_success", "drop_history"} <= {m.name for m in found.generated}
+    # Calls of one step may run in any order: reversing them is a fault only where a check
+    # claims their order.
+    assert {s.name: s.reason for s in found.skipped}["reverse_parallel"] == (
+        "no check claims an order between the calls of one step (call_index)"
+    )
+
+
+def test_reversing_parallel_calls_is_generated_where_their_order_is_claimed() -> None:
+    data = fixture(
+        "ordered",
+        [turn("a", tool_step(call("c1", message="x"), call("c2", message="y")), text_step("t"))],
+        {"tool_arguments_contain": [{"tool": "echo", "needle": "x", "call_index": 0}]},
+    )
+    found = mutants_of(case_of(data), True)
+    reverse = next(m for m in found.generated if m.name == "reverse_parallel")
+    assert reverse.field == "$.turns[0].steps[0]"
+
+
+def test_an_exempt_rule_keeps_the_mutants_it_would_kill_from_being_generated() -> None:
+    data = echo_fixture("e")
+    data["expects"]["loop_exempt"] = {"dispatches": "a test of exemptions"}
+    made, skipped = names(data)
+    assert "dispatch_twice" not in made and "skip_call" not in made
+    assert skipped["dispatch_twice"] == (
+        "the case is exempt from loop(dispatches): a test of exemptions"
+    )
+
+
+def test_no_tool_results_mutant_where_no_request_follows_a_tool_step() -> None:
+    data = fixture(
+        "stop", [turn("a", tool_step(call("c1", message="x")))], {"tools_used": ["echo"]}
+    )
+    made, skipped = names(data)
+    assert "drop_tool_results" not in made
+    assert skipped["drop_tool_results"] == "no model request follows a tool step in its turn"

@@ -29,27 +29,24 @@ def test_the_regression_suite_kills_every_boundary_mutant(agent: str) -> None:
     assert all(c.baseline_passed for c in report.cases)
 
 
+@pytest.fixture
+def without_conformance(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The harness as it was before replay conformance: nothing looked at what the agent
+    # sent the model, so only the declared checks can kill a boundary mutant.
+    from harness.expectations import loop_conformance
+
+    monkeypatch.setattr(loop_conformance, "RULES", {})
+
+
 def weak_suite(tmp_path: Path) -> Path:
-    # Checks only the final text and exempts itself from every conformance rule: a broken
-    # loop that dispatches twice passes it.
+    # Checks only the final text: without conformance, a loop that dispatches twice or
+    # never passes tool results back passes it.
     data = echo_fixture("weak")
-    data["expects"] = {
-        "response_contains": ["hello"],
-        "loop_exempt": {
-            rule: "this test needs a weak case"
-            for rule in (
-                "dispatches",
-                "tool_results",
-                "history",
-                "last_user_input",
-                "offered_tools",
-                "instructions",
-            )
-        },
-    }
+    data["expects"] = {"response_contains": ["hello"]}
     return write_suite(tmp_path / "evals" / "regression", {"weak.json": data})
 
 
+@pytest.mark.usefixtures("without_conformance")
 def test_a_weak_case_lets_boundary_mutants_survive_and_fails_the_gate(tmp_path: Path) -> None:
     report = mutate(RunOptions(weak_suite(tmp_path), root=tmp_path))
     (case,) = report.cases
@@ -70,6 +67,22 @@ def test_a_case_failing_unmutated_runs_no_mutant_and_fails(tmp_path: Path) -> No
     assert report.exit_code == 1
 
 
+def test_conformance_kills_what_the_weak_case_lets_through(tmp_path: Path) -> None:
+    report = mutate(RunOptions(weak_suite(tmp_path), root=tmp_path))
+    (case,) = report.cases
+    assert case.killed("boundary") == (3, 3) and report.exit_code == 0
+
+
+def test_mutate_refuses_live_mode(run_cli: Cli, tmp_path: Path) -> None:
+    weak_suite(tmp_path)
+    result = run_cli(
+        "eval", "mutate", "--suite", "evals/regression", "--mode", "live", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "--mode live does not apply" in result.stderr
+
+
+@pytest.mark.usefixtures("without_conformance")
 def test_the_command_prints_scores_and_survivors_and_writes_the_report(
     run_cli: Cli, tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool as PaiTool
 from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
 from pydantic_ai.usage import RequestUsage
+from pydantic_core import to_json
 
 from harness.agent import AgentContext, FrameworkAdapter
 from harness.model_boundary import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
@@ -137,7 +138,10 @@ class _RecordingToolset(WrapperToolset[Any]):
 
 
 def _result_text(result: Any) -> str:
-    return result if isinstance(result, str) else json.dumps(result, default=str)
+    # What pydantic-ai tells the model (`ToolReturnPart.model_response_str`): compact JSON.
+    if result is None:
+        return ""
+    return result if isinstance(result, str) else to_json(result, fallback=str).decode()
 
 
 def to_messages(history: list[ModelMessage]) -> tuple[Message, ...]:

@@ -3,6 +3,7 @@ and `response_matches`: one grade per entry, details that show the response."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import expects, only, record, shape
 
 from harness.expectations.registry import grade
@@ -64,3 +65,40 @@ def test_long_responses_are_clipped_in_details() -> None:
     assert not g.passed
     assert "5000 chars" in g.detail
     assert len(g.detail) < 1000
+
+
+def test_response_matches_is_re2_linear_time_even_on_catastrophic_patterns() -> None:
+    # Nested quantifiers against a non-matching reply: exponential for a backtracking
+    # engine, linear for RE2 (pytest-timeout would catch a hang).
+    g = only(grade(expects(response_matches=["(a+)+$"]), record("a" * 40 + "!")))
+    assert not g.passed
+    g = only(grade(expects(response_matches=["(x+x+)+y"]), record("x" * 5000)))
+    assert not g.passed
+
+
+def test_response_matches_speaks_the_original_dialect() -> None:
+    cases = [
+        ("\\Ahello\\z", "hello", True),
+        ("\\Ahello\\z", "hello\n", False),  # \z is the very end
+        ("hello$", "hello\n", False),  # without (?m), $ is the end of the text, as in RE2
+        ("(?m)^two$", "one\ntwo\nthree", True),
+        ("\\p{Lu}{3}", "the ABC", True),
+        ("^[[:digit:]]+$", "2026", True),  # a POSIX class, not a character set of ':' etc.
+        ("^[[:digit:]]+$", "dig", False),
+    ]
+    for pattern, response, expected in cases:
+        assert only(grade(expects(response_matches=[pattern]), record(response))).passed is (
+            expected
+        ), (pattern, response)
+
+
+def test_re2_says_nothing_on_stderr_when_it_refuses_a_pattern(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # RE2 logs each refusal from C++ unless told not to: a refused fixture must print only
+    # the harness's own clear problem.
+    from harness.expectations.response_text import PatternError, compiled
+
+    with pytest.raises(PatternError):
+        compiled("(?<=only-in-this-test)x")
+    assert capfd.readouterr().err == ""

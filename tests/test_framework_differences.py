@@ -92,7 +92,7 @@ EMPTY_FINAL_TEXT: dict[str, Any] = {
             ],
         }
     ],
-    "expects": {"exact_tool_calls": 1, "response_matches": ["\\A\\Z"]},
+    "expects": {"exact_tool_calls": 1, "response_matches": ["\\A\\z"]},
 }
 
 SEVERAL_CALLS_IN_ONE_STEP: dict[str, Any] = {

@@ -730,7 +730,7 @@ MULTI_TURN_CASE = live_case(
     "live-multi-turn-recall",
     REMEMBER_INPUT,
     "recall",
-    expects={"response_matches": ["\\Aheron-19\\Z"], "max_tool_calls": 0},
+    expects={"response_matches": ["\\Aheron-19\\z"], "max_tool_calls": 0},
 )
 # Needs the workspace expectations and the runner grading the workspace the run left.
 WRITE_CASE = live_case(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from harness.expectations.base import (
     EXPECTS,
@@ -53,9 +55,40 @@ class ResponseText(Kind):
             )
 
 
+class PatternError(Exception):
+    """A `response_matches` pattern RE2 cannot compile; the message says why."""
+
+
+@functools.lru_cache(maxsize=1024)
+def compiled(pattern: str) -> Any:
+    """`pattern` compiled by RE2: linear-time matching whatever the model answers, and the
+    dialect of the original harness's `regex` crate (`\\z`, `\\p{Lu}`, `[[:digit:]]`)."""
+    import re2  # imported when a pattern is first used: `--help` never pays for it
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would log every refusal to stderr on its own
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as exc:
+        raise PatternError(_reason(exc, pattern)) from None
+
+
+def _reason(exc: Exception, pattern: str) -> str:
+    raw = exc.args[0] if exc.args else exc
+    reason = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    if "\\Z" in pattern:
+        reason += (
+            " (`\\Z` is Python's end of text; RE2, the original harness's dialect, spells it "
+            "`\\z`, and `$` without `(?m)` means the end of the text too)"
+        )
+    elif "(?=" in pattern or "(?!" in pattern or "(?<" in pattern or re.search(r"\\[1-9]", pattern):
+        reason += " (RE2 has no lookaround or backreferences: it matches in linear time)"
+    return reason
+
+
 class ResponsePattern(Kind):
-    """`response_matches`: a regular-expression search over the final response. Graded
-    after the tool checks, in the original harness's order."""
+    """`response_matches`: an RE2 search over the final response (linear time, the original
+    harness's dialect). Graded after the tool checks, in the original harness's order."""
 
     order = 40
     response_matches: list[str] = []
@@ -65,8 +98,8 @@ class ResponsePattern(Kind):
         for i, pattern in enumerate(self.response_matches):
             if pattern.strip():
                 try:
-                    re.compile(pattern)
-                except (re.error, OverflowError, RecursionError) as exc:
+                    compiled(pattern)
+                except PatternError as exc:
                     yield Fault(
                         f"{EXPECTS}.response_matches[{i}]", f"pattern does not compile: {exc}"
                     )
@@ -77,8 +110,8 @@ class ResponsePattern(Kind):
             check = f"response_matches({q(pattern)})"
             field = f"{EXPECTS}.response_matches[{i}]"
             try:
-                ok = re.search(pattern, response) is not None
-            except (re.error, OverflowError, RecursionError) as exc:  # admission refuses these
+                ok = compiled(pattern).search(response) is not None
+            except PatternError as exc:  # admission refuses these
                 yield Grade(check, False, f"invalid regex: {exc}", "response", field)
                 continue
             detail = "matched" if ok else f"no match in response: {q(clip(response))}"

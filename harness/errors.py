@@ -26,3 +26,15 @@ class ExitCode(enum.IntEnum):
     def __str__(self) -> str:
         # The number, on every Python (3.10's IntEnum would say `ExitCode.PASSED`).
         return str(int(self))
+
+
+# What code the harness runs (an agent, its tools) may raise besides ordinary exceptions: an
+# argparse-wrapping tool's SystemExit, a KeyboardInterrupt or GeneratorExit raised by agent
+# code. Cases run on a worker thread, which a real Ctrl-C never reaches, so on that thread
+# each of these is the case's own failure, never a reason to stop the suite.
+RAISED_BY_AGENT_CODE: tuple[type[BaseException], ...] = (
+    Exception,
+    SystemExit,
+    KeyboardInterrupt,
+    GeneratorExit,
+)

@@ -6,6 +6,7 @@ A case's failure is confined to its own report: whatever goes wrong becomes its 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, within
+from harness.errors import RAISED_BY_AGENT_CODE
 from harness.expectations.registry import grade
 from harness.json_paths import line_of
 from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
@@ -30,6 +32,7 @@ from harness.verdict import CaseReport
 from harness.workspace import set_current_workspace
 
 BackendFactory = Callable[[Case], ModelBackend]
+_AGENT_FAILURES: tuple[type[BaseException], ...] = (*RAISED_BY_AGENT_CODE, asyncio.CancelledError)
 
 
 def replay_backend(case: Case) -> ModelBackend:
@@ -157,7 +160,9 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             error = progress.timeout_message(timeout)
         except (Divergence, ProviderFailure) as exc:  # the harness's own words: said as is
             error = str(exc)
-        except Exception as exc:  # any failure of the agent is this case's run error
+        except _AGENT_FAILURES as exc:
+            # Any failure of the agent is its run error; a CancelledError here is the
+            # agent's own (the deadline's cancellation arrives as DeadlineExceeded).
             error = f"{type(exc).__name__}: {exc}"
             trace_text = traceback.format_exc()
         finally:
@@ -174,7 +179,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         failing = next((g.field for g in grades if not g.passed), None)
         line = line_of(case.text, failing) if failing is not None else None
         return CaseReport.graded(case.id, progress.fixture, grades, record, line)
-    except Exception as exc:  # a harness bug is still only this case's run error
+    except RAISED_BY_AGENT_CODE as exc:  # a harness bug is still only this case's run error
         return internal_error(case, progress.fixture, exc, progress.turn)
     finally:
         context.remove_workspace()

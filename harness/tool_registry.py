@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from harness.errors import HarnessError
+from harness.errors import RAISED_BY_AGENT_CODE, HarnessError
 
 ToolFunction = Callable[[dict[str, Any]], "str | Awaitable[str]"]
 T = TypeVar("T")
@@ -118,7 +118,7 @@ class ToolRegistry:
         start = time.perf_counter()
         try:
             result = await run()
-        except Exception as exc:
+        except BaseException as exc:  # recorded whatever it was; it goes on as it came
             elapsed = (time.perf_counter() - start) * 1e3
             self.add_call(name, arguments, f"{type(exc).__name__}: {exc}", False, elapsed)
             raise
@@ -162,8 +162,22 @@ class ToolRegistry:
                 result = await result
         except ToolFailure as exc:
             return ToolOutcome(str(exc), False)
-        except Exception as exc:  # a tool's bug is the tool's failure, not the harness's
-            return ToolOutcome(f"{name} raised {type(exc).__name__}: {exc}", False)
+        except RAISED_BY_AGENT_CODE as exc:  # a tool's bug is the tool's failure, not ours
+            return ToolOutcome(f"{name} raised {_described(exc)}", False)
         if result is None:
             return ToolOutcome("", True)  # nothing returned is an empty output, not "None"
-        return ToolOutcome(result if isinstance(result, str) else str(result), True)
+        if isinstance(result, str):
+            return ToolOutcome(result, True)
+        try:
+            return ToolOutcome(str(result), True)
+        except RAISED_BY_AGENT_CODE as exc:  # a result that cannot even be shown
+            return ToolOutcome(
+                f"{name} returned a result whose str() raised {_described(exc)}", False
+            )
+
+
+def _described(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except RAISED_BY_AGENT_CODE:
+        return type(exc).__name__

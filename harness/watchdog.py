@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from harness.errors import RAISED_BY_AGENT_CODE
 from harness.runner import (
     CasePlan,
     CaseProgress,
@@ -97,7 +98,7 @@ class _SuiteWorker:
             fixture = display_path(case.path, plan.root)
             try:
                 progress = start_case(case, plan, fixture)
-            except Exception as exc:  # e.g. an adapter's tools() raising: this case's error
+            except RAISED_BY_AGENT_CODE as exc:  # e.g. an adapter's tools() raising
                 report = internal_error(case, fixture, exc)
             else:
                 self.current = progress

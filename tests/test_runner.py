@@ -444,3 +444,75 @@ def test_a_harness_error_the_agent_raises_keeps_its_type_and_traceback(
     (case,) = run(write_suite(tmp_path / "suite", {"a.json": data}), agent=spec).cases
     assert case.error == "ToolFailure: a tool failure escaped the loop"
     assert case.traceback is not None and "ToolFailure" in case.traceback
+
+
+RAISING_LOOP = """
+import asyncio
+
+
+class Session:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    async def run_turn(self, user_input):
+        kind = user_input.split()[0]
+        raise {
+            "exit": SystemExit(2),
+            "interrupt": KeyboardInterrupt("pressed by agent code"),
+            "generator": GeneratorExit(),
+            "cancelled": asyncio.CancelledError("the agent's own"),
+        }[kind]
+
+
+def factory(ctx):
+    return Session(ctx)
+"""
+
+
+def test_base_exceptions_from_agent_code_are_that_cases_run_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SystemExit, KeyboardInterrupt, GeneratorExit and CancelledError raised by the agent:
+    # each case fails on its own, the next case still runs.
+    spec = user_agent(tmp_path, monkeypatch, RAISING_LOOP, "factory")
+    fixtures = {
+        f"{i}_{kind}.json": fixture(
+            kind, [turn(f"{kind} now", text_step("x"))], {"response_contains": ["x"]}
+        )
+        for i, kind in enumerate(("exit", "interrupt", "generator", "cancelled"))
+    }
+    report = run(write_suite(tmp_path / "suite", fixtures), agent=spec)
+    errors = {c.id: c.error for c in report.cases}
+    assert errors == {
+        "exit": "SystemExit: 2",
+        "interrupt": "KeyboardInterrupt: pressed by agent code",
+        "generator": "GeneratorExit: ",
+        "cancelled": "CancelledError: the agent's own",
+    }
+    assert all(c.traceback for c in report.cases)
+
+
+def test_a_tool_raising_system_exit_or_an_unprintable_result_is_a_failed_call() -> None:
+    import asyncio
+
+    from harness.tool_registry import Tool, ToolRegistry
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text for you")
+
+    def cli_tool(arguments: dict[str, Any]) -> str:
+        raise SystemExit(2)  # an argparse-wrapping tool given bad arguments
+
+    def odd(arguments: dict[str, Any]) -> Any:
+        return Unprintable()
+
+    registry = ToolRegistry.of(
+        [Tool("cli", "", {}, cli_tool), Tool("odd", "", {}, odd)]  # type: ignore[arg-type]
+    )
+    first = asyncio.run(registry.dispatch("cli", {}))
+    second = asyncio.run(registry.dispatch("odd", {}))
+    assert (first.success, first.result) == (False, "cli raised SystemExit: 2")
+    assert second.success is False
+    assert "str() raised RuntimeError: no text for you" in second.result
+    assert [c.success for c in registry.calls] == [False, False]

@@ -25,6 +25,10 @@ UNSUPPORTED_KEYS = {
     "repeat": "repeated runs of one case are a later phase",
     "cluster": "clusters of correlated cases are a later phase",
 }
+# A case runs its turns one after another, each bounded by the turn timeout: without a cap a
+# 10,000-turn fixture could hold a CI job for hours. Real cases stay far below these.
+MAX_TURNS = 100
+MAX_STEPS_PER_TURN = 100
 EMPTY_RUN_PASSES = (
     "every check passes against an empty run (no response, no tool calls): "
     "add a check only a working agent satisfies"
@@ -58,6 +62,7 @@ def _trace_problems(
 ) -> Iterator[Problem]:
     if not trace.turns:
         yield Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
+    yield from _size_problems(trace, file)
     for key, why in UNSUPPORTED_KEYS.items():
         if getattr(trace, key) is not None:
             yield Problem(file, f"$.{key}", f"not supported yet: {why}; remove '{key}'")
@@ -70,6 +75,24 @@ def _trace_problems(
     context = Context(mode, agent.tools, agent.name, steps)
     for fault in expects_problems(trace.expects, context):
         yield Problem(file, fault.path, fault.message)
+
+
+def _size_problems(trace: LlmTrace, file: str) -> Iterator[Problem]:
+    if len(trace.turns) > MAX_TURNS:
+        yield Problem(
+            file,
+            "$.turns",
+            f"{len(trace.turns)} turns exceed the limit of {MAX_TURNS}: split the case",
+        )
+        return  # one problem says it; not one per turn as well
+    for t, turn in enumerate(trace.turns):
+        if isinstance(turn.steps, list) and len(turn.steps) > MAX_STEPS_PER_TURN:
+            yield Problem(
+                file,
+                f"$.turns[{t}].steps",
+                f"{len(turn.steps)} steps exceed the limit of {MAX_STEPS_PER_TURN} per turn: "
+                "split the turn or the case",
+            )
 
 
 def _turn_problems(

@@ -1519,3 +1519,50 @@ def test_empty_run_skips_setup_files_that_would_escape(tmp_path: Path) -> None:
     escaping = {"setup": {"workspace_files": {"../../escaped.txt": "x", "ok.txt": "y"}}}
     expect = {"workspace": {"file_exists": ["ok.txt"]}}
     assert empty_run_passes(trace_with(expect, **escaping)) is True
+
+
+# --- limits: a fixture cannot hold a CI job for hours ------------------------------------
+
+
+def test_too_many_turns_are_refused_once(tmp_path: Path) -> None:
+    from harness.admission import MAX_TURNS
+
+    data = replay_trace()
+    data["turns"] = data["turns"] * (MAX_TURNS + 1)
+    for i, t in enumerate(data["turns"]):  # ids stay unique
+        for s in t["steps"]:
+            for c in s["response"].get("tool_calls", []):
+                c["id"] = f"call_{i}"
+    problems = refusal(write_fixture(tmp_path, "case.json", data))
+    sized = [p for p in problems if "exceed the limit" in p.message]
+    assert [(p.field, p.message) for p in sized] == [
+        ("$.turns", f"{MAX_TURNS + 1} turns exceed the limit of {MAX_TURNS}: split the case")
+    ]
+
+
+def test_too_many_steps_in_one_turn_are_refused(tmp_path: Path) -> None:
+    from harness.admission import MAX_STEPS_PER_TURN
+
+    data = replay_trace()
+    text = {"response": {"type": "text", "content": "x"}}
+    data["turns"][0]["steps"] += [text] * MAX_STEPS_PER_TURN
+    problems = refusal(write_fixture(tmp_path, "case.json", data))
+    assert [(p.field, p.message) for p in problems] == [
+        (
+            "$.turns[0].steps",
+            f"{MAX_STEPS_PER_TURN + 2} steps exceed the limit of {MAX_STEPS_PER_TURN} per turn: "
+            "split the turn or the case",
+        )
+    ]
+
+
+def test_a_case_at_the_limits_is_admitted(tmp_path: Path) -> None:
+    from harness.admission import MAX_TURNS
+
+    data = replay_trace()
+    data["turns"] = [
+        {"user_input": f"say {i}", "steps": [{"response": {"type": "text", "content": f"{i}"}}]}
+        for i in range(MAX_TURNS)
+    ]
+    data["expects"] = {"response_contains": [str(MAX_TURNS - 1)]}
+    assert len(admit(write_fixture(tmp_path, "case.json", data)).trace.turns) == MAX_TURNS

@@ -7,6 +7,7 @@ A case's failure is confined to its own report: whatever goes wrong becomes its 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import time
@@ -151,6 +152,9 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
     case, context, timeout = progress.case, progress.context, plan.timeout
     # File tools find the workspace of the case they run in through this variable.
     set_current_workspace(context.case_workspace)
+    # An agent may change the working directory; the next case and the reports must not
+    # notice, so it is put back whatever the case did.
+    cwd = os.getcwd()
     try:
         error: str | None = None
         trace_text: str | None = None
@@ -182,7 +186,19 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
     except RAISED_BY_AGENT_CODE as exc:  # a harness bug is still only this case's run error
         return internal_error(case, progress.fixture, exc, progress.turn)
     finally:
+        _restore_cwd(cwd)
         context.remove_workspace()
+
+
+def _restore_cwd(cwd: str) -> None:
+    try:
+        if os.getcwd() == cwd:
+            return
+    except OSError:  # the agent removed the directory it moved to
+        pass
+    # The original may be gone too: then there is nothing to restore (the paths are absolute).
+    with contextlib.suppress(OSError):
+        os.chdir(cwd)
 
 
 def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:

@@ -334,3 +334,26 @@ def test_eval_help_works(run_cli: Cli, tmp_path: Path) -> None:
     assert run_help.returncode == 0
     for option in ("--suite", "--format", "--junit-xml", "--json-report", "--suite-kind"):
         assert option in run_help.stdout
+
+
+WANDERING_LOOP = FAITHFUL_LOOP.replace(
+    "    async def run_turn(self, user_input):\n",
+    "    async def run_turn(self, user_input):\n"
+    "        import os\n"
+    "        os.chdir(self.ctx.workspace)  # an agent that moves the process elsewhere\n",
+)
+
+
+def test_an_agent_changing_directory_moves_neither_cases_nor_reports(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, WANDERING_LOOP)
+    result = run_cli(
+        "eval", "run", "--agent", f"{module}:factory", "--json-report", "out/report.json",
+        "--format", "json", cwd=root,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((root / "out" / "report.json").read_text("utf-8"))
+    assert report["totals"]["passed"] == report["totals"]["cases"] == 2
+    assert all(c["fixture"].startswith("evals/regression/") for c in report["cases"])

@@ -15,7 +15,7 @@ from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, LIVE_DEFAULT_TOOLS, ru
 from harness.defaults import DEFAULT_AGENT, DEFAULT_CASE_TIMEOUT, DEFAULT_SUITE_DIR
 from harness.errors import HarnessError
 from harness.modes import Mode
-from harness.validation import faults
+from harness.validation import SchemaFaults, convert
 
 
 class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -110,16 +110,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _validate(table: Any, where: str) -> EvalConfig:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table")
-    found = faults(table, EvalConfig, root="eval")
-    if found:
-        first = found[0]
+    try:
+        config = convert(table, EvalConfig, root="eval")
+    except SchemaFaults as exc:
+        first = exc.faults[0]
         key = first.path.removeprefix("eval.")
         if first.message.startswith("unknown key"):
             raise ConfigError(
                 f"{where}: {first.message.replace('unknown key', f'unknown key {key!r}', 1)}"
-            )
-        raise ConfigError(f"{where}: {first.message} at `{first.path}`")
-    config = msgspec.convert(table, EvalConfig, strict=True)
+            ) from None
+        raise ConfigError(f"{where}: {first.message} at `{first.path}`") from None
     for i, name in enumerate(config.live_allowed_tools):
         if not name.strip():
             raise ConfigError(f"{where}: live_allowed_tools[{i}]: empty tool name")

@@ -17,7 +17,7 @@ from harness.expectations.base import NonNegative, Strict
 from harness.expectations.registry import Expects
 from harness.json_paths import child_path, json_path_lines, nearest_line
 from harness.problems import AdmissionError, Problem
-from harness.validation import faults
+from harness.validation import SchemaFaults, convert
 
 
 class ToolCallSpec(Strict):
@@ -170,14 +170,11 @@ def parse_fixture(text: str, file: str) -> LlmTrace:
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
         raise AdmissionError([Problem(file, "$", f"expected a JSON object, got {kind}", 1)])
-    found = faults(data, LlmTrace)
-    if found:
-        problems = [Problem(file, f.path, f.message) for f in found]
-        raise AdmissionError(located(problems, text))
     try:
-        return msgspec.convert(data, LlmTrace, strict=True)
-    except msgspec.ValidationError as exc:  # a rule the schema walk does not know yet
-        raise AdmissionError([Problem(file, "$", f"does not fit the schema: {exc}")]) from None
+        return convert(data, LlmTrace)
+    except SchemaFaults as exc:
+        problems = [Problem(file, f.path, f.message) for f in exc.faults]
+        raise AdmissionError(located(problems, text)) from None
 
 
 def located(problems: list[Problem], text: str) -> list[Problem]:

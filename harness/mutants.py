@@ -17,6 +17,7 @@ from typing import Any, Literal
 from msgspec.structs import replace
 
 from harness.agent import AgentContext
+from harness.fixture import parse_fixture
 from harness.model_boundary import ModelRequest, ModelStep
 from harness.suite import Case
 from harness.tool_registry import Dispatch, ToolOutcome
@@ -71,7 +72,7 @@ def mutants_of(case: Case, agent_runs_harness_tools: bool) -> Mutants:
             found.skipped.append(NotGenerated(family, name, made))
         else:
             description, where, mutated, prepare = made
-            mutant_case = _renamed(case, mutated, name)
+            mutant_case = _renamed(case, mutated, name, unchanged=mutated is data)
             found.generated.append(Mutant(family, name, description, where, mutant_case, prepare))
     return found
 
@@ -79,12 +80,13 @@ def mutants_of(case: Case, agent_runs_harness_tools: bool) -> Mutants:
 Made = tuple[str, str, dict[str, Any], Prepare | None] | str
 
 
-def _renamed(case: Case, data: dict[str, Any], name: str) -> Case:
-    """The mutated case under its own id, so its report is told from the original's."""
-    from harness.fixture import parse_fixture
-
-    data = {**data, "id": f"{case.id}~{name}"}
-    text = json.dumps(data, ensure_ascii=False)
+def _renamed(case: Case, data: dict[str, Any], name: str, unchanged: bool) -> Case:
+    """The mutated case under its own id, so its report is told from the original's. A
+    boundary mutant keeps the script: its admitted trace is reused, not parsed again."""
+    mutant_id = f"{case.id}~{name}"
+    if unchanged:
+        return Case(replace(case.trace, id=mutant_id), case.path, case.text)
+    text = json.dumps({**data, "id": mutant_id}, ensure_ascii=False)
     return Case(parse_fixture(text, str(case.path)), case.path, text)
 
 

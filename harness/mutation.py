@@ -4,8 +4,9 @@ certify."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from harness.agent import AgentContext
 from harness.agent_registry import agent_surface, resolve_agent
 from harness.errors import ExitCode
 from harness.json_paths import line_of
-from harness.mutants import Family, Mutant, mutants_of
+from harness.mutants import Family, Mutants, mutants_of
 from harness.pipeline import RunOptions
 from harness.runner import CasePlan, display_path, replay_backend
 from harness.suite import Case, load_suite
@@ -91,8 +92,9 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
     cases = load_suite(options.suite, "replay", surface)
     root = options.project_root
     harness_tools = bool(adapter.tools())
-    timeout = options.case_timeout
-    plan = CasePlan(adapter, "replay", replay_backend, None, timeout, root, surface.tools)
+    plan = CasePlan(
+        adapter, "replay", replay_backend, None, options.case_timeout, root, surface.tools
+    )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}
     planned = {c.id: mutants_of(c, harness_tools) for c in cases}
@@ -104,18 +106,11 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
         if fault is not None:
             fault(context)
 
-    mutant_plan = CasePlan(
-        adapter, "replay", replay_backend, None, timeout, root, surface.tools, prepare
-    )
+    mutant_plan = dataclasses.replace(plan, prepare=prepare)
     outcomes = {r.id: r for r in run_watched([m.case for m in runnable], mutant_plan, None)}
     results = [
-        _case_result(case, root, baseline[case.id], planned[case.id].generated, outcomes)
-        for case in cases
+        _case_result(case, root, baseline[case.id], planned[case.id], outcomes) for case in cases
     ]
-    for case, result in zip(cases, results, strict=True):
-        result.not_generated.extend(
-            SkippedMutant(s.family, s.name, s.reason) for s in planned[case.id].skipped
-        )
     boundary, script = _score(results, "boundary"), _score(results, "script")
     failed = (
         not all(baseline.values())
@@ -140,11 +135,11 @@ def _case_result(
     case: Case,
     root: Path,
     baseline: bool,
-    generated: Sequence[Mutant],
+    planned: Mutants,
     outcomes: Mapping[str, CaseReport],
 ) -> CaseMutation:
     results = []
-    for mutant in generated if baseline else ():
+    for mutant in planned.generated if baseline else ():
         report = outcomes[mutant.case.id]
         killed = not report.passed
         by = report.first_failure() if killed else ""
@@ -152,7 +147,8 @@ def _case_result(
         results.append(
             MutantResult(mutant.family, mutant.name, mutant.description, killed, line, by)
         )
-    return CaseMutation(case.id, display_path(case.path, root), baseline, results, [])
+    skipped = [SkippedMutant(s.family, s.name, s.reason) for s in planned.skipped]
+    return CaseMutation(case.id, display_path(case.path, root), baseline, results, skipped)
 
 
 def _score(cases: list[CaseMutation], family: Family) -> Score:

@@ -62,3 +62,14 @@ def seconds(text: str) -> float:
     if not 0 < value <= threading.TIMEOUT_MAX:
         raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds: {text}")
     return value
+
+
+def percent(text: str) -> float:
+    """A percentage from 0 to 100 (a trailing `%` allowed)."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text}")
+    return value

@@ -79,10 +79,14 @@ class CaseProgress:
         self.fixture = fixture
         self.context = context
         self.transcript = transcript
-        self.turn = -1
         self.responses: list[str] = []
         self.started = time.monotonic()
         self.start = time.perf_counter()
+
+    @property
+    def turn(self) -> int:
+        """The turn in progress (-1 while the agent starts): the transcript keeps it."""
+        return self.transcript.turn
 
     def record(self) -> RunRecord:
         model = self.context.model
@@ -237,7 +241,6 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
 
     session = await within(timeout, start())
     for index, turn in enumerate(progress.case.trace.turns):
-        progress.turn = index
         progress.started = time.monotonic()  # the watchdog times each turn, as we do
         progress.transcript.start_turn(index)
         context.model.start_turn(index)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
-from harness.options import Option, seconds
+from harness.options import Option, percent, seconds
 
 if TYPE_CHECKING:
     from harness.config import EvalConfig, LoadedConfig
@@ -38,16 +38,6 @@ SUITE_KIND = Option(
 CASE = Option("--case", "live fixture", metavar="PATH", type=Path, required=True)
 OUT = Option("--out", "replay fixture to write", metavar="PATH", type=Path, required=True)
 FORCE = Option("--force", "replace --out if it exists", action="store_true")
-
-
-def percent(text: str) -> float:
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text}")
-    return value
 
 
 MIN_SCORE = Option(

@@ -14,12 +14,14 @@ import operator
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import msgspec.inspect as mi
 
 from harness.json_paths import child_path
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,27 @@ def faults(data: Any, schema: Any, root: str = "$") -> list[Fault]:
     """Every fault of `data` against `schema` (a type msgspec understands), in document
     order; an empty list means `msgspec.convert(data, schema, strict=True)` will succeed."""
     return list(_check(data, _info(schema), root))
+
+
+class SchemaFaults(Exception):
+    """The data does not fit the schema; `faults` says everywhere it does not."""
+
+    def __init__(self, found: list[Fault]) -> None:
+        super().__init__("; ".join(f"{f.path}: {f.message}" for f in found))
+        self.faults = found
+
+
+def convert(data: Any, schema: type[T], root: str = "$") -> T:
+    """`msgspec.convert(data, schema, strict=True)`, or `SchemaFaults` with every fault.
+
+    Valid data is converted once; the walk runs only for data msgspec refuses (it accepts
+    exactly what msgspec accepts), so admitting a suite costs one conversion a fixture."""
+    try:
+        return msgspec.convert(data, schema, strict=True)
+    except msgspec.ValidationError as exc:
+        found = faults(data, schema, root)
+        # A rule the walk does not know yet still gets a clear message, never a traceback.
+        raise SchemaFaults(found or [Fault(root, f"does not fit the schema: {exc}")]) from None
 
 
 def known_keys(struct: type[msgspec.Struct]) -> list[str]:

@@ -60,11 +60,14 @@ def _parallel(posargs: list[str]) -> list[str]:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Lint: ruff check, ruff format --check, mypy --strict over the package."""
+    """Lint: ruff check, ruff format --check, mypy --strict over the package; actionlint and
+    zizmor's offline audits over the workflows."""
     session.install(ALL_AGENTS, *nox.project.dependency_groups(PYPROJECT, "lint", "test"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    session.run("actionlint", "-no-color")
+    session.run("zizmor", "--offline", "--persona=auditor", "--no-progress", ".github/workflows")
 
 
 @nox.session

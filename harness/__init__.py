@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "Mode": "harness.modes",
     "ModelBackend": "harness.model_boundary",
     "ModelBoundary": "harness.model_boundary",
+    "ModelCallLimit": "harness.model_boundary",
     "ModelRequest": "harness.model_boundary",
     "ModelStep": "harness.model_boundary",
     "PayloadExpect": "harness.expectations.dispatch_payloads",
@@ -152,6 +153,9 @@ if TYPE_CHECKING:
     )
     from harness.model_boundary import (
         ModelBoundary as ModelBoundary,
+    )
+    from harness.model_boundary import (
+        ModelCallLimit as ModelCallLimit,
     )
     from harness.model_boundary import (
         ModelRequest as ModelRequest,

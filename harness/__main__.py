@@ -1,7 +1,5 @@
 """`python -m harness eval run` is `zeroclaw eval run`."""
 
-import sys
+from harness.console import main
 
-from harness.cli import main
-
-sys.exit(main())
+main()

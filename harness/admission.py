@@ -3,20 +3,22 @@ fixture either becomes a case that can fail, or yields every problem found in it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import PurePosixPath
+from typing import Any
 
 import msgspec
 
 from harness.agent import AgentSurface
 from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, runs_commands
 from harness.expectations.base import Context
-from harness.expectations.registry import expects_problems, passes_empty_run
+from harness.expectations.registry import Expects, expects_problems, passes_empty_run
 from harness.expectations.workspace_files import workspace_path_problem
 from harness.fixture import LlmTrace, Setup, ToolCallsResponse
 from harness.json_paths import child_path
 from harness.modes import Mode
-from harness.problems import Problem
+from harness.problems import Problem, escaped, unsafe_name_problem
 from harness.workspace import normal_path
 
 # Keys of a later phase: refused in every mode rather than ignored, so a case never looks
@@ -29,6 +31,13 @@ UNSUPPORTED_KEYS = {
 # 10,000-turn fixture could hold a CI job for hours. Real cases stay far below these.
 MAX_TURNS = 100
 MAX_STEPS_PER_TURN = 100
+# The expectations that name tools: lists of names, and lists of entries with a `tool`.
+TOOL_LISTS = ("tools_used", "tools_not_used", "tools_offered", "tools_not_offered")
+TOOL_ENTRIES = ("tool_arguments_contain", "tool_results_contain")
+NON_FINITE = (
+    "not a finite number (NaN, Infinity, or a literal such as 1e999 that reads as infinity): "
+    "JSON has no such number, so no model could send it"
+)
 EMPTY_RUN_PASSES = (
     "every check passes against an empty run (no response, no tool calls): "
     "add a check only a working agent satisfies"
@@ -63,6 +72,7 @@ def _trace_problems(
     if not trace.turns:
         yield Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
     yield from _size_problems(trace, file)
+    yield from _id_problems(trace, file)
     for key, why in UNSUPPORTED_KEYS.items():
         if getattr(trace, key) is not None:
             yield Problem(file, f"$.{key}", f"not supported yet: {why}; remove '{key}'")
@@ -70,11 +80,44 @@ def _trace_problems(
     if trace.setup is not None:
         yield from _setup_problems(trace.setup, file)
     yield from _turn_problems(trace, file, mode, agent)
+    # A tool name refused for its characters gets that one problem, not a kind's as well.
+    unsafe = list(_expected_tool_problems(trace.expects, file))
+    yield from unsafe
+    refused = {p.field for p in unsafe}
     # The steps each turn scripts, for expectations naming a turn or step (live: unknown).
     steps = tuple(None if mode == "live" else len(t.steps or ()) for t in trace.turns)
     context = Context(mode, agent.tools, agent.name, steps)
     for fault in expects_problems(trace.expects, context):
-        yield Problem(file, fault.path, fault.message)
+        if fault.path not in refused:
+            yield Problem(file, fault.path, fault.message)
+
+
+def _id_problems(trace: LlmTrace, file: str) -> Iterator[Problem]:
+    """The case id (and `model_name`, the id when `id` is absent) are shown in every
+    report: no character in them may forge or hide text there."""
+    for field, value in (("$.model_name", trace.model_name), ("$.id", trace.id)):
+        if value is None or not value.strip():
+            continue  # a blank id is the suite's "empty case id"
+        problem = unsafe_name_problem("case id", value)
+        if problem is not None:
+            yield Problem(file, field, problem)
+
+
+def _expected_tool_problems(expects: Expects | None, file: str) -> Iterator[Problem]:
+    """Tool names in expectations, refused for their characters as anywhere else (a blank
+    one is its kind's to refuse)."""
+    if expects is None:
+        return
+    for family in TOOL_LISTS:
+        for i, name in enumerate(getattr(expects, family)):
+            problem = unsafe_name_problem("tool name", name)
+            if problem is not None and name.strip():
+                yield Problem(file, f"$.expects.{family}[{i}]", problem)
+    for family in TOOL_ENTRIES:
+        for i, entry in enumerate(getattr(expects, family)):
+            problem = unsafe_name_problem("tool name", entry.tool)
+            if problem is not None and entry.tool.strip():
+                yield Problem(file, f"$.expects.{family}[{i}].tool", problem)
 
 
 def _size_problems(trace: LlmTrace, file: str) -> Iterator[Problem]:
@@ -144,9 +187,10 @@ def _call_problems(
             )
         else:
             seen_ids[call.id] = where
+        yield from _non_finite_problems(call.arguments, f"{where}.arguments", file)
         problem = _tool_name_problem(call.name, agent)
         if problem is None and trace.tools is not None and call.name not in trace.tools:
-            allowed = ", ".join(trace.tools) or "none"
+            allowed = ", ".join(escaped(t) for t in trace.tools) or "none"
             problem = (
                 f"tool {call.name!r} is not among the case's tools ($.tools: {allowed}); "
                 "add it there or remove the call"
@@ -155,8 +199,28 @@ def _call_problems(
             yield Problem(file, f"{where}.name", problem)
 
 
+def _non_finite_problems(arguments: dict[str, Any], at: str, file: str) -> Iterator[Problem]:
+    """NaN and the infinities in scripted arguments: Python's `json` reads `NaN` and
+    `Infinity`, and `1e999` as infinity, but JSON has no such number, so no model could
+    send them and every encoder after this one would have to guess what to write."""
+    stack: list[tuple[str, Any]] = [(at, arguments)]
+    while stack:
+        path, value = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(item, float) and not math.isfinite(item):
+                where = f"{path}[{key}]" if isinstance(key, int) else child_path(path, key)
+                yield Problem(file, where, NON_FINITE)
+            elif isinstance(item, (dict, list)):
+                where = f"{path}[{key}]" if isinstance(key, int) else child_path(path, key)
+                stack.append((where, item))
+
+
 def _tool_name_problem(name: str, agent: AgentSurface) -> str | None:
     """Why a case may not use the tool `name` with `agent`, or None when it may."""
+    unsafe = unsafe_name_problem("tool name", name) if name.strip() else None
+    if unsafe is not None:
+        return unsafe
     if runs_commands(name):
         return f"tool {name!r} is refused: {COMMAND_TOOL_REFUSAL}"
     if name not in agent.tools:

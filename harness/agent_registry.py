@@ -8,12 +8,14 @@ import importlib
 import inspect
 import pkgutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.agent import AgentAdapter, AgentSurface, LoopAdapter
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
-from harness.errors import HarnessError
+from harness.errors import RAISED_BY_AGENT_CODE, HarnessError
+from harness.event_loop import CallTimedOut, call_within
 
 
 class AgentError(HarnessError):
@@ -106,6 +108,47 @@ def _import(path: str, spec: str) -> Any:
         return getattr(module, attr)
     except AttributeError:
         raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from None
+
+
+def resolve_within(agent: str | AgentAdapter, seconds: float) -> tuple[AgentAdapter, AgentSurface]:
+    """The adapter for `agent` and its surface, built within `seconds`: importing the
+    user's module, calling a factory and listing the tools run the user's code, which may
+    block where nothing can interrupt it, so it runs on a daemon thread and is given up on
+    (an `AgentError`) once the time is out."""
+    if isinstance(agent, str) and agent.strip().partition(":")[0] in BUILTIN_AGENTS:
+        # The framework itself is imported unbounded: slow on a cold start, never a hang.
+        _import(BUILTIN_AGENTS[agent.strip().partition(":")[0]], agent.strip())
+
+    def build() -> tuple[AgentAdapter, AgentSurface]:
+        adapter = resolve_agent(agent) if isinstance(agent, str) else agent
+        return adapter, agent_surface(adapter)
+
+    return _bounded(agent, seconds, build)
+
+
+def surface_within(agent: str | AgentAdapter, seconds: float) -> AgentSurface:
+    """`surface_of` (or the adapter's surface) within `seconds`, as `resolve_within`."""
+    if isinstance(agent, str):
+        return _bounded(agent, seconds, lambda: surface_of(agent))
+    return _bounded(agent, seconds, lambda: agent_surface(agent))
+
+
+_Built = TypeVar("_Built")
+
+
+def _bounded(agent: str | AgentAdapter, seconds: float, build: Callable[[], _Built]) -> _Built:
+    name = agent if isinstance(agent, str) else getattr(agent, "name", type(agent).__name__)
+    try:
+        return call_within(seconds, build, name="zeroclaw-eval-agent")
+    except CallTimedOut:
+        raise AgentError(
+            f"agent {name!r}: still not built after {seconds:g}s (its module or factory "
+            "blocks; the timeout is --timeout / case_timeout_secs)"
+        ) from None
+    except AgentError:
+        raise
+    except RAISED_BY_AGENT_CODE as exc:  # the user's adapter failing while listing tools
+        raise AgentError(f"agent {name!r}: {type(exc).__name__}: {exc}") from None
 
 
 def agent_surface(adapter: AgentAdapter) -> AgentSurface:

@@ -3,14 +3,18 @@ workspace), their names, and the tool names that are never allowed at all."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.tool_registry import Tool, ToolFailure
-from harness.workspace import current_workspace, resolve_inside
+from harness.workspace import (
+    current_workspace,
+    list_regular_files,
+    read_file_bytes,
+    write_text_file,
+)
 
 MAX_READ_BYTES = 256 * 1024
 MAX_LISTED = 500
@@ -45,12 +49,10 @@ def workspace_tools(root: Callable[[], Path] = current_workspace) -> list[Tool]:
     (by default the running case's)."""
 
     def read_file(arguments: dict[str, Any]) -> str:
-        path = resolve_inside(root(), _path_argument(arguments))
-        if not path.is_file():
-            raise ToolFailure(f"no such file: {arguments['path']}")
-        data = path.read_bytes()[: MAX_READ_BYTES + 1]
+        relative = _path_argument(arguments)
+        data = read_file_bytes(root(), relative, MAX_READ_BYTES + 1)
         if len(data) > MAX_READ_BYTES:
-            raise ToolFailure(f"{arguments['path']} is larger than {MAX_READ_BYTES} bytes")
+            raise ToolFailure(f"{relative} is larger than {MAX_READ_BYTES} bytes")
         return data.decode("utf-8", errors="replace")
 
     def write_file(arguments: dict[str, Any]) -> str:
@@ -58,31 +60,14 @@ def workspace_tools(root: Callable[[], Path] = current_workspace) -> list[Tool]:
         content = arguments.get("content")
         if not isinstance(content, str):
             raise ToolFailure("content must be a string")
-        path = resolve_inside(root(), relative)
-        if path.is_dir():
-            raise ToolFailure(f"{relative} is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # O_NOFOLLOW: a symlink planted after the check above must not redirect the write.
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
+        write_text_file(root(), relative, content)
         return f"wrote {len(content.encode('utf-8'))} bytes to {relative}"
 
     def list_files(arguments: dict[str, Any]) -> str:
         relative = arguments.get("path") or "."
         if not isinstance(relative, str):
             raise ToolFailure("path must be a string")
-        base = root().resolve()
-        directory = base if relative in (".", "./") else resolve_inside(base, relative)
-        if not directory.is_dir():
-            raise ToolFailure(f"no such directory: {relative}")
-        names = []
-        for path in sorted(directory.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                names.append(path.relative_to(base).as_posix())
-            if len(names) >= MAX_LISTED:
-                break
+        names = list_regular_files(root(), relative, MAX_LISTED)
         return "\n".join(names) if names else "(no files)"
 
     return [
@@ -146,43 +131,46 @@ def builtin_tools() -> list[Tool]:
 
 
 # Tools that would let a model run commands on the machine. Never registered, never
-# admitted: not in a case's `tools`, not in `live_allowed_tools`.
-COMMAND_TOOL_NAMES = frozenset(
-    {
-        "shell",
-        "bash",
-        "sh",
-        "zsh",
-        "exec",
-        "run_command",
-        "execute_command",
-        "terminal",
-        "subprocess",
-        "run_python",
-        "python",
-        "powershell",
-        "cmd",
-    }
+# admitted: not in a case's `tools`, not in `live_allowed_tools`. The rule is written here
+# once; the refusal states it, and the documentation repeats that statement word for word.
+# It errs toward refusing: `exec_sql` or `executive_summary` is refused with `python_exec`,
+# because no list of ordinary names can tell a query tool from a way to run programs.
+_COMMAND_NAMES = ("sh",)
+_COMMAND_FRAGMENTS = (
+    "exec",
+    "command",
+    "cmd",
+    "shell",
+    "bash",
+    "zsh",
+    "spawn",
+    "subprocess",
+    "terminal",
+    "python",
+    "runcode",
+    "runscript",
+    "runprocess",
+)
+# Removed before matching, so `run-code`, `Run Code` and `runCode` are all `runcode`.
+_SEPARATORS = re.compile(r"[\s_.\-]+")
+
+
+def _quoted(words: tuple[str, ...]) -> str:
+    quoted = [f"`{word}`" for word in words]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+COMMAND_TOOL_RULE = (
+    "a tool name is refused when, ignoring case and any `_`, `-`, `.` or whitespace in it, "
+    f"it is {_quoted(_COMMAND_NAMES)} or contains {_quoted(_COMMAND_FRAGMENTS)}"
 )
 COMMAND_TOOL_REFUSAL = (
     "a shell or command-running tool would let the model run anything on this machine; "
-    "it is never available"
-)
-
-_COMMAND_NAME = re.compile(
-    r"(^|_)(run|exec|execute|spawn)_(command|cmd|shell|code|python|bash|script|process)s?$"
+    f"it is never available ({COMMAND_TOOL_RULE})"
 )
 
 
 def runs_commands(name: str) -> bool:
-    """True for a tool name that asks for a shell or any command-running tool.
-
-    Deliberately narrower than "contains exec": `execute_query` or `get_command_status`
-    are a user's ordinary domain tools, not a way to run programs.
-    """
-    lowered = name.strip().lower()
-    return (
-        lowered in COMMAND_TOOL_NAMES
-        or "shell" in lowered
-        or _COMMAND_NAME.search(lowered) is not None
-    )
+    """True for a tool name that COMMAND_TOOL_RULE refuses."""
+    squeezed = _SEPARATORS.sub("", name).lower()
+    return squeezed in _COMMAND_NAMES or any(word in squeezed for word in _COMMAND_FRAGMENTS)

@@ -1,14 +1,17 @@
 """The OpenAI Chat Completions wire format: the request body for a neutral
-`ModelRequest`, the `ModelStep` in a response, and the server's `Retry-After`.
+`ModelRequest`, the `ModelStep` in a response, the server's `Retry-After`, and the
+escapings a server may echo a secret in (`SecretMask`).
 
 Pure translation, no I/O: the live backend sends and retries.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -90,9 +93,9 @@ def shape_problem(document: Any) -> str | None:
 
 
 def to_step(document: dict[str, Any], scrub: Callable[[str], str], id_prefix: str) -> ModelStep:
-    """A chat completion as a model step; text and arguments scrubbed of the key. A call
-    without an id gets `{id_prefix}_{index}` (some local servers omit ids; tool results
-    still need one to pair with)."""
+    """A chat completion as a model step; every string of it (text, tool names, ids,
+    arguments) scrubbed of the key. A call without an id gets `{id_prefix}_{index}` (some
+    local servers omit ids; tool results still need one to pair with)."""
     message = document["choices"][0]["message"]
     usage = document.get("usage")
     usage = usage if isinstance(usage, dict) else {}
@@ -119,8 +122,9 @@ def _tool_call(raw: Any, index: int, scrub: Callable[[str], str], id_prefix: str
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
         call_id = f"{id_prefix}_{index}"
-    arguments = _scrub_value(_parse_arguments(function.get("arguments")), scrub)
-    return ToolCall(call_id, name, arguments)
+    # The name and the id reach framework errors ("Tool … not found") and every report.
+    arguments = scrub_value(_parse_arguments(function.get("arguments")), scrub)
+    return ToolCall(scrub(call_id), scrub(name), arguments)
 
 
 def _content_text(content: Any) -> str:
@@ -164,15 +168,16 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
     return {INVALID_ARGUMENTS_KEY: json.dumps(raw)}
 
 
-def _scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
+def scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
+    """`value` (decoded JSON) with `scrub` applied to every string in it, keys included."""
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, dict):
         return {
-            scrub(k) if isinstance(k, str) else k: _scrub_value(v, scrub) for k, v in value.items()
+            scrub(k) if isinstance(k, str) else k: scrub_value(v, scrub) for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_scrub_value(v, scrub) for v in value]
+        return [scrub_value(v, scrub) for v in value]
     return value
 
 
@@ -219,3 +224,81 @@ def one_line(text: str) -> str:
 def excerpt(text: str) -> str:
     text = one_line(text)
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+# --- secrets -----------------------------------------------------------------------------
+
+MASK = "***"
+# A base64 form shorter than this could match by chance; only the key's own form is masked.
+_MIN_BASE64_CHARS = 16
+
+
+class SecretMask:
+    """Replaces a secret with `MASK` wherever it appears, in any escaping a server (or a
+    framework quoting one) may have put it in: plain; JSON and Python escapes, each
+    character possibly written `\\uXXXX` / `\\xXX` or backslash-escaped (`\\/`, `\\"`),
+    however many times the text was escaped; percent-encoded (also twice: `%252F`); HTML
+    character references; and base64 (standard or URL-safe, at any alignment). The forms
+    mix character by character, as they do when a server escapes only some characters.
+
+    Bool is whether the secret is set: an empty secret masks nothing."""
+
+    def __init__(self, secret: str) -> None:
+        self._pattern: re.Pattern[str] | None = None
+        if secret:
+            forms = [secret, *sorted(_base64_cores(secret))]
+            self._pattern = re.compile("|".join(a for form in forms for a in _escaped(form)))
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def __call__(self, text: str) -> str:
+        return text if self._pattern is None else self._pattern.sub(MASK, text)
+
+    def found_in(self, text: str) -> bool:
+        return self._pattern is not None and self._pattern.search(text) is not None
+
+
+def _escaped(text: str) -> list[str]:
+    """Regular expressions that together match `text` with every character in any of its
+    escapings. Each starts with a literal character: then `re` scans for those alone and
+    masking a long body stays fast."""
+    rest = "".join(f"(?:{'|'.join(_char_forms(c))})" for c in text[1:])
+    return [first + rest for first in _char_forms(text[0])]
+
+
+def _char_forms(c: str) -> list[str]:
+    code = ord(c)
+    forms = [re.escape(c)] if c.isalnum() else [re.escape(c), r"\\\\*" + re.escape(c)]
+    if code < 0x10000:
+        forms.append(r"\\\\*u" + _hex(code, 4))
+    else:  # JSON writes it as a UTF-16 surrogate pair
+        high, low = divmod(code - 0x10000, 0x400)
+        forms.append(r"\\\\*u" + _hex(0xD800 + high, 4) + r"\\\\*u" + _hex(0xDC00 + low, 4))
+    if code < 0x100:
+        forms.append(r"\\\\*x" + _hex(code, 2))
+    forms.append("".join("%(?:25)*" + _hex(byte, 2) for byte in c.encode("utf-8")))
+    forms.append(f"&#0*{code};")
+    forms.append("&#[xX]0*" + _hex(code, 1) + ";")
+    return forms
+
+
+def _hex(number: int, width: int) -> str:
+    """`number` in hexadecimal, matching either case."""
+    digits = f"{number:0{width}x}"
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+
+
+def _base64_cores(secret: str) -> set[str]:
+    """The base64 characters that depend on `secret` alone, at each of the three byte
+    alignments it may start at inside a longer encoded text, standard and URL-safe."""
+    data = secret.encode("utf-8")
+    cores: set[str] = set()
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + data).decode("ascii")
+        first = -(-offset * 8 // 6)  # the first character holding no padding bit
+        core = encoded[first : (offset + len(data)) * 8 // 6]
+        if len(core) >= _MIN_BASE64_CHARS:
+            cores.add(core)
+            cores.add(core.translate(str.maketrans("+/", "-_")))
+    return cores

@@ -2,21 +2,28 @@
 
 Exit codes (`harness.errors.ExitCode`): 0 the gate passed; 1 it did not (failed check, run
 error, refused fixture, bad configuration, unwritable report); 2 the command line itself
-was wrong; 130 interrupted.
+was wrong (a report path that cannot be one included); 130 interrupted by SIGINT, 143 by
+SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TextIO
 
 from harness.errors import ExitCode, HarnessError
 from harness.options import Option
+from harness.reporters.atomic import ReportFiles
+from harness.reporters.text import clean, inert
 from harness.settings import (
     AGENT_OPTIONS,
     CASE,
     FORCE,
+    MAX_MODEL_CALLS,
     MIN_SCORE,
     MIN_SCRIPT_SCORE,
     MUTATION_REPORT,
@@ -24,6 +31,7 @@ from harness.settings import (
     SUITE_KIND,
     SUITE_OPTIONS,
     TIMEOUT,
+    WALL_CLOCK,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="zeroclaw-eval: replay agent trace fixtures through a real agent loop, "
         "grade them, and gate CI on the result.",
     )
+    parser.add_argument("--version", action="version", version=f"zeroclaw-eval {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluation = commands.add_parser("eval", help="run or check eval suites")
     actions = evaluation.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -54,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         fmt,
         SUITE_KIND,
         TIMEOUT,
+        MAX_MODEL_CALLS,
+        WALL_CLOCK,
         *registry.options(),
     )
     _add(
@@ -69,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         OUT,
         *AGENT_OPTIONS,
         TIMEOUT,
+        MAX_MODEL_CALLS,
         FORCE,
     )
     _add(
@@ -79,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
             "any agent: for pre-commit hooks and while authoring cases.",
         ),
         *SUITE_OPTIONS,
+        TIMEOUT,
     )
     _add(
         actions.add_parser(
@@ -92,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         *SUITE_OPTIONS,
         TIMEOUT,
+        MAX_MODEL_CALLS,
+        WALL_CLOCK,
         MIN_SCORE,
         MIN_SCRIPT_SCORE,
         MUTATION_REPORT,
@@ -104,89 +119,137 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("zeroclaw-eval")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
 def _add(parser: argparse.ArgumentParser, *options: Option) -> None:
     for option in options:
         option.add_to(parser)
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass
+class Invocation:
+    """One command: its arguments, its streams, and the report files it writes."""
+
+    args: argparse.Namespace
+    out: TextIO
+    err: TextIO
+    files: ReportFiles = field(default_factory=ReportFiles)
+
+    def output(self, stdout_format: str | None) -> Output:
+        from harness.reporters.base import Output
+
+        return Output(vars(self.args), stdout_format, self.out, self.err, files=self.files)
+
+
+def main(
+    argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run one command; its exit code. Documents and verdicts go to `stdout` (default
+    `sys.stdout`), messages to `stderr`."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
     try:
-        args = build_parser().parse_args(argv)
+        with contextlib.redirect_stdout(out):  # `--help` and `--version` are output too
+            args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse has already explained
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    command = Invocation(args, out, err)
     try:
-        return int(_ACTIONS[args.action](args))
+        return int(_ACTIONS[args.action](command))
     except HarnessError as exc:
         for line in exc.lines():
-            print(line, file=sys.stderr)
+            # Messages quote fixture keys, file names and provider text: shown inert.
+            print(inert(clean(line)), file=err)
+        return int(getattr(exc, "exit_code", ExitCode.FAILED))
+    except KeyboardInterrupt as exc:
+        command.files.abort()
+        print(_interrupted(exc, command.files), file=err)
+        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+    except BrokenPipeError:
+        lines = ["stdout was closed before the report on it was complete", *command.files.account()]
+        print("zeroclaw eval: " + "; ".join(lines), file=err)
         return ExitCode.FAILED
-    except KeyboardInterrupt:
-        print("zeroclaw eval: interrupted; no report was written", file=sys.stderr)
-        return ExitCode.INTERRUPTED
 
 
-def _output(args: argparse.Namespace, stdout_format: str | None) -> Output:
-    from harness.reporters.base import Output
+def _interrupted(exc: KeyboardInterrupt, files: ReportFiles) -> str:
+    signum = getattr(exc, "signum", signal.SIGINT)
+    lines = files.account() or ["no report was written"]
+    return f"zeroclaw eval: interrupted by {signal.Signals(signum).name}; " + "; ".join(lines)
 
-    return Output(vars(args), stdout_format, sys.stdout, sys.stderr)
 
-
-def _run(args: argparse.Namespace) -> int:
+def _run(command: Invocation) -> int:
     from harness import pipeline, settings
     from harness.reporters import registry
 
+    args = command.args
+    reporters = registry.build(command.output(args.format))
     resolved = settings.resolve(args)
-    report = pipeline.run(resolved.options, registry.build(_output(args, args.format)))
+    report = pipeline.run(resolved.options, reporters)
     return report.exit_code()
 
 
-def _check(args: argparse.Namespace) -> int:
+def _check(command: Invocation) -> int:
     from harness import pipeline, settings
     from harness.reporters import registry
 
-    options = settings.resolve(args, provider=False).options
-    cases = pipeline.admit(options, registry.build(_output(args, None)))
-    print(f"{len(cases)} case(s) in {options.suite} admitted; each fails against an empty run")
+    reporters = registry.build(command.output(None))
+    options = settings.resolve(command.args, provider=False).options
+    cases = pipeline.admit(options, reporters)
+    print(
+        f"{len(cases)} case(s) in {options.suite} admitted; each fails against an empty run",
+        file=command.out,
+    )
     return ExitCode.PASSED
 
 
-def _record(args: argparse.Namespace) -> int:
+def _record(command: Invocation) -> int:
     from harness import settings
     from harness.live_recorder import record_live_case, refuse_existing
 
+    args = command.args
     resolved = settings.resolve(args, provider=False)
     refuse_existing(args.out, args.force)
     resolved = settings.with_provider(resolved)
     print(
         record_live_case(
             args.case, args.out, resolved.options, secret=resolved.secret, force=args.force
-        )
+        ),
+        file=command.out,
     )
     return ExitCode.PASSED
 
 
-def _mutate(args: argparse.Namespace) -> int:
+def _mutate(command: Invocation) -> int:
     from harness import settings
     from harness.mutation import Thresholds, mutate, render_json, render_table
-    from harness.reporters.atomic import write_atomic
 
+    args = command.args
+    path = None if args.json_report is None else command.files.plan(args.json_report)
     options = settings.resolve(args, provider=False).options
     if options.mode != "replay":
-        print("zeroclaw eval: mutate replays scripts; --mode live does not apply", file=sys.stderr)
+        print("zeroclaw eval: mutate replays scripts; --mode live does not apply", file=command.err)
         return ExitCode.USAGE
     report = mutate(options, Thresholds(args.min_score, args.min_script_score))
-    if args.json_report is not None:
-        write_atomic(args.json_report, render_json(report))
-    sys.stdout.write(render_table(report))
+    if path is not None:
+        command.files.stage(path, render_json(report))
+        command.files.commit()
+    command.out.write(render_table(report))
     return report.exit_code
 
 
-def _schema(args: argparse.Namespace) -> int:
+def _schema(command: Invocation) -> int:
     import json
 
     from harness.fixture import json_schema
 
-    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+    print(json.dumps(json_schema(), indent=2, ensure_ascii=False), file=command.out)
     return ExitCode.PASSED
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,9 +14,17 @@ import msgspec
 import tomli
 
 from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, LIVE_DEFAULT_TOOLS, runs_commands
-from harness.defaults import DEFAULT_AGENT, DEFAULT_CASE_TIMEOUT, DEFAULT_SUITE_DIR
+from harness.defaults import (
+    DEFAULT_AGENT,
+    DEFAULT_CASE_TIMEOUT,
+    DEFAULT_CASE_WALL_CLOCK,
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_SUITE_DIR,
+)
 from harness.errors import HarnessError
+from harness.inputs import InputError, read_bounded
 from harness.modes import Mode
+from harness.problems import unsafe_name_problem
 from harness.validation import SchemaFaults, convert
 
 
@@ -26,6 +36,11 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     case_timeout_secs: Annotated[float, msgspec.Meta(gt=0, le=threading.TIMEOUT_MAX)] = (
         DEFAULT_CASE_TIMEOUT
     )
+    case_wall_clock_secs: Annotated[float, msgspec.Meta(gt=0, le=threading.TIMEOUT_MAX)] = (
+        DEFAULT_CASE_WALL_CLOCK
+    )
+    # Every agent, every mode: the model call over this in one turn is the case's run error.
+    max_model_calls_per_turn: Annotated[int, msgspec.Meta(gt=0)] = DEFAULT_MAX_MODEL_CALLS_PER_TURN
     # Live mode: an OpenAI-compatible Chat Completions endpoint. The key itself is never
     # configured here, only the name of the environment variable that holds it.
     live_base_url: str = ""
@@ -95,16 +110,42 @@ def _eval_table(document: dict[str, Any], pyproject: Path) -> Any:
     return section.get("eval")
 
 
+# A configuration is a few kilobytes at most: the cap only keeps a wrong name (a device, a
+# log) from being read whole.
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            return tomli.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: configuration file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = read_bounded(path, MAX_CONFIG_BYTES)
+    except InputError as exc:
+        if exc.missing:
+            raise ConfigError(f"{path}: configuration file not found") from None
+        raise ConfigError(f"{path}: {exc.reason}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8: invalid byte at offset {exc.start}") from None
+    try:
+        return tomli.loads(text)
     except tomli.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except ValueError:  # Python's integer-string digit limit, which tomli lets through
+        raise ConfigError(f"{path}: not valid TOML: {_long_integer(text)}") from None
+
+
+_DIGITS = re.compile(r"[0-9][0-9_]*")
+
+
+def _long_integer(text: str) -> str:
+    """Where the integer too long for Python to convert is, for the message."""
+    limit = sys.get_int_max_str_digits()
+    for match in _DIGITS.finditer(text):
+        digits = len(match.group().replace("_", ""))
+        if digits > limit:
+            line = text.count("\n", 0, match.start()) + 1
+            return f"line {line}: an integer of {digits} digits, over the {limit}-digit limit"
+    return f"an integer over the {limit}-digit limit"
 
 
 def _validate(table: Any, where: str) -> EvalConfig:
@@ -120,9 +161,17 @@ def _validate(table: Any, where: str) -> EvalConfig:
                 f"{where}: {first.message.replace('unknown key', f'unknown key {key!r}', 1)}"
             ) from None
         raise ConfigError(f"{where}: {first.message} at `{first.path}`") from None
+    if not config.suite_dir:  # Path("") is the project root: never a suite by accident
+        raise ConfigError(
+            f"{where}: suite_dir: empty path: name the suite directory "
+            f"(without the key it is {DEFAULT_SUITE_DIR!r})"
+        )
     for i, name in enumerate(config.live_allowed_tools):
         if not name.strip():
             raise ConfigError(f"{where}: live_allowed_tools[{i}]: empty tool name")
+        unsafe = unsafe_name_problem("tool name", name)
+        if unsafe is not None:
+            raise ConfigError(f"{where}: live_allowed_tools[{i}]: {unsafe}")
         if runs_commands(name):
             raise ConfigError(
                 f"{where}: live_allowed_tools[{i}]: tool {name!r} is refused: "

@@ -6,3 +6,10 @@ DEFAULT_AGENT = "openai-agents"
 DEFAULT_SUITE_DIR = "evals/regression"
 # Seconds for starting the agent and for each turn (`case_timeout_secs`, `--timeout`).
 DEFAULT_CASE_TIMEOUT = 120.0
+# Seconds for a whole case: starting, every turn and grading (`case_wall_clock_secs`,
+# `--case-wall-clock`), so no fixture can hold a CI job for hours however many turns it has.
+DEFAULT_CASE_WALL_CLOCK = 600.0
+# Model calls one turn may make, for every agent (`max_model_calls_per_turn`,
+# `--max-model-calls`): a real turn takes a handful, a loop that never stops would take
+# hundreds in seconds, each one paid for in live mode.
+DEFAULT_MAX_MODEL_CALLS_PER_TURN = 40

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from typing import Annotated, Any
 
 import msgspec
@@ -19,6 +20,11 @@ from harness.json_paths import child_path, json_path_lines, nearest_line
 from harness.problems import AdmissionError, Problem
 from harness.validation import SchemaFaults, convert
 
+# Tokens of one scripted step. Far above any model's context, yet bounded: the run record
+# sums them, and a sum of integers thousands of digits long cannot even be printed.
+MAX_STEP_TOKENS = 1_000_000_000
+Tokens = Annotated[int, NonNegative, msgspec.Meta(le=MAX_STEP_TOKENS)]
+
 
 class ToolCallSpec(Strict):
     id: str
@@ -28,14 +34,14 @@ class ToolCallSpec(Strict):
 
 class TextResponse(Strict, tag_field="type", tag="text"):
     content: str
-    input_tokens: Annotated[int, NonNegative] = 0
-    output_tokens: Annotated[int, NonNegative] = 0
+    input_tokens: Tokens = 0
+    output_tokens: Tokens = 0
 
 
 class ToolCallsResponse(Strict, tag_field="type", tag="tool_calls"):
     tool_calls: list[ToolCallSpec]
-    input_tokens: Annotated[int, NonNegative] = 0
-    output_tokens: Annotated[int, NonNegative] = 0
+    input_tokens: Tokens = 0
+    output_tokens: Tokens = 0
 
 
 Response = TextResponse | ToolCallsResponse
@@ -149,24 +155,7 @@ def json_schema() -> dict[str, Any]:
 def parse_fixture(text: str, file: str) -> LlmTrace:
     """Parse fixture text into a `LlmTrace`, raising `AdmissionError` with every schema
     fault (nothing later can be trusted then); semantic rules are `admission`'s."""
-    repeated: list[bool] = []
-
-    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        plain = dict(pairs)
-        if len(plain) == len(pairs):
-            return plain
-        repeated.append(True)
-        return _mark_duplicate_keys(pairs)
-
-    try:
-        data = json.loads(text, object_pairs_hook=pairs_hook)
-    except json.JSONDecodeError as exc:
-        msg = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        raise AdmissionError([Problem(file, "$", msg, exc.lineno)]) from None
-    except RecursionError:
-        raise AdmissionError([Problem(file, "$", "not valid JSON: nested too deeply")]) from None
-    if repeated:  # only then is the document walked to name where
-        raise AdmissionError(located(_duplicate_key_problems(data, file), text))
+    data = _decode(text, file)
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
         raise AdmissionError([Problem(file, "$", f"expected a JSON object, got {kind}", 1)])
@@ -175,6 +164,64 @@ def parse_fixture(text: str, file: str) -> LlmTrace:
     except SchemaFaults as exc:
         problems = [Problem(file, f.path, f.message) for f in exc.faults]
         raise AdmissionError(located(problems, text)) from None
+
+
+def _decode(text: str, file: str) -> Any:
+    """The JSON document of `text`; refused at the path of every repeated key and of every
+    integer too long for Python to convert."""
+    marks = _Marks()
+    try:
+        data = marks.read(text)
+    except json.JSONDecodeError as exc:
+        msg = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        raise AdmissionError([Problem(file, "$", msg, exc.lineno)]) from None
+    except RecursionError:
+        raise AdmissionError([Problem(file, "$", "not valid JSON: nested too deeply")]) from None
+    if marks.found:  # only then is the document walked to name where
+        raise AdmissionError(located(_marked_problems(data, file), text))
+    return data
+
+
+class _TooLong:
+    """An integer literal Python refuses to convert, kept in its place to be named there."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+class _Marks:
+    """The decoding hooks of one document, and whether any of them marked something."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def read(self, text: str) -> Any:
+        try:
+            return self._loads(text)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # Python's integer-string digit limit: now find which literal
+            return self._loads(text, parse_int=self._int)
+
+    def _loads(self, text: str, **hooks: Any) -> Any:
+        # The integer hook only once needed: on every parse it would cost each token count.
+        return json.loads(text, object_pairs_hook=self._pairs, **hooks)
+
+    def _pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        plain = dict(pairs)
+        if len(plain) == len(pairs):
+            return plain
+        self.found = True
+        return _mark_duplicate_keys(pairs)
+
+    def _int(self, literal: str) -> int | _TooLong:
+        try:
+            return int(literal)
+        except ValueError:
+            self.found = True
+            return _TooLong(len(literal.lstrip("-")))
 
 
 def located(problems: list[Problem], text: str) -> list[Problem]:
@@ -212,14 +259,19 @@ def _mark_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return marked
 
 
-def _duplicate_key_problems(data: Any, file: str) -> list[Problem]:
-    """One problem per repeated key, at its JSON path, in document order (no recursion)."""
+def _marked_problems(data: Any, file: str) -> list[Problem]:
+    """One problem per repeated key and per integer too long to convert, at its JSON path,
+    in document order (no recursion)."""
     problems: list[Problem] = []
     stack: list[tuple[str, Any]] = [("$", data)]
     while stack:
         path, value = stack.pop()
         children: list[tuple[str, Any]] = []
-        if isinstance(value, dict):
+        if isinstance(value, _TooLong):
+            limit = sys.get_int_max_str_digits()
+            why = f"integer of {value.digits} digits: longer than the {limit}-digit limit"
+            problems.append(Problem(file, path, why))
+        elif isinstance(value, dict):
             for key in getattr(value, "duplicates", ()):
                 problems.append(
                     Problem(

@@ -8,8 +8,15 @@ backoff and full jitter, on 408, 429, 5xx, connection errors and timeouts (honou
 `ProviderError`.
 
 The API key lives only in `LiveSettings.api_key` (kept out of its repr) and in the
-Authorization header of each request. Any text that came from the server (error bodies,
-model output) has it replaced by `***` before it goes anywhere, since a server may echo it.
+Authorization header of each request. A server may echo it anywhere: in model text, as a
+tool call's name or id, inside arguments, in an error body, escaped in any way. So every
+string of a decoded response, and any raw body or transport error quoted in a message, has
+it replaced by `***` (in every escaping `SecretMask` knows) before it reaches the agent, the
+record or any output.
+
+A response body is read as a stream and never beyond `MAX_RESPONSE_BYTES` once decoded
+(gzip and deflate are decoded here, bounded, and no other content coding is accepted): a
+compression bomb or an endless body is a clear run error, not the memory of the CI runner.
 
 Imported only in live mode: the HTTP client is the one the agent frameworks already use.
 """
@@ -22,6 +29,7 @@ import json
 import math
 import random
 import re
+import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,10 +38,12 @@ import httpx
 
 from harness.chat_completions import (
     Malformed,
+    SecretMask,
     excerpt,
     one_line,
     parse_retry_after,
     request_body,
+    scrub_value,
     shape_problem,
     to_step,
 )
@@ -47,7 +57,13 @@ if TYPE_CHECKING:
 DEFAULT_CALL_TIMEOUT = 60.0
 # Statuses worth another attempt: the provider is busy, rate-limiting, or broken for now.
 RETRYABLE_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
-_MASK = "***"
+# The most of a response body (after content decoding) that is ever read. A chat completion
+# is a few kilobytes; even a long answer with many tool calls is far below this.
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+# What a server may compress a body with: zlib decodes both with a bound on the output.
+ACCEPTED_ENCODINGS = "gzip, deflate"
+# Characters an HTTP header value can carry as they are.
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]*")
 
 
 class ProviderError(ProviderFailure):
@@ -90,6 +106,14 @@ class LiveSettings:
             raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
         if self.backoff_base < 0 or self.backoff_max < 0 or self.retry_after_max < 0:
             raise ValueError("backoff_base, backoff_max and retry_after_max must not be negative")
+        if not _HEADER_SAFE.fullmatch(self.api_key):
+            # Said before any request: httpx would fail on the header with a traceback, or
+            # quote the value in its error.
+            where = f"in {self.api_key_env} " if self.api_key_env else ""
+            raise ProviderError(
+                f"the API key {where}holds a character an HTTP header cannot carry "
+                "(a space, a control character or a non-ASCII one)"
+            )
 
     @classmethod
     def from_config(cls, config: EvalConfig, environ: Mapping[str, str]) -> LiveSettings:
@@ -138,6 +162,7 @@ class LiveBackend:
         self._rng = rng or random.Random()
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
+        self._scrub = SecretMask(settings.api_key)
         self.attempts = 0
         self.retries = 0
 
@@ -196,22 +221,25 @@ class LiveBackend:
 
     # --- one attempt --------------------------------------------------------------------
 
-    async def _attempt(self, payload: dict[str, Any], attempt: int) -> httpx.Response | str:
+    async def _attempt(self, payload: dict[str, Any], attempt: int) -> Reply | str:
         """The response, or a description of why there is none worth retrying for.
 
-        Raises `ProviderError` for failures no retry can mend (a bad URL or scheme)."""
+        Raises `ProviderError` for failures no retry can mend (a bad URL or scheme, a body
+        too large or in a refused encoding)."""
         s = self.settings
-        headers = {
-            "Authorization": f"Bearer {s.api_key}",
-            "Accept": "application/json",
-            "User-Agent": "zeroclaw-eval",
-        }
         try:
-            return await within(
-                s.call_timeout, self._http().post(s.endpoint, json=payload, headers=headers)
-            )
+            return await within(s.call_timeout, self._exchange(payload))
         except (DeadlineExceeded, httpx.TimeoutException):
             return f"timed out after {s.call_timeout:g}s waiting for the provider"
+        except Unreadable as exc:
+            raise ProviderError(
+                self._scrub(
+                    f"model call to {s.endpoint} (model {s.model!r}) got {exc} "
+                    f"(HTTP {exc.status}, attempt {attempt}, not retried)"
+                ),
+                status=exc.status,
+                attempts=attempt,
+            ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
             problem = f"connection error ({type(exc).__name__}: {exc})"
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -224,6 +252,19 @@ class LiveBackend:
                 attempts=attempt,
             ) from None
         return self._scrub(one_line(problem))
+
+    async def _exchange(self, payload: dict[str, Any]) -> Reply:
+        """One request, its response body read to the end, bounded."""
+        headers = {
+            "Authorization": f"Bearer {self.settings.api_key}",
+            "Accept": "application/json",
+            "Accept-Encoding": ACCEPTED_ENCODINGS,
+            "User-Agent": "zeroclaw-eval",
+        }
+        request = self._http().stream("POST", self.settings.endpoint, json=payload, headers=headers)
+        async with request as response:
+            body = await read_body(response, MAX_RESPONSE_BYTES)
+        return Reply(response.status_code, response.reason_phrase, response.headers, body)
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -245,12 +286,16 @@ class LiveBackend:
 
     # --- responses ----------------------------------------------------------------------
 
-    def _parse(self, response: httpx.Response, attempt: int) -> ModelStep:
+    def _parse(self, response: Reply, attempt: int) -> ModelStep:
         problem: str | None
+        document: Any = None
         try:
-            document = response.json()
+            # Every string of the response is masked before anything reads it: names and
+            # ids reach framework errors, arguments reach tools, all of it the record.
+            document = scrub_value(json.loads(response.body), self._scrub)
+        except RecursionError:
+            problem = "a JSON body nested too deeply"
         except ValueError:
-            document = None
             problem = "a body that is not JSON"
         else:
             problem = shape_problem(document)
@@ -271,16 +316,7 @@ class LiveBackend:
 
     # --- text ---------------------------------------------------------------------------
 
-    def _scrub(self, text: str) -> str:
-        """`text` with the API key (raw or JSON-escaped) replaced by `***`."""
-        key = self.settings.api_key
-        if not key:
-            return text
-        for form in {key, json.dumps(key)[1:-1]}:
-            text = text.replace(form, _MASK)
-        return text
-
-    def _describe(self, response: httpx.Response) -> str:
+    def _describe(self, response: Reply) -> str:
         reason = response.reason_phrase
         status = f"HTTP {response.status_code}{' ' + reason if reason else ''}"
         body = excerpt(self._scrub(response.text))
@@ -293,6 +329,95 @@ class LiveBackend:
         if status == 404:
             return "; check live_base_url and live_model"
         return ""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A provider's response, its body read (and decoded) in full."""
+
+    status_code: int
+    reason_phrase: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+
+class Unreadable(Exception):
+    """A response body the harness will not read: too large, or in a refused encoding."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def read_body(response: httpx.Response, cap: int) -> bytes:
+    """The body of `response` decoded, or `Unreadable` as soon as it passes `cap` bytes:
+    nothing beyond the cap is read or decompressed."""
+    encoding = response.headers.get("content-encoding", "")
+    inflate = _inflater(encoding, response.status_code)
+    declared = response.headers.get("content-length", "")
+    if inflate is None and declared.isdigit() and int(declared) > cap:
+        raise Unreadable(_too_large(cap), response.status_code)
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        try:
+            # Never more than one byte past the cap out of the decompressor.
+            body += chunk if inflate is None else inflate(chunk, cap + 1 - len(body))
+        except zlib.error:
+            raise Unreadable(
+                f"a body that is not valid {excerpt(encoding)} data", response.status_code
+            ) from None
+        if len(body) > cap:
+            raise Unreadable(_too_large(cap), response.status_code)
+    return bytes(body)
+
+
+def _too_large(cap: int) -> str:
+    size = f"{cap / 2**20:g} MiB" if cap % 2**20 == 0 else f"{cap} bytes"
+    return (
+        f"a response body larger than {size} (MAX_RESPONSE_BYTES, counted decompressed); "
+        "the rest was not read"
+    )
+
+
+class _Inflater:
+    """A zlib decompressor whose every output is bounded. `deflate` bodies come with the
+    zlib header or, from some servers, without it: the raw form is tried when the first
+    data is not zlib."""
+
+    def __init__(self, wbits: int, fallback: int | None = None) -> None:
+        self._decompressor = zlib.decompressobj(wbits)
+        self._fallback = fallback
+
+    def __call__(self, data: bytes, room: int) -> bytes:
+        try:
+            out = self._decompressor.decompress(data, room)
+        except zlib.error:
+            if self._fallback is None:
+                raise
+            self._decompressor = zlib.decompressobj(self._fallback)
+            out = self._decompressor.decompress(data, room)
+        self._fallback = None
+        return out
+
+
+def _inflater(encoding: str, status: int) -> _Inflater | None:
+    codings = [c.strip().lower() for c in encoding.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if not codings:
+        return None
+    if codings in (["gzip"], ["x-gzip"]):
+        return _Inflater(16 + zlib.MAX_WBITS)
+    if codings == ["deflate"]:
+        return _Inflater(zlib.MAX_WBITS, fallback=-zlib.MAX_WBITS)
+    raise Unreadable(
+        f"a body in Content-Encoding {excerpt(encoding)!r}, which the harness does not read "
+        f"(it asks for {ACCEPTED_ENCODINGS})",
+        status,
+    )
 
 
 def live_backend_factory(settings: LiveSettings, **options: Any) -> Callable[[Case], LiveBackend]:

@@ -17,7 +17,8 @@ from typing import Any, TextIO
 
 from harness.agent import AgentAdapter
 from harness.agent_registry import agent_surface, resolve_agent
-from harness.defaults import DEFAULT_CASE_TIMEOUT
+from harness.chat_completions import SecretMask
+from harness.defaults import DEFAULT_CASE_TIMEOUT, DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from harness.errors import HarnessError
 from harness.model_boundary import ModelStep
 from harness.pipeline import RunOptions, run_cases
@@ -65,6 +66,7 @@ def record_live_case(
         allowed_tools=options.allowed_tools,
         case_timeout=options.case_timeout,
         root=options.root,
+        max_model_calls_per_turn=options.max_model_calls_per_turn,
     )
     try:
         replay = write_recording(
@@ -75,6 +77,7 @@ def record_live_case(
             secrets=(secret,),
             force=force,
             timeout=options.case_timeout,
+            max_model_calls_per_turn=options.max_model_calls_per_turn,
         )
     except RecordError as exc:
         raise RecordError(f"{out}: not written: {exc}") from None
@@ -135,22 +138,33 @@ def write_recording(
     secrets: tuple[str, ...] = (),
     force: bool = False,
     timeout: float = DEFAULT_CASE_TIMEOUT,
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
 ) -> CaseReport:
     """Write the replay fixture of a passing live run to `out`, after proving it replays
-    green; returns the replay's report. Raises `RecordError` and writes nothing otherwise."""
+    green (under the same limits); returns the replay's report. Raises `RecordError` and
+    writes nothing otherwise. No message and no file holds any of `secrets`, in any
+    escaping."""
+    masks = [mask for mask in map(SecretMask, secrets) if mask]
+
+    def masked(text: str) -> str:
+        # The live backend already masks what the provider said; this also covers what an
+        # agent or a tool said about the key in its own words.
+        for mask in masks:
+            text = mask(text)
+        return text
+
     if live_report.error is not None:
-        raise RecordError(f"the live run failed: {live_report.error}")
+        raise RecordError(f"the live run failed: {masked(live_report.error)}")
     if not live_report.passed:
         failing = "; ".join(live_report.failure_lines())
-        raise RecordError(f"the live run did not pass its checks: {failing}")
+        raise RecordError(f"the live run did not pass its checks: {masked(failing)}")
     record = live_report.record
     if record is None or record.steps is None:
         raise RecordError("the live run kept no model steps")
     refuse_existing(out, force)
     text = json.dumps(fixture_from_run(case, record.steps), indent=2, ensure_ascii=False) + "\n"
-    for secret in secrets:
-        if secret and secret in text:
-            raise RecordError("the recording would contain the API key; nothing was written")
+    if any(mask.found_in(text) for mask in masks):
+        raise RecordError("the recording would contain the API key; nothing was written")
 
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".json", dir=out.parent)
@@ -164,11 +178,15 @@ def write_recording(
             problems = "; ".join(f"{p.field}: {p.message}" for p in exc.problems)
             raise RecordError(f"the recording does not pass replay admission: {problems}") from None
         replay = run_cases(
-            [replay_case], adapter, suite=str(out.parent), case_timeout=timeout
+            [replay_case],
+            adapter,
+            suite=str(out.parent),
+            case_timeout=timeout,
+            max_model_calls_per_turn=max_model_calls_per_turn,
         ).cases[0]
         if not replay.passed:
             why = replay.error or "; ".join(replay.failure_lines())
-            raise RecordError(f"the recording does not replay green: {why}")
+            raise RecordError(f"the recording does not replay green: {masked(why)}")
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

@@ -1,8 +1,8 @@
 """The model boundary: neutral request/step types, the backend protocol, and the meter.
 
 Adapters translate a framework's model interface to `ModelRequest` and back from
-`ModelStep`; every step passes through `ModelBoundary`, so call counts, tokens and
-divergence diagnostics are implemented once for every agent.
+`ModelStep`; every step passes through `ModelBoundary`, so call counts, tokens, the limit on
+model calls per turn and divergence diagnostics are implemented once for every agent.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from harness.errors import HarnessError
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -66,6 +67,15 @@ class Divergence(HarnessError):
         self.show_request = show_request
 
 
+class ModelCallLimit(Divergence):
+    """The agent asked for more model calls in one turn than `max_model_calls_per_turn`
+    allows: a loop that does not stop. The call over the limit is never sent to the backend,
+    and the case's run error says so in the same words whatever the agent's framework."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, show_request=False)
+
+
 class ModelBackend(Protocol):
     """Where model responses come from: a replay script or a provider.
 
@@ -77,7 +87,9 @@ class ModelBackend(Protocol):
 
 
 class ModelBoundary:
-    """The one object adapters talk to; meters every step and keeps the last request."""
+    """The one object adapters talk to; meters every step, keeps the last request, and
+    refuses the model call that would pass `max_calls_per_turn` in one turn (calls made
+    while the agent starts count as a turn of their own)."""
 
     def __init__(
         self,
@@ -85,9 +97,17 @@ class ModelBoundary:
         *,
         keep_steps: bool = False,
         on_request: Callable[[ModelRequest], None] | None = None,
+        max_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     ) -> None:
+        if max_calls_per_turn < 1:
+            raise ValueError(f"max_calls_per_turn must be at least 1, not {max_calls_per_turn}")
         self._backend = backend
         self._on_request = on_request
+        # Frameworks read it to set their own limits above it, so this one is what applies.
+        self.max_calls_per_turn = max_calls_per_turn
+        self._turn = -1
+        self._turn_calls = 0  # model calls made in the turn in progress, answered or not
+        self._over_limit: str | None = None
         # Mutation testing only: faults injected where the agent and the model meet.
         self.rewrite_request: Callable[[ModelRequest], ModelRequest] | None = None
         self.rewrite_step: Callable[[ModelStep], ModelStep] | None = None
@@ -103,6 +123,7 @@ class ModelBoundary:
         return self._backend
 
     async def respond(self, request: ModelRequest) -> ModelStep:
+        self._count_call()
         if self.rewrite_request is not None:
             request = self.rewrite_request(request)
         self.last_request = request
@@ -120,12 +141,27 @@ class ModelBoundary:
         return step if self.rewrite_step is None else self.rewrite_step(step)
 
     def start_turn(self, index: int) -> None:
+        self._turn, self._turn_calls, self._over_limit = index, 0, None
         if self.steps is not None:
             self.steps.append([])
         self._hook("start_turn", index)
 
     def end_turn(self, index: int) -> None:
+        # A loop that caught the limit's error and answered anyway still went over it.
+        if self._over_limit is not None:
+            raise ModelCallLimit(self._over_limit)
         self._hook("end_turn", index)
+
+    def _count_call(self) -> None:
+        if self._over_limit is None and self._turn_calls >= self.max_calls_per_turn:
+            where = f"in turn {self._turn}" if self._turn >= 0 else "while starting"
+            self._over_limit = (
+                f"the agent made more than {self.max_calls_per_turn} model calls {where} "
+                "(max_model_calls_per_turn); the call over the limit was not answered"
+            )
+        if self._over_limit is not None:
+            raise ModelCallLimit(self._over_limit)
+        self._turn_calls += 1
 
     async def aclose(self) -> None:
         close = getattr(self._backend, "aclose", None)

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from harness.agent import AgentContext
-from harness.agent_registry import agent_surface, resolve_agent
+from harness.agent_registry import resolve_within
 from harness.errors import ExitCode
 from harness.json_paths import line_of
 from harness.mutants import Family, Mutants, mutants_of
@@ -87,13 +87,20 @@ class Thresholds:
 
 def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> MutationReport:
     """Admit the suite, check each case passes unmutated, then run all its mutants."""
-    adapter = resolve_agent(options.agent) if isinstance(options.agent, str) else options.agent
-    surface = agent_surface(adapter)
+    adapter, surface = resolve_within(options.agent, options.case_timeout)
     cases = load_suite(options.suite, "replay", surface)
     root = options.project_root
     harness_tools = bool(adapter.tools())
     plan = CasePlan(
-        adapter, "replay", replay_backend, None, options.case_timeout, root, surface.tools
+        adapter,
+        "replay",
+        replay_backend,
+        None,
+        options.case_timeout,
+        root,
+        surface.tools,
+        case_wall_clock=options.case_wall_clock,
+        max_model_calls_per_turn=options.max_model_calls_per_turn,
     )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}

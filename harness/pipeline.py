@@ -6,16 +6,23 @@ fixture → admission → run → record → grades → verdict → reporters (�
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.agent import AgentAdapter, AgentSurface
-from harness.agent_registry import agent_surface, resolve_agent, surface_of
-from harness.defaults import DEFAULT_AGENT, DEFAULT_CASE_TIMEOUT
+from harness.agent_registry import resolve_within, surface_within
+from harness.defaults import (
+    DEFAULT_AGENT,
+    DEFAULT_CASE_TIMEOUT,
+    DEFAULT_CASE_WALL_CLOCK,
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+)
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.problems import AdmissionError
+from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import Reporter
 from harness.runner import BackendFactory, CasePlan, display_path, replay_backend
 from harness.suite import Case, load_suite
@@ -36,6 +43,8 @@ class RunOptions:
     backend: BackendFactory | None = None  # live mode: a backend per case for the provider
     allowed_tools: frozenset[str] | None = None  # live mode: built-in tools a case may use
     name: str | None = None  # how reports name the suite (default: its path from `root`)
+    case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK  # a whole case, grading included
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN  # for every agent
 
     @property
     def project_root(self) -> Path:
@@ -45,8 +54,7 @@ class RunOptions:
 def admit(options: RunOptions, reporters: Sequence[Reporter] = ()) -> list[Case]:
     """Admission and the vacuity check alone, without importing or running any agent
     framework (`zeroclaw eval check`)."""
-    agent = options.agent
-    surface = surface_of(agent) if isinstance(agent, str) else agent_surface(agent)
+    surface = surface_within(options.agent, options.case_timeout)
     return _load(options, surface, reporters)
 
 
@@ -54,10 +62,9 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     """Admit the suite, run every case through the agent, grade, and report.
 
     Raises `AdmissionError` (every problem listed, reporters told) when any fixture is
-    refused: nothing runs. A `ReportWriteError` from a reporter stops the reporters after
-    it."""
-    adapter = resolve_agent(options.agent) if isinstance(options.agent, str) else options.agent
-    surface = agent_surface(adapter)
+    refused: nothing runs. A report that cannot be written keeps no other from being
+    written; all that could not are raised as one `ReportWriteError` at the end."""
+    adapter, surface = resolve_within(options.agent, options.case_timeout)
     cases = _load(options, surface, reporters)
     root = options.project_root
     suite = options.name if options.name is not None else display_path(options.suite, root)
@@ -73,6 +80,8 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         root=root,
         reporters=reporters,
         agent_tools=surface.tools,
+        case_wall_clock=options.case_wall_clock,
+        max_model_calls_per_turn=options.max_model_calls_per_turn,
     )
 
 
@@ -99,10 +108,13 @@ def run_cases(
     on_case: Callable[[CaseReport], None] | None = None,
     reporters: Sequence[Reporter] = (),
     agent_tools: frozenset[str] | None = None,
+    case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
-    `case_timeout` bounds starting the agent and each turn. `allowed_tools` (live mode)
+    `case_timeout` bounds starting the agent and each turn, `case_wall_clock` the whole
+    case (grading included). `allowed_tools` (live mode)
     further restricts the built-in tools a case may use. `agent_tools` (what admission
     checked against) lets grades say when a check concerns a tool the agent lacks.
     """
@@ -118,6 +130,8 @@ def run_cases(
         case_timeout,
         (root or Path.cwd()).resolve(),
         agent_tools,
+        case_wall_clock=case_wall_clock,
+        max_model_calls_per_turn=max_model_calls_per_turn,
     )
     for reporter in reporters:
         reporter.start(len(cases))
@@ -129,18 +143,36 @@ def run_cases(
             on_case(report)
 
     start = time.perf_counter()
-    reports = run_watched(cases, plan, case_done)
-    report = SuiteReport(
-        suite=suite,
-        kind=kind,
-        mode=mode,
-        agent=adapter.name,
-        cases=reports,
-        duration_ms=(time.perf_counter() - start) * 1e3,
-    )
-    for reporter in reporters:
-        reporter.finish(report)
+    try:
+        reports = run_watched(cases, plan, case_done)
+        report = SuiteReport(
+            suite=suite,
+            kind=kind,
+            mode=mode,
+            agent=adapter.name,
+            cases=reports,
+            duration_ms=(time.perf_counter() - start) * 1e3,
+        )
+        _finish(report, reporters)
+    except BaseException:  # an interruption: nothing half written stays behind
+        for reporter in reporters:
+            with contextlib.suppress(Exception):
+                reporter.abandon()
+        raise
     return report
+
+
+def _finish(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
+    """Every reporter's `finish`; a report that cannot be written does not keep the others
+    from being written, and is raised (all of them) at the end."""
+    failures: list[str] = []
+    for reporter in reporters:
+        try:
+            reporter.finish(report)
+        except ReportWriteError as exc:
+            failures.append(str(exc))
+    if failures:
+        raise ReportWriteError("\n".join(failures))
 
 
 def run_suite(
@@ -154,6 +186,7 @@ def run_suite(
     case_timeout: float = DEFAULT_CASE_TIMEOUT,
     root: Path | None = None,
     on_case: Callable[[CaseReport], None] | None = None,
+    case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
 ) -> SuiteReport:
     """Admit every fixture of `suite_dir`, run each case through `agent`, grade it.
 
@@ -170,6 +203,7 @@ def run_suite(
         backend,
         allowed_tools,
         name=str(suite_dir),  # the suite as the caller named it
+        case_wall_clock=case_wall_clock,
     )
     listeners: list[Reporter] = [] if on_case is None else [_Callback(on_case)]
     return run(options, listeners)

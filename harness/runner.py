@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, within
+from harness.defaults import DEFAULT_CASE_WALL_CLOCK, DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.expectations.registry import grade
 from harness.json_paths import line_of
@@ -55,6 +56,10 @@ class CasePlan:
     # Called with each case's fresh context before the agent starts (mutation testing
     # injects its faults at the boundaries here).
     prepare: Callable[[Case, AgentContext], None] | None = None
+    # A whole case (starting, every turn, grading) ends within this many seconds.
+    case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK
+    # The model call over this in one turn is the case's run error, whatever the agent.
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -73,15 +78,41 @@ class CaseProgress:
     watchdog can tell a case that blocked its thread."""
 
     def __init__(
-        self, case: Case, fixture: str, context: AgentContext, transcript: Transcript
+        self,
+        case: Case,
+        fixture: str,
+        context: AgentContext,
+        transcript: Transcript,
+        wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
     ) -> None:
         self.case = case
         self.fixture = fixture
         self.context = context
         self.transcript = transcript
         self.responses: list[str] = []
-        self.started = time.monotonic()
+        self.began = self.started = time.monotonic()  # the case's start; the phase's start
         self.start = time.perf_counter()
+        self.wall_clock = wall_clock
+        self.grading = False
+        self._wall_clock_binds = False  # whether the phase ends at the case's wall clock
+
+    def allowance(self, timeout: float) -> float:
+        """Seconds the phase starting now may take: its own timeout, or what is left of the
+        case's wall clock when that is less."""
+        self.started = time.monotonic()
+        left = self.wall_clock - (self.started - self.began)
+        self._wall_clock_binds = left < timeout
+        return max(left, 0.0) if self._wall_clock_binds else timeout
+
+    def overdue(self, timeout: float, grace: float) -> bool:
+        """Whether the case has outlived its phase's timeout or its wall clock by `grace`:
+        then only a blocked thread can be keeping it (the watchdog's test)."""
+        now = time.monotonic()
+        if now - self.began > self.wall_clock + grace:
+            self._wall_clock_binds = True
+            return True
+        # Grading has no timeout of its own: the wall clock bounds it.
+        return not self.grading and now - self.started > timeout + grace
 
     @property
     def turn(self) -> int:
@@ -102,7 +133,12 @@ class CaseProgress:
         )
 
     def timeout_message(self, timeout: float) -> str:
-        where = f"in turn {self.turn}" if self.turn >= 0 else "starting the agent"
+        if self.grading:
+            where = "while grading"
+        else:
+            where = f"in turn {self.turn}" if self.turn >= 0 else "starting the agent"
+        if self._wall_clock_binds:
+            return f"ran past the case's wall clock of {self.wall_clock:g}s {where}"
         return f"timed out after {timeout:g}s {where}"
 
     def errored(self, error: str, record: RunRecord | None, trace: str | None = None) -> CaseReport:
@@ -110,7 +146,8 @@ class CaseProgress:
 
     def abandoned_report(self, timeout: float) -> CaseReport:
         self.context.remove_workspace()
-        message = f"{self.timeout_message(timeout)}; the agent blocked its thread and was abandoned"
+        blocker = "grading" if self.grading else "the agent"
+        message = f"{self.timeout_message(timeout)}; {blocker} blocked its thread and was abandoned"
         return self.errored(message, self.record())
 
 
@@ -143,12 +180,15 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     tools = ToolRegistry.of(case_tools(plan.adapter.tools(), case, plan.allowed_tools))
     transcript = Transcript(tools)
     boundary = ModelBoundary(
-        plan.backend(case), keep_steps=plan.mode == "live", on_request=transcript.observe
+        plan.backend(case),
+        keep_steps=plan.mode == "live",
+        on_request=transcript.observe,
+        max_calls_per_turn=plan.max_model_calls_per_turn,
     )
     context = AgentContext(case.id, boundary, tools)
     if plan.prepare is not None:
         plan.prepare(case, context)
-    return CaseProgress(case, fixture, context, transcript)
+    return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock)
 
 
 async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
@@ -180,6 +220,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             return progress.errored(error, record, trace_text)
         expects = case.trace.expects
         assert expects is not None  # admission guarantees it
+        progress.grading = True  # bounded by the wall clock, through the watchdog
         # Graded while the workspace still exists: graders inspect what the agent left
         # (created here if the run never touched it, so a file check sees it empty).
         view = context.case_workspace.view() if expects.workspace is not None else None
@@ -239,12 +280,12 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
         session = adapter.start(context)
         return await session if inspect.isawaitable(session) else session
 
-    session = await within(timeout, start())
+    session = await within(progress.allowance(timeout), start())
     for index, turn in enumerate(progress.case.trace.turns):
-        progress.started = time.monotonic()  # the watchdog times each turn, as we do
         progress.transcript.start_turn(index)
         context.model.start_turn(index)
-        response = await within(timeout, _turn(session, turn.user_input))
+        # The watchdog times each turn from here, as the deadline does.
+        response = await within(progress.allowance(timeout), _turn(session, turn.user_input))
         progress.responses.append(response)
         context.model.end_turn(index)
 

@@ -30,6 +30,34 @@ TIMEOUT = Option(
     type=seconds,
     config_key="case_timeout_secs",
 )
+WALL_CLOCK = Option(
+    "--case-wall-clock",
+    "time limit for a whole case: starting the agent, every turn and grading "
+    "(default: case_wall_clock_secs)",
+    metavar="SECS",
+    type=seconds,
+    config_key="case_wall_clock_secs",
+)
+
+
+def _positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+MAX_MODEL_CALLS = Option(
+    "--max-model-calls",
+    "the most model calls one turn may make, for every agent; the call over it is the "
+    "case's run error (default: max_model_calls_per_turn)",
+    metavar="N",
+    type=_positive_count,
+    config_key="max_model_calls_per_turn",
+)
 SUITE_KIND = Option(
     "--suite-kind",
     "gate rules to apply (default: the suite directory's name, else regression)",
@@ -95,7 +123,9 @@ def resolve(
         mode=mode,
         kind=getattr(args, SUITE_KIND.dest, None),
         case_timeout=timeout,
-        root=loaded.root,
+        root=repository_root(loaded.root, os.environ if environ is None else environ),
+        case_wall_clock=WALL_CLOCK.value(args, config),
+        max_model_calls_per_turn=MAX_MODEL_CALLS.value(args, config),
     )
     if mode != "live" or not provider:
         return Resolved(options, config)
@@ -122,7 +152,13 @@ def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) 
 
 def _suite(args: argparse.Namespace, loaded: LoadedConfig) -> Path:
     given = getattr(args, SUITE.dest, None)
-    return Path(given) if given else _near(loaded.root / loaded.config.suite_dir)
+    if given == "":
+        # Unlike an empty `--agent`, never taken as "not given": `--suite "$UNSET"` would
+        # silently gate CI on the default suite instead of the one meant.
+        from harness.config import ConfigError
+
+        raise ConfigError("--suite: empty path: name the suite directory, or leave --suite out")
+    return Path(given) if given is not None else _near(loaded.root / loaded.config.suite_dir)
 
 
 def _near(path: Path) -> Path:
@@ -132,3 +168,20 @@ def _near(path: Path) -> Path:
         return path.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
         return path
+
+
+def repository_root(project: Path, environ: Mapping[str, str]) -> Path:
+    """Where the paths in reports start, so CI can attach an annotation to its file: the
+    checkout (`GITHUB_WORKSPACE` on GitHub Actions) when the project lies in it, else the
+    git work tree holding the project, else the project itself. In a monorepo the project
+    is a subdirectory, and a path from it would name no file of the repository."""
+    project = project.resolve()
+    workspace = environ.get("GITHUB_WORKSPACE", "").strip()
+    if workspace:
+        checkout = Path(workspace).resolve()
+        if project == checkout or checkout in project.parents:
+            return checkout
+    for directory in (project, *project.parents):
+        if (directory / ".git").exists():  # a directory, or a file in a worktree
+            return directory
+    return project

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
-import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.admission import admit
 from harness.agent import AgentSurface
 from harness.fixture import LlmTrace, located, parse_fixture
+from harness.inputs import InputError, read_bounded
 from harness.modes import Mode
-from harness.problems import AdmissionError, Problem
+from harness.problems import AdmissionError, Problem, escaped, unsafe_name_problem
 
 MAX_FIXTURE_BYTES = 1 << 20
 
@@ -52,29 +53,9 @@ def read_fixture(path: Path) -> str:
     """The text of one fixture; refuses anything that is not a small regular UTF-8 file."""
     where = str(path)
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise AdmissionError([Problem(where, "$", f"cannot stat: {exc.strerror or exc}")]) from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = _file_kind(info.st_mode)
-        raise AdmissionError([Problem(where, "$", f"not a regular file ({kind})")])
-    if info.st_size > MAX_FIXTURE_BYTES:
-        raise AdmissionError(
-            [
-                Problem(
-                    where, "$", f"{info.st_size} bytes exceeds the {MAX_FIXTURE_BYTES}-byte limit"
-                )
-            ]
-        )
-    try:
-        # O_NONBLOCK: if the file was swapped for a FIFO after the stat, opening must not hang.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_FIXTURE_BYTES + 1)
-    except OSError as exc:
-        raise AdmissionError([Problem(where, "$", f"cannot read: {exc.strerror or exc}")]) from None
-    if len(data) > MAX_FIXTURE_BYTES:
-        raise AdmissionError([Problem(where, "$", f"exceeds the {MAX_FIXTURE_BYTES}-byte limit")])
+        data = read_bounded(path, MAX_FIXTURE_BYTES)
+    except InputError as exc:
+        raise AdmissionError([Problem(where, "$", exc.reason)]) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -83,21 +64,12 @@ def read_fixture(path: Path) -> str:
         ) from None
 
 
-def _file_kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "directory"),
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISSOCK, "socket"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-    ):
-        if test(mode):
-            return name
-    return "special file"
-
-
 def load_case(path: Path, mode: Mode, agent: AgentSurface) -> Case:
     """Admit one fixture or raise `AdmissionError` with every problem in it."""
+    # Refused before it is read: every other message would carry the name as it is.
+    unsafe = unsafe_name_problem("file name", path.name)
+    if unsafe is not None:
+        raise AdmissionError([Problem(escaped(str(path)), "$", unsafe)])
     text = read_fixture(path)
     trace = parse_fixture(text, str(path))
     problems = admit(trace, str(path), mode, agent)
@@ -128,19 +100,28 @@ def load_suite(directory: Path, mode: Mode, agent: AgentSurface) -> list[Case]:
 
 def _identity_problems(cases: list[Case]) -> list[Problem]:
     problems = []
-    first: dict[str, Path] = {}
+    # Keyed by the NFC form: ids that differ only in normalisation look the same in
+    # every report, so they are as ambiguous as identical ones.
+    first: dict[str, Case] = {}
     for case in cases:
         field = "$.id" if case.trace.id is not None else "$.model_name"
+        key = unicodedata.normalize("NFC", case.id)
         if not case.id.strip():
             problems += located([Problem(str(case.path), field, "empty case id")], case.text)
-        elif case.id in first:
+        elif key in first:
+            other = first[key]
+            same = (
+                repr(case.id)
+                if other.id == case.id
+                else f"{case.id!a} (the same as {other.id!a} once normalised to NFC)"
+            )
             problem = Problem(
                 str(case.path),
                 field,
-                f"duplicate case id {case.id!r}, also used by {first[case.id]}: "
+                f"duplicate case id {same}, also used by {other.path}: "
                 "one case's result would mask the other's",
             )
             problems += located([problem], case.text)
         else:
-            first[case.id] = case.path
+            first[key] = case
     return problems

@@ -83,14 +83,21 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
 
     def first_failure(self) -> str:
         """The one line that says why this case failed."""
+        head, more = self.failure_parts()
+        return head + more
+
+    def failure_parts(self) -> tuple[str, str]:
+        """`first_failure` in two parts: what failed first with what was observed (or the
+        run error), and how many more checks failed; a report that must be short clips
+        the first and keeps the second."""
         if self.error is not None:
-            return f"run error: {self.error}"
+            return f"run error: {self.error}", ""
         failing = self.failing_grades
         if not failing:
-            return "the case produced no grades"
+            return "the case produced no grades", ""
         grade = failing[0]
         more = f" (+{len(failing) - 1} more failing check(s))" if len(failing) > 1 else ""
-        return f"{grade.check}: {grade.detail}{more}"
+        return f"{grade.check}: {grade.detail}", more
 
 
 class Totals(msgspec.Struct, frozen=True):

@@ -4,11 +4,10 @@ of the suite goes on on a fresh thread."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 from collections.abc import Callable
 
+from harness import event_loop
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.runner import (
     CasePlan,
@@ -70,12 +69,12 @@ class _SuiteWorker:
     def watch(self) -> CaseProgress | None:
         """Wait for the worker; the case it abandoned, if any."""
         timeout = self._plan.timeout
-        poll = min(1.0, timeout / 4)
+        poll = min(1.0, timeout / 4, self._plan.case_wall_clock / 4)
         while not self._done.wait(poll):
             running = self.current
             if running is None:
                 continue
-            if time.monotonic() - running.started > timeout + GRACE_SECS:
+            if running.overdue(timeout, GRACE_SECS):
                 with self._lock:
                     if self.current is running:
                         self._abandoned = True
@@ -86,7 +85,7 @@ class _SuiteWorker:
 
     def _main(self) -> None:
         try:
-            asyncio.run(self._run_all())
+            event_loop.run(self._run_all())
         except BaseException as exc:  # surfaced in the watching thread
             self._failure = exc
         finally:

@@ -17,7 +17,10 @@ one, the `default` action answers (a 500 saying the script is exhausted). Action
 * `malformed(body)`: a 200 whose body is not JSON;
 * `hang(seconds, then=None)`: wait (cut short when the server closes), then answer `then`,
   or drop the connection without an answer;
-* `disconnect()`: drop the connection without an answer.
+* `disconnect()`: drop the connection without an answer;
+* `Stream(chunks, ...)`: a body of unknown length, sent chunk by chunk as `chunks()` makes
+  them (chunked transfer encoding), counting in `sent` what got out before the client hung
+  up; `Reply(..., headers={"Content-Encoding": "gzip"})` sends a compressed body as it is.
 
 Every request is recorded (`requests`: method, path, lower-cased headers, text, parsed JSON),
 whatever it got. The server runs in a daemon thread on 127.0.0.1 with a free port; `close()`
@@ -42,6 +45,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "Responder",
+    "Stream",
     "completion",
     "disconnect",
     "hang",
@@ -81,7 +85,21 @@ class Disconnect:
     """Close the connection without sending a response."""
 
 
-Action = Reply | Hang | Disconnect
+@dataclass(eq=False)
+class Stream:
+    """A response whose body is sent as `chunks()` yields it, with chunked transfer
+    encoding (no Content-Length); `sent` is how many body bytes were written before the
+    body ended or the client closed the connection."""
+
+    chunks: Callable[[], Iterable[bytes]]
+    status: int = 200
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    sent: int = 0
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
+Action = Reply | Hang | Disconnect | Stream
 # Decides the answer from a request's JSON body (None when it was not JSON); may return an
 # action or a plain dict, which is sent as a 200 JSON body.
 Responder = Callable[[Any], "Action | dict[str, Any]"]
@@ -370,7 +388,30 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(action, Disconnect):
             self.close_connection = True
             return
+        if isinstance(action, Stream):
+            self._stream(action)
+            return
         self._send(action)
+
+    def _stream(self, stream: Stream) -> None:
+        try:
+            self.send_response(stream.status)
+            self.send_header("Content-Type", stream.content_type)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            for name, value in stream.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for chunk in stream.chunks():
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    stream.sent += len(chunk)
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading, as it should have
+        finally:
+            stream.finished.set()
+        self.close_connection = True
 
     def _send(self, reply: Reply) -> None:
         try:

@@ -13,7 +13,9 @@ import asyncio
 import copy
 import importlib
 import json
+import os
 import re
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -340,7 +342,9 @@ def setup(**files: str) -> dict[str, Any]:
 BUILTIN_TOOLS = "echo, fail, list_files, read_file, write_file"  # the default agent's tools
 COMMAND = (
     "a shell or command-running tool would let the model run anything on this machine; "
-    "it is never available"
+    "it is never available (a tool name is refused when, ignoring case and any `_`, `-`, `.` "
+    "or whitespace in it, it is `sh` or contains `exec`, `command`, `cmd`, `shell`, `bash`, "
+    "`zsh`, `spawn`, `subprocess`, `terminal`, `python`, `runcode`, `runscript` or `runprocess`)"
 )
 NO_ASSERTION = "declares no effective assertion: a case that asserts nothing would pass vacuously"
 EMPTY_RUN = (
@@ -655,6 +659,37 @@ def assert_well_formed(command: Command) -> None:
 # --- the command line, in this process ----------------------------------------------------
 
 
+# What a CI runner sets that the harness reads (annotations, the step summary, the
+# repository root, the per-step annotation budget): a test sets what it tests, never
+# inherits the runner's, so `nox -s tests` on GitHub Actions runs as it does anywhere.
+CI_VARIABLE_PREFIXES = ("GITHUB_", "RUNNER_")
+
+
+def run_process(
+    *args: str | Path,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m harness <args>` in a subprocess, as CI runs it."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    environment["PYTHONIOENCODING"] = "utf-8"
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *map(str, args)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        check=False,
+    )
+
+
 class CliResult(NamedTuple):
     """What one command printed and its exit status, shaped like a finished process."""
 
@@ -683,7 +718,7 @@ class Cli:
         modules = set(sys.modules)
         with self._patch.context() as patch:
             patch.chdir(cwd)
-            for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+            for name in [n for n in os.environ if n.startswith(CI_VARIABLE_PREFIXES)]:
                 patch.delenv(name, raising=False)
             for name, value in (env or {}).items():
                 patch.setenv(name, value)

@@ -22,11 +22,13 @@ from conftest import (
     NO_ASSERTION,
     NO_BOUND,
     SHARED_FIXTURES,
+    Cli,
     admit,
     base,
     fixture,
     lines,
     live_trace,
+    project,
     refusal,
     refuse_one,
     refused,
@@ -1566,3 +1568,197 @@ def test_a_case_at_the_limits_is_admitted(tmp_path: Path) -> None:
     ]
     data["expects"] = {"response_contains": [str(MAX_TURNS - 1)]}
     assert len(admit(write_fixture(tmp_path, "case.json", data)).trace.turns) == MAX_TURNS
+
+
+# --- numbers no JSON consumer can rely on ---------------------------------------------------
+
+NON_FINITE = (
+    "not a finite number (NaN, Infinity, or a literal such as 1e999 that reads as infinity): "
+    "JSON has no such number, so no model could send it"
+)
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"])
+def test_non_finite_scripted_argument_is_refused_at_its_path(tmp_path: Path, literal: str) -> None:
+    data = replay_trace()
+    _call(data)["arguments"] = {"message": "hello", "n": "PLACEHOLDER"}
+    text = json.dumps(data).replace('"PLACEHOLDER"', literal)
+    refuse_one(tmp_path, text, f"{CALL}.arguments.n", NON_FINITE)
+
+
+def test_non_finite_values_deep_in_arguments_are_each_refused(tmp_path: Path) -> None:
+    data = replay_trace()
+    _call(data)["arguments"] = {"message": "hello", "deep": {"list": [1, "A", {"x y": "B"}]}}
+    text = json.dumps(data).replace('"A"', "NaN").replace('"B"', "1e400")
+    path = write_fixture(tmp_path, "case.json", text)
+    problems = refusal(path)
+    assert sorted(p.field for p in problems) == [
+        f"{CALL}.arguments.deep.list[1]",
+        f'{CALL}.arguments.deep.list[2]["x y"]',
+    ]
+    assert {p.message for p in problems} == {NON_FINITE}
+    assert all(p.line == line_of(text, p.field) for p in problems)
+
+
+def test_finite_arguments_of_every_json_type_are_admitted(tmp_path: Path) -> None:
+    data = replay_trace()
+    arguments = {"message": "hello", "n": 1e308, "m": -0.0, "list": [1, 2.5, None, True, {}]}
+    _call(data)["arguments"] = arguments
+    steps = admit(write_fixture(tmp_path, "case.json", data)).trace.turns[0].steps
+    assert isinstance(steps, list)
+    response = steps[0].response
+    assert isinstance(response, ToolCallsResponse)
+    assert response.tool_calls[0].arguments == arguments
+
+
+# --- names that would forge, hide or reorder what reports show --------------------------------
+
+# What the characters refused in names look like in a message about them.
+UNSAFE_NAMED = [
+    ("\x00", "\\x00"),
+    ("\x1b", "\\x1b"),
+    ("\t", "\\x09"),
+    ("\x7f", "\\x7f"),
+    ("\x85", "\\x85"),
+    ("\x9b", "\\x9b"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+    ("\u202a", "\\u202a"),
+    ("\u202e", "\\u202e"),
+    ("\u2066", "\\u2066"),
+    ("\u2069", "\\u2069"),
+    ("\u200b", "\\u200b"),
+    ("\ufeff", "\\ufeff"),
+    ("\U000e0041", "\\U000e0041"),
+]
+
+
+def unsafe(what: str, name: str, shown: str) -> str:
+    return (
+        f"{what} '{name}' holds control or format characters ({shown}): they can forge, hide "
+        "or reorder what reports and terminals show"
+    )
+
+
+@pytest.mark.parametrize(("char", "shown"), UNSAFE_NAMED)
+@pytest.mark.parametrize("field", ["id", "model_name"])
+def test_case_id_with_a_control_character_is_refused(
+    tmp_path: Path, field: str, char: str, shown: str
+) -> None:
+    data = replay_trace(**{field: f"evil{char}id"})
+    path = write_fixture(tmp_path, "case.json", data)
+    problems = refusal(path)
+    assert lines(problems) == [f"{path}: $.{field}: {unsafe('case id', f'evil{shown}id', shown)}"]
+    assert str(problems[0]).isprintable()
+
+
+def _tools(d: dict[str, Any], name: str) -> None:
+    d["tools"] = ["echo", name]
+
+
+def _scripted(d: dict[str, Any], name: str) -> None:
+    _call(d)["name"] = name
+
+
+def _expects(family: str, entry: bool = False) -> Callable[[dict[str, Any], str], None]:
+    def put(d: dict[str, Any], name: str) -> None:
+        d["expects"][family] = [{"tool": name, "needle": "hello"} if entry else name]
+
+    return put
+
+
+@pytest.mark.parametrize(
+    ("field", "put"),
+    [
+        ("$.tools[1]", _tools),
+        (f"{CALL}.name", _scripted),
+        ("$.expects.tools_used[0]", _expects("tools_used")),
+        ("$.expects.tools_not_used[0]", _expects("tools_not_used")),
+        ("$.expects.tools_offered[0]", _expects("tools_offered")),
+        ("$.expects.tools_not_offered[0]", _expects("tools_not_offered")),
+        ("$.expects.tool_arguments_contain[0].tool", _expects("tool_arguments_contain", True)),
+        ("$.expects.tool_results_contain[0].tool", _expects("tool_results_contain", True)),
+    ],
+)
+@pytest.mark.parametrize(("char", "shown"), [("\x1b", "\\x1b"), ("\u202e", "\\u202e")])
+def test_tool_name_with_a_control_character_is_refused_once(
+    tmp_path: Path,
+    field: str,
+    put: Callable[[dict[str, Any], str], None],
+    char: str,
+    shown: str,
+) -> None:
+    data = replay_trace()
+    put(data, f"echo{char}")
+    path = write_fixture(tmp_path, "case.json", data)
+    problems = refusal(path)
+    # Only this problem: not also "not registered", "did you mean echo?" or "not among
+    # the case's tools", each of which would repeat the name.
+    assert lines(problems) == [f"{path}: {field}: {unsafe('tool name', f'echo{shown}', shown)}"]
+    assert str(problems[0]).isprintable()
+
+
+def test_unsafe_characters_cover_every_control_format_and_separator_character() -> None:
+    import sys
+    import unicodedata
+
+    from harness.problems import UNSAFE_CHARACTERS
+
+    everything = "".join(map(chr, range(sys.maxunicode + 1)))
+    matched = set(UNSAFE_CHARACTERS.findall(everything))
+    refused = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+    missing = [c for c in everything if unicodedata.category(c) in refused and c not in matched]
+    assert [f"U+{ord(c):04X}" for c in missing] == []
+    # ... and nothing a reader sees: every character refused is one `str.isprintable` is not.
+    assert sorted(f"U+{ord(c):04X}" for c in matched if c.isprintable()) == []
+
+
+def test_names_with_printable_unicode_are_admitted(tmp_path: Path) -> None:
+    data = replay_trace(id="caf\u00e9-\u6d4b\u8bd5-\U0001f600", tools=["echo"])
+    assert admit(write_fixture(tmp_path, "case.json", data)).id == data["id"]
+
+
+# --- through the command line: an integer too long to convert --------------------------------
+
+
+@pytest.mark.parametrize("action", ["check", "run"])
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        ('"message": "hello"', f"{CALL}.arguments.n"),
+        ('"type": "text"', f"{TEXT_STEP}.response.input_tokens"),
+    ],
+    ids=["argument", "tokens"],
+)
+def test_integer_too_long_to_convert_is_a_problem_not_a_traceback(
+    run_cli: Cli, tmp_path: Path, action: str, where: str, field: str
+) -> None:
+    import sys
+
+    root = project(tmp_path, {})
+    text = json.dumps(replay_trace())
+    name = "n" if "arguments" in field else "input_tokens"
+    text = text.replace(where, f'{where}, "{name}": {"7" * 5001}', 1)
+    write_fixture(root / "evals" / "regression", "long.json", text)
+    result = run_cli("eval", action, cwd=root)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"evals/regression/long.json: {field}: integer of 5001 digits: longer than the "
+        f"{sys.get_int_max_str_digits()}-digit limit"
+    )
+
+
+def test_token_counts_are_bounded(tmp_path: Path) -> None:
+    from harness.fixture import MAX_STEP_TOKENS
+
+    data = replay_trace()
+    _text_step(data)["response"]["output_tokens"] = MAX_STEP_TOKENS + 1
+    refuse_one(
+        tmp_path,
+        data,
+        f"{TEXT_STEP}.response.output_tokens",
+        f"Expected `int` <= {MAX_STEP_TOKENS}",
+    )
+    _text_step(data)["response"]["output_tokens"] = MAX_STEP_TOKENS
+    admit(write_fixture(tmp_path, "case.json", data))

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import (
     call,
+    case_of,
     echo_fixture,
     fixture,
     text_step,
@@ -16,7 +18,8 @@ from conftest import (
     write_suite,
 )
 
-from harness import run_suite
+from harness import run_cases, run_suite
+from harness.agent_registry import resolve_agent
 from harness.verdict import CaseReport, SuiteReport
 
 
@@ -136,3 +139,38 @@ def test_parallel_tool_calls_in_one_step_are_all_dispatched(tmp_path: Path) -> N
     assert case.passed, (case.error, failing(case))
     assert case.record is not None
     assert sorted(c.result for c in case.record.calls) == ["a", "b"]
+
+
+# --- the limit on model calls per turn ------------------------------------------------------
+
+LIMIT_ERROR = (
+    "the agent made more than {} model calls in turn 0 (max_model_calls_per_turn); "
+    "the call over the limit was not answered"
+)
+
+
+def echo_loop(tool_steps: int) -> dict[str, Any]:
+    """One turn of `tool_steps` echo calls, one a step, then a final text."""
+    steps = [tool_step(call(f"c{i}", message=f"m{i}")) for i in range(tool_steps)]
+    return fixture(
+        f"echo-loop-{tool_steps}",
+        [turn("Echo on and on", *steps, text_step("done"))],
+        {"exact_tool_calls": tool_steps, "response_contains": ["done"]},
+    )
+
+
+def test_the_sdks_own_ten_call_limit_does_not_stop_a_longer_turn(tmp_path: Path) -> None:
+    (case,) = run(write_suite(tmp_path / "suite", {"l.json": echo_loop(14)})).cases
+    assert case.error is None, case.error
+    assert case.passed, failing(case)
+    assert case.record is not None and case.record.model_calls == 15
+
+
+@pytest.mark.parametrize(("limit", "calls"), [(None, 40), (5, 5)])
+def test_the_harness_limit_stops_the_sdk_with_its_run_error(limit: int | None, calls: int) -> None:
+    options: dict[str, Any] = {} if limit is None else {"max_model_calls_per_turn": limit}
+    adapter = resolve_agent("openai-agents")
+    (case,) = run_cases([case_of(echo_loop(calls + 1))], adapter, suite="s", **options).cases
+    assert case.error == LIMIT_ERROR.format(calls)
+    assert case.record is not None
+    assert (case.record.model_calls, len(case.record.calls)) == (calls, calls)

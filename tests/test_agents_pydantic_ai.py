@@ -240,3 +240,42 @@ def test_a_tool_returning_a_dict_is_recorded_as_the_model_sees_it(
     assert case.error is None, case.error
     assert case.passed, failing(case)
     assert calls_of(case) == [("info", '{"key":"k"}', '{"key":"k","n":1}', True)]
+
+
+# --- the limit on model calls per turn ------------------------------------------------------
+
+LIMIT_ERROR = (
+    "the agent made more than {} model calls in turn 0 (max_model_calls_per_turn); "
+    "the call over the limit was not answered"
+)
+
+
+def echo_loop(tool_steps: int) -> dict[str, Any]:
+    """One turn of `tool_steps` echo calls, one a step, then a final text."""
+    steps = [tool_step(call(f"c{i}", message=f"m{i}")) for i in range(tool_steps)]
+    return fixture(
+        f"echo-loop-{tool_steps}",
+        [turn("Echo on and on", *steps, text_step("done"))],
+        {"exact_tool_calls": tool_steps, "response_contains": ["done"]},
+    )
+
+
+def test_pydantic_ais_own_fifty_request_limit_does_not_stop_a_longer_turn() -> None:
+    adapter = resolve_agent(AGENT)
+    report = run_cases([case_of(echo_loop(55))], adapter, suite="s", max_model_calls_per_turn=60)
+    (case,) = report.cases
+    assert case.error is None, case.error
+    assert case.passed, failing(case)
+    assert case.record is not None and case.record.model_calls == 56
+
+
+@pytest.mark.parametrize(("limit", "calls"), [(None, 40), (5, 5)])
+def test_the_harness_limit_stops_pydantic_ai_with_its_run_error(
+    limit: int | None, calls: int
+) -> None:
+    options: dict[str, Any] = {} if limit is None else {"max_model_calls_per_turn": limit}
+    adapter = resolve_agent(AGENT)
+    (case,) = run_cases([case_of(echo_loop(calls + 1))], adapter, suite="s", **options).cases
+    assert case.error == LIMIT_ERROR.format(calls)
+    assert case.record is not None
+    assert (case.record.model_calls, len(case.record.calls)) == (calls, calls)

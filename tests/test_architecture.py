@@ -125,6 +125,7 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.live_recorder",
         "harness.mutation",
         "harness.reporters.atomic",
+        "harness.reporters.text",
         "harness.fixture",
     }
     assert _imports(MODULES["harness.cli"]) <= allowed
@@ -282,7 +283,7 @@ def test_every_harness_error_shares_one_base() -> None:
 
 
 def test_no_reporter_imports_another_or_reads_fixtures() -> None:
-    shared = {"harness.reporters.base", "harness.reporters.atomic"}
+    shared = {"harness.reporters.base", "harness.reporters.atomic", "harness.reporters.text"}
     for name, path in MODULES.items():
         if not name.startswith("harness.reporters.") or name in shared:
             continue

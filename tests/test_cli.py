@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import junitparser
+import pytest
 from conftest import (
     ESC,
     FAITHFUL_LOOP,
@@ -126,7 +127,9 @@ def test_junit_format_puts_only_xml_on_stdout(run_cli: Cli, tmp_path: Path) -> N
     assert cases["wrong-answer"].get("file") == "evals/regression/b_wrong.json"
     failure = cases["wrong-answer"].find("failure")
     assert failure is not None
-    assert failure.get("message") == 'response_contains("hi")'
+    assert failure.get("message") == (
+        'response_contains("hi"): not found in response: "I said bye" (+1 more failing check(s))'
+    )
     assert cases["under-scripted"].find("error") is not None
     assert cases["echo-case"].find("failure") is None
 
@@ -357,3 +360,108 @@ def test_an_agent_changing_directory_moves_neither_cases_nor_reports(
     report = json.loads((root / "out" / "report.json").read_text("utf-8"))
     assert report["totals"]["passed"] == report["totals"]["cases"] == 2
     assert all(c["fixture"].startswith("evals/regression/") for c in report["cases"])
+
+
+# --- report paths ---------------------------------------------------------------------------
+
+# Leaves a mark when any case runs: a report path refused before the run leaves none.
+MARKING_LOOP = FAITHFUL_LOOP.replace(
+    "    async def run_turn(self, user_input):\n",
+    "    async def run_turn(self, user_input):\n        open('case-ran', 'w').close()\n",
+)
+
+
+def test_one_file_named_for_two_reports_is_a_usage_error(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, MARKING_LOOP)
+    result = run_cli(
+        "eval", "run", "--agent", f"{module}:factory",
+        "--junit-xml", "reports/out", "--json-report", "./reports/../reports/out", cwd=root,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "named for two reports" in result.stderr
+    assert not (root / "case-ran").exists() and not (root / "reports").exists()
+
+
+def test_every_report_path_is_checked_before_the_first_case_runs(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = green_project(tmp_path)
+    (root / "reports").mkdir()
+    (root / "reports" / "junit.xml").mkdir()  # a directory where the report would go
+    module = write_module(root, MARKING_LOOP)
+    result = run_cli(
+        "eval", "run", "--agent", f"{module}:factory", "--json-report", "reports/report.json",
+        "--junit-xml", "reports/junit.xml", cwd=root,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "reports/junit.xml: cannot write report: it is a directory" in result.stderr
+    assert not (root / "case-ran").exists()
+    assert not (root / "reports" / "report.json").exists()
+
+
+def test_a_report_that_cannot_be_written_keeps_no_other_from_being_written(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.reporters import atomic
+
+    mkstemp = atomic.tempfile.mkstemp
+
+    def disk_full_for_junit(*args: object, prefix: str = "", **kwargs: object) -> object:
+        if prefix.startswith(".junit.xml"):
+            raise OSError(28, "No space left on device")
+        return mkstemp(*args, prefix=prefix, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", disk_full_for_junit)
+    root = green_project(tmp_path)
+    result = run_cli(
+        "eval", "run", "--junit-xml", "junit.xml", "--json-report", "report.json",
+        "--summary", "summary.md", cwd=root,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "junit.xml: cannot write report: No space left on device" in result.stderr
+    assert json.loads((root / "report.json").read_text())["totals"]["passed"] == 2
+    assert (root / "summary.md").exists()
+    assert not (root / "junit.xml").exists()
+    assert "passed" in result.stdout  # the verdict is still shown
+    assert not list(root.glob(".*.partial"))
+
+
+# --- paths from the repository root ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("marker", ["git", "github_workspace"])
+def test_paths_in_reports_start_at_the_repository_root_in_a_monorepo(
+    run_cli: Cli, tmp_path: Path, marker: str
+) -> None:
+    repository = tmp_path / "repo"
+    root = red_project(repository / "services")  # services/project holds pyproject.toml
+    env = {"GITHUB_ACTIONS": "true"}
+    if marker == "git":
+        (repository / ".git").mkdir()
+    else:
+        env["GITHUB_WORKSPACE"] = str(repository)
+    result = run_cli("eval", "run", "--format", "junit", cwd=root, env=env)
+    assert result.returncode == 1
+    files = {c.get("file") for c in ET.fromstring(result.stdout).iter("testcase")}
+    assert files == {
+        f"services/project/evals/regression/{name}.json"
+        for name in ("a_echo", "b_wrong", "c_under")
+    }
+    annotated = [line for line in result.stderr.splitlines() if "file=" in line]
+    assert annotated and all("file=services/project/evals/regression/" in a for a in annotated)
+
+
+def test_the_commands_own_messages_cannot_forge_a_workflow_command(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """A refusal quotes the fixture's key: `##[error]` in it must not reach stderr, where
+    the runner reads legacy commands anywhere in a line, nor an ESC reach the terminal."""
+    data = echo_fixture("forger")
+    data["expects"]["##[error]forged \x1b]0;title\x07"] = 1
+    root = project(tmp_path, {"a.json": data})
+    result = run_cli("eval", "check", cwd=root)
+    assert result.returncode == 1
+    assert "unknown key" in result.stderr
+    assert "##[" not in result.stderr and "\x1b" not in result.stderr
+    assert "#\\u0023[error]forged" in result.stderr

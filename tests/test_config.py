@@ -3,19 +3,23 @@ or `--config`."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from conftest import (
     COMMAND,
+    REPO,
 )
 
-from harness.config import ConfigError, EvalConfig, load_config
+from harness.config import MAX_CONFIG_BYTES, ConfigError, EvalConfig, load_config
 
 KNOWN = (
-    "known keys: suite_dir, mode, agent, case_timeout_secs, live_base_url, live_model, "
-    "live_api_key_env, live_allowed_tools"
+    "known keys: suite_dir, mode, agent, case_timeout_secs, case_wall_clock_secs, "
+    "max_model_calls_per_turn, live_base_url, live_model, live_api_key_env, live_allowed_tools"
 )
 
 
@@ -276,7 +280,7 @@ def test_missing_config_file(tmp_path: Path) -> None:
 def test_config_path_that_is_a_directory(tmp_path: Path) -> None:
     directory = tmp_path / "eval.toml"
     directory.mkdir()
-    assert config_error(directory, tmp_path) == f"{directory}: cannot read: Is a directory"
+    assert config_error(directory, tmp_path) == f"{directory}: not a regular file (directory)"
 
 
 # --- config: live_allowed_tools ------------------------------------------------------------------
@@ -326,3 +330,92 @@ def test_config_admits_safe_tools(tmp_path: Path) -> None:
         "write_file",
         "list_files",
     )
+
+
+# --- config: files that are not small regular files, and values no run can use -------------
+
+
+def check_with_config(config: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`zeroclaw eval check --config <config>` in a subprocess: a reader that blocks or reads
+    without end fails the test (timeout, memory cap) instead of hanging the run."""
+
+    def limit_memory() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "eval", "check", "--config", str(config)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        preexec_fn=limit_memory if sys.platform != "win32" else None,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+@pytest.mark.timeout(60)
+def test_config_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "eval.toml"
+    os.mkfifo(fifo)
+    result = check_with_config("eval.toml", tmp_path)
+    assert result.returncode == 1
+    assert result.stderr == "zeroclaw eval: eval.toml: not a regular file (FIFO)\n"
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+@pytest.mark.timeout(60)
+def test_config_that_is_a_device_is_refused_unread(tmp_path: Path) -> None:
+    result = check_with_config("/dev/zero", tmp_path)
+    assert result.returncode == 1
+    assert result.stderr == "zeroclaw eval: /dev/zero: not a regular file (character device)\n"
+
+
+def test_config_over_the_size_limit(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", "[eval]\n" + "#" * MAX_CONFIG_BYTES + "\n")
+    size = config.stat().st_size
+    assert config_error(config, tmp_path) == (
+        f"{config}: {size} bytes exceeds the {MAX_CONFIG_BYTES}-byte limit"
+    )
+
+
+def test_config_that_is_not_utf8(tmp_path: Path) -> None:
+    config = tmp_path / "eval.toml"
+    config.write_bytes(b'[eval]\nagent = "\xff"\n')
+    assert config_error(config, tmp_path) == f"{config}: not UTF-8: invalid byte at offset 16"
+
+
+def test_integer_too_long_to_convert_names_its_line(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", "[eval]\n\ncase_timeout_secs = " + "1" * 5001 + "\n")
+    assert config_error(config, tmp_path) == (
+        f"{config}: not valid TOML: line 3: an integer of 5001 digits, over the "
+        f"{sys.get_int_max_str_digits()}-digit limit"
+    )
+
+
+def test_empty_suite_dir_is_refused(tmp_path: Path) -> None:
+    config = write(tmp_path / "eval.toml", '[eval]\nsuite_dir = ""\n')
+    assert config_error(config, tmp_path) == (
+        f"{config}: [eval]: suite_dir: empty path: name the suite directory "
+        "(without the key it is 'evals/regression')"
+    )
+
+
+@pytest.mark.parametrize("char", ["\\u001b", "\\u0085", "\\u2028", "\\u202e", "\\u2066"])
+def test_config_refuses_a_tool_name_with_a_control_character(tmp_path: Path, char: str) -> None:
+    path = write_config(tmp_path, f'["echo", "ec{char}ho"]')
+    message = config_error(path, tmp_path)
+    shown = char.replace("\\u00", "\\x")
+    assert message == (
+        f"{path}: [eval]: live_allowed_tools[1]: tool name 'ec{shown}ho' holds control or "
+        f"format characters ({shown}): they can forge, hide or reorder what reports and "
+        "terminals show"
+    )
+    assert message.isprintable()

@@ -289,6 +289,11 @@ MUTATIONS: list[tuple[str, tuple[Key, ...], Any]] = [
     ("response type txt", ("turns", 0, "steps", 1, "response", "type"), "txt"),
     ("response type not a string", ("turns", 0, "steps", 1, "response", "type"), 1),
     ("negative output_tokens", ("turns", 0, "steps", 1, "response", "output_tokens"), -1),
+    (
+        "input_tokens over the cap",
+        ("turns", 0, "steps", 0, "response", "input_tokens"),
+        1_000_000_001,
+    ),
     ("repeat 0", ("repeat",), 0),
     ("repeat 51", ("repeat",), 51),
     ("repeat a bool", ("repeat",), True),

@@ -12,23 +12,31 @@ of everything the CLI prints or writes, while the server proves it did receive t
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 import json
 import logging
 import random
 import socket
 import threading
 import time
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from _openai_server import (
+    Action,
     OpenAIServer,
     RecordedRequest,
+    Reply,
+    Stream,
     completion,
     disconnect,
     hang,
@@ -56,9 +64,20 @@ from conftest import (
     report_of,
 )
 
-from harness.chat_completions import INVALID_ARGUMENTS_KEY, parse_retry_after, request_body
+from harness.chat_completions import (
+    INVALID_ARGUMENTS_KEY,
+    SecretMask,
+    parse_retry_after,
+    request_body,
+)
 from harness.config import EvalConfig
-from harness.live import LiveBackend, LiveSettings, ProviderError, live_backend_factory
+from harness.live import (
+    MAX_RESPONSE_BYTES,
+    LiveBackend,
+    LiveSettings,
+    ProviderError,
+    live_backend_factory,
+)
 from harness.model_boundary import (
     Message,
     ModelBoundary,
@@ -1150,3 +1169,262 @@ def test_the_key_is_in_no_report_output_or_file(
     # ... but only there: the model's scrubbed words went back into the conversation.
     assert len(tiny_server.requests) > 20
     assert not any(LIVE_KEY_CORE in r.text for r in tiny_server.requests)
+
+
+# --- the key in every escaping ----------------------------------------------------------------
+
+# A key with the characters servers escape: `/` (JSON's `\/`), `+` and `=` (percent-encoding).
+ESCAPED_KEY = "sk-live/Zq7SECRET+echo=77"
+ESCAPED_KEY_CORE = "Zq7SECRET"
+
+
+def key_forms(key: str) -> dict[str, str]:
+    """The key as servers and reports may write it, each named."""
+    return {
+        "plain": key,
+        "json": json.dumps(key)[1:-1],
+        "json-slash": key.replace("/", "\\/"),
+        "unicode-escaped": "".join(f"\\u{ord(c):04x}" for c in key),
+        "unicode-escaped-upper": "".join(f"\\u{ord(c):04X}" for c in key),
+        "percent": quote(key, safe=""),
+        "percent-every-byte": "".join(f"%{b:02X}" for b in key.encode()),
+        "html-references": "".join(f"&#{ord(c)};" for c in key),
+        "base64": base64.b64encode(key.encode()).decode(),
+        "core": ESCAPED_KEY_CORE if key == ESCAPED_KEY else key,
+    }
+
+
+def assert_no_form_of(key: str, text: str, where: str) -> None:
+    for name, form in key_forms(key).items():
+        assert form not in text, f"the key ({name}) leaked into {where}:\n{text[:2000]}"
+
+
+def test_the_mask_covers_every_escaping_and_mixtures_of_them() -> None:
+    mask = SecretMask(ESCAPED_KEY)
+    mixed = "sk-live\\/Zq7%53ECRET\\u002Becho&#61;77"  # a server escaping only some characters
+    nested = json.dumps(json.dumps({"k": ESCAPED_KEY.replace("/", "\\/")}))
+    aligned = [base64.b64encode(p + ESCAPED_KEY.encode()).decode() for p in (b"", b"a", b"ab")]
+    urlsafe = base64.urlsafe_b64encode(b"Bearer " + ESCAPED_KEY.encode()).decode()
+    for form in [*key_forms(ESCAPED_KEY).values(), mixed, nested, *aligned, urlsafe]:
+        if form == ESCAPED_KEY_CORE:
+            continue
+        masked = mask(f"before {form} after")
+        assert mask.found_in(form), form
+        assert "***" in masked and ESCAPED_KEY_CORE not in masked, (form, masked)
+        assert masked.startswith("before ") and masked.endswith(" after"), masked
+    assert mask("sk-live/Zq7SECRET+echo=7") == "sk-live/Zq7SECRET+echo=7"  # not the key
+    assert not SecretMask("") and SecretMask("")("anything") == "anything"
+
+
+def key_echoing_model(body: Any) -> Action:
+    """A provider that echoes the key back in every way a careless one does, by the last
+    user message: as a tool call's name, as a tool call's id, `\\/`-escaped and
+    `\\u`-escaped in the raw JSON of an error, percent-encoded in a URL of a non-JSON body."""
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] == "tool":
+        return text_reply(f"Done; the tool said {last['content']}")
+    said = last.get("content") or ""
+    if said == "name":
+        return tool_reply([("call_1", ESCAPED_KEY, {})])
+    if said == "id":
+        return tool_reply([(ESCAPED_KEY, "echo", {"message": "ping"})])
+    if said == "slashes":  # a valid completion written with PHP-style `\/` escapes
+        document = json.loads(text_reply(f"your key is {ESCAPED_KEY}").body)
+        return Reply(200, json.dumps(document).replace("/", "\\/").encode())
+    if said == "refused":
+        raw = (
+            '{"error": {"message": "invalid key '
+            + ESCAPED_KEY.replace("/", "\\/")
+            + '", "hint": "'
+            + "".join(f"\\u{ord(c):04x}" for c in ESCAPED_KEY)
+            + '"}}'
+        )
+        return Reply(400, raw.encode())
+    if said == "garbled":
+        return malformed(f"<a href='https://gw.example/retry?key={quote(ESCAPED_KEY, safe='')}'>")
+    return text_reply("I cannot do that.")
+
+
+KEY_ECHO_CASES = {
+    f"{name}.json": live_case(
+        f"key-as-{name}", name, tools=["echo"], expects={"response_contains": ["never said"]}
+    )
+    for name in ("name", "id", "slashes", "refused", "garbled")
+}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_key_echoed_as_a_tool_name_an_id_or_escaped_is_in_no_output(
+    run_cli: Cli, tmp_path: Path, agent: str
+) -> None:
+    with OpenAIServer(responder=key_echoing_model, api_key=ESCAPED_KEY) as server:
+        project = make_project(tmp_path / "project", server.base_url, KEY_ECHO_CASES)
+        runs = Runs(run_cli, project)
+        result = runs.live(
+            agent,
+            "--json-report",
+            "reports/report.json",
+            "--junit-xml",
+            "reports/junit.xml",
+            "--summary",
+            "reports/summary.md",
+            env={LIVE_KEY_ENV: ESCAPED_KEY},
+            key=False,
+        )
+    report = report_of(result)
+    assert result.returncode == 1, result.stderr
+    assert report["totals"]["cases"] == 5
+    # The provider did get the key (it answers 401 otherwise) and echoed it every time.
+    assert server.requests and all(
+        r.headers["authorization"] == f"Bearer {ESCAPED_KEY}" for r in server.requests
+    )
+    cases = cases_by_id(report)
+    assert "***" in cases["key-as-refused"]["error"]
+    assert "***" in cases["key-as-garbled"]["error"]
+    assert cases["key-as-slashes"]["record"]["final_response"] == "your key is ***"
+    assert [c["name"] for c in cases["key-as-id"]["record"]["calls"]] == ["echo"]
+    if agent == "openai-agents":  # the SDK's "tool not found" error names the tool
+        assert "Tool *** not found" in cases["key-as-name"]["error"]
+    files = sorted((project / "reports").iterdir())
+    assert [f.name for f in files] == ["junit.xml", "report.json", "summary.md"]
+    for path in files:
+        assert_no_form_of(ESCAPED_KEY, path.read_text(encoding="utf-8"), str(path.name))
+    assert_no_form_of(ESCAPED_KEY, result.stdout, "stdout")
+    assert_no_form_of(ESCAPED_KEY, result.stderr, "stderr")
+    # Nor did the masked echoes go back to the provider as the agent's words.
+    assert not any(ESCAPED_KEY_CORE in r.text for r in server.requests)
+
+
+@pytest.mark.parametrize("key", ["sk live key", "sk-\u00e9t\u00e9", "sk-line\nbreak"])
+def test_a_key_no_header_can_carry_is_a_clear_error_without_the_key(key: str) -> None:
+    with pytest.raises(ProviderError) as info:
+        LiveSettings(base_url="http://127.0.0.1:9/v1", model="m", api_key=key, api_key_env="K")
+    message = str(info.value)
+    assert "the API key in K holds a character an HTTP header cannot carry" in message
+    assert key not in message and "sk" not in message
+
+
+# --- bounded responses ------------------------------------------------------------------------
+
+CAP = MAX_RESPONSE_BYTES
+
+
+def gzip_bomb(size: int) -> bytes:
+    """A gzip body that is small on the wire and `size` bytes (of JSON-looking text) decoded."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b" " * (1 << 20)
+    parts = [compressor.compress(b'{"choices": [{"message": {"content": "')]
+    parts += [compressor.compress(block) for _ in range(size >> 20)]
+    return b"".join(parts) + compressor.flush()
+
+
+def test_a_gzip_bomb_is_a_clear_error_in_bounded_memory(server: OpenAIServer) -> None:
+    decoded = 16 * CAP  # 128 MiB decoded from about 128 KiB on the wire
+    bomb = gzip_bomb(decoded)
+    assert len(bomb) < decoded // 500
+    server.enqueue(Reply(200, bomb, headers={"Content-Encoding": "gzip"}), text_reply("no"))
+    sleep = FakeSleep()
+    tracemalloc.start()
+    try:
+        error = fails(backend_for(server.base_url, sleep))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "a response body larger than 8 MiB (MAX_RESPONSE_BYTES" in str(error), str(error)
+    assert "the rest was not read" in str(error) and "not retried" in str(error)
+    assert peak < 3 * CAP, f"{peak / 2**20:.0f} MiB held for a body capped at 8 MiB"
+    assert len(server.requests) == 1 and sleep.delays == []  # no retry of a bomb
+    assert error.status == 200
+
+
+def test_an_endless_plain_body_stops_being_read_at_the_cap(server: OpenAIServer) -> None:
+    total = 8 * CAP
+    chunk = b"x" * 65536
+    stream = Stream(lambda: (chunk for _ in range(total // len(chunk))))
+    server.enqueue(stream)
+    error = fails(backend_for(server.base_url))
+    assert "a response body larger than 8 MiB" in str(error), str(error)
+    assert stream.finished.wait(10)
+    # What the client read, plus what the sockets' buffers took before it hung up.
+    assert CAP < stream.sent < total // 2, stream.sent
+
+
+def test_a_declared_length_over_the_cap_is_refused_before_reading(server: OpenAIServer) -> None:
+    content = "y" * (CAP + 1)
+    oversized = json.loads(text_reply("").body)
+    oversized["choices"][0]["message"]["content"] = content
+    server.enqueue(Reply(200, json.dumps(oversized).encode()))
+    error = fails(backend_for(server.base_url))
+    assert "a response body larger than 8 MiB" in str(error), str(error)
+
+
+def test_a_body_just_under_the_cap_is_read(server: OpenAIServer) -> None:
+    document = json.loads(text_reply("").body)
+    document["choices"][0]["message"]["content"] = "z" * (CAP - 1000)
+    body = json.dumps(document).encode()
+    assert len(body) <= CAP
+    server.enqueue(Reply(200, gzip.compress(body), headers={"Content-Encoding": "gzip"}))
+    (step,) = run(backend_for(server.base_url))
+    assert len(step.text) == CAP - 1000
+
+
+def raw_deflate(data: bytes) -> bytes:
+    """Deflate without the zlib header, as some servers send `Content-Encoding: deflate`."""
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        pytest.param(lambda b: zlib.compress(b), id="deflate-zlib"),
+        pytest.param(raw_deflate, id="deflate-raw"),
+    ],
+)
+def test_deflate_bodies_are_decoded(server: OpenAIServer, encode: Any) -> None:
+    server.enqueue(
+        Reply(200, encode(text_reply("deflated").body), headers={"Content-Encoding": "deflate"})
+    )
+    assert run(backend_for(server.base_url))[0].text == "deflated"
+    assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "problem"),
+    [
+        ("br", text_reply("x").body, "a body in Content-Encoding 'br', which the harness"),
+        ("gzip, gzip", text_reply("x").body, "Content-Encoding 'gzip, gzip'"),
+        ("gzip", b"not gzip at all", "a body that is not valid gzip data"),
+    ],
+)
+def test_a_body_in_an_encoding_not_read_is_a_clear_error(
+    server: OpenAIServer, encoding: str, body: bytes, problem: str
+) -> None:
+    server.enqueue(Reply(200, body, headers={"Content-Encoding": encoding}))
+    error = fails(backend_for(server.base_url))
+    assert problem in str(error) and "not retried" in str(error), str(error)
+
+
+def test_a_body_nested_too_deeply_is_a_clear_error(server: OpenAIServer) -> None:
+    server.enqueue(Reply(200, b"[" * 100_000 + b"]" * 100_000))
+    error = fails(backend_for(server.base_url))
+    assert "malformed response" in str(error) and "nested too deeply" in str(error)
+
+
+def test_a_gzip_bomb_is_the_case_run_error(run_cli: Cli, tmp_path: Path) -> None:
+    bomb = gzip_bomb(4 * CAP)
+    with OpenAIServer(
+        responder=lambda body: Reply(200, bomb, headers={"Content-Encoding": "gzip"})
+    ) as server:
+        project = make_project(
+            tmp_path / "project",
+            server.base_url,
+            {"bomb.json": live_case("bomb", "hi", expects={"response_contains": ["x"]})},
+        )
+        result = Runs(run_cli, project).live("pydantic-ai")
+    (case,) = report_of(result)["cases"]
+    assert result.returncode == 1
+    assert "a response body larger than 8 MiB (MAX_RESPONSE_BYTES" in case["error"]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert len(server.requests) == 1

@@ -15,6 +15,7 @@ import pytest
 from _openai_server import OpenAIServer, RecordedRequest
 from conftest import (
     AGENTS,
+    BUILTIN_SURFACE,
     LIVE_KEY_CORE,
     LIVE_KEY_ENV,
     Cli,
@@ -25,7 +26,15 @@ from conftest import (
     make_project,
     report_of,
     tiny_model,
+    write_fixture,
 )
+
+from harness.agent_registry import resolve_agent
+from harness.live_recorder import RecordError, write_recording
+from harness.model_boundary import ModelRequest, ModelStep
+from harness.pipeline import run_cases
+from harness.suite import load_case
+from harness.verdict import CaseReport
 
 LIVE = Path("evals/live/x.json")
 OUT = Path("evals/regression/x.json")
@@ -313,7 +322,7 @@ def test_progress_goes_to_the_stderr_of_the_call_not_of_the_import(
     import io
     import sys
 
-    from harness.model_boundary import ModelRequest, ModelStep, ProviderFailure
+    from harness.model_boundary import ProviderFailure
     from harness.pipeline import RunOptions
 
     first, second = io.StringIO(), io.StringIO()
@@ -344,3 +353,77 @@ def test_progress_goes_to_the_stderr_of_the_call_not_of_the_import(
         fresh.record_live_case(case, tmp_path / "out.json", options, secret="")
     assert "zeroclaw eval: running x live ..." in second.getvalue()
     assert not (tmp_path / "out.json").exists()
+
+
+# --- the limit on model calls, and the key in any escaping ----------------------------------
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_model_call_limit_applies_to_the_live_run_of_a_recording(
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer, agent: str
+) -> None:
+    runs = project_with(run_cli, tmp_path, tiny_server, RECORDED_CASE)
+    result = record(runs, agent, "--max-model-calls", "1")
+    assert result.returncode == 1, result.stdout
+    assert (
+        f"{OUT}: not written: the live run failed: the agent made more than 1 model calls "
+        "in turn 0 (max_model_calls_per_turn)"
+    ) in result.stderr
+    assert len(tiny_server.requests) == 1
+    assert only_files(runs.project / OUT.parent) == []
+
+
+class Says:
+    """A backend (not the live one, which masks the key itself) whose every step is a text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        return ModelStep(text=self.text)
+
+
+SECRET = "sk-rec/Yw4SECRET+rec=9"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        SECRET.replace("/", "%2F").replace("+", "%2B").replace("=", "%3D"),
+        "".join(f"\\u{ord(c):04x}" for c in SECRET),
+        SECRET.replace("/", "\\/"),
+    ],
+    ids=["percent-encoded", "unicode-escaped", "slash-escaped"],
+)
+def test_a_recording_holding_the_key_in_any_escaping_is_not_written(
+    tmp_path: Path, said: str
+) -> None:
+    live = write_fixture(
+        tmp_path / "live",
+        "x.json",
+        live_case("escaped", "hi", expects={"response_contains": ["the key:"]}),
+    )
+    case = load_case(live, "live", BUILTIN_SURFACE)
+    adapter = resolve_agent("openai-agents")
+    backend = Says(f"the key: {said}")
+    report = run_cases([case], adapter, suite="s", mode="live", backend=lambda _: backend)
+    assert report.cases[0].passed, report.cases[0].error
+    out = tmp_path / "out.json"
+    with pytest.raises(RecordError, match="would contain the API key; nothing was written"):
+        write_recording(case, report.cases[0], adapter, out, secrets=(SECRET,))
+    assert not out.exists()
+
+
+def test_a_failed_live_run_is_reported_without_the_key(tmp_path: Path) -> None:
+    live = write_fixture(
+        tmp_path / "live", "x.json", live_case("x", "hi", expects={"response_contains": ["x"]})
+    )
+    case = load_case(live, "live", BUILTIN_SURFACE)
+    escaped = SECRET.replace("/", "\\/")
+    failed = CaseReport.errored(
+        "x", "live/x.json", f"RuntimeError: the agent printed {escaped}", None
+    )
+    adapter = resolve_agent("openai-agents")
+    with pytest.raises(RecordError) as info:
+        write_recording(case, failed, adapter, tmp_path / "out.json", secrets=(SECRET,))
+    assert str(info.value) == "the live run failed: RuntimeError: the agent printed ***"

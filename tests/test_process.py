@@ -30,38 +30,12 @@ from conftest import (
     parse_commands,
     project,
     red_project,
+    run_process,
     says,
     text_step,
     turn,
     write_module,
 )
-
-
-def run_process(
-    *args: str | Path,
-    cwd: Path,
-    env: dict[str, str] | None = None,
-    timeout: float = 180,
-) -> subprocess.CompletedProcess[str]:
-    """`python -m harness <args>` in a subprocess, as CI runs it."""
-    environment = {
-        k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
-    }
-    environment["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-    )
-    environment["PYTHONIOENCODING"] = "utf-8"
-    environment.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *map(str, args)],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=timeout,
-        check=False,
-    )
 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -155,7 +129,7 @@ def test_an_exception_message_with_raw_newlines_cannot_forge_a_command(tmp_path:
     assert_well_formed(command)
     assert command.name == "error"
     assert command.message == (
-        "run error: RuntimeError: boom\n::error::forged\r\n::warning file=x::100%0A"
+        "run error: RuntimeError: boom\n::error::forged\n::warning file=x::100%0A"
     )
 
 

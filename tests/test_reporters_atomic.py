@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import stat
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,104 @@ def test_write_atomic_keeps_the_old_file_when_the_rename_fails(
         write_atomic(target, b"new")
     assert target.read_bytes() == b"old, complete"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+# --- the report files of one run --------------------------------------------------------------
+
+
+def test_files_renamed_into_place_are_not_cut_in_half_by_a_signal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT arriving between the two renames is delivered after both: the JUnit and JSON
+    files on disk always come from the same run."""
+    junit, report = tmp_path / "junit.xml", tmp_path / "report.json"
+    junit.write_bytes(b"old junit")
+    report.write_bytes(b"old json")
+    files = atomic.ReportFiles()
+    for path, data in ((junit, b"new junit"), (report, b"new json")):
+        files.stage(files.plan(path), data)
+    replace = os.replace
+    calls: list[object] = []
+
+    def interrupted_replace(src: str, dst: str) -> None:
+        replace(src, dst)
+        calls.append(dst)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(atomic.os, "replace", interrupted_replace)
+    with pytest.raises(KeyboardInterrupt):
+        files.commit()
+    assert len(calls) == 2
+    assert (junit.read_bytes(), report.read_bytes()) == (b"new junit", b"new json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junit.xml", "report.json"]
+
+
+def test_an_aborted_run_leaves_no_temporary_file_and_the_old_reports(tmp_path: Path) -> None:
+    target = tmp_path / "junit.xml"
+    target.write_bytes(b"old")
+    files = atomic.ReportFiles()
+    files.stage(files.plan(target), b"new")
+    assert len(list(tmp_path.glob("*.partial"))) == 1
+    files.abort()
+    assert [p.name for p in tmp_path.iterdir()] == ["junit.xml"]
+    assert target.read_bytes() == b"old"
+    assert files.account() == [f"not written (any previous file left as it was): {target}"]
+
+
+def test_a_symlink_is_never_written_through_nor_replaced(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("precious")
+    link = tmp_path / "junit.xml"
+    link.symlink_to(outside)
+    with pytest.raises(ReportWriteError, match="symbolic link"):
+        atomic.ReportFiles().plan(link)
+    with pytest.raises(ReportWriteError, match="symbolic link"):
+        write_atomic(link, b"<x/>")
+    assert link.is_symlink() and outside.read_text() == "precious"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating a device node needs root")
+def test_a_character_device_is_written_through_not_replaced(tmp_path: Path) -> None:
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # the null device
+    write_atomic(device, b"<x/>")
+    assert stat.S_ISCHR(device.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "junit.xml"
+    os.mkfifo(fifo)
+    with pytest.raises(ReportWriteError, match="not a regular file"):
+        write_atomic(fifo, b"<x/>")
+
+
+def test_one_file_for_two_reports_is_a_usage_error(tmp_path: Path) -> None:
+    files = atomic.ReportFiles()
+    files.plan(tmp_path / "r.xml")
+    with pytest.raises(atomic.ReportPathError, match="named for two reports") as caught:
+        files.plan(tmp_path / "sub" / ".." / "r.xml")
+    assert caught.value.exit_code == 2
+
+
+def test_staging_interrupted_by_sigterm_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness import interrupts
+
+    def terminated(fd: int) -> None:
+        signal.raise_signal(signal.SIGTERM)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    interrupts.install()
+    try:
+        monkeypatch.setattr(atomic.os, "fsync", terminated)
+        files = atomic.ReportFiles()
+        with pytest.raises(interrupts.Interrupted):
+            files.stage(files.plan(tmp_path / "junit.xml"), b"<x/>")
+        files.abort()
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, previous)
+    assert list(tmp_path.iterdir()) == []

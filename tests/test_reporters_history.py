@@ -232,3 +232,22 @@ def test_capability_with_a_run_error_exits_1(run_cli: Cli, tmp_path: Path, how: 
     # the run is still recorded: the error is part of what is tracked
     [entry] = entries(root / "h.jsonl")
     assert entry["verdicts"] == {"passes": "passed", "errors": "error"}
+
+
+def test_a_lone_surrogate_or_a_forged_command_in_a_case_id_is_written_safely(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "h.jsonl"
+    report = report_of("passed", "failed")
+    odd = [
+        msgspec.structs.replace(report.cases[0], id="bad\ud800id"),
+        msgspec.structs.replace(report.cases[1], id="##[error]forged \x9b\u202e"),
+    ]
+    report = msgspec.structs.replace(report, cases=odd, suite="evals/\udfff")
+    append_history(path, report)  # a lone surrogate cannot be written as UTF-8
+    raw = path.read_bytes()
+    raw.decode("utf-8")  # strict
+    assert b"##[" not in raw and "\x9b\u202e".encode() not in raw
+    [entry] = entries(path)
+    assert entry["suite"] == "evals/\ufffd"
+    assert entry["verdicts"] == {"bad\ufffdid": "passed", "##[error]forged \x9b\u202e": "failed"}

@@ -1,5 +1,5 @@
 """`harness.reporters.json_report`: the JSON report document, with the run record of each
-case."""
+case: the exact text, escaped; a lone surrogate replaced; no line a runner acts on."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from conftest import (
     suite_report,
     write_suite,
 )
+from test_reporters_github import ATTACKS, runner_commands
 
 from harness import run_suite
 from harness.expectations.base import Grade
@@ -112,3 +113,41 @@ def test_green_suite_through_run_suite_reports(tmp_path: Path) -> None:
     document = json.loads(render_json(report))
     assert document["cases"][0]["fixture"] == "evals/capability/g.json"
     assert document["exit_code"] == 0
+
+
+# --- untrusted text ----------------------------------------------------------------------------
+
+
+def test_a_lone_surrogate_becomes_u_fffd_instead_of_a_traceback() -> None:
+    record = RunRecord(final_response="bad \ud800 text", turn_responses=["\udfff"])
+    case = CaseReport.graded(
+        "id\ud800", "c.json", [Grade("c", False, "saw \ud800", "response")], record
+    )
+    data = render_json(suite_report("regression", case))
+    data.decode("utf-8")  # strict
+    (document_case,) = json.loads(data)["cases"]
+    assert document_case["id"] == "id\ufffd"
+    assert document_case["record"]["final_response"] == "bad \ufffd text"
+    assert document_case["record"]["turn_responses"] == ["\ufffd"]
+    assert document_case["grades"][0]["detail"] == "saw \ufffd"
+
+
+def test_the_document_holds_no_runner_command_and_keeps_the_exact_text() -> None:
+    forged = "\n".join(ATTACKS) + " \x9b2J \u202eevil \x7f"
+    record = RunRecord(final_response=forged)
+    case = CaseReport.graded(
+        "##[error]id",
+        "##[warning]f.json",
+        [Grade("##[notice]c", False, forged, "response")],
+        record,
+    )
+    data = render_json(suite_report("regression", case))
+    text = data.decode("utf-8")
+    assert runner_commands(text) == []
+    assert "##[" not in text
+    assert not [c for c in text if c in "\x7f\x9b\u202e\u2028\x85"]  # written as escapes
+    (document_case,) = json.loads(data)["cases"]
+    assert document_case["id"] == "##[error]id"
+    assert document_case["fixture"] == "##[warning]f.json"
+    assert document_case["record"]["final_response"] == forged
+    assert document_case["grades"][0] == {**document_case["grades"][0], "detail": forged}

@@ -1,7 +1,8 @@
 """`harness.reporters.junit`: JUnit XML that real consumers accept: validated against the
 published Jenkins xunit schema (shipped in tests/schemas), parsed with junitparser,
-consistent with the JSON report written in the same run; control characters and markup made
-safe, and no line a CI runner would read as a command."""
+consistent with the JSON report written in the same run; the agent in the suite name and
+classname; messages that say what was observed; control characters and markup made safe,
+and no line a CI runner would read as a command."""
 
 from __future__ import annotations
 
@@ -32,13 +33,14 @@ from conftest import (
     under_scripted_fixture,
     write_suite,
 )
+from test_reporters_github import ATTACKS, acted_on, runner_commands
 
 from harness import run_suite
 from harness.expectations.base import Grade
 from harness.reporters.json_report import render_json
-from harness.reporters.junit import render_junit, xml_safe
+from harness.reporters.junit import render_junit
 from harness.run_record import RunRecord
-from harness.verdict import CaseReport
+from harness.verdict import CaseReport, SuiteReport
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
 
@@ -200,7 +202,10 @@ def test_junit_of_a_real_run_validates_and_agrees_with_the_json_report(
     assert isinstance(failure, junitparser.Failure)
     json_fails = next(c for c in report["cases"] if c["id"] == "fails")
     first = next(g for g in json_fails["grades"] if not g["passed"])
-    assert failure.message == first["check"] == 'response_contains("hi there")'
+    assert first["check"] == 'response_contains("hi there")'
+    # The message says what was observed: annotations built from it show nothing else.
+    assert failure.message == f"{first['check']}: {first['detail']} (+1 more failing check(s))"
+    assert 'not found in response: "I said bye"' in failure.message
     assert 'response_contains("hi there")' in (failure.text or "")
     assert "exact_tool_calls(2)" in (failure.text or "")  # every failing check is listed
     assert 'response_contains("bye")' not in (failure.text or "")  # passing ones are not
@@ -266,7 +271,7 @@ def test_run_error_line_points_at_the_turn(run_cli: Cli, tmp_path: Path) -> None
 def test_escape_and_nul_in_a_transcript_still_validate(run_cli: Cli, tmp_path: Path) -> None:
     nasty = f"colour {ESC}[31mred{ESC}[0m and a nul {NUL} and <tag> & ]]>"
     failing = fixture(
-        f"esc{ESC}nul{NUL}id",
+        "esc-nul-id",
         [turn(f"Say {nasty}", text_step(nasty))],
         {"response_contains": ["absent"], "response_not_contains": ["nul"]},
     )
@@ -284,7 +289,9 @@ def test_escape_and_nul_in_a_transcript_still_validate(run_cli: Cli, tmp_path: P
     assert not errors, [f"{e.path}: {e.reason}" for e in errors]
     xml = junitparser.JUnitXml.fromfile(str(junit))
     names = [case.name for suite in xml for case in suite]
-    assert names == ["esc\ufffdnul\ufffdid", "erroring"]
+    assert names == ["esc-nul-id", "erroring"]
+    error = next(case for suite in xml for case in suite if case.name == "erroring").result[0]
+    assert "colour \\u001b[31mred" in (error.text or "")  # shown escaped, not dropped
     assert report["totals"] == {"cases": 2, "passed": 0, "failed": 1, "errors": 1}
     suite = next(iter(xml))
     assert (int(suite.tests), suite.failures, suite.errors) == (2, 1, 1)
@@ -307,9 +314,12 @@ def junit_file(tmp_path: Path, data: bytes) -> junitparser.JUnitXml:
 def test_junit_one_testcase_per_case(tmp_path: Path) -> None:
     report = suite_report("regression", passing_report(), failing_report(), errored_report())
     data = render_junit(report)
-    _, cases = parse_junit(data)
+    root, cases = parse_junit(data)
     assert [c.get("name") for c in cases] == ["ok", "bad", "err"]
-    assert {c.get("classname") for c in cases} == {"evals/regression"}
+    assert {c.get("classname") for c in cases} == {"evals/regression[openai-agents]"}
+    assert root.get("name") is None and root.find("testsuite").get("name") == (  # type: ignore[union-attr]
+        "zeroclaw-eval:evals/regression[openai-agents]"
+    )
     assert [c.get("file") for c in cases] == [
         "evals/regression/ok.json",
         "evals/regression/bad.json",
@@ -323,7 +333,9 @@ def test_junit_one_testcase_per_case(tmp_path: Path) -> None:
 
     failure = bad.find("failure")
     assert failure is not None
-    assert failure.get("message") == 'tools_used("echo")'
+    assert failure.get("message") == (
+        'tools_used("echo"): not called; tools called: [] (+1 more failing check(s))'
+    )
     assert failure.text is not None
     assert 'tools_used("echo"): not called; tools called: []' in failure.text
     assert "exact_tool_calls(1): 0 tool call(s): []" in failure.text
@@ -343,7 +355,7 @@ def test_junit_one_testcase_per_case(tmp_path: Path) -> None:
     assert [c.name for c in parsed] == ["ok", "bad", "err"]
     assert parsed[0].is_passed
     assert isinstance(parsed[1].result[0], junitparser.Failure)
-    assert parsed[1].result[0].message == 'tools_used("echo")'
+    assert parsed[1].result[0].message == failure.get("message")
     assert isinstance(parsed[2].result[0], junitparser.Error)
     suites = list(xml)
     assert (suites[0].tests, suites[0].failures, suites[0].errors) == (3, 1, 1)
@@ -362,16 +374,20 @@ def test_junit_sanitises_control_characters(tmp_path: Path) -> None:
     assert ESC.encode() not in data
     assert NUL.encode() not in data
     _, cases = parse_junit(data)
-    assert cases[0].get("name") == "bad\ufffd"
+    # Shown as escapes: a reader sees what was there, nothing acts on it.
+    assert cases[0].get("name") == "bad\\u001b"
     failure = cases[0].find("failure")
     assert failure is not None
-    assert failure.get("message") == 'response_contains("\ufffd")'
-    assert "colour \ufffd[31mred\ufffd[0m and a nul \ufffd byte" in (failure.text or "")
+    assert failure.get("message") == (
+        'response_contains("\\u0000"): not found in: colour \\u001b[31mred\\u001b[0m and a '
+        "nul \\u0000 byte"
+    )
+    assert "colour \\u001b[31mred\\u001b[0m and a nul \\u0000 byte" in (failure.text or "")
     error = cases[1].find("error")
     assert error is not None
-    assert error.get("message") == "agent printed \ufffd[2J\ufffd"
+    assert error.get("message") == "agent printed \\u001b[2J\\u0000"
     xml = junit_file(tmp_path, data)
-    assert [c.name for ts in xml for c in ts] == ["bad\ufffd", "err"]
+    assert [c.name for ts in xml for c in ts] == ["bad\\u001b", "err"]
 
 
 def test_junit_escapes_markup() -> None:
@@ -386,19 +402,25 @@ def test_junit_escapes_markup() -> None:
     assert case.get("file") == 'q"uote.json'
     failure = case.find("failure")
     assert failure is not None
-    assert failure.get("message") == "check<&>"
+    assert failure.get("message") == "check<&>: </failure><x>"
     assert "</failure><x>" in (failure.text or "")
 
 
-def test_xml_safe_keeps_legal_text() -> None:
-    legal = "tab\tnewline\nreturn\r 日本 ✓ \U0001f600 \ue000"
-    assert xml_safe(legal) == legal
-    assert xml_safe("\x01\x08\x0b\x0c\x1f\ufffe\uffff") == "\ufffd" * 7
+def test_legal_text_is_kept_and_what_xml_forbids_never_written() -> None:
+    legal = "tab\tnewline\nCRLF\r\n 日本 ✓ \U0001f600 \ue000"
+    forbidden = "\x01\x08\x0b\x0c\x1f\ufffe\uffff\ud800"
+    case = CaseReport.errored(f"c{forbidden}", "c.json", f"{legal}\n{forbidden}", None)
+    data = render_junit(suite_report("regression", case))
+    _, (testcase,) = parse_junit(data)  # a parser would refuse any of them
+    assert testcase.get("name") == "c\\u0001\\u0008\\u000b\\u000c\\u001f\ufffd\ufffd\ufffd"
+    error = testcase.find("error")
+    assert error is not None
+    assert (error.text or "").startswith(legal.replace("\r\n", "\n"))
 
 
 def test_end_to_end_control_characters_give_parseable_junit(tmp_path: Path) -> None:
     data = fixture(
-        f"noisy{ESC}[0m{NUL}",
+        "noisy",
         [turn("Show colours", text_step(f"{ESC}[31mred{ESC}[0m{NUL}"))],
         {"response_contains": ["green"]},
     )
@@ -414,18 +436,20 @@ def test_end_to_end_control_characters_give_parseable_junit(tmp_path: Path) -> N
     assert ESC.encode() not in xml
     assert NUL.encode() not in xml
     _, (testcase,) = parse_junit(xml)
-    assert testcase.get("name") == "noisy\ufffd[0m\ufffd"
+    assert testcase.get("name") == "noisy"
     assert testcase.get("file") == "suite/noisy.json"
     failure = testcase.find("failure")
     assert failure is not None
-    assert failure.get("message") == 'response_contains("green")'
+    assert failure.get("message") == (
+        'response_contains("green"): not found in response: "\\u001b[31mred\\u001b[0m\\u0000"'
+    )
     # Details quote the response with its control characters visible as escapes.
     assert "\\u001b[31mred" in (failure.text or "")
-    assert [c.name for ts in junit_file(tmp_path, xml) for c in ts] == ["noisy\ufffd[0m\ufffd"]
+    assert [c.name for ts in junit_file(tmp_path, xml) for c in ts] == ["noisy"]
     # The JSON report keeps the exact text, escaped.
     document = json.loads(render_json(report))
     assert document["cases"][0]["record"]["final_response"] == f"{ESC}[31mred{ESC}[0m{NUL}"
-    assert document["cases"][0]["id"] == f"noisy{ESC}[0m{NUL}"
+    assert document["cases"][0]["id"] == "noisy"
 
 
 # --- JUnit XML on stdout --------------------------------------------------------------------------
@@ -439,3 +463,86 @@ def test_junit_document_has_no_line_a_ci_runner_would_read_as_a_command() -> Non
     assert not [line for line in xml.splitlines() if line.lstrip().startswith("::")]
     parsed = ET.fromstring(xml.encode("utf-8")).find(".//error")
     assert parsed is not None and parsed.text == error  # the text itself is unchanged
+
+
+def test_no_legacy_command_or_whitespace_trick_survives_in_the_document() -> None:
+    forged = "\n".join(ATTACKS)
+    grade = Grade("##[error]check", False, forged, "response")
+    cases = [
+        CaseReport.graded("##[warning]id", "##[error]f.json", [grade], RunRecord()),
+        CaseReport.errored("err", "err.json", forged, None),
+    ]
+    report = SuiteReport(
+        suite="evals/##[error]s", kind="regression", mode="replay", agent="##[notice]a", cases=cases
+    )
+    xml = render_junit(report)
+    assert acted_on(forged)
+    assert runner_commands(xml.decode("utf-8")) == []
+    assert b"##[" not in xml
+    root = ET.fromstring(xml)
+    failure, error = root.find(".//failure"), root.find(".//error")
+    assert failure is not None and error is not None
+    # The parsed text is the run's, CRLF read as LF and the other breaks shown escaped.
+    shown = forged.replace("\r\n", "\n").replace("\r", "\\u000d").replace("\x85", "\\u0085")
+    shown = shown.replace("\u2028", "\\u2028")
+    assert error.text == shown
+    assert failure.text == f"##[error]check: {shown}"
+    assert root.find(".//testcase").get("name") == "##[warning]id"  # type: ignore[union-attr]
+
+
+def test_the_failure_message_is_the_first_failing_check_with_what_was_observed() -> None:
+    observed = "not found in response: " + "x" * 2000
+    grades = [
+        Grade('response_contains("a")', True, "found", "response"),
+        Grade('response_contains("b")', False, observed, "response"),
+        Grade("exact_tool_calls(1)", False, "0 tool call(s): []", "tool"),
+    ]
+    failing = CaseReport.graded("f", "f.json", grades, RunRecord(), line=3)
+    first_line = "case 'e': turn 0 asked for more " + "y" * 1000
+    erroring = CaseReport.errored("e", "e.json", f"\n{first_line}\n  [0] user: hi", None)
+    xml = junitparser.JUnitXml.fromstring(
+        render_junit(suite_report("regression", failing, erroring))
+    )
+    cases = {case.name: case for suite in xml for case in suite}
+    [failure] = cases["f"].result
+    assert isinstance(failure, junitparser.Failure)
+    message = failure.message or ""
+    assert message.startswith('response_contains("b"): not found in response: xxx')
+    assert message.endswith("x… (+1 more failing check(s))")
+    assert len(message) == 500  # clipped, the count kept
+    # The body keeps every failing check, whole.
+    assert f'response_contains("b"): {observed}' in (failure.text or "")
+    assert "exact_tool_calls(1): 0 tool call(s): []" in (failure.text or "")
+    [error] = cases["e"].result
+    assert isinstance(error, junitparser.Error)
+    assert error.message == first_line[:499] + "…"
+    assert error.text == f"\n{first_line}\n  [0] user: hi"
+
+
+def test_each_agent_gets_its_own_suite_name_and_classname() -> None:
+    names = {}
+    for agent in ("openai-agents", "pydantic-ai"):
+        report = SuiteReport(
+            suite="evals/regression",
+            kind="regression",
+            mode="replay",
+            agent=agent,
+            cases=[passing_report("same-id")],
+        )
+        root = ET.fromstring(render_junit(report))
+        suite = root.find("testsuite")
+        assert suite is not None
+        [case] = suite.iter("testcase")
+        names[agent] = (suite.get("name"), case.get("classname"), case.get("name"))
+    assert names == {
+        "openai-agents": (
+            "zeroclaw-eval:evals/regression[openai-agents]",
+            "evals/regression[openai-agents]",
+            "same-id",
+        ),
+        "pydantic-ai": (
+            "zeroclaw-eval:evals/regression[pydantic-ai]",
+            "evals/regression[pydantic-ai]",
+            "same-id",
+        ),
+    }

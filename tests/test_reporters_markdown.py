@@ -1,17 +1,23 @@
-"""`harness.reporters.markdown`: the Markdown summary: totals, failing cases worst first,
-collapsed details; text from a model is escaped in table cells and fenced safely in details;
-`--summary PATH` writes it."""
+"""`harness.reporters.markdown`: the Markdown summary: totals (failed checks counted as
+checks), failing cases worst first, collapsed details; the agent in the heading; text from a
+model escaped and clipped in table cells and shown exactly in `<pre>` details, no line of it
+a workflow command; the refusal of a suite; `--summary PATH` writes it."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import msgspec
 from conftest import Cli, call, fixture, project, text_step, tool_step, turn
+from test_reporters_github import ATTACKS, acted_on, runner_commands
 
 from harness.expectations.base import Grade
+from harness.problems import Problem
+from harness.reporters import markdown
 from harness.reporters.json_report import ReportDocument
 from harness.reporters.markdown import render_markdown
 from harness.run_record import RunRecord
@@ -46,42 +52,13 @@ def suite_of(*cases: CaseReport, kind: str = "regression") -> SuiteReport:
     )
 
 
-def outside_fences(markdown: str) -> str:
-    """The Markdown with fenced code blocks removed: what GitHub renders as Markdown/HTML."""
-    out: list[str] = []
-    fence: str | None = None
-    for line in markdown.splitlines():
-        if fence is None:
-            opening = re.match(r"^(`{3,})", line)
-            if opening:
-                fence = opening.group(1)
-                continue
-            out.append(line)
-        elif re.fullmatch(rf"{fence}`*\s*", line):
-            fence = None
-    assert fence is None, "an unclosed code fence"
-    return "\n".join(out)
+def pre_blocks(markdown: str) -> list[str]:
+    """The text each `<pre>` block shows (HTML drops the newline right after `<pre>`)."""
+    return [html.unescape(body) for body in re.findall(r"<pre>\n(.*?)</pre>", markdown, re.S)]
 
 
-def fenced_blocks(markdown: str) -> list[tuple[str, str]]:
-    """(fence, body) of each fenced block, closed by a fence at least as long (CommonMark)."""
-    blocks: list[tuple[str, str]] = []
-    lines = markdown.splitlines()
-    i = 0
-    while i < len(lines):
-        opening = re.match(r"^(`{3,})", lines[i])
-        if not opening:
-            i += 1
-            continue
-        fence = opening.group(1)
-        body: list[str] = []
-        i += 1
-        while not re.fullmatch(rf"{fence}`*\s*", lines[i]):
-            body.append(lines[i])
-            i += 1
-        blocks.append((fence, "\n".join(body)))
-        i += 1
-    return blocks
+def outside_pre(markdown: str) -> str:
+    return re.sub(r"<pre>.*?</pre>", "", markdown, flags=re.S)
 
 
 def table_rows(markdown: str, header: str) -> list[list[str]]:
@@ -112,10 +89,12 @@ MIXED = suite_of(
 def test_totals_table() -> None:
     md = render_markdown(MIXED)
     assert md.startswith(
-        "## ❌ zeroclaw-eval: regression suite <code>evals/regression</code> failed (exit 1)"
+        "## ❌ zeroclaw-eval[openai-agents]: regression suite <code>evals/regression</code> "
+        "failed (exit 1)"
     )
     [row] = table_rows(md, "| cases |")
-    assert row == ["4", "1", "2", "1", "25.0%", "openai-agents", "replay"]
+    # "failed checks" counts checks: one in "half", two in "zero"
+    assert row == ["4", "1", "3", "1", "25.0%", "openai-agents", "replay"]
     assert "| cases | passed | failed checks | run errors | pass rate | agent | mode |" in md
 
 
@@ -127,9 +106,8 @@ def test_failing_cases_table_is_worst_first_with_the_first_failure() -> None:
     assert rows[1][1] == "<code>evals/regression/zero.json:12</code>"
     assert rows[2][1] == "<code>evals/regression/half.json:9</code>"
     # a cell is one line: the run error's newline is folded
-    assert (
-        rows[0][2]
-        == "run error: case &#x27;broken&#x27;: turn 0 asked for more [0] user: &quot;hi&quot;"
+    assert rows[0][2] == (
+        "run error: case &#x27;broken&#x27;: turn 0 asked for more [0] user: &quot;hi&quot;"
     )
     assert rows[1][2] == (
         "tools_used(&quot;echo&quot;): not called; tools called: [] (+1 more failing check(s))"
@@ -146,18 +124,18 @@ def test_details_hold_every_failing_check_of_each_failing_case() -> None:
         "<code>zero</code> — 2 failing check(s)",
         "<code>half</code> — 1 failing check(s)",
     ]
-    bodies = [body for _fence, body in fenced_blocks(md)]
+    bodies = pre_blocks(md)
     assert bodies == [
         "case 'broken': turn 0 asked for more\n  [0] user: \"hi\"",
         'tools_used("echo"): not called; tools called: []\nexact_tool_calls(1): 0 tool call(s): []',
         'response_contains("zzz"): not found in response: "hi"',
     ]
-    # the blocks alternate open/close (never nested, never left open), outside code
-    tags = re.findall(r"</?details>", outside_fences(md))
+    # the blocks alternate open/close (never nested, never left open), outside the text
+    tags = re.findall(r"</?details>", outside_pre(md))
     assert tags == ["<details>", "</details>"] * 3
     for block in re.findall(r"<details>.*?</details>", md, re.S):
         assert block.count("<summary>") == 1
-        assert re.search(r"\n`{3,}text\n", block)
+        assert block.count("<pre>") == block.count("</pre>") == 1
 
 
 def test_pipes_and_html_in_model_output_are_escaped_in_cells() -> None:
@@ -173,11 +151,10 @@ def test_pipes_and_html_in_model_output_are_escaped_in_cells() -> None:
     assert "&amp;amp;" in cell
     assert "&lt;img src=x&gt;" in cell
     assert rows[0][0] == "<code>evil\\|&lt;b&gt;id&lt;/b&gt;</code>"
-    rendered = outside_fences(md)
-    assert "<script" not in rendered and "<img" not in rendered and "<b>" not in rendered
-    assert "<code>evil|&lt;b&gt;id&lt;/b&gt;</code>" in rendered  # the details summary
-    # the details keep the exact text, inside a code block
-    assert [body for _f, body in fenced_blocks(md)] == [f'response_contains("x"): {detail}']
+    assert "<script" not in md and "<img" not in md and "<b>" not in md
+    assert "<code>evil|&lt;b&gt;id&lt;/b&gt;</code>" in md  # the details summary
+    # the details show the exact text
+    assert pre_blocks(md) == [f'response_contains("x"): {detail}']
 
 
 def test_long_and_multiline_cells_stay_one_bounded_line() -> None:
@@ -186,27 +163,25 @@ def test_long_and_multiline_cells_stay_one_bounded_line() -> None:
     [row] = table_rows(md, "| case | fixture | first failure |")
     assert row[2].startswith("c: line one line two xxx")
     assert row[2].endswith("…")
-    assert len(row[2]) <= 301
+    assert len(row[2]) == 120
 
 
-def test_a_transcript_with_backtick_fences_stays_inside_a_longer_fence() -> None:
-    transcript = "here is code:\n```python\nprint('hi')\n```\nand a ````` run, then ```` too"
+def test_a_transcript_with_backtick_fences_stays_inside_its_block() -> None:
+    transcript = "here is code:\n```python\nprint('hi')\n```\nand a ````` run, then </pre> too"
     md = render_markdown(suite_of(errored("fences", transcript)))
-    blocks = fenced_blocks(md)
-    assert len(blocks) == 1
-    fence, body = blocks[0]
-    assert body == transcript
-    assert len(fence) == 6  # longer than the longest run of backticks inside
-    assert f"\n{fence}text\n" in md
-    assert "<details>" in outside_fences(md) and "</details>" in outside_fences(md)
-    # nothing of the transcript leaks out of the block
-    assert "print(" not in outside_fences(md).split("<summary>", 1)[1]
+    assert pre_blocks(md) == [transcript]
+    # In the cell every backtick is escaped: no code span, no fence.
+    assert not re.search(r"(?<!\\)`", outside_pre(md))
+    assert "<details>" in outside_pre(md) and "</details>" in outside_pre(md)
+    # nothing of the transcript leaks out of the block (the cell shows its first failure)
+    assert "print(" not in outside_pre(md).split("<summary>", 1)[1]
 
 
 def test_a_green_suite_says_every_case_passed() -> None:
     md = render_markdown(suite_of(graded("a", [ok()]), graded("b", [ok(), ok("tools_used")])))
     assert md.startswith(
-        "## ✅ zeroclaw-eval: regression suite <code>evals/regression</code> passed (exit 0)"
+        "## ✅ zeroclaw-eval[openai-agents]: regression suite <code>evals/regression</code> "
+        "passed (exit 0)"
     )
     assert "Every case passed." in md
     assert "Failing cases" not in md and "<details>" not in md
@@ -321,3 +296,105 @@ def test_unwritable_summary_path_exits_1(run_cli: Cli, tmp_path: Path) -> None:
     assert "summary.md: cannot write report" in result.stderr
     assert [p.name for p in (root / "summary.md").iterdir()] == ["keep"]
     assert not [p for p in root.iterdir() if p.name.endswith(".partial")]
+
+
+# --- untrusted text in every cell -----------------------------------------------------------
+
+
+def test_cells_are_clipped_and_escaped_and_the_details_keep_everything() -> None:
+    long_id = "id-" + "x" * 300
+    detail = "saw `code` | a [link](https://example.invalid) ![img](x) \\| and " + "y" * 300
+    md = render_markdown(suite_of(graded(long_id, [bad("check", detail)], 3)))
+    [row] = table_rows(md, "| case | fixture | first failure |")
+    case_cell = row[0].removeprefix("<code>").removesuffix("</code>")
+    assert case_cell == "id-" + "x" * 116 + "…"  # 120 characters shown
+    failure = row[2]
+    assert failure.startswith(
+        "check: saw \\`code\\` \\| a \\[link](https://example.invalid) !\\[img](x) \\\\\\| and yyy"
+    )
+    assert failure.endswith("y…")
+    assert not re.search(r"(?<!\\)[`|]", failure)  # every backtick and pipe escaped
+    assert pre_blocks(md) == [f"check: {detail}"]  # the details hold it all
+
+
+def test_control_characters_and_bidi_are_shown_escaped_in_every_cell() -> None:
+    nasty = "\x1b[2J\x1b]0;title\x07\u202eevil\u2066\ud800\x9b1m"
+    case = CaseReport.graded(
+        f"id{nasty}", f"evals/{nasty}.json", [bad(f"c{nasty}", f"d{nasty}")], RunRecord(), 2
+    )
+    report = SuiteReport(
+        suite=f"evals/{nasty}", kind="regression", mode="replay", agent=f"a{nasty}", cases=[case]
+    )
+    md = render_markdown(report)
+    md.encode("utf-8")  # the surrogate is replaced, not left to crash the write
+    assert [c for c in md if unicodedata.category(c) in ("Cc", "Cs") and c != "\n"] == []
+    assert "\u202e" not in md and "\u2066" not in md
+    escaped = "\\u001b[2J\\u001b]0;title\\u0007\\u202eevil\\u2066\ufffd\\u009b1m"
+    [row] = table_rows(md, "| case | fixture | first failure |")
+    assert row[0] == f"<code>id{escaped.replace(chr(92), chr(92) * 2)}</code>"
+    assert pre_blocks(md) == [f"c{escaped}: d{escaped}"]
+    assert f"zeroclaw-eval[a{escaped.replace(chr(92), chr(92) * 2)}]" in md.splitlines()[0]
+
+
+def test_no_line_of_the_summary_is_a_workflow_command() -> None:
+    forged = "\n".join(ATTACKS)
+    case = CaseReport.graded(
+        "##[warning]id", "evals/##[error]f.json", [bad("##[error]c", forged)], RunRecord(), 2
+    )
+    errored_case = errored("err", forged)
+    md = render_markdown(suite_of(case, errored_case))
+    assert acted_on(forged)
+    assert runner_commands(md) == []
+    assert "##[" not in md
+    # What GitHub shows is still the text itself.
+    shown = forged.replace("\r\n", "\n").replace("\r", "\\u000d").replace("\x85", "\\u0085")
+    shown = shown.replace("\u2028", "\\u2028")
+    assert pre_blocks(md) == [f"##[error]c: {shown}", shown][::-1]
+    assert "<code>#&#35;[warning]id</code>" in md
+
+
+def test_the_heading_names_the_agent() -> None:
+    for agent in ("openai-agents", "pydantic-ai"):
+        report = SuiteReport(
+            suite="evals/regression", kind="regression", mode="replay", agent=agent, cases=[]
+        )
+        assert render_markdown(report).startswith(f"## ❌ zeroclaw-eval[{agent}]: regression")
+
+
+def test_the_refusal_names_files_lines_fields_and_messages() -> None:
+    problems = [
+        Problem("evals/regression/b.json", "$.expects.bogus", "unknown key (did you | mean)", 5),
+        Problem("evals/regression/c.json", "$", "not valid JSON: Expecting value (line 4)", 4),
+        Problem("evals/regression/##[error]d.json", "$.id", "case id '\x1b[2J' refused"),
+    ]
+    md = markdown.render_refusal(problems, "pydantic-ai", "evals/regression")
+    assert md.startswith(
+        "## ❌ zeroclaw-eval[pydantic-ai]: suite <code>evals/regression</code> refused (exit 1)"
+    )
+    assert "3 problem(s) in 3 file(s); nothing was run" in md
+    rows = table_rows(md, "| file | line | field | problem |")
+    assert rows == [
+        [
+            "<code>evals/regression/b.json</code>",
+            "5",
+            "<code>$.expects.bogus</code>",
+            "unknown key (did you \\| mean)",
+        ],
+        [
+            "<code>evals/regression/c.json</code>",
+            "4",
+            "<code>$</code>",
+            "not valid JSON: Expecting value (line 4)",
+        ],
+        [
+            "<code>evals/regression/#&#35;[error]d.json</code>",
+            "",
+            "<code>$.id</code>",
+            "case id &#x27;\\\\u001b[2J&#x27; refused",
+        ],
+    ]
+    assert runner_commands(md) == []
+    many = markdown.render_refusal([problems[0]] * 60)
+    assert len(table_rows(many, "| file |")) == 50
+    assert "… and 10 more problem(s)" in many
+    assert many.startswith("## ❌ zeroclaw-eval: suite refused (exit 1)")

@@ -40,6 +40,8 @@ class Misbehaving(Session):
     async def run_turn(self, user_input):
         if "hang" in user_input:
             await asyncio.sleep(3600)
+        if "slow" in user_input:
+            await asyncio.sleep(0.4)
         if "block" in user_input:
             time.sleep(20)
         if "explode" in user_input:
@@ -516,3 +518,53 @@ def test_a_tool_raising_system_exit_or_an_unprintable_result_is_a_failed_call() 
     assert second.success is False
     assert "str() raised RuntimeError: no text for you" in second.result
     assert [c.success for c in registry.calls] == [False, False]
+
+
+# --- the whole case's wall clock ----------------------------------------------------------------
+
+
+def test_a_case_ends_at_its_wall_clock_however_many_turns_it_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    turns = [turn(f"slow {n}", text_step(f"reply {n}")) for n in range(6)]
+    slow = fixture("slow", turns, {"response_contains": ["reply 5"]})
+    suite = write_suite(
+        tmp_path / "suite", {"a_slow.json": slow, "b_ok.json": echo_fixture("after")}
+    )
+    report = run(suite, agent=spec, case_timeout=5, case_wall_clock=1)
+    cases = by_id(report)
+    assert cases["slow"].error == "ran past the case's wall clock of 1s in turn 2"
+    assert cases["slow"].record is not None
+    assert cases["slow"].record.turn_responses == ["reply 0", "reply 1"]
+    assert cases["after"].passed, cases["after"].error
+
+
+def test_grading_is_bounded_by_the_wall_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from harness import runner
+
+    grade = runner.grade
+
+    def stuck_grading(*args: Any, **kwargs: Any) -> Any:
+        if args[1].final_response == "Hello there!":
+            time.sleep(8)
+        return grade(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "grade", stuck_grading)
+    suite = write_suite(
+        tmp_path / "suite",
+        {"a_stuck.json": greeting_fixture("stuck"), "b_ok.json": echo_fixture("after")},
+    )
+    started = time.monotonic()
+    report = run(suite, case_timeout=5, case_wall_clock=1)
+    assert time.monotonic() - started < 6
+    cases = by_id(report)
+    assert cases["stuck"].error == (
+        "ran past the case's wall clock of 1s while grading; grading blocked its thread "
+        "and was abandoned"
+    )
+    assert cases["after"].passed, cases["after"].error

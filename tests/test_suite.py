@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +15,11 @@ from typing import Any
 import pytest
 from conftest import (
     BUILTIN_SURFACE,
+    REPO,
     SHARED_FIXTURES,
+    Cli,
     lines,
+    project,
     replay_trace,
     write_fixture,
 )
@@ -358,3 +363,102 @@ def test_live_mode_suite_refuses_scripted_steps(tmp_path: Path) -> None:
     assert lines(caught.value.problems) == [
         f"{path}: $.turns[0].steps: a live case must not script model steps: the real model answers"
     ]
+
+
+# --- names that would forge, hide or reorder what reports show --------------------------------
+
+UNSAFE = "holds control or format characters"
+
+
+@pytest.mark.parametrize(
+    ("char", "shown"),
+    [
+        ("\x1b", "\\x1b"),
+        ("\n", "\\x0a"),
+        ("\x7f", "\\x7f"),
+        ("\x85", "\\x85"),
+        ("\u2028", "\\u2028"),
+        ("\u202e", "\\u202e"),
+        ("\u2067", "\\u2067"),
+    ],
+)
+def test_fixture_file_name_with_a_control_character_is_refused_unread(
+    tmp_path: Path, char: str, shown: str
+) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(model_name="a"))
+    write_fixture(tmp_path, f"b{char}.json", replay_trace(model_name="b"))
+    with pytest.raises(AdmissionError) as caught:
+        load(tmp_path)
+    [problem] = caught.value.problems
+    escaped_path = f"{tmp_path}{os.sep}b{shown}.json"
+    assert (problem.file, problem.field) == (escaped_path, "$")
+    assert problem.message == (
+        f"file name 'b{shown}.json' {UNSAFE} ({shown}): they can forge, hide or reorder what "
+        "reports and terminals show"
+    )
+    assert str(problem).isprintable()
+
+
+def test_case_ids_equal_once_normalised_are_duplicates(tmp_path: Path) -> None:
+    composed, decomposed = "caf\u00e9", "cafe\u0301"  # both read "café"
+    a = write_fixture(tmp_path, "a.json", replay_trace(id=composed))
+    b = write_fixture(tmp_path, "b.json", replay_trace(id=decomposed))
+    assert refused(tmp_path) == [
+        f"{b}: $.id: duplicate case id 'cafe\\u0301' (the same as 'caf\\xe9' once normalised "
+        f"to NFC), also used by {a}: {MASK}"
+    ]
+
+
+def test_case_ids_that_differ_beyond_normalisation_are_admitted(tmp_path: Path) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(id="caf\u00e9"))
+    write_fixture(tmp_path, "b.json", replay_trace(id="cafe"))
+    assert [c.id for c in load(tmp_path)] == ["caf\u00e9", "cafe"]
+
+
+# --- through the command line: no hang, no silent default ---------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("run", "--annotations", "github"), {}),
+        (("check",), {"GITHUB_ACTIONS": "true"}),
+    ],
+    ids=["run", "check"],
+)
+def test_fifo_fixture_with_annotations_is_refused_without_blocking(
+    tmp_path: Path, args: tuple[str, ...], env: dict[str, str]
+) -> None:
+    root = project(tmp_path, {"a.json": replay_trace(model_name="a")})
+    os.mkfifo(root / "evals" / "regression" / "b.json")
+    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "harness", "eval", *args],
+        cwd=root,
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "evals/regression/b.json: $: not a regular file (FIFO)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("action", ["run", "check"])
+def test_empty_suite_flag_is_refused_not_the_default_suite(
+    run_cli: Cli, tmp_path: Path, action: str
+) -> None:
+    root = project(tmp_path, {"a.json": replay_trace(model_name="a")})
+    result = run_cli("eval", action, "--suite", "", cwd=root)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "zeroclaw eval: --suite: empty path: name the suite directory, or leave --suite out\n"
+    )
+    assert result.stdout == ""  # nothing admitted, nothing run

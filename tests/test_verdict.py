@@ -56,3 +56,16 @@ def test_totals_and_score() -> None:
     assert failing_report().score == pytest.approx(1 / 3)
     assert errored_report().score is None
     assert not report.all_passed
+
+
+def test_failure_parts_keep_the_count_apart_from_what_was_observed() -> None:
+    bad = failing_report()
+    assert bad.failure_parts() == (
+        'tools_used("echo"): not called; tools called: []',
+        " (+1 more failing check(s))",
+    )
+    assert bad.first_failure() == "".join(bad.failure_parts())
+    err = errored_report()
+    assert err.failure_parts() == (f"run error: {err.error}", "")
+    empty = CaseReport.graded("empty", "x.json", [], RunRecord())
+    assert empty.failure_parts() == ("the case produced no grades", "")

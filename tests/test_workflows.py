@@ -15,6 +15,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,12 @@ Workflow = dict[str, Any]
 
 
 # --- actionlint ---------------------------------------------------------------------------
+
+
+def find_tool(name: str) -> str | None:
+    """An executable installed beside the interpreter (the test venv's), else on PATH."""
+    beside = Path(sys.executable).parent / (f"{name}.exe" if os.name == "nt" else name)
+    return str(beside) if beside.is_file() else shutil.which(name)
 
 
 def find_actionlint(bin_dir: Path, which: Callable[[str], str | None] = shutil.which) -> str | None:
@@ -452,6 +459,11 @@ def steps(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in job.get("steps") or [] if isinstance(s, dict)]
 
 
+def uses(step: dict[str, Any], action: str) -> bool:
+    """Whether `step` runs `action` (at whatever pinned commit)."""
+    return str(step.get("uses", "")).partition("@")[0] == action
+
+
 def step_index(job: dict[str, Any], pred: Callable[[dict[str, Any]], bool]) -> int | None:
     return next((i for i, s in enumerate(steps(job)) if pred(s)), None)
 
@@ -495,11 +507,11 @@ def setup_problems(wf: Workflow) -> list[str]:
         nox_at = step_index(job, lambda s: "nox -s" in str(s.get("run", "")))
         if nox_at is None:
             continue
-        checkout = step_index(job, lambda s: s.get("uses") == "actions/checkout@v4")
-        setup = step_index(job, lambda s: s.get("uses") == "actions/setup-python@v5")
+        checkout = step_index(job, lambda s: uses(s, "actions/checkout"))
+        setup = step_index(job, lambda s: uses(s, "actions/setup-python"))
         install = step_index(job, running("pip install nox"))
         if checkout is None or setup is None or install is None:
-            problems.append(f"job {name}: needs checkout@v4, setup-python@v5 and pip install nox")
+            problems.append(f"job {name}: needs checkout, setup-python and pip install nox")
             continue
         if not checkout < setup < install < nox_at:
             problems.append(f"job {name}: checkout, setup-python, install nox out of order")
@@ -509,12 +521,12 @@ def setup_problems(wf: Workflow) -> list[str]:
 
 
 def upload_problems(wf: Workflow, job_name: str, after: str) -> list[str]:
-    """`job_name` uploads reports/ with upload-artifact@v4 and `if: always()`, after `after`."""
+    """`job_name` uploads reports/ with upload-artifact and `if: always()`, after `after`."""
     job = jobs(wf).get(job_name, {})
     ran = step_index(job, running(after))
-    up = step_index(job, lambda s: s.get("uses") == "actions/upload-artifact@v4")
+    up = step_index(job, lambda s: uses(s, "actions/upload-artifact"))
     if ran is None or up is None:
-        return [f"job {job_name}: no `{after}` step or no actions/upload-artifact@v4 step"]
+        return [f"job {job_name}: no `{after}` step or no actions/upload-artifact step"]
     problems = []
     upload = steps(job)[up]
     if up < ran:
@@ -555,9 +567,9 @@ def regression_problems(wf: Workflow) -> list[str]:
     gate = step_index(job, running("nox -s eval_regression"))
     if gate is not None and steps(job)[gate].get("continue-on-error") not in (None, "false"):
         problems.append("the eval_regression step has continue-on-error: it is the gate")
-    at = step_index(job, lambda s: s.get("uses") == "mikepenz/action-junit-report@v5")
+    at = step_index(job, lambda s: uses(s, "mikepenz/action-junit-report"))
     if at is None:
-        return [*problems, "no mikepenz/action-junit-report@v5 step"]
+        return [*problems, "no mikepenz/action-junit-report step"]
     publish = steps(job)[at]
     inputs = publish.get("with") or {}
     if _cond(publish.get("if")) != "always()":
@@ -598,7 +610,7 @@ def ci_problems(wf: Workflow) -> list[str]:
     matrix = ((tests.get("strategy") or {}).get("matrix") or {}).get("python-version")
     if _list(matrix) != PYTHONS:
         problems.append(f"tests matrix is {matrix!r}, not {PYTHONS}")
-    setup = step_index(tests, lambda s: s.get("uses") == "actions/setup-python@v5")
+    setup = step_index(tests, lambda s: uses(s, "actions/setup-python"))
     version = (
         None if setup is None else (steps(tests)[setup].get("with") or {}).get("python-version")
     )
@@ -648,8 +660,8 @@ def capability_problems(wf: Workflow) -> list[str]:
         problems.append("restore-keys is not a prefix of the per-run key")
     if "always()" not in _cond(steps(job)[save].get("if")):
         problems.append("the history is not saved when the session fails")
-    if not str(steps(job)[restore].get("uses", "")).endswith("@v4"):
-        problems.append("actions/cache is not @v4")
+    if not uses(steps(job)[restore], "actions/cache/restore"):
+        problems.append("the history is not restored with actions/cache/restore")
     problems += upload_problems(wf, name, "nox -s eval_capability")
     problems += permission_problems(wf, {})
     problems += setup_problems(wf)
@@ -922,3 +934,96 @@ def test_docs_name_the_aggregate_check_and_every_session() -> None:
     for session in ("tests", "lint", "eval_regression", "eval_capability", "eval_live"):
         assert f"nox -s {session}" in doc, session
     assert "::error file=" in doc and "GITHUB_STEP_SUMMARY" in doc
+
+
+# --- supply chain: pinned actions, no persisted credentials, secrets in an environment ------
+
+PINNED = re.compile(r"^\s*(?:- )?uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
+
+
+def pin_problems(texts: dict[str, str]) -> list[str]:
+    """Every action is pinned by commit SHA, with its version in a comment: a tag can be
+    moved to other code, a commit cannot."""
+    return [
+        f"{name}:{number}: not pinned by commit SHA with `# vX.Y.Z`: {line.strip()}"
+        for name, text in texts.items()
+        for number, line in enumerate(text.splitlines(), 1)
+        if "uses:" in line and not PINNED.match(line)
+    ]
+
+
+def checkout_problems(wf: Workflow) -> list[str]:
+    """Every checkout leaves no token in .git/config for later steps (or artifacts) to read."""
+    return [
+        f"job {name}: checkout without persist-credentials: false"
+        for name, job in jobs(wf).items()
+        for step in steps(job)
+        if uses(step, "actions/checkout")
+        and str((step.get("with") or {}).get("persist-credentials")) != "false"
+    ]
+
+
+def test_every_action_is_pinned_by_commit() -> None:
+    texts = {p.name: p.read_text(encoding="utf-8") for p in workflow_files()}
+    assert pin_problems(texts) == []
+    texts["ci.yml"] += "      - uses: actions/checkout@v4\n"
+    assert len(pin_problems(texts)) == 1
+
+
+@pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.yml")), ids=lambda p: p.name)
+def test_no_checkout_persists_credentials(path: Path) -> None:
+    wf = load_workflow(path)
+    assert checkout_problems(wf) == []
+    for job in jobs(wf).values():
+        for step in steps(job):
+            if uses(step, "actions/checkout"):
+                step.pop("with", None)
+    assert checkout_problems(wf)
+
+
+def test_the_provider_key_is_a_secret_of_the_live_environment() -> None:
+    [job] = jobs(load_workflow(WORKFLOWS / "live.yml")).values()
+    assert job.get("environment") == "live"
+
+
+def find_zizmor() -> str:
+    found = find_tool("zizmor")
+    if found is None:
+        pytest.fail("zizmor was not found: install the test dependency group", pytrace=False)
+    return found
+
+
+def run_zizmor(directory: Path) -> tuple[int, str]:
+    proc = subprocess.run(
+        [find_zizmor(), "--offline", "--persona=auditor", "--no-progress", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_zizmor_finds_nothing_in_the_workflows() -> None:
+    returncode, output = run_zizmor(WORKFLOWS)
+    assert returncode == 0, output
+
+
+def test_zizmor_reports_an_unsafe_workflow(tmp_path: Path) -> None:
+    unsafe = tmp_path / "unsafe.yml"
+    unsafe.write_text(
+        "name: unsafe\n"
+        "on: pull_request_target\n"
+        "jobs:\n"
+        "  build:\n"
+        "    runs-on: ubuntu-latest\n"
+        "    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "        with:\n"
+        "          ref: ${{ github.event.pull_request.head.sha }}\n"
+        "      - run: echo ${{ github.event.pull_request.title }}\n",
+        encoding="utf-8",
+    )
+    returncode, output = run_zizmor(unsafe)
+    assert returncode != 0, output
+    assert "template-injection" in output and "unpinned-uses" in output, output

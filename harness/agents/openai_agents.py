@@ -51,11 +51,11 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
                 model=model,
                 tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
             )
-            return _Session(agent, _RUN_CONFIG)
+            return _Session(agent, _RUN_CONFIG, context.model)
         user = self.build()
         agent = user.clone(tools=[_recording(tool, registry) for tool in user.tools])
         # RunConfig.model replaces the model of every agent in the run, handoffs included.
-        return _Session(agent, RunConfig(model=model, tracing_disabled=True))
+        return _Session(agent, RunConfig(model=model, tracing_disabled=True), context.model)
 
 
 # Tracing would export spans over the network; a harness run stays offline. Shared: building
@@ -64,15 +64,24 @@ _RUN_CONFIG = RunConfig(tracing_disabled=True)
 
 
 class _Session:
-    def __init__(self, agent: Agent[Any], config: RunConfig) -> None:
+    def __init__(self, agent: Agent[Any], config: RunConfig, boundary: ModelBoundary) -> None:
         self._agent = agent
         self._config = config
+        # The SDK's own limit (max_turns, 10 by default) counts model calls per run, that is
+        # per turn here; set one above the boundary's, so the harness's limit is the one
+        # that applies, with the same run error as every other agent.
+        self._max_turns = boundary.max_calls_per_turn + 1
         self._history: list[TResponseInputItem] = []
 
     async def run_turn(self, user_input: str) -> str:
         # The SDK carries a conversation by feeding the previous run's items back in.
         items = [*self._history, {"role": "user", "content": user_input}]
-        result = await Runner.run(self._agent, items, run_config=self._config)  # type: ignore[arg-type]
+        result = await Runner.run(
+            self._agent,
+            items,  # type: ignore[arg-type]
+            run_config=self._config,
+            max_turns=self._max_turns,
+        )
         self._history = result.to_input_list()
         output = result.final_output
         return output if isinstance(output, str) else ("" if output is None else str(output))

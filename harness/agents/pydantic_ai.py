@@ -27,7 +27,7 @@ from pydantic_ai.messages import ModelRequest as PaiRequest
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool as PaiTool
 from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
-from pydantic_ai.usage import RequestUsage
+from pydantic_ai.usage import RequestUsage, UsageLimits
 from pydantic_core import to_json
 
 from harness.agent import AgentContext, FrameworkAdapter
@@ -73,18 +73,27 @@ class _Session:
         self._agent = agent
         self._model = FunctionModel(_respond_with(context.model), model_name="zeroclaw-eval")
         self._toolsets = toolsets
+        # pydantic-ai's own request limit (50 by default) counts model calls per run, that
+        # is per turn here; set one above the boundary's, so the harness's limit is the one
+        # that applies, with the same run error as every other agent.
+        self._limits = UsageLimits(request_limit=context.model.max_calls_per_turn + 1)
         self._history: list[ModelMessage] = []
 
     async def run_turn(self, user_input: str) -> str:
         if self._toolsets is None:
             result = await self._agent.run(
-                user_input, model=self._model, message_history=self._history
+                user_input,
+                model=self._model,
+                message_history=self._history,
+                usage_limits=self._limits,
             )
         else:
             # tools=[] drops the agent's own function tools from the run; the wrapped
             # toolsets (which include them) put them back, recorded.
             with self._agent.override(model=self._model, tools=[], toolsets=self._toolsets):
-                result = await self._agent.run(user_input, message_history=self._history)
+                result = await self._agent.run(
+                    user_input, message_history=self._history, usage_limits=self._limits
+                )
         # pydantic-ai carries a conversation as the previous run's full message list.
         self._history = result.all_messages()
         output = result.output

@@ -1,30 +1,225 @@
-"""Atomic report files: a reader sees the old file or the whole new one, never a half."""
+"""Report files: checked before the run, written atomically, and put in place together.
+
+A reader sees the old file or the whole new one, never a half. The files of one run are
+staged beside their destinations and renamed into place at once, with SIGINT and SIGTERM
+held off for the renames, so the JUnit and JSON reports on disk always come from the same
+run, and an interruption before the renames leaves every previous file as it was and no
+temporary file behind.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness import interrupts
+from harness.errors import ExitCode, HarnessError
 
 
 class ReportWriteError(HarnessError):
-    """A report file could not be written; the run stops before printing its verdict."""
+    """Report files could not be written (one per line); the other reports still were."""
+
+    def lines(self) -> list[str]:
+        return [f"zeroclaw eval: {line}" for line in str(self).splitlines()]
+
+
+class ReportPathError(HarnessError):
+    """The command line names one file for two reports: a usage error."""
+
+    exit_code = ExitCode.USAGE
+
+
+def _umask() -> int:
+    # Read by setting it: done once, before any worker thread creates files.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# A new report gets the permissions any new file of the user's gets (mkstemp's are 0600).
+FILE_MODE = 0o666 & ~_umask()
+
+
+def check_destination(path: Path, shown: str | None = None, what: str = "write report") -> bool:
+    """Refuse a path that cannot take a report (`ReportWriteError`, naming it as `shown`);
+    True when it is a character device (`/dev/null`, a terminal), which is written
+    through, not replaced.
+
+    A symbolic link is refused (unless it leads to a character device): replacing it would
+    silently drop the link, and writing through it would let a checked-out link (a fork's
+    pull request) aim the report at any file the job can write."""
+    cannot = f"{path if shown is None else shown}: cannot {what}"
+    try:
+        link = path.lstat()
+    except FileNotFoundError:
+        _check_parent(path, cannot)
+        return False
+    except OSError as exc:
+        raise ReportWriteError(f"{cannot}: {_why(exc)}") from None
+    try:
+        target = path.stat()
+    except OSError:
+        target = link
+    if stat.S_ISCHR(target.st_mode):
+        return True
+    if stat.S_ISLNK(link.st_mode):
+        raise ReportWriteError(
+            f"{cannot}: it is a symbolic link, and a report is never written through one "
+            "(remove it, or name the file it points to)"
+        )
+    if stat.S_ISDIR(link.st_mode):
+        raise ReportWriteError(f"{cannot}: it is a directory")
+    if not stat.S_ISREG(link.st_mode):
+        raise ReportWriteError(f"{cannot}: it is not a regular file (a pipe, socket or device)")
+    _check_parent(path, cannot)
+    return False
+
+
+def _check_parent(path: Path, cannot: str) -> None:
+    """The nearest existing ancestor must be a directory the run can create files in."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ReportWriteError(f"{cannot}: {parent.name or parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ReportWriteError(f"{cannot}: {parent.name or parent} is not writable")
+
+
+@dataclass
+class _Staged:
+    path: Path
+    temporary: Path | None  # None: a character device, written at commit time
+    data: bytes = b""
+
+
+@dataclass
+class ReportFiles:
+    """The report files of one run: planned before it, staged, then committed together."""
+
+    planned: dict[str, Path] = field(default_factory=dict)  # real path → as given
+    written: list[Path] = field(default_factory=list)
+    failed: list[Path] = field(default_factory=list)
+    _devices: set[Path] = field(default_factory=set)
+    _staged: list[_Staged] = field(default_factory=list)
+
+    def plan(self, path: Path | str, what: str = "write report") -> Path:
+        """Check `path` before the run (`check_destination`), refuse the same file named
+        for two reports, and fix it as an absolute path: an agent that changes the
+        working directory cannot move it."""
+        given = Path(path)
+        absolute = Path(os.path.abspath(given))
+        key = os.path.realpath(absolute)
+        if key in self.planned:
+            raise ReportPathError(
+                f"{given}: named for two reports (also as {self.planned[key]}); "
+                "give each report its own file"
+            )
+        if check_destination(absolute, str(given), what):
+            self._devices.add(absolute)
+        self.planned[key] = given
+        return absolute
+
+    def shown(self, path: Path) -> str:
+        """`path` as the command line gave it, for messages."""
+        return str(self.planned.get(os.path.realpath(path), path))
+
+    def stage(self, path: Path, data: bytes) -> None:
+        """Write `data` beside `path`, to be put in place by `commit`."""
+        if path in self._devices:
+            self._staged.append(_Staged(path, None, data))
+            return
+        with interrupts.held():  # a temporary file is never created without being known
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(
+                    prefix=f".{path.name}.", suffix=".partial", dir=path.parent
+                )
+            except OSError as exc:
+                self.failed.append(path)
+                raise ReportWriteError(
+                    f"{self.shown(path)}: cannot write report: {_why(exc)}"
+                ) from None
+            staged = _Staged(path, Path(tmp))
+            self._staged.append(staged)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), FILE_MODE)
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            self._staged.remove(staged)
+            Path(tmp).unlink(missing_ok=True)
+            self.failed.append(path)
+            raise ReportWriteError(
+                f"{self.shown(path)}: cannot write report: {_why(exc)}"
+            ) from None
+
+    def commit(self) -> None:
+        """Put every staged file in place, uninterrupted."""
+        errors: list[str] = []
+        with interrupts.held():
+            staged, self._staged = self._staged, []
+            for item in staged:
+                try:
+                    _put_in_place(item)
+                except OSError as exc:
+                    self.failed.append(item.path)
+                    errors.append(f"{self.shown(item.path)}: cannot write report: {_why(exc)}")
+                else:
+                    self.written.append(item.path)
+        if errors:
+            raise ReportWriteError("\n".join(errors))
+
+    def abort(self) -> None:
+        """Remove every staged file: nothing of this run reaches the destinations."""
+        staged, self._staged = self._staged, []
+        for item in staged:
+            if item.temporary is not None:
+                with contextlib.suppress(OSError):
+                    item.temporary.unlink()
+
+    def account(self) -> list[str]:
+        """What was and was not written, for the message of an interrupted run."""
+        written = {os.path.realpath(p): p for p in self.written}
+        done = sorted(self.shown(path) for path in written.values())
+        kept = sorted(str(given) for real, given in self.planned.items() if real not in written)
+        lines = []
+        if done:
+            lines.append("written: " + ", ".join(done))
+        if kept:
+            lines.append("not written (any previous file left as it was): " + ", ".join(kept))
+        return lines
+
+
+def _put_in_place(item: _Staged) -> None:
+    if item.temporary is None:
+        with open(item.path, "wb") as device:
+            device.write(item.data)
+        return
+    try:
+        os.replace(item.temporary, item.path)
+    except OSError:
+        item.temporary.unlink(missing_ok=True)
+        raise
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
+    """One report file, checked, written and put in place (`ReportWriteError` if not)."""
+    files = ReportFiles()
+    destination = files.plan(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    except OSError as exc:
-        raise ReportWriteError(f"{path}: cannot write report: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ReportWriteError(f"{path}: cannot write report: {exc.strerror or exc}") from None
+        files.stage(destination, data)
+        files.commit()
+    except BaseException:
+        files.abort()
+        raise

@@ -3,8 +3,9 @@
 A reporter module declares one `REPORTER` (a `ReporterSpec`): its options, whether it can
 be the document on stdout (`--format`), and how to build its reporters from the parsed
 options. The pipeline calls `start`, `case_done` as each case finishes, and `finish` with
-the whole verdict, reporters in ascending `order` (files, then CI, then stdout), so a
-report that cannot be written stops the run before the verdict is printed.
+the whole verdict, reporters in ascending `order`: files (staged, then put in place
+together at `COMMIT`), then CI, then stdout. A report that cannot be written is said and
+makes the run fail, but the other reports are still written.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from harness.options import Option
 from harness.problems import Problem
-from harness.reporters.atomic import write_atomic
+from harness.reporters.atomic import ReportFiles, ReportWriteError
 
 if TYPE_CHECKING:
     from harness.verdict import CaseReport, SuiteReport
 
 # Reporter orders: what writes files finishes first, the document on stdout last.
-FILES, CI, STDOUT = 10, 50, 90
+FILES, COMMIT, CI, STDOUT = 10, 20, 50, 90
 
 ANNOTATIONS = Option(
     "--annotations",
@@ -43,6 +44,8 @@ class Output:
     stdout: TextIO | None = None
     stderr: TextIO | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    # The run's report files, each checked when its reporter is built (before any case).
+    files: ReportFiles = field(default_factory=ReportFiles)
 
     @property
     def github(self) -> bool:
@@ -71,11 +74,15 @@ class Reporter:
         """One case finished (in suite order)."""
 
     def finish(self, report: SuiteReport) -> None:
-        """The run is over; write what this reporter writes. A `ReportWriteError` stops
-        the reporters after it."""
+        """The run is over; write what this reporter writes. A `ReportWriteError` is said
+        once every reporter has finished."""
 
     def refused(self, problems: list[Problem]) -> None:
         """Admission refused the suite; nothing will run."""
+
+    def abandon(self) -> None:
+        """The run stopped before its reports were all written (an interruption): undo
+        whatever is half done."""
 
 
 class ReporterSpec(Protocol):
@@ -94,9 +101,20 @@ class ReporterSpec(Protocol):
 class Document(Reporter):
     """A whole-run document (JSON, JUnit…) written to a file atomically, or to stdout."""
 
-    def __init__(self, render: Rendered, *, path: Path | None = None, order: int = FILES) -> None:
+    def __init__(
+        self,
+        render: Rendered,
+        *,
+        path: Path | None = None,
+        order: int = FILES,
+        files: ReportFiles | None = None,
+    ) -> None:
         self._render = render
-        self._path = path
+        # Without the run's files to join, the document is put in place on its own.
+        self._alone = files is None
+        self._files = files if files is not None else ReportFiles()
+        # Checked (and made absolute) now, before the run.
+        self._path = None if path is None else self._files.plan(path)
         self._stream: TextIO | None = None
         self.order = order
 
@@ -109,17 +127,22 @@ class Document(Reporter):
     def finish(self, report: SuiteReport) -> None:
         data = self._render(report)
         if self._path is not None:
-            write_atomic(self._path, data)
+            self._files.stage(self._path, data)
+            if self._alone:
+                self._files.commit()
             return
         assert self._stream is not None
-        binary = getattr(self._stream, "buffer", None)
-        if binary is not None:
-            self._stream.flush()
-            binary.write(data)
-            binary.flush()
-        else:
-            self._stream.write(data.decode("utf-8"))
-            self._stream.flush()
+        try:
+            binary = getattr(self._stream, "buffer", None)
+            if binary is not None:
+                self._stream.flush()
+                binary.write(data)
+                binary.flush()
+            else:
+                self._stream.write(data.decode("utf-8"))
+                self._stream.flush()
+        except (BrokenPipeError, ValueError) as exc:  # ValueError: the stream was closed
+            raise ReportWriteError(f"stdout: cannot write the report: {exc}") from None
 
 
 class Rendered:
@@ -149,7 +172,22 @@ def documents(
     reporters: list[Reporter] = []
     path = output.values.get(option.dest)
     if path is not None:
-        reporters.append(Document(once, path=Path(path), order=order))
+        reporters.append(Document(once, path=Path(path), order=order, files=output.files))
     if output.stdout_format == stdout_format:
         reporters.append(Document.to_stream(once, output.out()))
     return reporters
+
+
+class Commit(Reporter):
+    """Puts the run's staged report files in place, together, after every file reporter."""
+
+    order = COMMIT
+
+    def __init__(self, files: ReportFiles) -> None:
+        self._files = files
+
+    def finish(self, report: SuiteReport) -> None:
+        self._files.commit()
+
+    def abandon(self) -> None:
+        self._files.abort()

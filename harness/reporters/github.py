@@ -1,18 +1,30 @@
-"""GitHub Actions workflow commands for failing cases and refused fixtures, escaped so no
-text can forge one (`--annotations`)."""
+"""GitHub Actions workflow commands for failing cases and refused fixtures (`--annotations`):
+clean and escaped so no text can forge one, `::error` for what the gate fails on and
+`::warning` for what it only tracks, within GitHub's per-step limits shared by every run
+of the harness in the step."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from harness.problems import Problem
 from harness.reporters.base import ANNOTATIONS, CI, Output, Reporter
+from harness.reporters.text import brief, clean, clean_lines, clip
 
 if TYPE_CHECKING:
-    from harness.verdict import SuiteReport
+    from harness.verdict import CaseReport, SuiteReport
 
+Level = Literal["error", "warning", "notice"]
+
+# GitHub shows at most ten annotations of each level per step; more are dropped silently.
 MAX_ANNOTATIONS = 10
-MAX_PROBLEM_ANNOTATIONS = 50
+MAX_MESSAGE = 2000
+# The variables that name one step of one job of one run attempt.
+_STEP = ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION")
 
 
 def escape_data(text: str) -> str:
@@ -25,53 +37,201 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def workflow_commands(report: SuiteReport, limit: int = MAX_ANNOTATIONS) -> list[str]:
-    """`::error` commands for the worst `limit` failing cases, and a notice for the rest."""
+def tag(agent: str | None) -> str:
+    """The harness's name in annotation titles, with the agent: the same case run by two
+    agents in one step must not read as one annotation."""
+    return f"zeroclaw-eval[{clean(agent)}]" if agent else "zeroclaw-eval"
+
+
+class Budget:
+    """How many annotations of each level GitHub will still show in this step.
+
+    Every run of the harness in one step (the regression session runs one per agent) draws
+    on the same counts, kept in a small file in `$RUNNER_TEMP` named after the run, the job
+    and the step. Without those variables, or when the file cannot be used safely, each
+    process counts for itself."""
+
+    def __init__(self, limit: int = MAX_ANNOTATIONS, path: Path | None = None) -> None:
+        self.limit = limit
+        self.path = path
+        self._used: dict[str, int] = {}
+
+    @classmethod
+    def for_step(cls, environ: Mapping[str, str], limit: int = MAX_ANNOTATIONS) -> Budget:
+        temp = environ.get("RUNNER_TEMP", "")
+        step = [environ.get(name, "") for name in _STEP]
+        run_id, _attempt, job, action = step
+        if sys.platform == "win32" or not (temp and run_id and job and action):
+            return cls(limit)
+        import hashlib
+
+        # Hashed: the variables name the file without any of their text reaching the path.
+        key = hashlib.sha256("\0".join(step).encode("utf-8", "replace")).hexdigest()[:32]
+        return cls(limit, Path(temp) / f"zeroclaw-eval-annotations-{key}.json")
+
+    def take(self, level: Level, wanted: int) -> int:
+        """Reserve up to `wanted` annotations of `level`; how many were granted."""
+        if wanted <= 0:
+            return 0
+        if self.path is not None:
+            granted = self._take_shared(level, wanted)
+            if granted is not None:
+                return granted
+        used = self._used.get(level, 0)
+        granted = max(0, min(wanted, self.limit - used))
+        self._used[level] = used + granted
+        return granted
+
+    def _take_shared(self, level: Level, wanted: int) -> int | None:
+        import fcntl
+        import json
+        import stat
+
+        assert self.path is not None
+        # No symlink is followed and nothing but our own regular file is used: a planted
+        # link or FIFO in the runner's temp directory cannot redirect or stall the write.
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                return None
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when the descriptor closes
+            counts = _counts(os.read(fd, 4096))
+            if counts is None:
+                return None
+            used = counts.get(level, 0)
+            granted = max(0, min(wanted, self.limit - used))
+            counts[level] = used + granted
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps(counts, sort_keys=True).encode("ascii"))
+            return granted
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+
+def _counts(data: bytes) -> dict[str, int] | None:
+    import json
+
+    if not data.strip():
+        return {}
+    try:
+        counts = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(counts, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()
+    ):
+        return None
+    return counts
+
+
+def level_of(report: SuiteReport, case: CaseReport) -> Level:
+    """`error` when the suite's gate fails on this case, `warning` when it only tracks it
+    (a capability suite's failed checks)."""
+    from harness.errors import ExitCode
+    from harness.policy import policy_for
+
+    gated = policy_for(report.kind).exit_code([case]) is not ExitCode.PASSED
+    return "error" if gated else "warning"
+
+
+def case_command(report: SuiteReport, case: CaseReport, level: Level) -> str:
+    props = [f"file={escape_property(clean(case.fixture))}"]
+    if case.line is not None:
+        props.append(f"line={case.line}")
+    props.append(f"title={escape_property(f'{tag(report.agent)}: {clean(case.id)}')}")
+    message = brief(case.failure_parts(), MAX_MESSAGE, fold=False)
+    return f"::{level} {','.join(props)}::{escape_data(message)}"
+
+
+def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list[str]:
+    """An annotation per failing case, worst first, as many as the step's budget allows,
+    and a notice saying how many were left out."""
+    budget = budget if budget is not None else Budget()
     ranked = report.worst_first()
-    commands = []
-    for case in ranked[:limit]:
-        props = [f"file={escape_property(case.fixture)}"]
-        if case.line is not None:
-            props.append(f"line={case.line}")
-        props.append(f"title={escape_property(f'zeroclaw-eval: {case.id}')}")
-        message = case.first_failure()
-        if len(message) > 2000:
-            message = message[:2000] + "…"
-        commands.append(f"::error {','.join(props)}::{escape_data(message)}")
-    if len(ranked) > limit:
-        rest = len(ranked) - limit
-        commands.append(
-            f"::notice title=zeroclaw-eval::{rest} more failing case(s) not annotated; "
-            "see the job summary or the JUnit report"
+    levels = [level_of(report, case) for case in ranked]
+    granted = {level: budget.take(level, levels.count(level)) for level in ("error", "warning")}
+    commands: list[str] = []
+    left_out = 0
+    for case, level in zip(ranked, levels, strict=True):
+        if granted[level] > 0:
+            granted[level] -= 1
+            commands.append(case_command(report, case, level))
+        else:
+            left_out += 1
+    if left_out:
+        commands += _notice(
+            budget,
+            report.agent,
+            f"{left_out} more failing case(s) not annotated (GitHub shows {budget.limit} "
+            "annotations of each level per step); see the job summary or the JUnit report",
         )
     return commands
 
 
-def problem_command(problem: Problem) -> str:
+def _notice(budget: Budget, agent: str | None, message: str) -> list[str]:
+    if not budget.take("notice", 1):
+        return []
+    return [f"::notice title={escape_property(tag(agent))}::{escape_data(message)}"]
+
+
+def problem_command(problem: Problem, agent: str | None = None) -> str:
     """An `::error` command for one admission problem, at its field's line when admission
-    found it."""
-    props = [f"file={escape_property(problem.file)}"]
+    found it (for a JSON syntax error, the line of the error)."""
+    props = [f"file={escape_property(clean(problem.file))}"]
     if problem.line is not None:
         props.append(f"line={problem.line}")
-    props.append(f"title={escape_property('zeroclaw-eval: fixture refused')}")
-    return f"::error {','.join(props)}::{escape_data(f'{problem.field}: {problem.message}')}"
+    props.append(f"title={escape_property(f'{tag(agent)}: fixture refused')}")
+    message = clip(clean_lines(f"{problem.field}: {problem.message}"), MAX_MESSAGE)
+    return f"::error {','.join(props)}::{escape_data(message)}"
+
+
+def problem_commands(
+    problems: Sequence[Problem], agent: str | None = None, budget: Budget | None = None
+) -> list[str]:
+    budget = budget if budget is not None else Budget()
+    granted = budget.take("error", len(problems))
+    commands = [problem_command(p, agent) for p in problems[:granted]]
+    if len(problems) > granted:
+        commands += _notice(
+            budget,
+            agent,
+            f"{len(problems) - granted} more admission problem(s) not annotated; "
+            "see the job summary or the log",
+        )
+    return commands
 
 
 class AnnotationsReporter(Reporter):
     order = CI
 
-    def __init__(self, stream: TextIO, problems_stream: TextIO) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        problems_stream: TextIO,
+        budget: Budget | None = None,
+        agent: str | None = None,
+    ) -> None:
         self._stream = stream
         self._problems_stream = problems_stream
+        self._budget = budget if budget is not None else Budget()
+        self._agent = agent  # as given on the command line; the report names the resolved one
 
     def finish(self, report: SuiteReport) -> None:
-        for command in workflow_commands(report):
+        for command in workflow_commands(report, self._budget):
             print(command, file=self._stream)
         self._stream.flush()
 
     def refused(self, problems: list[Problem]) -> None:
-        for problem in problems[:MAX_PROBLEM_ANNOTATIONS]:
-            print(problem_command(problem), file=self._problems_stream)
+        for command in problem_commands(problems, self._agent, self._budget):
+            print(command, file=self._problems_stream)
         self._problems_stream.flush()
 
 
@@ -86,7 +246,15 @@ class _Spec:
         # Workflow commands are read from stdout and stderr alike; stderr keeps a JSON or
         # JUnit document on stdout clean.
         stream = output.out() if output.stdout_format == "table" else output.err()
-        return [AnnotationsReporter(stream, output.err())]
+        agent = output.values.get("agent")
+        return [
+            AnnotationsReporter(
+                stream,
+                output.err(),
+                Budget.for_step(output.environ),
+                agent if isinstance(agent, str) and agent else None,
+            )
+        ]
 
 
 REPORTER = _Spec()

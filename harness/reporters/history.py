@@ -9,9 +9,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness.inputs import InputError, read_tail
 from harness.options import Option
-from harness.reporters.atomic import ReportWriteError
-from harness.reporters.base import FILES, Output, Reporter
+from harness.reporters.atomic import ReportFiles, ReportWriteError
+from harness.reporters.base import COMMIT, Output, Reporter
+from harness.reporters.text import clean, inert, json_safe
 
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport
@@ -25,11 +27,13 @@ OPTION = Option(
 )
 
 
-def append_history(path: Path, report: SuiteReport) -> str:
-    """Append one JSON line (time, pass rate, per-case verdicts) and describe the trend."""
+def append_history(path: Path, report: SuiteReport, shown: str | None = None) -> str:
+    """Append one JSON line (time, pass rate, per-case verdicts) and describe the trend,
+    naming the file as `shown` (default: `path`)."""
+    shown = str(path) if shown is None else shown
     t = report.totals
     rate = t.passed / t.cases if t.cases else 0.0
-    previous = _last_pass_rate(path)
+    previous = _last_pass_rate(path, shown)
     entry = {
         "schema": HISTORY_SCHEMA,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -47,7 +51,9 @@ def append_history(path: Path, report: SuiteReport) -> str:
             for c in report.cases
         },
     }
-    line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
+    # json_safe: a lone surrogate in a case id cannot be written as UTF-8 (U+FFFD instead),
+    # and nothing in the line is left for a terminal or a runner to act on.
+    line = json_safe(json.dumps(entry, ensure_ascii=False, sort_keys=True)) + "\n"
     if _ends_unterminated(path):
         line = "\n" + line  # a line cut short must not swallow this entry
     try:
@@ -55,9 +61,9 @@ def append_history(path: Path, report: SuiteReport) -> str:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(line)  # one write of one line: readers never see half an entry
     except OSError as exc:
-        raise ReportWriteError(f"{path}: cannot append history: {exc.strerror or exc}") from None
+        raise ReportWriteError(f"{shown}: cannot append history: {exc.strerror or exc}") from None
     trend = f" (previous {previous * 100:.1f}%)" if previous is not None else " (first entry)"
-    return f"pass rate {rate * 100:.1f}%{trend} appended to {path}"
+    return f"pass rate {rate * 100:.1f}%{trend} appended to {shown}"
 
 
 def _ends_unterminated(path: Path) -> bool:
@@ -72,12 +78,20 @@ def _ends_unterminated(path: Path) -> bool:
         return False
 
 
-def _last_pass_rate(path: Path) -> float | None:
+# The previous entry is the file's last line, however long the file has grown; a line holds
+# one verdict per case, so this tail holds the last entry of a suite of some 50,000 cases.
+HISTORY_TAIL_BYTES = 4 << 20
+
+
+def _last_pass_rate(path: Path, shown: str) -> float | None:
     try:
-        # Only "\n" ends an entry: JSON leaves U+2028 and other separators raw.
-        lines = path.read_text("utf-8", errors="replace").split("\n")
-    except OSError:
+        tail = read_tail(path, HISTORY_TAIL_BYTES)
+    except InputError as exc:
+        if exc.special:  # a FIFO or a device: reading could block or never end
+            raise ReportWriteError(f"{shown}: cannot append history: {exc.reason}") from None
         return None
+    # Only "\n" ends an entry: JSON leaves U+2028 and other separators raw.
+    lines = tail.decode("utf-8", errors="replace").split("\n")
     for raw in reversed(lines):
         try:
             value = json.loads(raw).get("pass_rate")
@@ -89,14 +103,19 @@ def _last_pass_rate(path: Path) -> float | None:
 
 
 class HistoryReporter(Reporter):
-    order = FILES + 3
+    # Appended once the run's report files are in place: a line for a run whose reports
+    # could not all be written is still the run's pass rate, but never ahead of them.
+    order = COMMIT + 1
 
-    def __init__(self, path: Path, stderr: TextIO) -> None:
-        self._path = path
+    def __init__(self, path: Path, stderr: TextIO, files: ReportFiles) -> None:
+        self._files = files
+        self._path = files.plan(path, "append history")  # checked now, before the run
         self._stderr = stderr
 
     def finish(self, report: SuiteReport) -> None:
-        print(f"zeroclaw eval: {append_history(self._path, report)}", file=self._stderr)
+        said = inert(clean(append_history(self._path, report, self._files.shown(self._path))))
+        self._files.written.append(self._path)
+        print(f"zeroclaw eval: {said}", file=self._stderr)
 
 
 class _Spec:
@@ -106,7 +125,9 @@ class _Spec:
 
     def build(self, output: Output) -> list[Reporter]:
         path = output.values.get(OPTION.dest)
-        return [] if path is None else [HistoryReporter(Path(path), output.err())]
+        if path is None:
+            return []
+        return [HistoryReporter(Path(path), output.err(), output.files)]
 
 
 REPORTER = _Spec()

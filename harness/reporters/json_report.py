@@ -1,4 +1,8 @@
-"""The versioned JSON report document: `--json-report PATH`, `--format json`."""
+"""The versioned JSON report document: `--json-report PATH`, `--format json`.
+
+It keeps the exact text of the run, escaped: only a lone surrogate (which UTF-8 cannot
+encode) becomes U+FFFD, and what a terminal or a GitHub runner would act on (C1 controls,
+bidirectional formatting, `##[`) is written as a JSON escape (`text.json_safe`)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.options import Option
 from harness.reporters.base import FILES, Output, Reporter, documents
+from harness.reporters.text import json_safe, without_surrogates
 
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport
@@ -67,7 +72,15 @@ def render_json(report: SuiteReport) -> bytes:
         duration_ms=report.duration_ms,
         cases=report.cases,
     )
-    return msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n"
+    try:
+        encoded = msgspec.json.encode(document)
+    except UnicodeEncodeError:  # a lone surrogate somewhere in the run's text
+        encoded = msgspec.json.encode(without_surrogates(msgspec.to_builtins(document)))
+    pretty = msgspec.json.format(encoded, indent=2)
+    # One-byte searches first: a report seldom holds `#` or DEL, and they are the fast kind.
+    if not pretty.isascii() or b"\x7f" in pretty or (b"#" in pretty and b"##[" in pretty):
+        pretty = json_safe(pretty.decode("utf-8")).encode("utf-8")
+    return pretty + b"\n"
 
 
 class _Spec:

@@ -1,61 +1,62 @@
-"""JUnit XML through `junit-xml`, with text made legal XML 1.0 first: `--junit-xml PATH`,
-`--format junit`."""
+"""JUnit XML through `junit-xml`: `--junit-xml PATH`, `--format junit`.
+
+Each agent's results are their own: the agent is part of the suite name and the classname,
+so the files two agents write for one suite never merge into one set of results. A
+`<failure>`'s message is the first failing check with what was observed, an `<error>`'s the
+first line of the run error, both clipped: annotations built from JUnit show the message
+alone. Text is cleaned (`text.clean`, which also makes it legal XML 1.0), and no line of the
+document is a workflow command (`text.inert_markup`), as it may be printed on stdout.
+"""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.options import Option
 from harness.reporters.base import FILES, Output, Reporter, documents
+from harness.reporters.text import brief, clean, clean_lines, headline, inert_markup
 
 if TYPE_CHECKING:
     from harness.verdict import CaseReport, SuiteReport
 
 OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
 
-# Anything outside XML 1.0's Char production is replaced, not dropped, so a reader can
-# still see that something was there.
-_ILLEGAL_XML = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+MESSAGE_LIMIT = 500  # characters of a `message` attribute; the body has everything
 
 
-# A text line starting with `::` is a workflow command to a CI runner reading the document
-# on stdout. Writing its first colon as a character reference keeps the parsed text the
-# same while no line of the file starts with `::`.
-_COMMAND_LINE = r"(?m)^([ \t]*):(?=:)"
-
-
-def xml_safe(text: str) -> str:
-    # Patterns compiled on first use (re caches them): `--help` imports this module.
-    return re.sub(_ILLEGAL_XML, "\ufffd", text)
+def suite_label(report: SuiteReport) -> str:
+    """The suite and the agent that ran it, as consumers keep them apart:
+    `evals/regression[openai-agents]`."""
+    return f"{clean(report.suite)}[{clean(report.agent)}]"
 
 
 def render_junit(report: SuiteReport) -> bytes:
     from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-    cases = [_test_case(TestCase, report.suite, case) for case in report.cases]
-    suite = TestSuite(xml_safe(f"zeroclaw-eval:{report.suite}"), cases)
+    label = suite_label(report)
+    cases = [_test_case(TestCase, label, case) for case in report.cases]
+    suite = TestSuite(f"zeroclaw-eval:{label}", cases)
     xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
-    return re.sub(_COMMAND_LINE, r"\1&#58;", xml).encode("utf-8")
+    return inert_markup(xml).encode("utf-8")
 
 
-def _test_case(factory: type, suite: str, case: CaseReport) -> object:
+def _test_case(factory: type, classname: str, case: CaseReport) -> object:
     tc = factory(
-        name=xml_safe(case.id),
-        classname=xml_safe(suite),
+        name=clean(case.id),
+        classname=classname,
         elapsed_sec=case.duration_ms / 1000.0,
-        file=xml_safe(case.fixture),
+        file=clean(case.fixture),
         line=case.line,
     )
     if case.error is not None:
-        first = case.error.splitlines()[0] if case.error else "run error"
-        tc.add_error_info(message=xml_safe(first), output=xml_safe(case.error))
+        message = headline(case.error, MESSAGE_LIMIT) or "run error"
+        tc.add_error_info(message=message, output=clean_lines(case.error))
     elif not case.passed:
-        failing = case.failing_grades
-        message = failing[0].check if failing else "no grades"
         body = "\n".join(case.failure_lines()) or "the case produced no grades"
-        tc.add_failure_info(message=xml_safe(message), output=xml_safe(body))
+        tc.add_failure_info(
+            message=brief(case.failure_parts(), MESSAGE_LIMIT), output=clean_lines(body)
+        )
     return tc
 
 

@@ -7,9 +7,9 @@ import importlib
 import pkgutil
 
 from harness.options import Option
-from harness.reporters.base import Output, Reporter, ReporterSpec
+from harness.reporters.base import Commit, Output, Reporter, ReporterSpec
 
-_NOT_REPORTERS = frozenset({"atomic", "base", "registry"})
+_NOT_REPORTERS = frozenset({"atomic", "base", "registry", "text"})
 
 
 def _discover() -> tuple[ReporterSpec, ...]:
@@ -47,4 +47,5 @@ def options() -> tuple[Option, ...]:
 def build(output: Output) -> list[Reporter]:
     """The reporters `output` asks for, in the order they finish."""
     reporters = [r for spec in SPECS for r in spec.build(output)]
+    reporters.append(Commit(output.files))
     return sorted(reporters, key=lambda r: r.order)

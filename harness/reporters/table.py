@@ -1,5 +1,8 @@
 """The human table on stdout (`--format table`, the default): one line per case as it
-finishes, failing checks under it, a summary line."""
+finishes, failing checks under it, a summary line.
+
+Every string is cleaned (`text.clean`) and no line is a workflow command (`text.inert`);
+on GitHub Actions each chunk is also written between `::stop-commands::` and its token."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import os
 from typing import TYPE_CHECKING, TextIO
 
 from harness.reporters.base import STDOUT, Output, Reporter
+from harness.reporters.text import clean, clean_lines, command_token, inert, stop_commands
 
 if TYPE_CHECKING:
     from harness.verdict import CaseReport, SuiteReport
@@ -21,27 +25,21 @@ def _paint(text: str, code: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if colour else text
 
 
-def _inert(line: str) -> str:
-    """A line of agent or model text that CI runners cannot read as a workflow command
-    (they strip leading whitespace and act on any line starting with `::`)."""
-    return f"| {line}" if line.lstrip().startswith("::") else line
-
-
 def render_case(case: CaseReport, colour: bool = False) -> str:
     icon = _paint("✓", "32", colour) if case.passed else _paint("✗", "31", colour)
-    head = f"  {icon} {case.id} ({case.fixture})"
+    head = f"  {icon} {clean(case.id)} ({clean(case.fixture)})"
     if case.error is not None:
-        first, *rest = case.error.splitlines() or [""]
+        first, *rest = clean_lines(case.error).split("\n")
         lines = [f"{head}  —  run error: {first}"]
-        lines.extend(f"      {_inert(line)}" for line in rest)
-        return "\n".join(lines) + "\n"
+        lines.extend(f"      {line}" for line in rest)
+        return inert("\n".join(lines)) + "\n"
     passed = sum(g.passed for g in case.grades)
     lines = [f"{head}  {passed}/{len(case.grades)} checks"]
     for grade in case.failing_grades:
-        first, *rest = grade.detail.splitlines() or [""]
-        lines.append(f"      {_paint('✗', '31', colour)} {grade.check}: {first}")
-        lines.extend(f"        {_inert(line)}" for line in rest)
-    return "\n".join(lines) + "\n"
+        first, *rest = clean_lines(grade.detail).split("\n")
+        lines.append(f"      {_paint('✗', '31', colour)} {clean(grade.check)}: {first}")
+        lines.extend(f"        {line}" for line in rest)
+    return inert("\n".join(lines)) + "\n"
 
 
 def render_summary(report: SuiteReport, colour: bool = False) -> str:
@@ -54,10 +52,10 @@ def render_summary(report: SuiteReport, colour: bool = False) -> str:
     else:
         line += "  " + _paint("✓", "32", colour)
     line += (
-        f"  [{report.kind} suite, {report.mode}, agent {report.agent}: "
+        f"  [{clean(report.kind)} suite, {clean(report.mode)}, agent {clean(report.agent)}: "
         f"exit {int(report.exit_code())}]"
     )
-    return f"\n{line}\n"
+    return f"\n{inert(line)}\n"
 
 
 def render_table(report: SuiteReport, colour: bool = False) -> str:
@@ -71,19 +69,25 @@ def render_table(report: SuiteReport, colour: bool = False) -> str:
 class TableReporter(Reporter):
     order = STDOUT
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, guard: bool = False) -> None:
         self._stream = stream
         self._colour = use_colour(stream)
+        self._guard = guard  # on GitHub Actions, whose runner reads stdout for commands
 
     def start(self, total: int) -> None:
         self._stream.write("\n")
 
     def case_done(self, case: CaseReport) -> None:
-        self._stream.write(render_case(case, self._colour))
-        self._stream.flush()
+        self._write(render_case(case, self._colour))
 
     def finish(self, report: SuiteReport) -> None:
-        self._stream.write(render_summary(report, self._colour))
+        self._write(render_summary(report, self._colour))
+
+    def _write(self, text: str) -> None:
+        if self._guard:
+            # A token of its own for each chunk: none printed earlier can end this one.
+            text = stop_commands(text, command_token())
+        self._stream.write(text)
         self._stream.flush()
 
 
@@ -95,7 +99,7 @@ class _Spec:
     def build(self, output: Output) -> list[Reporter]:
         if output.stdout_format != self.stdout_format:
             return []
-        return [TableReporter(output.out())]
+        return [TableReporter(output.out(), guard=output.github)]
 
 
 REPORTER = _Spec()

@@ -1,0 +1,116 @@
+"""Reading the files a user names (the configuration, fixtures, the run history): regular
+files only, of bounded size, never blocking.
+
+A FIFO blocks its reader until something writes to it, and a device such as /dev/zero
+never ends, so a name is checked before it is opened (opening some devices does something
+by itself), opened without blocking, checked again on the open descriptor (the name may
+have been swapped in between), and read no further than one byte past its cap.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+# O_NONBLOCK: a FIFO swapped in after the check cannot hold `open` until a writer comes.
+# O_NOCTTY: a terminal device can never become the process's controlling terminal.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+class InputError(Exception):
+    """A named file cannot be read. `reason` says why without naming the file: each caller
+    names it its own way. `missing`: nothing is there; `special`: it is not a regular file
+    (a directory, FIFO, socket or device), which no caller reads."""
+
+    def __init__(self, reason: str, *, missing: bool = False, special: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.missing = missing
+        self.special = special
+
+
+def read_bounded(path: Path | str, limit: int) -> bytes:
+    """All of the regular file `path`, refused when it holds more than `limit` bytes."""
+    fd, size = _open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        if size > limit:
+            raise InputError(f"{size} bytes exceeds the {limit}-byte limit")
+        data = _read(handle, limit + 1)
+    if len(data) > limit:  # it grew after the check
+        raise InputError(f"exceeds the {limit}-byte limit")
+    return data
+
+
+def read_tail(path: Path | str, limit: int) -> bytes:
+    """The whole lines among the last `limit` bytes of the regular file `path`, however
+    large it has grown: a line the limit cuts into is left out."""
+    fd, size = _open_regular(path)
+    start = max(0, size - limit)
+    with os.fdopen(fd, "rb") as handle:
+        if start == 0:
+            return _read(handle, limit)
+        # From one byte before the cut: a newline there means no line was cut.
+        handle.seek(start - 1)
+        data = _read(handle, limit + 1)
+    cut = data.find(b"\n")
+    return data[cut + 1 :] if cut >= 0 else b""
+
+
+def _read(handle: BinaryIO, size: int) -> bytes:
+    try:
+        return handle.read(size)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+
+
+def _open_regular(path: Path | str) -> tuple[int, int]:
+    """A read-only descriptor of `path` and its size, once it is known to be a regular
+    file both by name and as opened."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        missing = exc.errno == errno.ENOENT
+        raise InputError(f"cannot stat: {exc.strerror or exc}", missing=missing) from None
+    _refuse_special(info.st_mode)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        opened = os.fstat(fd)
+        _refuse_special(opened.st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise InputError(f"cannot stat: {exc.strerror or exc}") from None
+    except InputError:
+        os.close(fd)
+        raise
+    return fd, opened.st_size
+
+
+def _refuse_special(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise InputError(f"not a regular file ({file_kind(mode)})", special=True)
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for messages."""
+    for test, name in (
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if test(mode):
+            return name
+    return "special file"

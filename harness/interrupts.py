@@ -1,0 +1,72 @@
+"""SIGINT and SIGTERM: both stop a run as an `Interrupted` exception in the main thread, and
+a few steps that must not be cut in half (renaming report files into place) hold them off
+until they are done.
+
+Cases run on a worker thread, which signals never reach (the main thread only watches),
+so an interruption stops the run promptly, also while a case is being graded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+from harness.errors import ExitCode
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The harness was sent SIGINT or SIGTERM. A `KeyboardInterrupt`, so code that stops
+    on Ctrl-C stops on either."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        # 128 + the signal's number, as a shell reports a process a signal stopped.
+        return ExitCode.INTERRUPTED if self.signum == signal.SIGINT else 128 + self.signum
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def install() -> None:
+    """Make SIGINT and SIGTERM raise `Interrupted` (the command line's entry point)."""
+    for signum in SIGNALS:
+        signal.signal(signum, _raise)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Run the block whole: a SIGINT or SIGTERM arriving meanwhile is delivered after it.
+
+    Only the main thread handles signals, so elsewhere there is nothing to hold."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = {}
+    for signum in SIGNALS:
+        handler = signal.getsignal(signum)
+        previous[signum] = signal.SIG_DFL if handler is None else handler
+
+    def defer(signum: int, frame: FrameType | None) -> None:
+        pending.append(signum)
+
+    for signum in SIGNALS:
+        signal.signal(signum, defer)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if pending:
+            # Delivered again to the handler the block held it from (which may raise).
+            signal.raise_signal(pending[0])

@@ -1,0 +1,308 @@
+"""The `zeroclaw` process against an agent that misbehaves as a process: writes to stdout,
+leaves threads running, blocks while being built, and against real SIGINT and SIGTERM.
+Each runs `python -m harness` in a real subprocess (`harness.console.main`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import (
+    CI_VARIABLE_PREFIXES,
+    FAITHFUL_LOOP,
+    REPO,
+    echo_fixture,
+    green_project,
+    project,
+    run_process,
+    write_module,
+)
+
+# Subprocess runs with a bounded wait: a hang fails the test instead of holding the suite.
+pytestmark = pytest.mark.timeout(120)
+
+NOISY_LOOP = FAITHFUL_LOOP.replace(
+    "    async def run_turn(self, user_input):\n",
+    "    async def run_turn(self, user_input):\n"
+    "        import os, subprocess, sys\n"
+    "        print('agent print ::error::forged')\n"
+    "        sys.stdout.flush()\n"
+    "        os.write(1, b'raw write to fd 1\\n')\n"
+    "        subprocess.run([sys.executable, '-c', 'print(\"child process output\")'])\n",
+)
+
+
+def test_agent_writes_to_stdout_reach_stderr_and_the_document_stays_whole(
+    tmp_path: Path,
+) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, NOISY_LOOP)
+    agent = f"{module}:factory"
+    result = run_process("eval", "run", "--agent", agent, "--format", "json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)  # the document alone: nothing else on stdout
+    assert document["totals"]["passed"] == 2
+    for noise in ("agent print ::error::forged", "raw write to fd 1", "child process output"):
+        assert noise not in result.stdout
+        assert noise in result.stderr
+
+
+def test_junit_on_stdout_is_the_document_alone_whatever_the_agent_prints(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    root = green_project(tmp_path)
+    module = write_module(root, NOISY_LOOP)
+    result = run_process(
+        "eval", "run", "--agent", f"{module}:factory", "--format", "junit", cwd=root
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(list(ET.fromstring(result.stdout).iter("testcase"))) == 2
+
+
+LINGERING_THREAD_LOOP = FAITHFUL_LOOP.replace(
+    "    async def run_turn(self, user_input):\n",
+    "    async def run_turn(self, user_input):\n"
+    "        import threading, time\n"
+    "        threading.Thread(target=time.sleep, args=(600,), daemon=False).start()\n",
+)
+
+
+def test_a_non_daemon_thread_left_by_the_agent_does_not_keep_the_process_alive(
+    tmp_path: Path,
+) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, LINGERING_THREAD_LOOP)
+    started = time.monotonic()
+    result = run_process(
+        "eval",
+        "run",
+        "--agent",
+        f"{module}:factory",
+        "--json-report",
+        "r.json",
+        cwd=root,
+        timeout=60,
+    )
+    assert time.monotonic() - started < 60
+    assert result.returncode == 0, result.stderr
+    assert "not waiting for 2 thread(s) the agent left running" in result.stderr
+    assert json.loads((root / "r.json").read_text())["totals"]["passed"] == 2
+
+
+TO_THREAD_LOOP = FAITHFUL_LOOP.replace(
+    "    async def run_turn(self, user_input):\n",
+    "    async def run_turn(self, user_input):\n"
+    "        import asyncio, time\n"
+    "        await asyncio.to_thread(time.sleep, 600)\n",
+)
+
+
+def test_a_timed_out_turn_in_a_worker_thread_does_not_hang_the_exit(tmp_path: Path) -> None:
+    root = project(tmp_path, {"a.json": echo_fixture("echo-case")})
+    module = write_module(root, TO_THREAD_LOOP)
+    started = time.monotonic()
+    result = run_process(
+        "eval", "run", "--agent", f"{module}:factory", "--timeout", "1", cwd=root, timeout=60
+    )
+    assert time.monotonic() - started < 30
+    assert result.returncode == 1
+    assert "timed out after 1s in turn 0" in result.stdout
+
+
+BLOCKING_FACTORY = """
+import time
+
+
+def build_agent():
+    time.sleep(600)
+"""
+
+
+def test_a_framework_agent_factory_that_blocks_is_a_bounded_error(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, BLOCKING_FACTORY)
+    started = time.monotonic()
+    result = run_process(
+        "eval",
+        "run",
+        "--agent",
+        f"openai-agents:{module}:build_agent",
+        "--timeout",
+        "2",
+        cwd=root,
+        timeout=90,
+    )
+    assert time.monotonic() - started < 60
+    assert result.returncode == 1
+    assert "still not built after 2s" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_agent_module_that_blocks_on_import_is_a_bounded_error(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, "import time\ntime.sleep(600)\n")
+    result = run_process(
+        "eval", "check", "--agent", f"{module}:factory", "--timeout", "1", cwd=root, timeout=60
+    )
+    assert result.returncode == 1
+    assert "still not built after 1s" in result.stderr
+
+
+# --- real signals ---------------------------------------------------------------------------
+
+# Announces the turn (a file appears) and then blocks its thread, as a hung agent does.
+STALLING_LOOP = """
+import os, pathlib, time
+
+
+class Session:
+    async def run_turn(self, user_input):
+        pathlib.Path(os.environ["ZC_MARKER"]).write_text("in a turn")
+        time.sleep(600)
+        return "never"
+
+
+def factory(ctx):
+    return Session()
+"""
+
+# The agent is fine, but grading blocks: the user's module replaces the grader, which no
+# real grader would do, to hold the run inside grading for the signal.
+STALLING_GRADER = (
+    FAITHFUL_LOOP
+    + """
+import os, pathlib, time
+import harness.runner
+
+_grade = harness.runner.grade
+
+
+def _slow_grade(*args, **kwargs):
+    pathlib.Path(os.environ["ZC_MARKER"]).write_text("grading")
+    time.sleep(600)
+    return _grade(*args, **kwargs)
+
+
+harness.runner.grade = _slow_grade
+"""
+)
+
+
+def _start(root: Path, module: str, marker: Path) -> subprocess.Popen[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = str(REPO)
+    environment["ZC_MARKER"] = str(marker)
+    command = [sys.executable, "-m", "harness", "eval", "run", "--agent", f"{module}:factory"]
+    reports = ["--junit-xml", "reports/junit.xml", "--json-report", "reports/report.json"]
+    return subprocess.Popen(
+        [*command, *reports, "--timeout", "300"],
+        cwd=root,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(marker: Path, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the agent never started its turn"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("source", "signum", "code"),
+    [
+        (STALLING_LOOP, signal.SIGTERM, 143),
+        (STALLING_LOOP, signal.SIGINT, 130),
+        (STALLING_GRADER, signal.SIGTERM, 143),
+        (STALLING_GRADER, signal.SIGINT, 130),
+    ],
+    ids=["sigterm-in-a-turn", "sigint-in-a-turn", "sigterm-grading", "sigint-grading"],
+)
+def test_a_signal_stops_the_run_promptly_and_leaves_the_previous_reports_intact(
+    tmp_path: Path, source: str, signum: int, code: int
+) -> None:
+    root = green_project(tmp_path)
+    reports = root / "reports"
+    reports.mkdir()
+    (reports / "junit.xml").write_text("<previous/>")
+    (reports / "report.json").write_text('{"previous": true}')
+    module = write_module(root, source)
+    marker = tmp_path / "marker"
+    process = _start(root, module, marker)
+    _wait_for(marker, process)
+    sent = time.monotonic()
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=30)
+    assert time.monotonic() - sent < 10  # promptly, though the case's thread still blocks
+    assert process.returncode == code, err
+    name = signal.Signals(signum).name
+    assert (
+        f"zeroclaw eval: interrupted by {name}; not written (any previous file left as it "
+        "was): reports/junit.xml, reports/report.json"
+    ) in err
+    assert "Traceback" not in err
+    assert (reports / "junit.xml").read_text() == "<previous/>"
+    assert (reports / "report.json").read_text() == '{"previous": true}'
+    assert sorted(p.name for p in reports.iterdir()) == ["junit.xml", "report.json"]
+
+
+def test_a_closed_stdout_still_writes_the_report_files(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = str(REPO)
+    read, write = os.pipe()
+    os.close(read)  # nobody will read stdout
+    try:
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "harness", "eval", "run", "--format", "json"),
+                *("--junit-xml", "j.xml", "--json-report", "r.json"),
+            ],
+            cwd=root,
+            env=environment,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert result.returncode == 1
+    assert "stdout: cannot write the report" in result.stderr
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
+    assert json.loads((root / "r.json").read_text())["totals"]["passed"] == 2
+    assert (root / "j.xml").read_text().startswith("<?xml")
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_report_files_get_the_umask_permissions(tmp_path: Path, mask: int, mode: int) -> None:
+    root = green_project(tmp_path)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = str(REPO)
+    subprocess.run(
+        [sys.executable, "-m", "harness", "eval", "run", "--json-report", "r.json"],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        timeout=120,
+        check=True,
+        preexec_fn=lambda: os.umask(mask),  # the child's umask alone
+    )
+    assert (root / "r.json").stat().st_mode & 0o777 == mode
+
+
+def test_version(tmp_path: Path) -> None:
+    result = run_process("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == "zeroclaw-eval 0.1.0"

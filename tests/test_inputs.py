@@ -1,0 +1,238 @@
+"""`harness.inputs`: the files a user names are read only when they are regular files, never
+past their cap, and never by a call that can block; and the run history's reader, which
+reads a bounded tail however long the history has grown."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, project, says
+
+from harness.inputs import InputError, read_bounded, read_tail
+from harness.reporters import history
+from harness.reporters.atomic import ReportWriteError
+from harness.reporters.history import append_history
+from harness.verdict import CaseReport, SuiteReport
+
+FIFO = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+DEV_ZERO = pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+# Each test that could block or read without end runs its reader in a subprocess (or a
+# daemon thread) under a deadline, so that a regression fails the test instead of hanging
+# or exhausting the machine.
+BOUNDED = pytest.mark.timeout(60)
+
+
+def refusal(action: object) -> InputError:
+    assert callable(action)
+    with pytest.raises(InputError) as caught:
+        action()
+    return caught.value
+
+
+def fifo_at(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def run_limited(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python <argv>` in a subprocess that can neither hang (timeout) nor take more than
+    1 GiB (a reader of /dev/zero would otherwise take all there is)."""
+
+    def limit_memory() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        preexec_fn=limit_memory if sys.platform != "win32" else None,
+    )
+
+
+# --- read_bounded --------------------------------------------------------------------------
+
+
+def test_a_regular_file_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"x" * 10)
+    assert read_bounded(path, 10) == b"x" * 10
+
+
+def test_a_file_over_its_cap_is_refused_with_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"x" * 11)
+    error = refusal(lambda: read_bounded(path, 10))
+    assert error.reason == "11 bytes exceeds the 10-byte limit"
+    assert not error.missing and not error.special
+
+
+def test_a_missing_file_is_told_apart(tmp_path: Path) -> None:
+    error = refusal(lambda: read_bounded(tmp_path / "nope", 10))
+    assert error.missing
+    assert error.reason == "cannot stat: No such file or directory"
+
+
+def test_a_directory_is_not_a_regular_file(tmp_path: Path) -> None:
+    error = refusal(lambda: read_bounded(tmp_path, 10))
+    assert (error.reason, error.special) == ("not a regular file (directory)", True)
+
+
+@FIFO
+@BOUNDED
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = fifo_at(tmp_path / "f")
+    code = (
+        "from harness.inputs import InputError, read_bounded\n"
+        "try:\n"
+        f"    read_bounded({str(fifo)!r}, 10)\n"
+        "except InputError as exc:\n"
+        "    print(exc.reason)\n"
+    )
+    result = run_limited("-c", code, cwd=tmp_path)
+    assert result.stdout == "not a regular file (FIFO)\n", result.stderr
+
+
+@DEV_ZERO
+def test_a_device_that_never_ends_is_refused_unread() -> None:
+    error = refusal(lambda: read_bounded("/dev/zero", 10))
+    assert (error.reason, error.special) == ("not a regular file (character device)", True)
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs unix sockets")
+def test_a_socket_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            server.bind(str(path))
+        except OSError as exc:  # e.g. a temporary path longer than sun_path allows
+            pytest.skip(f"cannot bind a unix socket here: {exc}")
+        assert refusal(lambda: read_bounded(path, 10)).reason == "not a regular file (socket)"
+    finally:
+        server.close()
+
+
+# --- read_tail -----------------------------------------------------------------------------
+
+
+def test_a_tail_of_a_small_file_is_all_of_it(tmp_path: Path) -> None:
+    path = tmp_path / "h"
+    path.write_bytes(b"one\ntwo\n")
+    assert read_tail(path, 100) == b"one\ntwo\n"
+
+
+def test_a_line_the_tail_cuts_into_is_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "h"
+    path.write_bytes(b"first line\nsecond\nthird\n")
+    assert read_tail(path, 10) == b"third\n"  # "second" would start 13 bytes from the end
+    assert read_tail(path, 13) == b"second\nthird\n"  # the cut falls just after a newline
+    assert read_tail(path, 3) == b""  # no whole line fits
+
+
+@FIFO
+def test_a_tail_of_a_fifo_is_refused(tmp_path: Path) -> None:
+    fifo = fifo_at(tmp_path / "h")
+    error = refusal(lambda: read_tail(fifo, 100))
+    assert (error.reason, error.special) == ("not a regular file (FIFO)", True)
+
+
+# --- the run history's reader --------------------------------------------------------------
+
+
+def report() -> SuiteReport:
+    case = CaseReport(id="a", fixture="a.json", passed=True, grades=[])
+    return SuiteReport(
+        suite="evals/capability",
+        kind="capability",
+        mode="replay",
+        agent="openai-agents",
+        cases=[case],
+        duration_ms=1.0,
+    )
+
+
+@FIFO
+@BOUNDED
+def test_history_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    root = project(tmp_path, {"a.json": says("passes", "hi", ["hi"])}, suite="evals/capability")
+    fifo_at(root / "history.jsonl")
+    result = run_limited("-m", "harness", "eval", "run", "--history", "history.jsonl", cwd=root)
+    assert result.returncode == 1, result.stderr
+    assert (
+        "zeroclaw eval: history.jsonl: cannot append history: it is not a regular file "
+        "(a pipe, socket or device)" in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+@DEV_ZERO
+@BOUNDED
+def test_history_that_is_a_device_is_refused_unread(tmp_path: Path) -> None:
+    code = (
+        "from pathlib import Path\n"
+        "from harness.reporters.atomic import ReportWriteError\n"
+        "from harness.reporters.history import append_history\n"
+        "from harness.verdict import CaseReport, SuiteReport\n"
+        "case = CaseReport(id='a', fixture='a.json', passed=True, grades=[])\n"
+        "report = SuiteReport(suite='s', kind='capability', mode='replay', agent='a', "
+        "cases=[case], duration_ms=1.0)\n"
+        "try:\n"
+        "    append_history(Path('/dev/zero'), report)\n"
+        "except ReportWriteError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = run_limited("-c", code, cwd=tmp_path)
+    assert result.stdout == (
+        "/dev/zero: cannot append history: not a regular file (character device)\n"
+    ), result.stderr[-2000:]
+
+
+def test_history_longer_than_its_tail_still_finds_the_previous_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "history.jsonl"
+    old = json.dumps({"pass_rate": 0.25, "verdicts": {f"case-{i}": "passed" for i in range(50)}})
+    last = json.dumps({"pass_rate": 0.75})
+    path.write_text(f"{old}\n{old}\n{last}\n", encoding="utf-8")
+    monkeypatch.setattr(history, "HISTORY_TAIL_BYTES", len(old) // 2)
+    # The tail holds the last line whole and only a piece of the one before, which is skipped.
+    assert "(previous 75.0%)" in append_history(path, report())
+
+
+def test_history_whose_last_entry_is_longer_than_the_tail_reads_as_a_first_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text(json.dumps({"pass_rate": 0.5, "pad": "x" * 100}) + "\n", encoding="utf-8")
+    monkeypatch.setattr(history, "HISTORY_TAIL_BYTES", 50)
+    assert "(first entry)" in append_history(path, report())
+    assert path.read_text("utf-8").count("\n") == 2  # appended all the same
+
+
+def test_history_in_a_missing_directory_is_no_refusal(tmp_path: Path) -> None:
+    message = append_history(tmp_path / "reports" / "h.jsonl", report())
+    assert "(first entry)" in message
+
+
+def test_history_that_is_a_directory_is_a_report_write_error(tmp_path: Path) -> None:
+    with pytest.raises(ReportWriteError) as caught:
+        append_history(tmp_path, report())
+    assert str(caught.value) == (
+        f"{tmp_path}: cannot append history: not a regular file (directory)"
+    )

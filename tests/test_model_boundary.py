@@ -1,0 +1,287 @@
+"""`harness.model_boundary`: the one limit on model calls per turn, for every agent.
+
+The boundary refuses the model call that would pass `max_model_calls_per_turn` in a turn;
+the framework adapters set their own limits above it, so a provider that asks for tool
+calls forever stops every agent (the OpenAI Agents SDK, pydantic-ai, a loop of one's own)
+at exactly the limit, with the same run error. Driven through the command line against a
+loopback provider, and on the boundary itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _openai_server import Action, OpenAIServer, tool_reply
+from conftest import (
+    AGENTS,
+    FAITHFUL_LOOP,
+    LIVE_KEY,
+    Cli,
+    Runs,
+    cases_by_id,
+    live_case,
+    make_project,
+    report_of,
+    write_module,
+)
+
+from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN
+from harness.model_boundary import (
+    Divergence,
+    Message,
+    ModelBoundary,
+    ModelCallLimit,
+    ModelRequest,
+    ModelStep,
+    ToolCall,
+)
+
+
+def limit_error(limit: int, turn: int | str = 0) -> str:
+    where = f"in turn {turn}" if isinstance(turn, int) else turn
+    return (
+        f"the agent made more than {limit} model calls {where} "
+        "(max_model_calls_per_turn); the call over the limit was not answered"
+    )
+
+
+# --- the boundary itself -------------------------------------------------------------------
+
+
+class Endless:
+    """A backend that asks for another tool call every time, counting what it answered."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        self.answered += 1
+        return ModelStep(tool_calls=(ToolCall(f"c{self.answered}", "echo", {}),))
+
+
+REQUEST = ModelRequest(messages=(Message(role="user", content="go"),))
+
+
+def calls_until_refused(boundary: ModelBoundary, most: int = 1000) -> tuple[int, ModelCallLimit]:
+    async def go() -> tuple[int, ModelCallLimit]:
+        for made in range(most):
+            try:
+                await boundary.respond(REQUEST)
+            except ModelCallLimit as exc:
+                return made, exc
+        raise AssertionError(f"no limit after {most} calls")
+
+    return asyncio.run(go())
+
+
+def test_the_call_over_the_limit_is_refused_and_never_sent() -> None:
+    backend = Endless()
+    boundary = ModelBoundary(backend, max_calls_per_turn=3)
+    boundary.start_turn(0)
+    made, error = calls_until_refused(boundary)
+    assert (made, backend.answered, boundary.calls) == (3, 3, 3)
+    assert str(error) == limit_error(3)
+    assert isinstance(error, Divergence)  # the runner reports it verbatim, as its run error
+
+
+def test_the_limit_counts_each_turn_afresh_and_the_start_apart() -> None:
+    backend = Endless()
+    boundary = ModelBoundary(backend, max_calls_per_turn=2)
+    made, error = calls_until_refused(boundary)  # before the first turn: while starting
+    assert made == 2 and str(error) == limit_error(2, "while starting")
+    for turn in (0, 1):
+        boundary.start_turn(turn)
+        made, error = calls_until_refused(boundary)
+        assert made == 2 and str(error) == limit_error(2, turn)
+    assert backend.answered == 6
+
+
+def test_a_loop_that_swallows_the_error_still_fails_its_turn() -> None:
+    boundary = ModelBoundary(Endless(), max_calls_per_turn=1)
+    boundary.start_turn(0)
+    calls_until_refused(boundary)
+    with pytest.raises(ModelCallLimit):  # every further call too
+        asyncio.run(boundary.respond(REQUEST))
+    with pytest.raises(ModelCallLimit, match="more than 1 model calls in turn 0"):
+        boundary.end_turn(0)
+
+
+def test_the_default_limit_and_a_limit_below_one() -> None:
+    assert ModelBoundary(Endless()).max_calls_per_turn == DEFAULT_MAX_MODEL_CALLS_PER_TURN == 40
+    with pytest.raises(ValueError, match="at least 1"):
+        ModelBoundary(Endless(), max_calls_per_turn=0)
+
+
+# --- every agent, end to end ---------------------------------------------------------------
+
+
+def endless_tool_calls() -> Iterator[Action]:
+    """A provider's answers that never stop asking for a tool call (a fresh id each time)."""
+    for n in itertools.count(1):
+        yield tool_reply([(f"call_{n}", "echo", {"message": f"again {n}"})])
+
+
+@pytest.fixture
+def endless_server() -> Iterator[OpenAIServer]:
+    answers = endless_tool_calls()
+    with OpenAIServer(responder=lambda body: next(answers), api_key=LIVE_KEY) as server:
+        yield server
+
+
+ENDLESS_CASE = live_case(
+    "endless-loop",
+    "echo: forever",
+    tools=["echo"],
+    expects={"response_contains": ["never"]},
+)
+# One of the built-in frameworks, or a loop written without one (docs/agents.md).
+EVERY_AGENT = (*AGENTS, "own-loop")
+
+
+def agent_spec(agent: str, project: Path) -> str:
+    if agent != "own-loop":
+        return agent
+    return f"{write_module(project, FAITHFUL_LOOP, prefix='own_loop')}:factory"
+
+
+def endless_run(
+    run_cli: Cli, tmp_path: Path, server: OpenAIServer, agent: str, *extra: str, config: str = ""
+) -> dict[str, Any]:
+    project = make_project(
+        tmp_path / "project", server.base_url, {"endless.json": ENDLESS_CASE}, extra=config
+    )
+    result = Runs(run_cli, project).live(agent_spec(agent, project), *extra)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    return cases_by_id(report_of(result))["endless-loop"]
+
+
+@pytest.mark.parametrize("agent", EVERY_AGENT)
+def test_every_agent_stops_at_the_command_line_limit_with_the_same_error(
+    run_cli: Cli, tmp_path: Path, endless_server: OpenAIServer, agent: str
+) -> None:
+    case = endless_run(run_cli, tmp_path, endless_server, agent, "--max-model-calls", "7")
+    assert case["error"] == limit_error(7)
+    record = case["record"]
+    assert record["model_calls"] == 7 and len(endless_server.requests) == 7
+    # Each answered step's tool call was dispatched before the agent asked again.
+    assert [c["name"] for c in record["calls"]] == ["echo"] * 7
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_frameworks_own_limits_do_not_apply_first(
+    run_cli: Cli, tmp_path: Path, endless_server: OpenAIServer, agent: str
+) -> None:
+    """The SDK stops a run at 10 model calls of its own accord, pydantic-ai at 50: with the
+    harness's limit above both, each stops at the harness's."""
+    case = endless_run(
+        run_cli, tmp_path, endless_server, agent, config="max_model_calls_per_turn = 55"
+    )
+    assert case["error"] == limit_error(55)
+    assert case["record"]["model_calls"] == 55 and len(endless_server.requests) == 55
+
+
+def test_the_default_limit_applies_without_a_setting(
+    run_cli: Cli, tmp_path: Path, endless_server: OpenAIServer
+) -> None:
+    case = endless_run(run_cli, tmp_path, endless_server, "own-loop")
+    assert case["error"] == limit_error(DEFAULT_MAX_MODEL_CALLS_PER_TURN)
+    assert len(endless_server.requests) == DEFAULT_MAX_MODEL_CALLS_PER_TURN
+
+
+def test_the_command_line_overrides_the_configuration(
+    run_cli: Cli, tmp_path: Path, endless_server: OpenAIServer
+) -> None:
+    case = endless_run(
+        run_cli,
+        tmp_path,
+        endless_server,
+        "own-loop",
+        "--max-model-calls",
+        "3",
+        config="max_model_calls_per_turn = 9",
+    )
+    assert case["error"] == limit_error(3)
+
+
+SWALLOWING_LOOP = """
+from harness import Message, ModelRequest
+
+
+class Session:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    async def run_turn(self, user_input):
+        messages = [Message(role="user", content=user_input)]
+        while True:
+            try:
+                step = await self.ctx.model.respond(ModelRequest(messages=tuple(messages)))
+            except Exception:
+                return "never mind"  # swallows the limit's error and answers anyway
+            messages.append(Message(role="assistant", tool_calls=step.tool_calls))
+
+
+def factory(ctx):
+    return Session(ctx)
+"""
+
+
+def test_a_loop_that_swallows_the_limit_still_gets_the_run_error(
+    run_cli: Cli, tmp_path: Path, endless_server: OpenAIServer
+) -> None:
+    project = make_project(tmp_path / "project", endless_server.base_url, {"e.json": ENDLESS_CASE})
+    spec = f"{write_module(project, SWALLOWING_LOOP, prefix='swallowing')}:factory"
+    result = Runs(run_cli, project).live(spec, "--max-model-calls", "4")
+    (case,) = report_of(result)["cases"]
+    assert case["error"] == limit_error(4)
+    assert len(endless_server.requests) == 4
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("0", "must be at least 1: 0"),
+        ("-3", "must be at least 1: -3"),
+        ("many", "not a whole number: 'many'"),
+        ("2.5", "not a whole number: '2.5'"),
+    ],
+)
+def test_a_limit_below_one_or_not_a_count_is_a_usage_error(
+    run_cli: Cli, tmp_path: Path, value: str, problem: str
+) -> None:
+    project = make_project(tmp_path / "project", None, {"e.json": ENDLESS_CASE})
+    result = run_cli("eval", "run", "--max-model-calls", value, cwd=project)
+    assert result.returncode == 2
+    assert f"argument --max-model-calls: {problem}" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("0", "Expected `int` > 0"),
+        ("-1", "Expected `int` > 0"),
+        ('"40"', "Expected `int`, got `str`"),
+        ("true", "Expected `int`, got `bool`"),
+    ],
+)
+def test_a_configured_limit_below_one_or_not_an_integer_is_refused(
+    run_cli: Cli, tmp_path: Path, value: str, problem: str
+) -> None:
+    setting = f"max_model_calls_per_turn = {value}"
+    project = make_project(tmp_path / "project", None, {"e.json": ENDLESS_CASE}, extra=setting)
+    result = run_cli("eval", "check", "--suite", "evals/live", cwd=project)
+    assert result.returncode == 1
+    assert f"{problem} at `eval.max_model_calls_per_turn`" in result.stderr, result.stderr
+
+
+def test_a_configured_limit_is_accepted(run_cli: Cli, tmp_path: Path) -> None:
+    setting = "max_model_calls_per_turn = 3"
+    project = make_project(tmp_path / "project", None, {"e.json": ENDLESS_CASE}, extra=setting)
+    result = run_cli("eval", "check", "--suite", "evals/live", cwd=project)
+    assert result.returncode == 0, result.stderr

@@ -7,19 +7,20 @@ and show what failed from the `message` attribute, which is all an annotation ca
 
 * junitparser, reading and merging the files;
 * the Jenkins xunit schema (tests/schemas/junit-10.xsd, with the attributes junit-xml adds);
-* EnricoMi/publish-unit-test-result-action, a Python action built on junitparser: its
-  parsing (`publish.junit.process_junit_xml_elems`) and its test identity
-  (`publish.unittestresults.get_test_results`: file when deduplicating by file name, else
-  nothing, then classname and name), reproduced below step by step;
+* EnricoMi/publish-unit-test-result-action, a Python action built on junitparser: its own
+  parsing (`publish.junit.process_junit_xml_elems`) and test statistics
+  (`publish.unittestresults.get_test_results`, which identifies a test by file when
+  deduplicating by file name, then classname and name), run offline;
 * GitLab, which keys a test case by classname and name.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 import xml.etree.ElementTree as ET
-from collections import Counter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import junitparser
 import pytest
@@ -110,92 +111,33 @@ def test_both_files_validate_against_the_jenkins_schema(two_agent_run: dict[str,
 # --- EnricoMi/publish-unit-test-result-action, offline -------------------------------------
 
 
-class UnitTestCase(NamedTuple):
-    """What the action keeps of a test case (`publish.unittestresults.UnitTestCase`)."""
-
-    result_file: str
-    test_file: str | None
-    line: int | None
-    class_name: str | None
-    test_name: str | None
-    result: str
-    message: str | None
-    content: str | None
-
-
-def _most_severe(results: list[Any]) -> list[Any]:
-    # `publish.junit.get_results`: the results of the most severe state only.
-    states: dict[str, list[Any]] = {}
-    for result in results:
-        if result is not None:
-            states.setdefault(result._tag, []).append(result)
-    for state in ("error", "failure", "success", "skipped", "disabled"):
-        if state in states:
-            return states[state]
-    return []
-
-
-def _cases(suite: junitparser.TestSuite) -> list[junitparser.TestCase]:
-    # `get_cases`: test cases of nested suites first, then the suite's own.
-    nested = list(suite.iterchildren(junitparser.TestSuite))
-    own = list(suite.iterchildren(junitparser.TestCase))
-    return [case for inner in nested for case in _cases(inner)] + own
-
-
-def publish_action_cases(files: list[Path]) -> list[UnitTestCase]:
-    """`process_junit_xml_elems` over `parse_junit_xml_files`: each file parsed with
-    junitparser's etree, `JUnitXml.fromroot`, its suites, their cases."""
-    parsed = []
-    for path in files:
-        tree = junitparser.junitparser.etree.parse(str(path))
-        junit = junitparser.JUnitXml.fromroot(tree.getroot())
-        suites = junit if junit._tag == "testsuites" else [junit]
-        for suite in suites:
-            for case in _cases(suite):
-                if case.classname is None and case.name is None:
-                    continue
-                results = _most_severe(list(case.result))
-                messages = [r.message for r in results if r is not None and r.message]
-                contents = [r.text for r in results if r is not None and r.text is not None]
-                line = case._elem.get("line")
-                parsed.append(
-                    UnitTestCase(
-                        result_file=str(path),
-                        test_file=case._elem.get("file"),
-                        line=int(line) if line else None,
-                        class_name=case.classname,
-                        test_name=case.name,
-                        result=results[0]._tag if results else "success",
-                        message="\n".join(messages) if messages else None,
-                        content="\n".join(contents) if contents else None,
-                    )
-                )
-    return parsed
-
-
-def publish_action_tests(
-    cases: list[UnitTestCase], dedup_classes_by_file_name: bool
-) -> dict[tuple[str | None, str | None, str | None], str]:
-    """`get_test_results`: cases grouped into tests by identity, each test's state the most
-    severe of its cases'."""
-    grouped: dict[tuple[str | None, str | None, str | None], set[str]] = {}
-    for case in cases:
-        file = case.test_file if dedup_classes_by_file_name else None
-        grouped.setdefault((file, case.class_name, case.test_name), set()).add(case.result)
-    order = ("error", "failure", "success", "skipped")
-    return {test: next(s for s in order if s in states) for test, states in grouped.items()}
+def publish_action() -> tuple[Any, Any]:
+    """The action's own parsing modules (`publish.junit`, `publish.unittestresults`), kept
+    unchanged under tests/consumers/publish/ (see its README) and imported from there."""
+    consumers = str(Path(__file__).parent / "consumers")
+    if consumers not in sys.path:
+        sys.path.insert(0, consumers)
+    junit = importlib.import_module("publish.junit")
+    results = importlib.import_module("publish.unittestresults")
+    return junit, results
 
 
 @pytest.mark.parametrize("dedup_classes_by_file_name", [False, True])
 def test_the_publish_action_sees_six_tests(
     two_agent_run: dict[str, Path], dedup_classes_by_file_name: bool
 ) -> None:
-    cases = publish_action_cases(list(two_agent_run.values()))
+    junit, results = publish_action()
+    files = [str(path) for path in two_agent_run.values()]
+    parsed = junit.process_junit_xml_elems(
+        junit.parse_junit_xml_files(files, large_files=False, drop_testcases=False)
+    )
+    assert parsed.errors == []
+    cases = parsed.cases
     assert len(cases) == 6
-    tests = publish_action_tests(cases, dedup_classes_by_file_name)
-    assert len(tests) == 6, sorted(tests)
-    assert Counter(tests.values()) == {"success": 2, "failure": 2, "error": 2}
-    assert {class_name for _f, class_name, _n in tests} == {
+    stats = results.get_test_results(parsed.with_commit("0" * 40), dedup_classes_by_file_name)
+    assert (stats.tests, stats.tests_failures, stats.tests_errors) == (6, 2, 2)
+    assert (stats.suites, stats.cases) == (2, 6)
+    assert {case.class_name for case in cases} == {
         "evals/regression[openai-agents]",
         "evals/regression[pydantic-ai]",
     }

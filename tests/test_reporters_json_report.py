@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    AGENTS,
+    Cli,
     errored_report,
     failing_report,
+    green_project,
     greeting_fixture,
     passing_report,
     suite_report,
@@ -151,3 +154,30 @@ def test_the_document_holds_no_runner_command_and_keeps_the_exact_text() -> None
     assert document_case["fixture"] == "##[warning]f.json"
     assert document_case["record"]["final_response"] == forged
     assert document_case["grades"][0] == {**document_case["grades"][0], "detail": forged}
+
+
+def read_documents(stream: str) -> list[dict[str, object]]:
+    """Every JSON document of a stream of them, as a script reads the stdout of
+    `nox -s eval_regression -- --format json` (one document per agent, one after another)."""
+    decoder, documents, at = json.JSONDecoder(), [], 0
+    while at < len(stream.rstrip()):
+        document, at = decoder.raw_decode(stream, at)
+        documents.append(document)
+        while at < len(stream) and stream[at].isspace():
+            at += 1
+    return documents
+
+
+def test_one_document_per_agent_on_one_stdout_reads_as_one_each(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = green_project(tmp_path)
+    stdout = ""
+    for agent in AGENTS:  # the regression session runs each agent in turn, on one stdout
+        result = run_cli("eval", "run", "--agent", agent, "--format", "json", cwd=root)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.endswith("}\n")
+        stdout += result.stdout
+    documents = read_documents(stdout)
+    assert [d["agent"] for d in documents] == list(AGENTS)
+    assert all(d["exit_code"] == 0 for d in documents)

@@ -91,6 +91,23 @@ def fixture(
     return {"model_name": model_name, "turns": turns, "expects": expects, **extra}
 
 
+# The run error of a turn over the model-call limit (`--max-model-calls`).
+LIMIT_ERROR = (
+    "the agent made more than {} model calls in turn 0 (max_model_calls_per_turn); "
+    "the call over the limit was not answered"
+)
+
+
+def echo_loop(tool_steps: int) -> dict[str, Any]:
+    """One turn of `tool_steps` echo calls, one a step, then a final text."""
+    steps = [tool_step(call(f"c{i}", message=f"m{i}")) for i in range(tool_steps)]
+    return fixture(
+        f"echo-loop-{tool_steps}",
+        [turn("Echo on and on", *steps, text_step("done"))],
+        {"exact_tool_calls": tool_steps, "response_contains": ["done"]},
+    )
+
+
 def echo_fixture(model_name: str, message: str = "hello") -> dict[str, Any]:
     """A one-turn case: echo `message`, then say what the tool returned."""
     return fixture(
@@ -687,6 +704,31 @@ def run_process(
         encoding="utf-8",
         timeout=timeout,
         check=False,
+    )
+
+
+def run_limited(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python <argv>` in a subprocess that can neither hang (timeout) nor take more than
+    1 GiB (a reader of /dev/zero would otherwise take all there is)."""
+
+    def limit_memory() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        preexec_fn=limit_memory if sys.platform != "win32" else None,
     )
 
 

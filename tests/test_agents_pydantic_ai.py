@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 from conftest import (
+    LIMIT_ERROR,
     REPO,
     SHARED_FIXTURES,
     Recording,
     call,
     case_of,
     echo_fixture,
+    echo_loop,
     fixture,
     text_step,
     tool_step,
@@ -243,21 +245,6 @@ def test_a_tool_returning_a_dict_is_recorded_as_the_model_sees_it(
 
 
 # --- the limit on model calls per turn ------------------------------------------------------
-
-LIMIT_ERROR = (
-    "the agent made more than {} model calls in turn 0 (max_model_calls_per_turn); "
-    "the call over the limit was not answered"
-)
-
-
-def echo_loop(tool_steps: int) -> dict[str, Any]:
-    """One turn of `tool_steps` echo calls, one a step, then a final text."""
-    steps = [tool_step(call(f"c{i}", message=f"m{i}")) for i in range(tool_steps)]
-    return fixture(
-        f"echo-loop-{tool_steps}",
-        [turn("Echo on and on", *steps, text_step("done"))],
-        {"exact_tool_calls": tool_steps, "response_contains": ["done"]},
-    )
 
 
 def test_pydantic_ais_own_fifty_request_limit_does_not_stop_a_longer_turn() -> None:

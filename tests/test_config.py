@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import (
     COMMAND,
-    REPO,
+    run_limited,
 )
 
 from harness.config import MAX_CONFIG_BYTES, ConfigError, EvalConfig, load_config
@@ -336,28 +336,9 @@ def test_config_admits_safe_tools(tmp_path: Path) -> None:
 
 
 def check_with_config(config: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`zeroclaw eval check --config <config>` in a subprocess: a reader that blocks or reads
-    without end fails the test (timeout, memory cap) instead of hanging the run."""
-
-    def limit_memory() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-
-    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "eval", "check", "--config", str(config)],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        preexec_fn=limit_memory if sys.platform != "win32" else None,
-    )
+    """`zeroclaw eval check --config <config>` in a subprocess that can neither hang nor
+    exhaust memory."""
+    return run_limited("-m", "harness", "eval", "check", "--config", str(config), cwd=cwd)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")

@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, project, says
+from conftest import project, run_limited, says
 
 from harness.inputs import InputError, read_bounded, read_tail
 from harness.reporters import history
@@ -38,31 +36,6 @@ def refusal(action: object) -> InputError:
 def fifo_at(path: Path) -> Path:
     os.mkfifo(path)
     return path
-
-
-def run_limited(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`python <argv>` in a subprocess that can neither hang (timeout) nor take more than
-    1 GiB (a reader of /dev/zero would otherwise take all there is)."""
-
-    def limit_memory() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-
-    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-    )
-    return subprocess.run(
-        [sys.executable, *argv],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        preexec_fn=limit_memory if sys.platform != "win32" else None,
-    )
 
 
 # --- read_bounded --------------------------------------------------------------------------

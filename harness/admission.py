@@ -21,11 +21,13 @@ from harness.modes import Mode
 from harness.problems import Problem, escaped, unsafe_name_problem
 from harness.workspace import normal_path
 
-# Keys of a later phase: refused in every mode rather than ignored, so a case never looks
-# like it does something it does not.
-UNSUPPORTED_KEYS = {
-    "repeat": "repeated runs of one case are a later phase",
-    "cluster": "clusters of correlated cases are a later phase",
+# Keys of live mode: a replay is deterministic, so repeating it (or asking for a share of
+# passing runs) measures nothing; refused, not ignored, so a case never looks like it does
+# something it does not.
+LIVE_ONLY_KEYS = {
+    "repeat": "a replay is deterministic: every repetition would give the same verdict",
+    "cluster": "clusters group the repeated live cases of the suite's interval",
+    "min_pass_rate": "a replay is deterministic: its runs all pass or all fail",
 }
 # A case runs its turns one after another, each bounded by the turn timeout: without a cap a
 # 10,000-turn fixture could hold a CI job for hours. Real cases stay far below these.
@@ -73,9 +75,12 @@ def _trace_problems(
         yield Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
     yield from _size_problems(trace, file)
     yield from _id_problems(trace, file)
-    for key, why in UNSUPPORTED_KEYS.items():
-        if getattr(trace, key) is not None:
-            yield Problem(file, f"$.{key}", f"not supported yet: {why}; remove '{key}'")
+    if mode != "live":
+        for key, why in LIVE_ONLY_KEYS.items():
+            if getattr(trace, key) is not None:
+                yield Problem(file, f"$.{key}", f"applies to live mode only ({why}); remove it")
+    if trace.cluster is not None and not trace.cluster.strip():
+        yield Problem(file, "$.cluster", "empty cluster label")
     yield from _tools_problems(trace.tools, file, agent)
     if trace.setup is not None:
         yield from _setup_problems(trace.setup, file)

@@ -22,12 +22,16 @@ from harness.reporters.text import clean, inert
 from harness.settings import (
     AGENT_OPTIONS,
     CASE,
+    EXITFIRST,
     FORCE,
+    JOBS,
     MAX_MODEL_CALLS,
+    MAXFAIL,
     MIN_SCORE,
     MIN_SCRIPT_SCORE,
     MUTATION_REPORT,
     OUT,
+    REPEAT,
     SUITE_KIND,
     SUITE_OPTIONS,
     TIMEOUT,
@@ -65,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         TIMEOUT,
         MAX_MODEL_CALLS,
         WALL_CLOCK,
+        REPEAT,
+        JOBS,
+        EXITFIRST,
+        MAXFAIL,
         *registry.options(),
     )
     _add(

@@ -18,6 +18,7 @@ from harness.defaults import (
     DEFAULT_AGENT,
     DEFAULT_CASE_TIMEOUT,
     DEFAULT_CASE_WALL_CLOCK,
+    DEFAULT_JOBS,
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_SUITE_DIR,
 )
@@ -39,6 +40,8 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     case_wall_clock_secs: Annotated[float, msgspec.Meta(gt=0, le=threading.TIMEOUT_MAX)] = (
         DEFAULT_CASE_WALL_CLOCK
     )
+    # Cases (and repetitions) run at once: `--jobs`.
+    jobs: Annotated[int, msgspec.Meta(ge=1, le=1024)] = DEFAULT_JOBS
     # Every agent, every mode: the model call over this in one turn is the case's run error.
     max_model_calls_per_turn: Annotated[int, msgspec.Meta(gt=0)] = DEFAULT_MAX_MODEL_CALLS_PER_TURN
     # Live mode: an OpenAI-compatible Chat Completions endpoint. The key itself is never

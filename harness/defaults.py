@@ -13,3 +13,7 @@ DEFAULT_CASE_WALL_CLOCK = 600.0
 # `--max-model-calls`): a real turn takes a handful, a loop that never stops would take
 # hundreds in seconds, each one paid for in live mode.
 DEFAULT_MAX_MODEL_CALLS_PER_TURN = 40
+# Runs of one live case a fixture (`repeat`) or the command line (`--repeat`) may ask for.
+MAX_REPEAT = 50
+# Cases (and repetitions) run at once (`jobs`, `--jobs`).
+DEFAULT_JOBS = 1

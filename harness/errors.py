@@ -15,6 +15,14 @@ class HarnessError(Exception):
         return [f"zeroclaw eval: {self}"]
 
 
+class UsageError(HarnessError):
+    """The command line asks for something that cannot be: exit code 2."""
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.USAGE
+
+
 class ExitCode(enum.IntEnum):
     """The process exit code of `zeroclaw eval …`."""
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from harness.defaults import MAX_REPEAT
 from harness.expectations.base import NonNegative, Strict
 from harness.expectations.registry import Expects
 from harness.json_paths import child_path, json_path_lines, nearest_line
@@ -70,8 +71,10 @@ class LlmTrace(Strict):
     expects: Expects | None = None
     setup: Setup | None = None
     tools: list[str] | None = None
-    repeat: Annotated[int, msgspec.Meta(ge=1, le=50)] | None = None
+    repeat: Annotated[int, msgspec.Meta(ge=1, le=MAX_REPEAT)] | None = None
     cluster: str | None = None
+    # With repeats: the share of runs that must pass (default: every run, pass^n).
+    min_pass_rate: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
 
     @property
     def case_id(self) -> str:
@@ -124,8 +127,11 @@ def json_schema() -> dict[str, Any]:
         "expects": "The checks the run is graded against; at least one effective check.",
         "setup": "The case workspace before the agent starts.",
         "tools": 'Names of the tools the case may use, e.g. ["echo"].',
-        "repeat": "Parsed (1..50) but refused in every mode: not supported yet.",
-        "cluster": "Parsed but refused in every mode: not supported yet.",
+        "repeat": "Live mode: run the case this many times (1..50), each run isolated.",
+        "cluster": "Live mode: a label shared by correlated cases; the suite's interval counts "
+        "a cluster as one unit.",
+        "min_pass_rate": "Live mode, with repeats: the share of runs that must pass "
+        "(default: every run).",
     }
     for name, text in described.items():
         root["properties"][name]["description"] = text  # KeyError: a field was renamed

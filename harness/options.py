@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.defaults import MAX_REPEAT
+
 
 @dataclass(frozen=True)
 class Option:
@@ -26,6 +28,7 @@ class Option:
     required: bool = False
     # The `[tool.zeroclaw.eval]` key this flag overrides, when it has one.
     config_key: str | None = None
+    aliases: tuple[str, ...] = ()  # other spellings of the flag (`-x` for `--exitfirst`)
 
     @property
     def dest(self) -> str:
@@ -40,7 +43,9 @@ class Option:
             kwargs["default"] = self.default
         if self.required:
             kwargs["required"] = True
-        parser.add_argument(self.flag, **{k: v for k, v in kwargs.items() if v is not None})
+        parser.add_argument(
+            self.flag, *self.aliases, **{k: v for k, v in kwargs.items() if v is not None}
+        )
 
     def value(self, args: argparse.Namespace, config: object | None = None) -> Any:
         """The flag's value, else the configuration's, else the default. An empty flag
@@ -72,4 +77,23 @@ def percent(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
     if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"must be between 0 and 100: {text}")
+    return value
+
+
+def count(text: str) -> int:
+    """A whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def repeat_count(text: str) -> int:
+    """A number of runs of one case: 1 to `MAX_REPEAT`."""
+    value = count(text)
+    if value > MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_REPEAT}: {text}")
     return value

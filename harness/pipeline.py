@@ -18,6 +18,7 @@ from harness.defaults import (
     DEFAULT_AGENT,
     DEFAULT_CASE_TIMEOUT,
     DEFAULT_CASE_WALL_CLOCK,
+    DEFAULT_JOBS,
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
 )
 from harness.modes import Mode, SuiteKind, resolve_kind
@@ -45,6 +46,9 @@ class RunOptions:
     name: str | None = None  # how reports name the suite (default: its path from `root`)
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK  # a whole case, grading included
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN  # for every agent
+    jobs: int = DEFAULT_JOBS  # cases (and repetitions) at once
+    repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
+    maxfail: int | None = None  # stop starting cases once this many failed
 
     @property
     def project_root(self) -> Path:
@@ -82,6 +86,9 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         agent_tools=surface.tools,
         case_wall_clock=options.case_wall_clock,
         max_model_calls_per_turn=options.max_model_calls_per_turn,
+        jobs=options.jobs,
+        repeat=options.repeat,
+        maxfail=options.maxfail,
     )
 
 
@@ -110,11 +117,16 @@ def run_cases(
     agent_tools: frozenset[str] | None = None,
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    jobs: int = DEFAULT_JOBS,
+    repeat: int | None = None,
+    maxfail: int | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
     `case_timeout` bounds starting the agent and each turn, `case_wall_clock` the whole
-    case (grading included). `allowed_tools` (live mode)
+    case (grading included). `jobs` runs that many cases (and repetitions) at once;
+    `repeat` (live mode) runs every case that many times; `maxfail` stops starting cases
+    once that many failed. `allowed_tools` (live mode)
     further restricts the built-in tools a case may use. `agent_tools` (what admission
     checked against) lets grades say when a check concerns a tool the agent lacks.
     """
@@ -132,6 +144,9 @@ def run_cases(
         agent_tools,
         case_wall_clock=case_wall_clock,
         max_model_calls_per_turn=max_model_calls_per_turn,
+        jobs=jobs,
+        repeat=repeat,
+        maxfail=maxfail,
     )
     for reporter in reporters:
         reporter.start(len(cases))
@@ -187,6 +202,9 @@ def run_suite(
     root: Path | None = None,
     on_case: Callable[[CaseReport], None] | None = None,
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
+    jobs: int = DEFAULT_JOBS,
+    repeat: int | None = None,
+    maxfail: int | None = None,
 ) -> SuiteReport:
     """Admit every fixture of `suite_dir`, run each case through `agent`, grade it.
 
@@ -204,6 +222,9 @@ def run_suite(
         allowed_tools,
         name=str(suite_dir),  # the suite as the caller named it
         case_wall_clock=case_wall_clock,
+        jobs=jobs,
+        repeat=repeat,
+        maxfail=maxfail,
     )
     listeners: list[Reporter] = [] if on_case is None else [_Callback(on_case)]
     return run(options, listeners)

@@ -46,14 +46,26 @@ class SuitePolicy:
     gates_checks: bool  # a failed check fails the gate (not for tracked suites)
     summary: str  # one line for reports saying what the gate means
 
-    def case_passed(self, attempts: Sequence[Attempt]) -> bool:
-        """A case passes when it was attempted and every attempt passed."""
-        return bool(attempts) and all(a.passed for a in attempts)
+    def case_passed(self, attempts: Sequence[Attempt], min_pass_rate: float | None = None) -> bool:
+        """A case passes when it was attempted and every attempt passed (pass^n), or, when
+        the case declares `min_pass_rate`, when no attempt errored and at least that share
+        passed. Capability suites judge cases the same way; only their gate differs."""
+        if not attempts:
+            return False
+        if min_pass_rate is None:
+            return all(a.passed for a in attempts)
+        if any(a.error is not None for a in attempts):
+            return False  # a truncated set of runs establishes no rate
+        return sum(a.passed for a in attempts) >= min_pass_rate * len(attempts) - 1e-9
 
     def exit_code(self, cases: Sequence[CaseOutcome]) -> ExitCode:
         """`PASSED` or `FAILED` for this suite's verdicts. An empty suite never passes; a
-        run error always fails (the suite could not measure what it exists for)."""
-        if not cases or any(c.error is not None for c in cases):
+        run error or a case the run stopped before always fails (the suite could not
+        measure what it exists for)."""
+        # `not_run` is read when present: outcomes of the earlier protocol lack it.
+        if not cases or any(
+            c.error is not None or getattr(c, "not_run", None) is not None for c in cases
+        ):
             return ExitCode.FAILED
         if self.gates_checks and not all(c.passed for c in cases):
             return ExitCode.FAILED

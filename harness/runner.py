@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, within
-from harness.defaults import DEFAULT_CASE_WALL_CLOCK, DEFAULT_MAX_MODEL_CALLS_PER_TURN
+from harness.defaults import DEFAULT_CASE_WALL_CLOCK, DEFAULT_JOBS, DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.expectations.registry import grade
 from harness.json_paths import line_of
@@ -60,6 +60,9 @@ class CasePlan:
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK
     # The model call over this in one turn is the case's run error, whatever the agent.
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
+    jobs: int = DEFAULT_JOBS  # runs at once, as tasks of one event loop
+    repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
+    maxfail: int | None = None  # no case starts once this many cases failed
 
 
 def display_path(path: Path, root: Path) -> str:

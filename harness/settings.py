@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.errors import UsageError
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
-from harness.options import Option, percent, seconds
+from harness.options import Option, count, percent, repeat_count, seconds
 
 if TYPE_CHECKING:
     from harness.config import EvalConfig, LoadedConfig
@@ -40,23 +41,39 @@ WALL_CLOCK = Option(
 )
 
 
-def _positive_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    return value
-
-
 MAX_MODEL_CALLS = Option(
     "--max-model-calls",
     "the most model calls one turn may make, for every agent; the call over it is the "
     "case's run error (default: max_model_calls_per_turn)",
     metavar="N",
-    type=_positive_count,
+    type=count,
     config_key="max_model_calls_per_turn",
+)
+REPEAT = Option(
+    "--repeat",
+    "live mode: run every case K times (1..50), each run isolated; overrides the fixtures' "
+    "repeat (replay is deterministic: refused there)",
+    metavar="K",
+    type=repeat_count,
+)
+JOBS = Option(
+    "--jobs",
+    "run up to N cases (and repetitions) at once (default: jobs)",
+    metavar="N",
+    type=count,
+    config_key="jobs",
+)
+EXITFIRST = Option(
+    "--exitfirst",
+    "stop starting cases at the first failing one (as --maxfail 1)",
+    action="store_true",
+    aliases=("-x",),
+)
+MAXFAIL = Option(
+    "--maxfail",
+    "stop starting cases once N have failed; the rest are reported as not run, and the gate fails",
+    metavar="N",
+    type=count,
 )
 SUITE_KIND = Option(
     "--suite-kind",
@@ -126,6 +143,9 @@ def resolve(
         root=repository_root(loaded.root, os.environ if environ is None else environ),
         case_wall_clock=WALL_CLOCK.value(args, config),
         max_model_calls_per_turn=MAX_MODEL_CALLS.value(args, config),
+        jobs=JOBS.value(args, config),
+        repeat=_repeat(args, mode),
+        maxfail=1 if getattr(args, EXITFIRST.dest, False) else getattr(args, MAXFAIL.dest, None),
     )
     if mode != "live" or not provider:
         return Resolved(options, config)
@@ -185,3 +205,13 @@ def repository_root(project: Path, environ: Mapping[str, str]) -> Path:
         if (directory / ".git").exists():  # a directory, or a file in a worktree
             return directory
     return project
+
+
+def _repeat(args: argparse.Namespace, mode: Mode) -> int | None:
+    repeat: int | None = getattr(args, REPEAT.dest, None)
+    if repeat is not None and mode != "live":
+        raise UsageError(
+            "--repeat applies to live mode only: a replay is deterministic, so every "
+            "repetition would give the same verdict"
+        )
+    return repeat

@@ -14,7 +14,45 @@ from harness.modes import SuiteKind
 from harness.policy import Attempt, policy_for
 from harness.run_record import RunRecord
 
-SCHEMA = "zeroclaw-eval/report/v1"
+# v2: a repeated case's `repeat` block, `cluster` and `not_run` per case; the suite's
+# `statistics` block; `not_run` in the totals.
+SCHEMA = "zeroclaw-eval/report/v2"
+
+
+class RunReceipt(msgspec.Struct, kw_only=True, frozen=True):
+    """One run of a repeated case, without its transcript."""
+
+    run: int  # 1-based
+    passed: bool
+    error: str | None = None
+    failed_checks: list[str] = []
+    tokens: int = 0
+    model_calls: int = 0
+    duration_ms: float = 0.0
+
+
+class RepeatStats(msgspec.Struct, kw_only=True, frozen=True):
+    """What the n runs of a repeated case came to (`harness.repeats` builds it)."""
+
+    requested: int  # runs asked for
+    completed: int  # runs that ended without a run error
+    passes: int
+    proportion: float  # passes / completed (0.0 when none completed)
+    interval: tuple[float, float]  # 95% Wilson interval of the proportion
+    pass_at_k: list[float]  # k = 1..completed
+    # k = 1..requested; None when a run errored: a truncated set never establishes pass^k.
+    pass_hat_k: list[float] | None
+    min_pass_rate: float | None  # the case's own bar; None: every run must pass
+    flaky: bool  # some completed runs passed and some failed
+    flips: dict[str, int] = {}  # check → how often it flipped (min of passes and failures)
+    tokens_mean: float = 0.0
+    tokens_sd: float = 0.0
+    model_calls_mean: float = 0.0
+    model_calls_sd: float = 0.0
+    duration_ms_mean: float = 0.0
+    duration_ms_sd: float = 0.0
+    note: str | None = None  # e.g. no run passed: maybe the task, not the agent, is broken
+    runs: list[RunReceipt] = []
 
 
 class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
@@ -30,6 +68,12 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
     # errored), for annotations; None for a passing case.
     line: int | None = None
     record: RunRecord | None = None
+    # A repeated case: its runs' statistics (its grades and record are its first failing
+    # run's, else its first run's).
+    repeat: RepeatStats | None = None
+    cluster: str | None = None
+    # Why the run stopped (`--maxfail`) before this case started: never run, never passed.
+    not_run: str | None = None
 
     @classmethod
     def graded(
@@ -73,6 +117,15 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
             record=record,
         )
 
+    @classmethod
+    def unrun(cls, id: str, fixture: str, reason: str) -> CaseReport:
+        """A case the run stopped before starting."""
+        return cls(id=id, fixture=fixture, passed=False, not_run=reason)
+
+    @property
+    def flaky(self) -> bool:
+        return self.repeat is not None and self.repeat.flaky
+
     @property
     def failing_grades(self) -> list[Grade]:
         return [g for g in self.grades if not g.passed]
@@ -90,6 +143,8 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
         """`first_failure` in two parts: what failed first with what was observed (or the
         run error), and how many more checks failed; a report that must be short clips
         the first and keeps the second."""
+        if self.not_run is not None:
+            return f"not run: {self.not_run}", ""
         if self.error is not None:
             return f"run error: {self.error}", ""
         failing = self.failing_grades
@@ -105,6 +160,8 @@ class Totals(msgspec.Struct, frozen=True):
     passed: int
     failed: int
     errors: int
+    not_run: int = 0
+    flaky: int = 0  # repeated cases whose runs disagreed, passed or not
 
 
 class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
@@ -119,7 +176,10 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     def totals(self) -> Totals:
         passed = sum(c.passed for c in self.cases)
         errors = sum(c.error is not None for c in self.cases)
-        return Totals(len(self.cases), passed, len(self.cases) - passed - errors, errors)
+        unrun = sum(c.not_run is not None for c in self.cases)
+        failed = len(self.cases) - passed - errors - unrun
+        flaky = sum(c.flaky for c in self.cases)
+        return Totals(len(self.cases), passed, failed, errors, unrun, flaky)
 
     @property
     def all_passed(self) -> bool:

@@ -1,14 +1,23 @@
-"""Running a list of cases on a worker thread, watched: a case that blocks its thread past
-its timeout (which no in-loop deadline can stop) is reported and abandoned, and the rest
-of the suite goes on on a fresh thread."""
+"""Running the cases of a suite on a worker thread, watched.
+
+Each case is one or more runs (a repeated live case has n); up to `jobs` runs go at once,
+as tasks of one event loop. The calling thread only watches: a run that blocks the loop's
+thread past its timeout (which no in-loop deadline can stop) is reported and abandoned,
+and the rest of the suite goes on, on a fresh thread. A case is reported as soon as its
+last run is in (streaming, in the order cases finish); the suite's reports keep fixture
+order. `maxfail` stops starting new cases once that many have failed.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from harness import event_loop
 from harness.errors import RAISED_BY_AGENT_CODE
+from harness.repeats import combine, runs_of
 from harness.runner import (
     CasePlan,
     CaseProgress,
@@ -20,68 +29,138 @@ from harness.runner import (
 from harness.suite import Case
 from harness.verdict import CaseReport
 
-# How long past its timeout a case may take to honour cancellation before its thread is
+# How long past its timeout a run may take to honour cancellation before its thread is
 # considered blocked and abandoned.
 GRACE_SECS = 1.0
 
 OnCase = Callable[[CaseReport], None]
 
 
-def run_watched(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:
-    """Every case's report, in order; `on_case` hears each as it finishes."""
-    reports: list[CaseReport] = []
-    pending = cases
-    while pending:
-        worker = _SuiteWorker(pending, plan, on_case)
-        stuck = worker.watch()
-        reports.extend(worker.reports)
-        if stuck is None:
-            break
-        # The case blocked its thread past the timeout: report it, leave the thread behind
-        # (a daemon), and go on with the next case on a fresh thread.
-        report = stuck.abandoned_report(plan.timeout)
-        reports.append(report)
-        if on_case is not None:
-            on_case(report)
-        pending = pending[len(worker.reports) + 1 :]
-    return reports
+@dataclass(frozen=True)
+class Unit:
+    """One run of one case: the case's place in the suite, and which repetition."""
+
+    index: int
+    run: int
 
 
-class _SuiteWorker:
-    """Runs cases one after another on an event loop in its own thread.
-
-    The calling thread only watches: it steps in when a case outlives its timeout without
-    honouring cancellation (a loop blocking its thread).
-    """
+class _Results:
+    """Each case's runs as they come in, from any worker; a case is reported (`on_case`)
+    once its last run is in."""
 
     def __init__(self, cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> None:
         self._cases = cases
-        self._plan = plan
         self._on_case = on_case
+        self._maxfail = plan.maxfail
+        self.runs = [runs_of(case, plan.mode, plan.repeat) for case in cases]
+        self._done: list[dict[int, CaseReport]] = [{} for _ in cases]
+        self.reports: dict[int, CaseReport] = {}
+        self.failed = 0
+        self._lock = threading.Lock()
+
+    def units(self) -> list[Unit]:
+        return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]
+
+    def has(self, unit: Unit) -> bool:
+        return unit.run in self._done[unit.index]
+
+    @property
+    def stopping(self) -> bool:
+        """Enough cases failed (`--maxfail`): no new case starts."""
+        return self._maxfail is not None and self.failed >= self._maxfail
+
+    def add(self, unit: Unit, report: CaseReport) -> None:
+        with self._lock:
+            runs = self._done[unit.index]
+            if unit.run in runs:  # also run again after an abandoned worker: the first counts
+                return
+            runs[unit.run] = report
+            if len(runs) < self.runs[unit.index]:
+                return
+            case = combine(self._cases[unit.index], [runs[r] for r in sorted(runs)])
+            self.reports[unit.index] = case
+            self.failed += not case.passed
+        if self._on_case is not None:
+            self._on_case(case)
+
+
+def run_watched(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:
+    """Every case's report, in fixture order; `on_case` hears each as it finishes."""
+    results = _Results(cases, plan, on_case)
+    pending = results.units()
+    while pending:
+        worker = _SuiteWorker(cases, pending, plan, results)
+        stuck = worker.watch()
+        if stuck is None:
+            break
+        # The run blocked its thread past the timeout: report it, leave the thread behind
+        # (a daemon), and go on with the runs not yet in, on a fresh thread.
+        unit, progress = stuck
+        results.add(unit, progress.abandoned_report(plan.timeout))
+        pending = [u for u in pending if not results.has(u)]
+    reason = f"the run stopped after {plan.maxfail} failing case(s) (--maxfail)"
+    for index, case in enumerate(cases):
+        if index not in results.reports:  # never started: the run stopped early
+            report = CaseReport.unrun(case.id, display_path(case.path, plan.root), reason)
+            results.reports[index] = report
+            if on_case is not None:
+                on_case(report)
+    return [results.reports[i] for i in range(len(cases))]
+
+
+class _SuiteWorker:
+    """Runs the pending runs, up to `plan.jobs` at once, on an event loop in its own thread."""
+
+    def __init__(
+        self, cases: list[Case], pending: list[Unit], plan: CasePlan, results: _Results
+    ) -> None:
+        self._cases = cases
+        self._pending = pending
+        self._plan = plan
+        self._results = results
         self._lock = threading.Lock()
         self._abandoned = False
         self._done = threading.Event()
         self._failure: BaseException | None = None
-        self.current: CaseProgress | None = None
-        self.reports: list[CaseReport] = []
+        self.running: dict[Unit, CaseProgress] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._units: dict[asyncio.Task[None], Unit] = {}
         threading.Thread(target=self._main, name="zeroclaw-eval-cases", daemon=True).start()
 
-    def watch(self) -> CaseProgress | None:
-        """Wait for the worker; the case it abandoned, if any."""
+    def watch(self) -> tuple[Unit, CaseProgress] | None:
+        """Wait for the worker; the run it abandoned, if any."""
         timeout = self._plan.timeout
         poll = min(1.0, timeout / 4, self._plan.case_wall_clock / 4)
         while not self._done.wait(poll):
-            running = self.current
-            if running is None:
-                continue
-            if running.overdue(timeout, GRACE_SECS):
-                with self._lock:
-                    if self.current is running:
-                        self._abandoned = True
-                        return running
+            with self._lock:
+                overdue = [
+                    (u, p) for u, p in self.running.items() if p.overdue(timeout, GRACE_SECS)
+                ]
+                if not overdue:
+                    continue
+                # While one run blocks the thread every other run of the loop stalls too:
+                # the blocker is the task the loop is running; the others run again.
+                blocker = self._blocking_unit()
+                unit, progress = next(
+                    ((u, p) for u, p in overdue if u == blocker),
+                    min(overdue, key=lambda item: item[1].started),
+                )
+                self._abandoned = True
+                for other in self.running.values():
+                    if other is not progress:
+                        other.context.remove_workspace()
+                return unit, progress
         if self._failure is not None:
             raise self._failure
         return None
+
+    def _blocking_unit(self) -> Unit | None:
+        """The run whose task the loop is executing right now (read from this thread: the
+        loop's thread is stuck in it)."""
+        if self._loop is None:
+            return None
+        task = asyncio.current_task(self._loop)
+        return None if task is None else self._units.get(task)
 
     def _main(self) -> None:
         try:
@@ -92,20 +171,39 @@ class _SuiteWorker:
             self._done.set()
 
     async def _run_all(self) -> None:
-        plan = self._plan
-        for case in self._cases:
-            fixture = display_path(case.path, plan.root)
-            try:
-                progress = start_case(case, plan, fixture)
-            except RAISED_BY_AGENT_CODE as exc:  # e.g. an adapter's tools() raising
-                report = internal_error(case, fixture, exc)
-            else:
-                self.current = progress
-                report = await run_case(progress, plan)
+        self._loop = asyncio.get_running_loop()
+        queue = list(reversed(self._pending))
+        started = {u.index for u in self._pending if self._results.has(u)}
+        tasks: set[asyncio.Task[None]] = set()
+        while queue or tasks:
+            while queue and len(tasks) < self._plan.jobs:
+                unit = queue.pop()
+                if unit.index not in started and self._results.stopping:
+                    continue  # a case not yet begun is not begun once the run stops
+                started.add(unit.index)
+                task = self._loop.create_task(self._one(unit))
+                self._units[task] = unit
+                tasks.add(task)
+            if not tasks:
+                break
+            done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                self._units.pop(task, None)
+                task.result()  # a harness bug surfaces in the watching thread
+
+    async def _one(self, unit: Unit) -> None:
+        plan, case = self._plan, self._cases[unit.index]
+        fixture = display_path(case.path, plan.root)
+        try:
+            progress = start_case(case, plan, fixture)
+        except RAISED_BY_AGENT_CODE as exc:  # e.g. an adapter's tools() raising
+            report = internal_error(case, fixture, exc)
+        else:
             with self._lock:
-                if self._abandoned:
-                    return
-                self.reports.append(report)
-                self.current = None
-            if self._on_case is not None:
-                self._on_case(report)
+                self.running[unit] = progress
+            report = await run_case(progress, plan)
+        with self._lock:
+            if self._abandoned:
+                return
+            self.running.pop(unit, None)
+        self._results.add(unit, report)

@@ -205,7 +205,7 @@ def test_every_schema_fault_is_listed_not_only_the_first(tmp_path: Path) -> None
             lambda d: d.update(zzz=1),
             "$.zzz",
             "unknown key (known keys: model_name, turns, id, description, expects, setup, "
-            "tools, repeat, cluster)",
+            "tools, repeat, cluster, min_pass_rate)",
             id="top-level-no-close-match",
         ),
         pytest.param(
@@ -690,26 +690,54 @@ def test_setup_and_tools_are_admitted_in_replay(tmp_path: Path, key: str, value:
     assert getattr(case.trace, key) is not None
 
 
-@pytest.mark.parametrize("mode", ["replay", "live"])
 @pytest.mark.parametrize(
     ("key", "value", "why"),
     [
-        ("repeat", 1, "repeated runs of one case are a later phase"),
-        ("repeat", 3, "repeated runs of one case are a later phase"),
-        ("cluster", "echo-family", "clusters of correlated cases are a later phase"),
+        ("repeat", 1, "a replay is deterministic: every repetition would give the same verdict"),
+        ("repeat", 3, "a replay is deterministic: every repetition would give the same verdict"),
+        (
+            "cluster",
+            "echo-family",
+            "clusters group the repeated live cases of the suite's interval",
+        ),
+        ("min_pass_rate", 0.8, "a replay is deterministic: its runs all pass or all fail"),
     ],
 )
-def test_later_phase_key_is_refused_in_every_mode(
-    tmp_path: Path, mode: str, key: str, value: Any, why: str
-) -> None:
-    base = replay_trace if mode == "replay" else live_trace
+def test_live_only_key_is_refused_in_replay(tmp_path: Path, key: str, value: Any, why: str) -> None:
     refuse_one(
         tmp_path,
-        base(**{key: value}),
+        replay_trace(**{key: value}),
         f"$.{key}",
-        f"not supported yet: {why}; remove '{key}'",
-        mode=mode,
+        f"applies to live mode only ({why}); remove it",
+        mode="replay",
     )
+
+
+def test_repeat_cluster_and_min_pass_rate_are_admitted_in_live(tmp_path: Path) -> None:
+    data = live_trace(repeat=20, cluster="echo-family", min_pass_rate=0.9)
+    case = admit(write_fixture(tmp_path, "case.json", data), mode="live")
+    assert (case.trace.repeat, case.trace.cluster, case.trace.min_pass_rate) == (
+        20,
+        "echo-family",
+        0.9,
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("repeat", 0, "Expected `int` >= 1"),
+        ("repeat", 51, "Expected `int` <= 50"),
+        ("min_pass_rate", 0, "Expected `float` > 0.0"),
+        ("min_pass_rate", 1.5, "Expected `float` <= 1.0"),
+        ("cluster", " ", "empty cluster label"),
+    ],
+)
+def test_repeat_keys_out_of_range_are_refused(
+    tmp_path: Path, key: str, value: Any, message: str
+) -> None:
+    _, found = refused(tmp_path, live_trace(**{key: value}), "live")
+    assert len(found) == 1 and f"$.{key}" in found[0] and message in found[0], found
 
 
 def test_live_case_with_live_keys_is_admitted(tmp_path: Path) -> None:
@@ -961,8 +989,8 @@ def test_all_semantic_problems_of_one_fixture_are_listed(tmp_path: Path) -> None
     data["turns"].append({"user_input": "again", "steps": []})
     path = write_fixture(tmp_path, "case.json", data)
     assert lines(refusal(path)) == [
-        f"{path}: $.cluster: not supported yet: clusters of correlated cases are a later phase; "
-        "remove 'cluster'",
+        f"{path}: $.cluster: applies to live mode only (clusters group the repeated live cases "
+        "of the suite's interval); remove it",
         f"{path}: $.turns[0].user_input: blank user input",
         f"{path}: {CALL}.name: tool 'web_search' is not registered by agent 'openai-agents' "
         f"(its tools: {BUILTIN_TOOLS})",
@@ -1307,17 +1335,16 @@ def test_setup_file_with_a_wrong_type_names_the_entry(tmp_path: Path) -> None:
     )
 
 
-# --- repeat / cluster: a later phase ------------------------------------------------------------
+# --- repeat / cluster: live mode only ---------------------------------------------------
 
 
-@MODES
-def test_repeat_and_cluster_are_both_reported(tmp_path: Path, mode: str) -> None:
-    path, found = refused(tmp_path, base(mode, repeat=5, cluster="c"), mode)
+def test_repeat_and_cluster_in_replay_are_both_reported(tmp_path: Path) -> None:
+    path, found = refused(tmp_path, base("replay", repeat=5, cluster="c"), "replay")
     assert found == [
-        f"{path}: $.repeat: not supported yet: repeated runs of one case are a later phase; "
-        "remove 'repeat'",
-        f"{path}: $.cluster: not supported yet: clusters of correlated cases are a later phase; "
-        "remove 'cluster'",
+        f"{path}: $.repeat: applies to live mode only (a replay is deterministic: every "
+        "repetition would give the same verdict); remove it",
+        f"{path}: $.cluster: applies to live mode only (clusters group the repeated live cases "
+        "of the suite's interval); remove it",
     ]
 
 
@@ -1384,8 +1411,6 @@ def test_every_problem_of_the_new_rules_is_listed(tmp_path: Path) -> None:
     data["turns"][0]["steps"] = []
     path, found = refused(tmp_path, data, "live")
     assert found == [
-        f"{path}: $.repeat: not supported yet: repeated runs of one case are a later phase; "
-        "remove 'repeat'",
         f"{path}: $.tools[1]: tool 'shell' is refused: {COMMAND}",
         f"{path}: $.setup.workspace_files[\"../x\"]: workspace path '../x' refused: "
         "'..' escapes the workspace",

@@ -93,12 +93,19 @@ def test_json_format_puts_only_the_document_on_stdout(tmp_path: Path) -> None:
     result = run_process("eval", "run", "--format", "json", cwd=red_project(tmp_path))
     assert result.returncode == 1
     document = json.loads(result.stdout)
-    assert document["schema"] == "zeroclaw-eval/report/v1"
+    assert document["schema"] == "zeroclaw-eval/report/v2"
     assert document["exit_code"] == result.returncode
     assert document["suite"] == "evals/regression"
     assert document["kind"] == "regression"
     assert document["agent"] == "openai-agents"
-    assert document["totals"] == {"cases": 3, "passed": 1, "failed": 1, "errors": 1}
+    assert document["totals"] == {
+        "cases": 3,
+        "passed": 1,
+        "failed": 1,
+        "errors": 1,
+        "not_run": 0,
+        "flaky": 0,
+    }
     cases = {c["id"]: c for c in document["cases"]}
     assert cases["echo-case"]["fixture"] == "evals/regression/a_echo.json"
     assert cases["echo-case"]["record"]["calls"][0]["arguments"] == '{"message":"hello"}'
@@ -124,7 +131,14 @@ def test_an_exception_message_with_raw_newlines_cannot_forge_a_command(tmp_path:
     )  # fmt: skip
     assert result.returncode == 1, result.stderr
     document = json.loads(result.stdout)
-    assert document["totals"] == {"cases": 2, "passed": 1, "failed": 0, "errors": 1}
+    assert document["totals"] == {
+        "cases": 2,
+        "passed": 1,
+        "failed": 0,
+        "errors": 1,
+        "not_run": 0,
+        "flaky": 0,
+    }
     [command] = parse_commands(result.stderr)
     assert_well_formed(command)
     assert command.name == "error"

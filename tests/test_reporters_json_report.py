@@ -33,14 +33,21 @@ from harness.verdict import SCHEMA, CaseReport
 def test_json_report_document() -> None:
     report = suite_report("regression", passing_report(), failing_report(), errored_report())
     document = json.loads(render_json(report))
-    assert document["schema"] == SCHEMA == "zeroclaw-eval/report/v1"
+    assert document["schema"] == SCHEMA == "zeroclaw-eval/report/v2"
     assert document["suite"] == "evals/regression"
     assert document["kind"] == "regression"
     assert document["mode"] == "replay"
     assert document["agent"] == "openai-agents"
     assert document["exit_code"] == 1
     assert document["all_passed"] is False
-    assert document["totals"] == {"cases": 3, "passed": 1, "failed": 1, "errors": 1}
+    assert document["totals"] == {
+        "cases": 3,
+        "passed": 1,
+        "failed": 1,
+        "errors": 1,
+        "not_run": 0,
+        "flaky": 0,
+    }
     assert [c["id"] for c in document["cases"]] == ["ok", "bad", "err"]
     bad = document["cases"][1]
     assert bad["fixture"] == "evals/regression/bad.json"

@@ -292,7 +292,14 @@ def test_escape_and_nul_in_a_transcript_still_validate(run_cli: Cli, tmp_path: P
     assert names == ["esc-nul-id", "erroring"]
     error = next(case for suite in xml for case in suite if case.name == "erroring").result[0]
     assert "colour \\u001b[31mred" in (error.text or "")  # shown escaped, not dropped
-    assert report["totals"] == {"cases": 2, "passed": 0, "failed": 1, "errors": 1}
+    assert report["totals"] == {
+        "cases": 2,
+        "passed": 0,
+        "failed": 1,
+        "errors": 1,
+        "not_run": 0,
+        "flaky": 0,
+    }
     suite = next(iter(xml))
     assert (int(suite.tests), suite.failures, suite.errors) == (2, 1, 1)
 

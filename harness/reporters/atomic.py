@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import interrupts
-from harness.errors import ExitCode, HarnessError
+from harness.errors import HarnessError, UsageError
 
 
 class ReportWriteError(HarnessError):
@@ -27,10 +27,8 @@ class ReportWriteError(HarnessError):
         return [f"zeroclaw eval: {line}" for line in str(self).splitlines()]
 
 
-class ReportPathError(HarnessError):
+class ReportPathError(UsageError):
     """The command line names one file for two reports: a usage error."""
-
-    exit_code = ExitCode.USAGE
 
 
 def _umask() -> int:

@@ -1,0 +1,114 @@
+"""A repeated case: how many runs it gets, and its runs combined into one verdict with
+their statistics.
+
+A real model answers differently each time, so one run of a live case is one sample. A
+case with `repeat: n` (or a run with `--repeat n`) runs n times, each run fully isolated
+(fresh agent, backend, registry, workspace). By default it passes only when every run
+passed (pass^n): a gate must not certify a behaviour that works "most of the time"; a case
+may declare `min_pass_rate` instead. A run that errored is kept as evidence, and a set of
+runs one of which errored establishes neither pass^k nor a rate: the case is a run error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness import statistics
+from harness.modes import Mode
+from harness.policy import Attempt, policy_for
+from harness.suite import Case
+from harness.verdict import CaseReport, RepeatStats, RunReceipt
+
+
+def runs_of(case: Case, mode: Mode, override: int | None) -> int:
+    """How many runs `case` gets: `--repeat` when given, else its `repeat`, else one.
+    A replay is deterministic and always runs once (admission refuses `repeat` there)."""
+    if mode != "live":
+        return 1
+    if override is not None:
+        return override
+    return case.trace.repeat or 1
+
+
+def receipt(number: int, run: CaseReport) -> RunReceipt:
+    record = run.record
+    return RunReceipt(
+        run=number,
+        passed=run.passed,
+        error=run.error,
+        failed_checks=[g.check for g in run.failing_grades],
+        tokens=(record.input_tokens + record.output_tokens) if record is not None else 0,
+        model_calls=record.model_calls if record is not None else 0,
+        duration_ms=run.duration_ms,
+    )
+
+
+def repeat_stats(runs: Sequence[CaseReport], min_pass_rate: float | None) -> RepeatStats:
+    """The statistics of a case's runs (in run order)."""
+    requested = len(runs)
+    receipts = [receipt(number, run) for number, run in enumerate(runs, 1)]
+    completed = [r for r in runs if r.error is None]
+    done = [r for r in receipts if r.error is None]
+    passes = sum(r.passed for r in done)
+    n = len(done)
+    pass_at_k, pass_hat_k = statistics.curves(n, passes)
+    tokens_mean, tokens_sd = statistics.mean_sd([float(r.tokens) for r in done])
+    calls_mean, calls_sd = statistics.mean_sd([float(r.model_calls) for r in done])
+    duration_mean, duration_sd = statistics.mean_sd([r.duration_ms for r in done])
+    return RepeatStats(
+        requested=requested,
+        completed=n,
+        passes=passes,
+        proportion=passes / n if n else 0.0,
+        interval=statistics.wilson(passes, n),
+        pass_at_k=pass_at_k,
+        pass_hat_k=None if n < requested else pass_hat_k,
+        min_pass_rate=min_pass_rate,
+        flaky=0 < passes < n,
+        flips=statistics.flips([{g.check: g.passed for g in r.grades} for r in completed]),
+        tokens_mean=tokens_mean,
+        tokens_sd=tokens_sd,
+        model_calls_mean=calls_mean,
+        model_calls_sd=calls_sd,
+        duration_ms_mean=duration_mean,
+        duration_ms_sd=duration_sd,
+        note=statistics.suspect_note(passes, n),
+        runs=receipts,
+    )
+
+
+def combine(case: Case, runs: Sequence[CaseReport]) -> CaseReport:
+    """One report for a case from its runs: a single run is its own report; n runs give
+    the verdict of the case's rule, the first failing run's grades and record (else the
+    first run's), and their statistics."""
+    cluster = case.trace.cluster
+    if len(runs) == 1 and cluster is None:
+        return runs[0]
+    min_pass_rate = case.trace.min_pass_rate
+    stats = repeat_stats(runs, min_pass_rate)
+    shown = next((r for r in runs if not r.passed), runs[0])
+    attempts = [Attempt(r.grades, r.error) for r in runs]
+    # The kind only changes the gate, never how a case is judged.
+    passed = policy_for("regression").case_passed(attempts, min_pass_rate)
+    error = None
+    if stats.completed < stats.requested:
+        first = next(r.error for r in runs if r.error is not None)
+        error = (
+            f"repeat {stats.completed}/{stats.requested} runs completed (pass^k not "
+            f"established): {first}"
+        )
+        passed = False
+    return CaseReport(
+        id=shown.id,
+        fixture=shown.fixture,
+        passed=passed,
+        error=error,
+        traceback=shown.traceback,
+        grades=shown.grades,
+        score=stats.proportion if len(runs) > 1 else shown.score,
+        duration_ms=sum(r.duration_ms for r in runs),
+        line=None if passed else shown.line,
+        record=shown.record,
+        repeat=stats if len(runs) > 1 else None,
+        cluster=cluster,
+    )

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from harness.agent import AgentAdapter, AgentSurface, LoopAdapter
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
-from harness.errors import RAISED_BY_AGENT_CODE, HarnessError
-from harness.event_loop import CallTimedOut, call_within
+from harness.errors import HarnessError, describe
+from harness.event_loop import CallFailed, CallTimedOut, call_within
 
 
 class AgentError(HarnessError):
@@ -145,10 +145,11 @@ def _bounded(agent: str | AgentAdapter, seconds: float, build: Callable[[], _Bui
             f"agent {name!r}: still not built after {seconds:g}s (its module or factory "
             "blocks; the timeout is --timeout / case_timeout_secs)"
         ) from None
-    except AgentError:
-        raise
-    except RAISED_BY_AGENT_CODE as exc:  # the user's adapter failing while listing tools
-        raise AgentError(f"agent {name!r}: {type(exc).__name__}: {exc}") from None
+    except CallFailed as failed:
+        if isinstance(failed.original, HarnessError):  # an AgentError, an AdmissionError…
+            raise failed.original from None
+        # The user's module, factory or adapter failing while being built or listing tools.
+        raise AgentError(f"agent {name!r}: {describe(failed.original)}") from None
 
 
 def agent_surface(adapter: AgentAdapter) -> AgentSurface:

@@ -1,8 +1,9 @@
 """The OpenAI Chat Completions wire format: the request body for a neutral
-`ModelRequest`, the `ModelStep` in a response, the server's `Retry-After`, and the
-escapings a server may echo a secret in (`SecretMask`).
+`ModelRequest`, the `ModelStep` in a response, the server's `Retry-After`, the content
+codings a body may come in (decoded with every output bounded), and the escapings a server
+may echo a secret in (`SecretMask`).
 
-Pure translation, no I/O: the live backend sends and retries.
+Pure translation, no I/O: the live backend sends, reads and retries.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import email.utils
 import json
 import math
 import re
+import zlib
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -224,6 +226,68 @@ def one_line(text: str) -> str:
 def excerpt(text: str) -> str:
     text = one_line(text)
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+# --- the body's content coding -----------------------------------------------------------
+
+# What a server may compress a body with: zlib decodes both with a bound on the output.
+ACCEPTED_ENCODINGS = "gzip, deflate"
+
+
+class Unreadable(Exception):
+    """A response body the harness will not read: too large, or in a refused encoding."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def too_large(cap: int) -> str:
+    """Why a body over `cap` bytes was not read."""
+    size = f"{cap / 2**20:g} MiB" if cap % 2**20 == 0 else f"{cap} bytes"
+    return (
+        f"a response body larger than {size} (MAX_RESPONSE_BYTES, counted decompressed); "
+        "the rest was not read"
+    )
+
+
+class Inflater:
+    """A zlib decompressor whose every output is bounded. `deflate` bodies come with the
+    zlib header or, from some servers, without it: the raw form is tried when the first
+    data is not zlib."""
+
+    def __init__(self, wbits: int, fallback: int | None = None) -> None:
+        self._decompressor = zlib.decompressobj(wbits)
+        self._fallback = fallback
+
+    def __call__(self, data: bytes, room: int) -> bytes:
+        try:
+            out = self._decompressor.decompress(data, room)
+        except zlib.error:
+            if self._fallback is None:
+                raise
+            self._decompressor = zlib.decompressobj(self._fallback)
+            out = self._decompressor.decompress(data, room)
+        self._fallback = None
+        return out
+
+
+def inflater(encoding: str, status: int) -> Inflater | None:
+    """The decoder for a body in Content-Encoding `encoding`; None when it is not encoded.
+    `Unreadable` for a coding the harness does not read."""
+    codings = [c.strip().lower() for c in encoding.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if not codings:
+        return None
+    if codings in (["gzip"], ["x-gzip"]):
+        return Inflater(16 + zlib.MAX_WBITS)
+    if codings == ["deflate"]:
+        return Inflater(zlib.MAX_WBITS, fallback=-zlib.MAX_WBITS)
+    raise Unreadable(
+        f"a body in Content-Encoding {excerpt(encoding)!r}, which the harness does not read "
+        f"(it asks for {ACCEPTED_ENCODINGS})",
+        status,
+    )
 
 
 # --- secrets -----------------------------------------------------------------------------

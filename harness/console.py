@@ -4,21 +4,28 @@ SIGINT and SIGTERM as clean interruptions, and an exit no thread an agent left c
 * Whatever the agent writes to stdout (`print()`, a write to file descriptor 1, a child
   process) goes to stderr: the harness writes its documents to a private copy of the
   original stdout, so `--format json|junit` output is the document alone.
-* A thread the agent started and never stopped (not a daemon) would keep the process
-  alive after the reports were written; the process ends without waiting for it.
+* A thread the agent started and never stopped (not a daemon, a thread pool's worker, a
+  child process it never joined) would keep the process alive after the reports were
+  written: exit handlers get `EXIT_HANDLERS_SECS`, then the process ends without waiting.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import errno
 import io
 import os
 import sys
 import threading
 from collections.abc import Iterator
-from typing import NoReturn, TextIO
+from typing import NoReturn, TextIO, cast
 
 from harness import cli, interrupts
+
+# How long the interpreter's exit handlers (the agent's own among them) may take: they are
+# where thread pools and child processes are joined, which a stuck agent never lets end.
+EXIT_HANDLERS_SECS = 5.0
 
 
 def main() -> NoReturn:
@@ -34,15 +41,16 @@ def private_stdout() -> Iterator[TextIO]:
     """A stream on the original stdout for the harness; file descriptor 1 (and with it
     `sys.stdout`, and every child process) goes to stderr meanwhile."""
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
         original = os.dup(1)
-    except (OSError, ValueError):  # no stdout at all: nothing to keep apart
-        yield sys.stdout
+    except (OSError, ValueError):  # no stdout at all: writing to it says so
+        yield cast(TextIO, _Closed())
         return
     os.dup2(2, 1)
     stream = io.TextIOWrapper(
         io.FileIO(original, "w", closefd=True),
-        encoding=sys.stdout.encoding or "utf-8",
+        encoding=getattr(sys.stdout, "encoding", None) or "utf-8",
         errors="replace",
         line_buffering=bool(getattr(sys.stdout, "line_buffering", False)),
     )
@@ -67,19 +75,51 @@ def lingering() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t is not main_thread and not t.daemon]
 
 
+class _Closed(io.TextIOBase):
+    """The stdout of a process started without one: every write fails, so what could not
+    be shown is said (on stderr) instead of vanishing."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EBADF, "stdout is closed")
+
+
 def leave(code: int) -> NoReturn:
-    """Exit with `code`, without waiting for threads the agent left running."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    """Exit with `code`, without waiting for threads the agent left running: the exit
+    handlers run on a daemon thread for at most `EXIT_HANDLERS_SECS`, then the process
+    ends whatever is still running."""
     left = lingering()
-    if not left:
-        sys.exit(code)
-    with contextlib.suppress(OSError, ValueError):
-        # Counted, not named: a thread's name is the agent's text.
-        print(
-            f"zeroclaw eval: not waiting for {len(left)} thread(s) the agent left running",
-            file=sys.stderr,
-        )
-        sys.stderr.flush()
+    if left:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            # Counted, not named: a thread's name is the agent's text.
+            print(
+                f"zeroclaw eval: not waiting for {len(left)} thread(s) the agent left running",
+                file=sys.stderr,
+            )
+    _stop_children()
+    handlers = threading.Thread(target=_exit_handlers, name="zeroclaw-eval-exit", daemon=True)
+    handlers.start()
+    handlers.join(EXIT_HANDLERS_SECS)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
     os._exit(code)
+
+
+def _stop_children() -> None:
+    """Child processes the agent started and left (multiprocessing's): killed, as the
+    process they would outlive ends; they would otherwise hold its pipes open."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is None:
+        return
+    with contextlib.suppress(Exception):
+        for child in multiprocessing.active_children():
+            child.kill()
+            child.join(1.0)
+
+
+def _exit_handlers() -> None:
+    with contextlib.suppress(BaseException):
+        atexit._run_exitfuncs()

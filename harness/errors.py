@@ -36,13 +36,21 @@ class ExitCode(enum.IntEnum):
         return str(int(self))
 
 
-# What code the harness runs (an agent, its tools) may raise besides ordinary exceptions: an
-# argparse-wrapping tool's SystemExit, a KeyboardInterrupt or GeneratorExit raised by agent
-# code. Cases run on a worker thread, which a real Ctrl-C never reaches, so on that thread
-# each of these is the case's own failure, never a reason to stop the suite.
-RAISED_BY_AGENT_CODE: tuple[type[BaseException], ...] = (
-    Exception,
-    SystemExit,
-    KeyboardInterrupt,
-    GeneratorExit,
-)
+# What code the harness runs (an agent, its tools) may raise: anything, an argparse-wrapping
+# tool's SystemExit, a KeyboardInterrupt or GeneratorExit raised by agent code, its own
+# BaseException subclasses and exception groups included. Cases run on a worker thread,
+# which a real Ctrl-C never reaches, so on that thread each of these is the case's own
+# failure, never a reason to stop the suite. (A deadline's CancelledError is a
+# BaseException too: code awaiting a tool lets it through before catching these.)
+RAISED_BY_AGENT_CODE: tuple[type[BaseException], ...] = (BaseException,)
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message` for an exception agent code raised, even when its `__str__` raises;
+    a SystemExit or KeyboardInterrupt a task raised is shown as itself."""
+    shown = getattr(exc, "original", None) if type(exc).__name__ == "RaisedInTask" else None
+    exc = shown if isinstance(shown, BaseException) else exc
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except RAISED_BY_AGENT_CODE:
+        return type(exc).__name__

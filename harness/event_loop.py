@@ -57,10 +57,35 @@ class DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
         self._closed = True
 
 
+class RaisedInTask(Exception):
+    """A SystemExit or KeyboardInterrupt that code running in a task raised, carried as an
+    ordinary exception: asyncio lets those two out of the event loop itself, which would
+    end every case of the run at once (and a SystemExit(0) would end it green)."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}: {original}")
+        self.original = original
+
+
+async def _contained(work: Coroutine[Any, Any, T]) -> T:
+    try:
+        return await work
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise RaisedInTask(exc) from exc
+
+
+def _task_factory(
+    loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, Any], **kwargs: Any
+) -> asyncio.Task[Any]:
+    return asyncio.Task(_contained(work), loop=loop, **kwargs)
+
+
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(main)`, except that nothing left running can hold the caller: worker
-    threads are daemons, and tasks the agent left get `CLEANUP_SECS` to end."""
+    """`asyncio.run(main)`, except that nothing left running can hold the caller (worker
+    threads are daemons, and tasks the agent left get `CLEANUP_SECS` to end), and no task
+    can stop the loop by raising SystemExit or KeyboardInterrupt (`RaisedInTask`)."""
     loop = asyncio.new_event_loop()
+    loop.set_task_factory(_task_factory)  # type: ignore[arg-type]
     executor = DaemonExecutor()
     loop.set_default_executor(executor)
     try:
@@ -95,13 +120,25 @@ class CallTimedOut(Exception):
     """`call_within` gave up waiting."""
 
 
+class CallFailed(Exception):
+    """The call of `call_within` raised `original` (whatever it was: the caller's own
+    interruption, raised while waiting, is never mistaken for it)."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
 def call_within(seconds: float, fn: Callable[[], T], name: str = "zeroclaw-eval-call") -> T:
     """`fn()` on a daemon thread, waited for at most `seconds`; `CallTimedOut` after that
-    (the thread is abandoned). For user code that may block where no event loop can
-    interrupt it: importing and building an agent."""
+    (the thread is abandoned), `CallFailed` carrying whatever `fn` raised. For user code
+    that may block where no event loop can interrupt it: importing and building an agent."""
     future: concurrent.futures.Future[T] = DaemonExecutor(name).submit(fn)
     # Waited for separately: a TimeoutError that `fn` raises itself is its own error.
     done, _ = concurrent.futures.wait([future], timeout=seconds)
     if not done:
         raise CallTimedOut
+    failure = future.exception()
+    if failure is not None:
+        raise CallFailed(failure) from failure
     return future.result()

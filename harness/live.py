@@ -5,7 +5,9 @@ Serves OpenAI, any compatible gateway, and local servers (vLLM, Ollama, ...): on
 `harness.backend`. Calls are bounded by a per-call timeout and retried, with exponential
 backoff and full jitter, on 408, 429, 5xx, connection errors and timeouts (honouring
 `Retry-After`), a bounded number of times; everything else fails at once with a
-`ProviderError`.
+`ProviderError`. The backends of one provider share a `ProviderLimiter`: a 429 or 503 with
+`Retry-After` pauses all of their requests, and a run of connection failures declares the
+provider down, after which no request is sent (see `harness.provider_limiter`).
 
 The API key lives only in `LiveSettings.api_key` (kept out of its repr) and in the
 Authorization header of each request. A server may echo it anywhere: in model text, as a
@@ -15,7 +17,7 @@ it replaced by `***` (in every escaping `SecretMask` knows) before it reaches th
 record or any output.
 
 A response body is read as a stream and never beyond `MAX_RESPONSE_BYTES` once decoded
-(gzip and deflate are decoded here, bounded, and no other content coding is accepted): a
+(gzip and deflate are decoded as it is read, bounded, and no other coding is accepted): a
 compression bomb or an endless body is a clear run error, not the memory of the CI runner.
 
 Imported only in live mode: the HTTP client is the one the agent frameworks already use.
@@ -30,26 +32,38 @@ import math
 import random
 import re
 import zlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from harness.chat_completions import (
+    ACCEPTED_ENCODINGS,
     Malformed,
     SecretMask,
+    Unreadable,
     excerpt,
+    inflater,
     one_line,
     parse_retry_after,
     request_body,
     scrub_value,
     shape_problem,
     to_step,
+    too_large,
 )
 from harness.config import EvalConfig, live_missing
 from harness.deadline import DeadlineExceeded, within
 from harness.model_boundary import ModelRequest, ModelStep, ProviderFailure
+from harness.provider_limiter import (
+    PAUSING_STATUSES,
+    NotSent,
+    ProviderDown,
+    ProviderLimiter,
+    Sleep,
+    connection_failure,
+)
 
 if TYPE_CHECKING:
     from harness.suite import Case
@@ -60,8 +74,6 @@ RETRYABLE_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 # The most of a response body (after content decoding) that is ever read. A chat completion
 # is a few kilobytes; even a long answer with many tool calls is far below this.
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
-# What a server may compress a body with: zlib decodes both with a bound on the output.
-ACCEPTED_ENCODINGS = "gzip, deflate"
 # Characters an HTTP header value can carry as they are.
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]*")
 
@@ -93,6 +105,9 @@ class LiveSettings:
     retry_after_max: float = 60.0
     # The name (never the value) of the variable that held the key, for messages.
     api_key_env: str = ""
+    # How long one turn may take (the run's per-turn timeout): a wait the provider asks for
+    # that is longer than what is left of the turn fails the call at once. None: unbounded.
+    turn_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if not re.match(r"https?://[^/\s]", self.base_url):
@@ -106,6 +121,8 @@ class LiveSettings:
             raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
         if self.backoff_base < 0 or self.backoff_max < 0 or self.retry_after_max < 0:
             raise ValueError("backoff_base, backoff_max and retry_after_max must not be negative")
+        if self.turn_timeout is not None and not self.turn_timeout > 0:
+            raise ValueError(f"turn_timeout must be a positive number, not {self.turn_timeout}")
         if not _HEADER_SAFE.fullmatch(self.api_key):
             # Said before any request: httpx would fail on the header with a traceback, or
             # quote the value in its error.
@@ -138,31 +155,34 @@ class LiveSettings:
         return self.base_url.rstrip("/") + "/chat/completions"
 
 
-Sleep = Callable[[float], Awaitable[None]]
-
-
 class LiveBackend:
     """A `ModelBackend` over an OpenAI-compatible Chat Completions endpoint.
 
     `attempts` counts HTTP requests sent, `retries` the attempts that repeated a failed one
-    (the model boundary counts the steps answered). `sleep`, `rng` and `transport` are for
-    tests.
+    (the model boundary counts the steps answered). `limiter` is shared by every backend of
+    the provider (without one the backend is a provider of its own). `sleep`, `rng` and
+    `transport` are for tests.
     """
 
     def __init__(
         self,
         settings: LiveSettings,
         *,
+        limiter: ProviderLimiter | None = None,
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.settings = settings
+        self._scrub = SecretMask(settings.api_key)
+        self.limiter = limiter or ProviderLimiter(self._scrub(settings.base_url))
         self._sleep: Sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
-        self._scrub = SecretMask(settings.api_key)
+        # When the turn in progress began, for what is left of it: calls made while the
+        # agent starts count from the backend's creation, just before the agent is started.
+        self._turn_started = self.limiter.clock()
         self.attempts = 0
         self.retries = 0
 
@@ -172,6 +192,9 @@ class LiveBackend:
             f"LiveBackend(base_url={s.base_url!r}, model={s.model!r}, "
             f"attempts={self.attempts}, retries={self.retries})"
         )
+
+    def start_turn(self, index: int) -> None:
+        self._turn_started = self.limiter.clock()
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""
@@ -184,15 +207,21 @@ class LiveBackend:
         s = self.settings
         last_error = ""
         last_status: int | None = None
+        delay, asked = 0.0, False  # the wait before the next attempt; from a Retry-After?
         for attempt in range(1, s.max_attempts + 1):
+            await self._admit(attempt, delay, asked, last_error, last_status)
+            self.retries += attempt > 1
             self.attempts += 1
             retry_after: float | None = None
             outcome = await self._attempt(payload, attempt)
-            if isinstance(outcome, str):  # a transport failure or a timeout
-                last_error, last_status = outcome, None
+            if isinstance(outcome, Failure):  # a transport failure or a timeout
+                last_error, last_status = outcome.text, None
+                self._count_unreachable(outcome, attempt)
             elif outcome.status_code in RETRYABLE_STATUSES:
                 last_error, last_status = self._describe(outcome), outcome.status_code
                 retry_after = parse_retry_after(outcome.headers)
+                if retry_after is not None and outcome.status_code in PAUSING_STATUSES:
+                    self.limiter.pause(min(retry_after, s.retry_after_max), outcome.status_code)
             elif not 200 <= outcome.status_code < 300:
                 raise ProviderError(
                     self._scrub(
@@ -205,10 +234,7 @@ class LiveBackend:
                 )
             else:
                 return self._parse(outcome, attempt)
-            if attempt == s.max_attempts:
-                break
-            self.retries += 1
-            await self._sleep(self._delay(attempt, retry_after))
+            delay, asked = self._delay(attempt, retry_after), retry_after is not None
         raise ProviderError(
             self._scrub(
                 f"model call to {s.endpoint} (model {s.model!r}) gave up after "
@@ -219,19 +245,62 @@ class LiveBackend:
             attempts=s.max_attempts,
         )
 
+    # --- the provider's shared state -----------------------------------------------------
+
+    async def _admit(
+        self, attempt: int, delay: float, asked: bool, last_error: str, last_status: int | None
+    ) -> None:
+        """Wait before attempt number `attempt`: its `delay` and any pause of the provider.
+        A provider that is down, or a pause longer than the turn has left, fails the call at
+        once, unsent."""
+        try:
+            await self.limiter.admit(self._sleep, delay, asked=asked, turn_left=self._turn_left)
+        except ProviderDown as exc:
+            raise ProviderError(self._scrub(str(exc)), attempts=attempt - 1) from None
+        except NotSent as exc:
+            s = self.settings
+            last = f"; last error: {last_error}" if last_error else ""
+            raise ProviderError(
+                self._scrub(
+                    f"model call to {s.endpoint} (model {s.model!r}) was not sent: {exc} "
+                    f"(turn timeout {s.turn_timeout:g}s){last}"
+                ),
+                status=last_status,
+                attempts=attempt - 1,
+            ) from None
+
+    def _turn_left(self) -> float:
+        timeout = self.settings.turn_timeout
+        if timeout is None:
+            return math.inf
+        return timeout - (self.limiter.clock() - self._turn_started)
+
+    def _count_unreachable(self, failure: Failure, attempt: int) -> None:
+        """Count a connection failure with every backend of the provider; the call fails at
+        once, with the provider's down message, once the count says it is down."""
+        if failure.unreachable is None:
+            return
+        down = self.limiter.unreachable(failure.unreachable)
+        if down is not None:
+            raise ProviderError(self._scrub(down), attempts=attempt)
+
     # --- one attempt --------------------------------------------------------------------
 
-    async def _attempt(self, payload: dict[str, Any], attempt: int) -> Reply | str:
-        """The response, or a description of why there is none worth retrying for.
+    async def _attempt(self, payload: dict[str, Any], attempt: int) -> Reply | Failure:
+        """The response, or why there is none, when a retry may still get one.
 
         Raises `ProviderError` for failures no retry can mend (a bad URL or scheme, a body
         too large or in a refused encoding)."""
         s = self.settings
         try:
-            return await within(s.call_timeout, self._exchange(payload))
+            reply = await within(s.call_timeout, self._exchange(payload))
+        except httpx.ConnectTimeout:
+            text = f"timed out after {s.call_timeout:g}s connecting to the provider"
+            return Failure(text, "connect timeout")
         except (DeadlineExceeded, httpx.TimeoutException):
-            return f"timed out after {s.call_timeout:g}s waiting for the provider"
+            return Failure(f"timed out after {s.call_timeout:g}s waiting for the provider")
         except Unreadable as exc:
+            self.limiter.reached()
             raise ProviderError(
                 self._scrub(
                     f"model call to {s.endpoint} (model {s.model!r}) got {exc} "
@@ -242,6 +311,8 @@ class LiveBackend:
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
             problem = f"connection error ({type(exc).__name__}: {exc})"
+            reason = connection_failure(exc)  # None: the provider was reached
+            return Failure(self._scrub(one_line(problem)), reason and self._scrub(excerpt(reason)))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             problem = f"{type(exc).__name__}: {exc}"
             raise ProviderError(
@@ -251,7 +322,8 @@ class LiveBackend:
                 ),
                 attempts=attempt,
             ) from None
-        return self._scrub(one_line(problem))
+        self.limiter.reached()
+        return reply
 
     async def _exchange(self, payload: dict[str, Any]) -> Reply:
         """One request, its response body read to the end, bounded."""
@@ -332,6 +404,15 @@ class LiveBackend:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """An attempt that got no response: what happened (the key masked), and, when the
+    provider could not be reached at all, why in a few words."""
+
+    text: str
+    unreachable: str | None = None
+
+
+@dataclass(frozen=True)
 class Reply:
     """A provider's response, its body read (and decoded) in full."""
 
@@ -345,22 +426,14 @@ class Reply:
         return self.body.decode("utf-8", "replace")
 
 
-class Unreadable(Exception):
-    """A response body the harness will not read: too large, or in a refused encoding."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 async def read_body(response: httpx.Response, cap: int) -> bytes:
     """The body of `response` decoded, or `Unreadable` as soon as it passes `cap` bytes:
     nothing beyond the cap is read or decompressed."""
     encoding = response.headers.get("content-encoding", "")
-    inflate = _inflater(encoding, response.status_code)
+    inflate = inflater(encoding, response.status_code)
     declared = response.headers.get("content-length", "")
     if inflate is None and declared.isdigit() and int(declared) > cap:
-        raise Unreadable(_too_large(cap), response.status_code)
+        raise Unreadable(too_large(cap), response.status_code)
     body = bytearray()
     async for chunk in response.aiter_raw():
         try:
@@ -371,60 +444,19 @@ async def read_body(response: httpx.Response, cap: int) -> bytes:
                 f"a body that is not valid {excerpt(encoding)} data", response.status_code
             ) from None
         if len(body) > cap:
-            raise Unreadable(_too_large(cap), response.status_code)
+            raise Unreadable(too_large(cap), response.status_code)
     return bytes(body)
 
 
-def _too_large(cap: int) -> str:
-    size = f"{cap / 2**20:g} MiB" if cap % 2**20 == 0 else f"{cap} bytes"
-    return (
-        f"a response body larger than {size} (MAX_RESPONSE_BYTES, counted decompressed); "
-        "the rest was not read"
-    )
-
-
-class _Inflater:
-    """A zlib decompressor whose every output is bounded. `deflate` bodies come with the
-    zlib header or, from some servers, without it: the raw form is tried when the first
-    data is not zlib."""
-
-    def __init__(self, wbits: int, fallback: int | None = None) -> None:
-        self._decompressor = zlib.decompressobj(wbits)
-        self._fallback = fallback
-
-    def __call__(self, data: bytes, room: int) -> bytes:
-        try:
-            out = self._decompressor.decompress(data, room)
-        except zlib.error:
-            if self._fallback is None:
-                raise
-            self._decompressor = zlib.decompressobj(self._fallback)
-            out = self._decompressor.decompress(data, room)
-        self._fallback = None
-        return out
-
-
-def _inflater(encoding: str, status: int) -> _Inflater | None:
-    codings = [c.strip().lower() for c in encoding.split(",")]
-    codings = [c for c in codings if c and c != "identity"]
-    if not codings:
-        return None
-    if codings in (["gzip"], ["x-gzip"]):
-        return _Inflater(16 + zlib.MAX_WBITS)
-    if codings == ["deflate"]:
-        return _Inflater(zlib.MAX_WBITS, fallback=-zlib.MAX_WBITS)
-    raise Unreadable(
-        f"a body in Content-Encoding {excerpt(encoding)!r}, which the harness does not read "
-        f"(it asks for {ACCEPTED_ENCODINGS})",
-        status,
-    )
-
-
-def live_backend_factory(settings: LiveSettings, **options: Any) -> Callable[[Case], LiveBackend]:
-    """A runner backend factory: a fresh `LiveBackend` per case (options as for it)."""
+def live_backend_factory(
+    settings: LiveSettings, *, limiter: ProviderLimiter | None = None, **options: Any
+) -> Callable[[Case], LiveBackend]:
+    """A runner backend factory: a fresh `LiveBackend` per case (options as for it), all of
+    them sharing `limiter` (by default one made here for the factory)."""
+    shared = limiter or ProviderLimiter(SecretMask(settings.api_key)(settings.base_url))
 
     def factory(case: Case) -> LiveBackend:
-        return LiveBackend(settings, **options)
+        return LiveBackend(settings, limiter=shared, **options)
 
     return factory
 
@@ -432,11 +464,12 @@ def live_backend_factory(settings: LiveSettings, **options: Any) -> Callable[[Ca
 @dataclass(frozen=True)
 class LiveProvider:
     """What a live run needs of its configuration: a backend per case, the built-in tools
-    a case may use, and the secret no output may hold."""
+    a case may use, the secret no output may hold, and the limiter every backend shares."""
 
     backend: Callable[[Case], LiveBackend]
     allowed_tools: frozenset[str]
     secret: str = field(repr=False)
+    limiter: ProviderLimiter | None = None
 
 
 def provider_from_config(
@@ -445,12 +478,21 @@ def provider_from_config(
     """The provider of a live run, or a `ProviderError` saying exactly what is missing.
 
     `turn_timeout` is the run's per-turn timeout (`--timeout`, else case_timeout_secs): no
-    model call waits longer than a turn may take, nor gives up sooner than the run allows."""
+    model call waits longer than a turn may take, nor gives up sooner than the run allows.
+    One `ProviderLimiter` is shared by every backend the factory makes."""
     try:
         settings = LiveSettings.from_config(config, environ)
     except ProviderError as exc:
         raise ProviderError(f"live mode: {exc}") from None
-    settings = dataclasses.replace(settings, call_timeout=min(DEFAULT_CALL_TIMEOUT, turn_timeout))
+    settings = dataclasses.replace(
+        settings,
+        call_timeout=min(DEFAULT_CALL_TIMEOUT, turn_timeout),
+        turn_timeout=turn_timeout,
+    )
+    limiter = ProviderLimiter(SecretMask(settings.api_key)(settings.base_url))
     return LiveProvider(
-        live_backend_factory(settings), frozenset(config.live_allowed_tools), settings.api_key
+        live_backend_factory(settings, limiter=limiter),
+        frozenset(config.live_allowed_tools),
+        settings.api_key,
+        limiter,
     )

@@ -7,6 +7,7 @@ fixture → admission → run → record → grades → verdict → reporters (�
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -96,8 +97,13 @@ def _load(options: RunOptions, surface: AgentSurface, reporters: Sequence[Report
     try:
         return load_suite(options.suite, options.mode, surface)
     except AdmissionError as exc:
+        # Reports name fixtures from the repository root, as they name the cases of a run.
+        root = options.project_root
+        shown = [
+            dataclasses.replace(p, file=display_path(Path(p.file), root)) for p in exc.problems
+        ]
         for reporter in reporters:
-            reporter.refused(exc.problems)
+            reporter.refused(shown)
         raise
 
 
@@ -148,12 +154,23 @@ def run_cases(
         repeat=repeat,
         maxfail=maxfail,
     )
-    for reporter in reporters:
-        reporter.start(len(cases))
+    # A stream that cannot be written (a closed pipe, a full disk) stops that reporter
+    # only: the run goes on, the other reports are written, and the failure is said.
+    broken: dict[int, str] = {}
+    for index, reporter in enumerate(reporters):
+        try:
+            reporter.start(len(cases))
+        except (OSError, ValueError) as exc:
+            broken[index] = _stream_failure(exc)
 
     def case_done(report: CaseReport) -> None:
-        for reporter in reporters:
-            reporter.case_done(report)
+        for index, reporter in enumerate(reporters):
+            if index in broken:
+                continue
+            try:
+                reporter.case_done(report)
+            except (OSError, ValueError) as exc:
+                broken[index] = _stream_failure(exc)
         if on_case is not None:
             on_case(report)
 
@@ -168,7 +185,7 @@ def run_cases(
             cases=reports,
             duration_ms=(time.perf_counter() - start) * 1e3,
         )
-        _finish(report, reporters)
+        _finish(report, reporters, broken)
     except BaseException:  # an interruption: nothing half written stays behind
         for reporter in reporters:
             with contextlib.suppress(Exception):
@@ -177,15 +194,20 @@ def run_cases(
     return report
 
 
-def _finish(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
+def _finish(report: SuiteReport, reporters: Sequence[Reporter], broken: dict[int, str]) -> None:
     """Every reporter's `finish`; a report that cannot be written does not keep the others
     from being written, and is raised (all of them) at the end."""
     failures: list[str] = []
-    for reporter in reporters:
+    for index, reporter in enumerate(reporters):
+        if index in broken:
+            failures.append(broken[index])
+            continue
         try:
             reporter.finish(report)
         except ReportWriteError as exc:
             failures.append(str(exc))
+        except (OSError, ValueError) as exc:  # a stream reporter's closed pipe, full disk
+            failures.append(_stream_failure(exc))
     if failures:
         raise ReportWriteError("\n".join(failures))
 
@@ -236,3 +258,8 @@ class _Callback(Reporter):
 
     def case_done(self, case: CaseReport) -> None:
         self._on_case(case)
+
+
+def _stream_failure(exc: OSError | ValueError) -> str:
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"an output stream could not be written ({why}); the other reports were written"

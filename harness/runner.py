@@ -6,7 +6,6 @@ A case's failure is confined to its own report: whatever goes wrong becomes its 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 import os
@@ -20,7 +19,7 @@ from typing import Any
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, within
 from harness.defaults import DEFAULT_CASE_WALL_CLOCK, DEFAULT_JOBS, DEFAULT_MAX_MODEL_CALLS_PER_TURN
-from harness.errors import RAISED_BY_AGENT_CODE
+from harness.errors import RAISED_BY_AGENT_CODE, describe
 from harness.expectations.registry import grade
 from harness.json_paths import line_of
 from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
@@ -34,7 +33,7 @@ from harness.verdict import CaseReport
 from harness.workspace import set_current_workspace
 
 BackendFactory = Callable[[Case], ModelBackend]
-_AGENT_FAILURES: tuple[type[BaseException], ...] = (*RAISED_BY_AGENT_CODE, asyncio.CancelledError)
+_AGENT_FAILURES: tuple[type[BaseException], ...] = RAISED_BY_AGENT_CODE
 
 
 def replay_backend(case: Case) -> ModelBackend:
@@ -214,7 +213,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         except _AGENT_FAILURES as exc:
             # Any failure of the agent is its run error; a CancelledError here is the
             # agent's own (the deadline's cancellation arrives as DeadlineExceeded).
-            error = f"{type(exc).__name__}: {exc}"
+            error = describe(exc)
             trace_text = traceback.format_exc()
         finally:
             await context.model.aclose()

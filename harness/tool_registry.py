@@ -7,16 +7,17 @@ Tools the registry runs itself are recorded by `dispatch`; tools a framework run
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 
-from harness.errors import RAISED_BY_AGENT_CODE, HarnessError
+from harness.errors import RAISED_BY_AGENT_CODE, HarnessError, describe
 
 ToolFunction = Callable[[dict[str, Any]], "str | Awaitable[str]"]
 T = TypeVar("T")
@@ -114,7 +115,9 @@ class ToolRegistry:
     ) -> T:
         """`await run()` and record it as one call of `name` with `arguments` (already in
         recorded form): its result as `text(result)`, failed when `failed(result)`; an
-        exception is recorded as a failed call (`Type: message`) and propagates."""
+        exception is recorded as a failed call (`Type: message`) and propagates. A result
+        that cannot be shown as text (its `__str__` raises) is a failed call too, and the
+        framework gets that failure's text in its place: no framework could send it on."""
         start = time.perf_counter()
         try:
             result = await run()
@@ -123,7 +126,13 @@ class ToolRegistry:
             self.add_call(name, arguments, f"{type(exc).__name__}: {exc}", False, elapsed)
             raise
         elapsed = (time.perf_counter() - start) * 1e3
-        self.add_call(name, arguments, text(result), not failed(result), elapsed)
+        try:
+            shown = text(result)
+        except Exception as exc:
+            unshowable = f"the tool's result cannot be shown: {describe(exc)}"
+            self.add_call(name, arguments, unshowable, False, elapsed)
+            return cast(T, unshowable)
+        self.add_call(name, arguments, shown, not failed(result), elapsed)
         return result
 
     async def dispatch(self, name: str, arguments: str | dict[str, Any]) -> ToolOutcome:
@@ -162,8 +171,10 @@ class ToolRegistry:
                 result = await result
         except ToolFailure as exc:
             return ToolOutcome(str(exc), False)
+        except asyncio.CancelledError:  # the deadline's: never the tool's failure
+            raise
         except RAISED_BY_AGENT_CODE as exc:  # a tool's bug is the tool's failure, not ours
-            return ToolOutcome(f"{name} raised {_described(exc)}", False)
+            return ToolOutcome(f"{name} raised {describe(exc)}", False)
         if result is None:
             return ToolOutcome("", True)  # nothing returned is an empty output, not "None"
         if isinstance(result, str):
@@ -172,12 +183,5 @@ class ToolRegistry:
             return ToolOutcome(str(result), True)
         except RAISED_BY_AGENT_CODE as exc:  # a result that cannot even be shown
             return ToolOutcome(
-                f"{name} returned a result whose str() raised {_described(exc)}", False
+                f"{name} returned a result whose str() raised {describe(exc)}", False
             )
-
-
-def _described(exc: BaseException) -> str:
-    try:
-        return f"{type(exc).__name__}: {exc}"
-    except RAISED_BY_AGENT_CODE:
-        return type(exc).__name__

@@ -90,7 +90,11 @@ def run_watched(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> li
     pending = results.units()
     while pending:
         worker = _SuiteWorker(cases, pending, plan, results)
-        stuck = worker.watch()
+        try:
+            stuck = worker.watch()
+        except BaseException:  # an interruption: the runs in flight leave nothing behind
+            worker.abandon()
+            raise
         if stuck is None:
             break
         # The run blocked its thread past the timeout: report it, leave the thread behind
@@ -153,6 +157,14 @@ class _SuiteWorker:
         if self._failure is not None:
             raise self._failure
         return None
+
+    def abandon(self) -> None:
+        """Give up every run in flight, removing their workspaces."""
+        with self._lock:
+            self._abandoned = True
+            running = list(self.running.values())
+        for progress in running:
+            progress.context.remove_workspace()
 
     def _blocking_unit(self) -> Unit | None:
         """The run whose task the loop is executing right now (read from this thread: the

@@ -22,15 +22,17 @@ one, the `default` action answers (a 500 saying the script is exhausted). Action
   them (chunked transfer encoding), counting in `sent` what got out before the client hung
   up; `Reply(..., headers={"Content-Encoding": "gzip"})` sends a compressed body as it is.
 
-Every request is recorded (`requests`: method, path, lower-cased headers, text, parsed JSON),
-whatever it got. The server runs in a daemon thread on 127.0.0.1 with a free port; `close()`
-(or leaving the `with` block) stops it promptly, even mid-hang.
+Every request is recorded (`requests`: method, path, lower-cased headers, text, parsed JSON,
+and when it arrived on the monotonic clock), whatever it got. The server runs in a daemon
+thread on 127.0.0.1 with a free port; `close()` (or leaving the `with` block) stops it
+promptly, even mid-hang.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -215,6 +217,7 @@ class RecordedRequest:
     headers: dict[str, str]  # names lower-cased
     text: str
     json: Any  # the parsed body; None when it was not JSON
+    arrived: float = 0.0  # time.monotonic() once the whole request was read
 
 
 class OpenAIServer:
@@ -378,6 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             text=text,
             json=document,
+            arrived=time.monotonic(),
         )
         action = owner._next_action(request)
         if isinstance(action, Hang):

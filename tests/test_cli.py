@@ -465,3 +465,50 @@ def test_the_commands_own_messages_cannot_forge_a_workflow_command(
     assert "unknown key" in result.stderr
     assert "##[" not in result.stderr and "\x1b" not in result.stderr
     assert "#\\u0023[error]forged" in result.stderr
+
+
+def test_a_refused_suites_annotations_name_files_from_the_repository_root(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    repository = tmp_path / "repo"
+    (repository / ".git").mkdir(parents=True)
+    root = project(repository / "sub", {"bad.json": '{"model_name": "x",\n  "turns": [\n'})
+    result = run_cli("eval", "check", cwd=root, env={"GITHUB_ACTIONS": "true"})
+    assert result.returncode == 1
+    annotations = [line for line in result.stderr.splitlines() if line.startswith("::error")]
+    assert annotations, result.stderr
+    assert all("file=sub/project/evals/regression/bad.json" in a for a in annotations)
+
+
+def test_a_report_path_through_a_linked_directory_is_refused(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "r.json").write_text("precious", encoding="utf-8")
+    (root / "reports").symlink_to(victim)
+    result = run_cli("eval", "run", "--json-report", "reports/r.json", cwd=root)
+    assert result.returncode == 1
+    assert "reports is a symbolic link" in result.stderr
+    assert (victim / "r.json").read_text(encoding="utf-8") == "precious"
+
+
+def test_a_device_as_history_is_refused_before_any_case_runs(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, MARKING_LOOP)
+    result = run_cli(
+        "eval", "run", "--agent", f"{module}:factory", "--history", "/dev/null", cwd=root
+    )
+    assert result.returncode == 1
+    assert "/dev/null: cannot append history: it is a device, not a file" in result.stderr
+    assert not (root / "case-ran").exists()
+
+
+def test_the_step_summary_stays_where_it_was_named_when_the_agent_moves(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, WANDERING_LOOP)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": "summary.md"}
+    result = run_cli("eval", "run", "--agent", f"{module}:factory", cwd=root, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "zeroclaw-eval" in (root / "summary.md").read_text(encoding="utf-8")

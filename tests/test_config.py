@@ -18,7 +18,7 @@ from conftest import (
 from harness.config import MAX_CONFIG_BYTES, ConfigError, EvalConfig, load_config
 
 KNOWN = (
-    "known keys: suite_dir, mode, agent, case_timeout_secs, case_wall_clock_secs, "
+    "known keys: suite_dir, mode, agent, case_timeout_secs, case_wall_clock_secs, jobs, "
     "max_model_calls_per_turn, live_base_url, live_model, live_api_key_env, live_allowed_tools"
 )
 

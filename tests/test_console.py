@@ -306,3 +306,133 @@ def test_version(tmp_path: Path) -> None:
     result = run_process("--version", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout.strip() == "zeroclaw-eval 0.1.0"
+
+
+@pytest.mark.parametrize(
+    "leftover",
+    [
+        "import concurrent.futures, time\n"
+        "        concurrent.futures.ThreadPoolExecutor(1).submit(time.sleep, 600)\n",
+        "import atexit, time\n        atexit.register(time.sleep, 600)\n",
+        "import multiprocessing, time\n"
+        "        multiprocessing.get_context('fork').Process(target=time.sleep, args=(600,))"
+        ".start()\n",
+    ],
+    ids=["thread-pool", "exit-hook", "child-process"],
+)
+def test_what_the_agent_leaves_to_be_joined_at_exit_does_not_hold_the_process(
+    tmp_path: Path, leftover: str
+) -> None:
+    root = green_project(tmp_path)
+    loop = FAITHFUL_LOOP.replace(
+        "    async def run_turn(self, user_input):\n",
+        "    async def run_turn(self, user_input):\n        " + leftover,
+    )
+    module = write_module(root, loop)
+    started = time.monotonic()
+    result = run_process(
+        "eval", "run", "--agent", f"{module}:factory", "--json-report", "r.json", cwd=root,
+        timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - started < 30
+    assert result.returncode == 0, result.stderr
+    assert json.loads((root / "r.json").read_text())["totals"]["passed"] == 2
+
+
+def _run_with_stdout(root: Path, stdout: int, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = str(REPO)
+    command = [sys.executable, "-m", "harness", "eval", "run", *args]
+    return subprocess.run(
+        [*command, "--junit-xml", "j.xml", "--json-report", "r.json"],
+        cwd=root,
+        env=environment,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("fmt", ["table", "junit"])
+def test_a_full_disk_on_stdout_still_writes_the_report_files(tmp_path: Path, fmt: str) -> None:
+    root = green_project(tmp_path)
+    with open("/dev/full", "w") as full:
+        result = _run_with_stdout(root, full.fileno(), "--format", fmt)
+    assert result.returncode == 1
+    assert "No space left on device" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert json.loads((root / "r.json").read_text())["totals"]["passed"] == 2
+    assert (root / "j.xml").is_file()
+
+
+def test_a_closed_pipe_in_table_format_still_writes_the_report_files(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = _run_with_stdout(root, write)
+    finally:
+        os.close(write)
+    assert result.returncode == 1
+    assert "could not be written" in result.stderr and "Traceback" not in result.stderr
+    assert json.loads((root / "r.json").read_text())["totals"]["passed"] == 2
+
+
+def test_no_stdout_at_all_is_said_not_a_traceback(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = str(REPO)
+    result = subprocess.run(
+        f'"{sys.executable}" -m harness eval run --json-report r.json 1>&-',
+        shell=True,
+        cwd=root,
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "stdout is closed" in result.stderr and "Traceback" not in result.stderr
+    assert json.loads((root / "r.json").read_text())["totals"]["passed"] == 2
+
+
+def test_an_interrupted_case_leaves_no_workspace_behind(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, STALLING_LOOP.replace("time.sleep(600)", "await_forever()"))
+    (root / f"{module}.py").write_text(
+        (root / f"{module}.py")
+        .read_text()
+        .replace(
+            "import os, pathlib, time",
+            "import os, pathlib, time\n\n\ndef await_forever():\n    time.sleep(600)\n",
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    marker = tmp_path / "marker"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment.update(PYTHONPATH=str(REPO), ZC_MARKER=str(marker), TMPDIR=str(temp))
+    # The case writes a file into its workspace first, so the workspace exists on disk.
+    setup = {"setup": {"workspace_files": {"notes.txt": "left behind?"}}}
+    data = json.loads((root / "evals/regression/a_echo.json").read_text())
+    data.update(setup)
+    (root / "evals/regression/a_echo.json").write_text(json.dumps(data), encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "eval", "run", "--agent", f"{module}:factory"],
+        cwd=root,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(marker, process)
+    assert any(temp.iterdir())  # the running case's workspace
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert list(temp.iterdir()) == []

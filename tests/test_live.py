@@ -794,7 +794,8 @@ def test_live_suite_passes_through_both_frameworks(
     report = report_of(result)
     assert result.returncode == 0, json.dumps(report, indent=2) + result.stderr
     assert report["mode"] == "live" and report["kind"] == "live" and report["agent"] == agent
-    assert report["totals"] == {"cases": 3, "passed": 3, "failed": 0, "errors": 0}
+    # The totals may count more than these four (cases not run, flaky ones); these match.
+    assert report["totals"].items() >= {"cases": 3, "passed": 3, "failed": 0, "errors": 0}.items()
     assert json.loads((project / "reports/live.json").read_text(encoding="utf-8")) == report
     cases = cases_by_id(report)
 
@@ -895,7 +896,7 @@ def test_exhausted_retries_are_a_run_error_naming_the_attempts(
     assert len(requests_for(tiny_server, "unavailable: now")) == 4
     # The other case still ran, and passed.
     assert by_id["live-echo"]["passed"], by_id["live-echo"]
-    assert report["totals"] == {"cases": 2, "passed": 1, "failed": 0, "errors": 1}
+    assert report["totals"].items() >= {"cases": 2, "passed": 1, "failed": 0, "errors": 1}.items()
     assert_key_kept_out(runs, tiny_server)
 
 

@@ -568,3 +568,159 @@ def test_grading_is_bounded_by_the_wall_clock(
         "and was abandoned"
     )
     assert cases["after"].passed, cases["after"].error
+
+
+# Raises from a task the agent spawns (asyncio lets SystemExit and KeyboardInterrupt out of
+# the event loop itself), or raises its own BaseException kinds.
+TASK_RAISING_LOOP = """
+import asyncio
+
+
+class Boom(BaseException):
+    pass
+
+
+class Session:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    async def run_turn(self, user_input):
+        kind = user_input.split()[0]
+        if kind == "own":
+            raise Boom("the agent's own kind")
+        if kind == "group":
+            raise BaseExceptionGroup("several", [KeyboardInterrupt(), ValueError("v")])
+
+        async def tool():
+            raise {"exit": SystemExit(0), "interrupt": KeyboardInterrupt("in a task")}[kind]
+
+        await asyncio.gather(asyncio.get_running_loop().create_task(tool()))
+        return "unreachable"
+
+
+def factory(ctx):
+    return Session(ctx)
+"""
+
+
+def test_base_exceptions_from_tasks_and_of_any_kind_are_that_cases_run_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = user_agent(tmp_path, monkeypatch, TASK_RAISING_LOOP, "factory")
+    kinds = ("exit", "interrupt", "own", "group")
+    fixtures = {
+        f"{i}_{kind}.json": fixture(
+            kind, [turn(f"{kind} now", text_step("x"))], {"response_contains": ["x"]}
+        )
+        for i, kind in enumerate(kinds)
+    }
+    fixtures["9_after.json"] = echo_fixture("after")
+    report = run(write_suite(tmp_path / "suite", fixtures), agent=spec)
+    errors = {c.id: c.error for c in report.cases}
+    assert errors["exit"] == "SystemExit: 0"  # not a green exit of the whole run
+    assert errors["interrupt"] == "KeyboardInterrupt: in a task"
+    assert errors["own"] == "Boom: the agent's own kind"
+    assert errors["group"] is not None and errors["group"].startswith("BaseExceptionGroup")
+    assert report.exit_code() == 1
+
+
+@pytest.mark.parametrize("framework", ["openai-agents", "pydantic-ai"])
+def test_a_framework_tool_raising_system_exit_does_not_end_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, framework: str
+) -> None:
+    source = {
+        "openai-agents": """
+from agents import Agent, function_tool
+
+
+@function_tool
+def echo(message: str) -> str:
+    raise SystemExit(0)
+
+
+def build_agent():
+    return Agent(name="exits", tools=[echo])
+""",
+        "pydantic-ai": """
+from pydantic_ai import Agent
+
+agent = Agent()
+
+
+@agent.tool_plain
+def echo(message: str) -> str:
+    raise SystemExit(0)
+
+
+def build_agent():
+    return agent
+""",
+    }[framework]
+    module = user_agent(tmp_path, monkeypatch, source, "build_agent")
+    suite = write_suite(
+        tmp_path / "suite", {"a.json": echo_fixture("exits"), "b.json": greeting_fixture("hi")}
+    )
+    report = run(suite, agent=f"{framework}:{module}")
+    exits, after = report.cases
+    assert not exits.passed  # the tool's SystemExit is that case's failure, not a green run
+    assert exits.record is not None
+    assert [c.success for c in exits.record.calls] == [False]
+    assert "SystemExit" in exits.record.calls[0].result
+    assert after.passed, after.first_failure()
+    assert report.exit_code() == 1
+
+
+@pytest.mark.parametrize("framework", ["openai-agents", "pydantic-ai"])
+def test_a_framework_tool_result_that_cannot_be_shown_is_a_failed_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, framework: str
+) -> None:
+    unshowable = """
+class Unshowable:
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+    __repr__ = __str__
+"""
+    source = (
+        unshowable
+        + {
+            "openai-agents": """
+from agents import Agent, function_tool
+
+
+@function_tool
+def echo(message: str):
+    return Unshowable()
+
+
+def build_agent():
+    return Agent(name="unshowable", tools=[echo])
+""",
+            "pydantic-ai": """
+from pydantic_ai import Agent
+
+agent = Agent()
+
+
+@agent.tool_plain
+def echo(message: str) -> object:
+    return Unshowable()
+
+
+def build_agent():
+    return agent
+""",
+        }[framework]
+    )
+    module = user_agent(tmp_path, monkeypatch, source, "build_agent")
+    report = run(
+        write_suite(tmp_path / "suite", {"a.json": echo_fixture("unshowable")}),
+        agent=f"{framework}:{module}",
+    )
+    [case] = report.cases
+    assert case.error is None, case.error  # graded, not a run error of the whole case
+    assert case.record is not None
+    [call] = case.record.calls
+    assert not call.success
+    assert call.result.startswith("the tool's result cannot be shown: ")
+    assert "RuntimeError: no text for you" in call.result

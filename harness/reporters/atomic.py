@@ -77,6 +77,22 @@ def check_destination(path: Path, shown: str | None = None, what: str = "write r
     return False
 
 
+def _check_linked_directories(given: Path, cannot: str) -> None:
+    """A relative report path leads through no symbolic link: a directory link checked in
+    (a fork's pull request) would aim `reports/x.json` at any directory the job can write.
+    An absolute path is where the user chose to write, links and all."""
+    if given.is_absolute():
+        return
+    prefix = Path()
+    for part in given.parent.parts:
+        prefix = prefix / part
+        if part != ".." and prefix.is_symlink():
+            raise ReportWriteError(
+                f"{cannot}: {prefix} is a symbolic link, and a report is never written "
+                "through one (name the directory it points to)"
+            )
+
+
 def _check_parent(path: Path, cannot: str) -> None:
     """The nearest existing ancestor must be a directory the run can create files in."""
     parent = path.parent
@@ -105,10 +121,10 @@ class ReportFiles:
     _devices: set[Path] = field(default_factory=set)
     _staged: list[_Staged] = field(default_factory=list)
 
-    def plan(self, path: Path | str, what: str = "write report") -> Path:
-        """Check `path` before the run (`check_destination`), refuse the same file named
-        for two reports, and fix it as an absolute path: an agent that changes the
-        working directory cannot move it."""
+    def plan(self, path: Path | str, what: str = "write report", devices: bool = True) -> Path:
+        """Check `path` before the run (`check_destination`; a character device only when
+        `devices`), refuse the same file named for two reports, and fix it as an absolute
+        path: an agent that changes the working directory cannot move it."""
         given = Path(path)
         absolute = Path(os.path.abspath(given))
         key = os.path.realpath(absolute)
@@ -117,7 +133,10 @@ class ReportFiles:
                 f"{given}: named for two reports (also as {self.planned[key]}); "
                 "give each report its own file"
             )
+        _check_linked_directories(given, f"{given}: cannot {what}")
         if check_destination(absolute, str(given), what):
+            if not devices:
+                raise ReportWriteError(f"{given}: cannot {what}: it is a device, not a file")
             self._devices.add(absolute)
         self.planned[key] = given
         return absolute

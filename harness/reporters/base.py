@@ -141,8 +141,9 @@ class Document(Reporter):
             else:
                 self._stream.write(data.decode("utf-8"))
                 self._stream.flush()
-        except (BrokenPipeError, ValueError) as exc:  # ValueError: the stream was closed
-            raise ReportWriteError(f"stdout: cannot write the report: {exc}") from None
+        except (OSError, ValueError) as exc:  # a closed pipe, a full disk; ValueError: closed
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ReportWriteError(f"stdout: cannot write the report: {why}") from None
 
 
 class Rendered:

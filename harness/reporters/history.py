@@ -109,7 +109,8 @@ class HistoryReporter(Reporter):
 
     def __init__(self, path: Path, stderr: TextIO, files: ReportFiles) -> None:
         self._files = files
-        self._path = files.plan(path, "append history")  # checked now, before the run
+        # Checked now, before the run; a device has no previous entry to compare with.
+        self._path = files.plan(path, "append history", devices=False)
         self._stderr = stderr
 
     def finish(self, report: SuiteReport) -> None:

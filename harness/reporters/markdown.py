@@ -12,6 +12,7 @@ a workflow command (`text.inert_markup`) while it shows unchanged.
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -172,7 +173,7 @@ class StepSummary(Reporter):
     def __init__(
         self, path: str, render: Rendered, stderr: TextIO, values: dict[str, Any] | None = None
     ) -> None:
-        self._path = path
+        self._path = os.path.abspath(path)  # fixed now: an agent may change the directory
         self._render = render
         self._stderr = stderr
         self._values = values or {}

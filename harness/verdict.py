@@ -164,6 +164,21 @@ class Totals(msgspec.Struct, frozen=True):
     flaky: int = 0  # repeated cases whose runs disagreed, passed or not
 
 
+class SuiteStatistics(msgspec.Struct, kw_only=True, frozen=True):
+    """The suite's pass rate over the cases that completed (a repeated case counts with its
+    pass proportion), with a 95% interval that counts each cluster as one unit."""
+
+    pass_rate: float
+    low: float | None  # None: unavailable (fewer than two independent units)
+    high: float | None
+    standard_error: float | None
+    cases: int  # cases it rests on (run errors and cases not run are left out)
+    units: int  # independent units: clusters, and each unclustered case
+    repeated: int  # cases run more than once
+    flaky: int  # repeated cases whose runs disagreed
+    note: str
+
+
 class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     suite: str
     kind: SuiteKind
@@ -180,6 +195,28 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
         failed = len(self.cases) - passed - errors - unrun
         flaky = sum(c.flaky for c in self.cases)
         return Totals(len(self.cases), passed, failed, errors, unrun, flaky)
+
+    @property
+    def statistics(self) -> SuiteStatistics:
+        from harness.statistics import clustered_interval
+
+        items = [
+            (c.cluster, c.repeat.proportion if c.repeat is not None else float(c.passed))
+            for c in self.cases
+            if c.error is None and c.not_run is None
+        ]
+        interval = clustered_interval(items)
+        return SuiteStatistics(
+            pass_rate=interval.estimate,
+            low=interval.low,
+            high=interval.high,
+            standard_error=interval.standard_error,
+            cases=interval.cases,
+            units=interval.units,
+            repeated=sum(c.repeat is not None for c in self.cases),
+            flaky=sum(c.flaky for c in self.cases),
+            note=interval.note,
+        )
 
     @property
     def all_passed(self) -> bool:

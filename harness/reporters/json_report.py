@@ -27,7 +27,7 @@ def document_type() -> Any:
     import msgspec
 
     from harness.modes import SuiteKind
-    from harness.verdict import CaseReport, Totals
+    from harness.verdict import CaseReport, SuiteStatistics, Totals
 
     return msgspec.defstruct(
         "ReportDocument",
@@ -40,6 +40,7 @@ def document_type() -> Any:
             ("exit_code", int),
             ("all_passed", bool),
             ("totals", Totals),
+            ("statistics", SuiteStatistics),
             ("duration_ms", float),
             ("cases", list[CaseReport]),
         ],
@@ -69,6 +70,7 @@ def render_json(report: SuiteReport) -> bytes:
         exit_code=int(report.exit_code()),
         all_passed=report.all_passed,
         totals=report.totals,
+        statistics=report.statistics,
         duration_ms=report.duration_ms,
         cases=report.cases,
     )

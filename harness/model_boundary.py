@@ -98,11 +98,13 @@ class ModelBoundary:
         keep_steps: bool = False,
         on_request: Callable[[ModelRequest], None] | None = None,
         max_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+        on_step: Callable[[ModelStep], None] | None = None,
     ) -> None:
         if max_calls_per_turn < 1:
             raise ValueError(f"max_calls_per_turn must be at least 1, not {max_calls_per_turn}")
         self._backend = backend
         self._on_request = on_request
+        self._on_step = on_step
         # Frameworks read it to set their own limits above it, so this one is what applies.
         self.max_calls_per_turn = max_calls_per_turn
         self._turn = -1
@@ -138,7 +140,10 @@ class ModelBoundary:
         self.output_tokens += step.output_tokens
         if self.steps:
             self.steps[-1].append(step)
-        return step if self.rewrite_step is None else self.rewrite_step(step)
+        answer = step if self.rewrite_step is None else self.rewrite_step(step)
+        if self._on_step is not None:
+            self._on_step(answer)  # what the agent got
+        return answer
 
     def start_turn(self, index: int) -> None:
         self._turn, self._turn_calls, self._over_limit = index, 0, None

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from harness.agent import AgentAdapter, AgentSurface
 from harness.agent_registry import resolve_within, surface_within
 from harness.defaults import (
@@ -24,6 +26,7 @@ from harness.defaults import (
 )
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.problems import AdmissionError
+from harness.receipts import fixture_hash, suite_receipt
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import Reporter
 from harness.runner import BackendFactory, CasePlan, display_path, replay_backend
@@ -45,6 +48,7 @@ class RunOptions:
     backend: BackendFactory | None = None  # live mode: a backend per case for the provider
     allowed_tools: frozenset[str] | None = None  # live mode: built-in tools a case may use
     name: str | None = None  # how reports name the suite (default: its path from `root`)
+    provider: str | None = None  # live mode: the provider's host and model, for receipts
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK  # a whole case, grading included
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN  # for every agent
     jobs: int = DEFAULT_JOBS  # cases (and repetitions) at once
@@ -90,6 +94,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         jobs=options.jobs,
         repeat=options.repeat,
         maxfail=options.maxfail,
+        provider=options.provider,
     )
 
 
@@ -126,6 +131,7 @@ def run_cases(
     jobs: int = DEFAULT_JOBS,
     repeat: int | None = None,
     maxfail: int | None = None,
+    provider: str | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -182,8 +188,19 @@ def run_cases(
             kind=kind,
             mode=mode,
             agent=adapter.name,
-            cases=reports,
+            cases=[
+                msgspec.structs.replace(r, fixture_sha256=fixture_hash(c.text))
+                for r, c in zip(reports, cases, strict=True)
+            ],
             duration_ms=(time.perf_counter() - start) * 1e3,
+            receipt=suite_receipt(
+                agent=adapter.name,
+                framework=getattr(adapter, "framework", None),
+                mode=mode,
+                kind=kind,
+                root=plan.root,
+                provider=provider,
+            ),
         )
         _finish(report, reporters, broken)
     except BaseException:  # an interruption: nothing half written stays behind

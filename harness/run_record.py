@@ -6,6 +6,7 @@ import msgspec
 
 from harness.model_boundary import ModelStep
 from harness.tool_registry import RecordedCall
+from harness.transcript import TranscriptStep
 
 
 class RunRecord(msgspec.Struct, kw_only=True):
@@ -20,6 +21,8 @@ class RunRecord(msgspec.Struct, kw_only=True):
     duration_ms: float = 0.0
     # Live runs only: every model step of every turn, as the provider answered.
     steps: list[list[ModelStep]] | None = None
+    # Every model request with its answer, for reports (None: not kept).
+    transcript: list[TranscriptStep] | None = None
 
     @property
     def tools_called(self) -> list[str]:

@@ -132,6 +132,7 @@ class CaseProgress:
             output_tokens=model.output_tokens,
             duration_ms=(time.perf_counter() - self.start) * 1e3,
             steps=[list(turn) for turn in model.steps] if model.steps is not None else None,
+            transcript=self.transcript.steps(),
         )
 
     def timeout_message(self, timeout: float) -> str:
@@ -185,6 +186,7 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         plan.backend(case),
         keep_steps=plan.mode == "live",
         on_request=transcript.observe,
+        on_step=transcript.answered,
         max_calls_per_turn=plan.max_model_calls_per_turn,
     )
     context = AgentContext(case.id, boundary, tools)

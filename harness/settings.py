@@ -157,15 +157,18 @@ def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) 
     from dataclasses import replace
 
     from harness.live import provider_from_config
+    from harness.receipts import provider_ref
 
+    config = resolved.config
     provider = provider_from_config(
-        resolved.config, os.environ if environ is None else environ, resolved.options.case_timeout
+        config, os.environ if environ is None else environ, resolved.options.case_timeout
     )
     options = replace(
         resolved.options,
         mode="live",
         backend=provider.backend,
         allowed_tools=provider.allowed_tools,
+        provider=provider_ref(config.live_base_url, config.live_model),
     )
     return Resolved(options, resolved.config, provider.secret)
 

@@ -1,12 +1,25 @@
-"""What the agent sent the model, request by request: the transcript replay conformance
-reads. Kept beside the run record (never in a report: it can be large)."""
+"""What the agent sent the model, request by request, and what it was answered: the
+transcript replay conformance reads, and the one reports show (`TranscriptStep`: each
+request's new messages only, so its size grows with the conversation, not its square)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.model_boundary import ModelRequest, ModelStep
+import msgspec
+
+from harness.model_boundary import Message, ModelRequest, ModelStep
 from harness.tool_registry import RecordedCall, ToolRegistry
+
+
+class TranscriptStep(msgspec.Struct, kw_only=True, frozen=True):
+    """One model request of a run as reports show it."""
+
+    turn: int  # -1: while the agent started
+    step: int  # its place in the turn
+    sent: list[Message]  # the messages it added to the previous request's
+    tools_offered: list[str] = []
+    answer: ModelStep | None = None  # None: never answered (a divergence, a failure)
 
 
 @dataclass(frozen=True)
@@ -27,6 +40,7 @@ class Transcript:
     tools: ToolRegistry
     turn: int = -1
     exchanges: list[Exchange] = field(default_factory=list)
+    answers: list[ModelStep | None] = field(default_factory=list)  # one per exchange
     _step: int = 0
 
     def start_turn(self, index: int) -> None:
@@ -34,7 +48,32 @@ class Transcript:
 
     def observe(self, request: ModelRequest) -> None:
         self.exchanges.append(Exchange(self.turn, self._step, len(self.tools.calls), request))
+        self.answers.append(None)
         self._step += 1
+
+    def answered(self, step: ModelStep) -> None:
+        if self.answers:
+            self.answers[-1] = step
+
+    def steps(self) -> list[TranscriptStep]:
+        """The run's requests as reports show them: each with only the messages it added
+        (all of them when the agent rewrote its history), and its answer."""
+        shown: list[TranscriptStep] = []
+        previous: tuple[Message, ...] = ()
+        for exchange, answer in zip(self.exchanges, self.answers, strict=True):
+            messages = exchange.request.messages
+            grown = messages[: len(previous)] == previous
+            shown.append(
+                TranscriptStep(
+                    turn=exchange.turn,
+                    step=exchange.step,
+                    sent=list(messages[len(previous) :] if grown else messages),
+                    tools_offered=[t.name for t in exchange.request.tools],
+                    answer=answer,
+                )
+            )
+            previous = messages
+        return shown
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from harness.errors import ExitCode
 from harness.expectations.base import Grade
 from harness.modes import SuiteKind
 from harness.policy import Attempt, policy_for
+from harness.receipts import SuiteReceipt
 from harness.run_record import RunRecord
 
-# v2: a repeated case's `repeat` block, `cluster` and `not_run` per case; the suite's
-# `statistics` block; `not_run` in the totals.
+# v2: a repeated case's `repeat` block, `cluster`, `not_run` and `fixture_sha256` per case;
+# the suite's `statistics` and `receipt` blocks; `not_run` and `flaky` in the totals.
 SCHEMA = "zeroclaw-eval/report/v2"
 
 
@@ -74,6 +75,8 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
     cluster: str | None = None
     # Why the run stopped (`--maxfail`) before this case started: never run, never passed.
     not_run: str | None = None
+    # SHA-256 of the canonical fixture the case ran (`harness.receipts.fixture_hash`).
+    fixture_sha256: str | None = None
 
     @classmethod
     def graded(
@@ -186,6 +189,9 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     agent: str
     cases: list[CaseReport]
     duration_ms: float = 0.0
+    # What the run was made from and judged by (`harness.receipts`); None for a report
+    # built by hand.
+    receipt: SuiteReceipt | None = None
 
     @property
     def totals(self) -> Totals:

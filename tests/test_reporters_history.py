@@ -45,7 +45,7 @@ def test_each_run_appends_one_line_and_reports_the_trend(run_cli: Cli, tmp_path:
     assert first.returncode == 0, first.stderr  # capability: failed checks do not gate
     assert "pass rate 50.0% (first entry) appended to reports/history.jsonl" in first.stderr
     [entry] = entries(history)
-    assert entry["schema"] == HISTORY_SCHEMA == "zeroclaw-eval/history/v1"
+    assert entry["schema"] == HISTORY_SCHEMA == "zeroclaw-eval/pass-rate-line/v1"
     assert entry["suite"] == "evals/capability"
     assert entry["kind"] == "capability"
     assert entry["agent"] == "openai-agents"

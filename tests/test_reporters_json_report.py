@@ -98,6 +98,7 @@ def test_json_report_keeps_the_run_record() -> None:
         "output_tokens": 8,
         "duration_ms": 4.0,
         "steps": None,  # kept only for live runs
+        "transcript": None,  # a record built by hand has none
     }
     assert document_case["duration_ms"] == 4.0
 

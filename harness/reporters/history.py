@@ -18,7 +18,8 @@ from harness.reporters.text import clean, inert, json_safe
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport
 
-HISTORY_SCHEMA = "zeroclaw-eval/history/v1"
+# Not the original harness's `zeroclaw-eval/history/v1`, a different document.
+HISTORY_SCHEMA = "zeroclaw-eval/pass-rate-line/v1"
 OPTION = Option(
     "--history",
     "append this run's pass rate and per-case verdicts to a JSON-lines file",

@@ -27,6 +27,7 @@ def document_type() -> Any:
     import msgspec
 
     from harness.modes import SuiteKind
+    from harness.receipts import SuiteReceipt
     from harness.verdict import CaseReport, SuiteStatistics, Totals
 
     return msgspec.defstruct(
@@ -41,6 +42,7 @@ def document_type() -> Any:
             ("all_passed", bool),
             ("totals", Totals),
             ("statistics", SuiteStatistics),
+            ("receipt", SuiteReceipt | None),
             ("duration_ms", float),
             ("cases", list[CaseReport]),
         ],
@@ -71,6 +73,7 @@ def render_json(report: SuiteReport) -> bytes:
         all_passed=report.all_passed,
         totals=report.totals,
         statistics=report.statistics,
+        receipt=report.receipt,
         duration_ms=report.duration_ms,
         cases=report.cases,
     )

@@ -1,0 +1,244 @@
+"""Run history: one transcript-free entry per run, each its own file under a history
+directory (`--history-dir`), read back as a trend.
+
+An entry holds the suite's totals and statistics, the run's receipt, and per case its
+verdict, fixture hash and key figures: never fixture text, needles or model output, which
+may be private (a check is named by its fixture path, `$.expects.response_contains[0]`,
+not by what it looks for). Files are written whole under a name no other run can take,
+so several CI jobs may write into one directory at once. The earlier one-line-per-run
+`history.jsonl` (`--history`) is read too, as entries without cases.
+
+The original harness names its per-run receipts `zeroclaw-eval/history/v1`, in a
+different shape; this format has its own tag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+
+import msgspec
+
+from harness import interrupts
+from harness.inputs import InputError, read_bounded
+from harness.receipts import SuiteReceipt
+from harness.verdict import CaseReport, SuiteReport, SuiteStatistics, Totals
+
+SCHEMA = "zeroclaw-eval/run-history/v1"
+# The tags `history.jsonl` lines (`--history`) were written under, old and new.
+LEGACY_SCHEMAS = ("zeroclaw-eval/history/v1", "zeroclaw-eval/pass-rate-line/v1")
+# An entry file a reader takes; larger ones are skipped (a history entry is small).
+MAX_ENTRY_BYTES = 16 << 20
+
+
+class CaseEntry(msgspec.Struct, kw_only=True, frozen=True):
+    id: str
+    fixture: str
+    fixture_sha256: str | None = None
+    verdict: str  # passed | failed | error | not_run
+    flaky: bool = False
+    passes: int | None = None  # repeated cases: passing runs of `runs`
+    runs: int | None = None
+    checks: dict[str, bool] = {}  # the check's fixture path → passed
+    failed_categories: list[str] = []
+    tokens: int = 0
+    model_calls: int = 0
+    duration_ms: float = 0.0
+
+
+class HistoryEntry(msgspec.Struct, kw_only=True, frozen=True):
+    schema: str = SCHEMA
+    recorded_at: str  # ISO 8601, UTC, seconds
+    suite: str
+    kind: str
+    mode: str
+    agent: str
+    exit_code: int
+    totals: Totals
+    pass_rate: float
+    statistics: SuiteStatistics | None = None
+    receipt: SuiteReceipt | None = None
+    cases: list[CaseEntry] = []
+
+    @property
+    def legacy(self) -> bool:
+        """Read from a `history.jsonl` line: totals and verdicts only."""
+        return self.receipt is None
+
+
+def verdict_of(case: CaseReport) -> str:
+    if case.not_run is not None:
+        return "not_run"
+    if case.error is not None:
+        return "error"
+    return "passed" if case.passed else "failed"
+
+
+def case_entry(case: CaseReport) -> CaseEntry:
+    record = case.record
+    return CaseEntry(
+        id=case.id,
+        fixture=case.fixture,
+        fixture_sha256=case.fixture_sha256,
+        verdict=verdict_of(case),
+        flaky=case.flaky,
+        passes=case.repeat.passes if case.repeat is not None else None,
+        runs=case.repeat.requested if case.repeat is not None else None,
+        checks={g.field: g.passed for g in case.grades},
+        failed_categories=sorted({g.category for g in case.grades if not g.passed}),
+        tokens=(record.input_tokens + record.output_tokens) if record is not None else 0,
+        model_calls=record.model_calls if record is not None else 0,
+        duration_ms=case.duration_ms,
+    )
+
+
+def entry_of(report: SuiteReport, now: datetime | None = None) -> HistoryEntry:
+    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    totals = report.totals
+    return HistoryEntry(
+        recorded_at=moment.isoformat(timespec="seconds"),
+        suite=report.suite,
+        kind=report.kind,
+        mode=report.mode,
+        agent=report.agent,
+        exit_code=int(report.exit_code()),
+        totals=totals,
+        pass_rate=round(totals.passed / totals.cases, 4) if totals.cases else 0.0,
+        statistics=report.statistics,
+        receipt=report.receipt,
+        cases=[case_entry(c) for c in report.cases],
+    )
+
+
+def _slug(text: str) -> str:
+    """A file-name-safe spelling of a suite or agent name."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return slug[:80] or "suite"
+
+
+def entry_name(entry: HistoryEntry) -> str:
+    """`<YYYYMMDDTHHMMSSZ>-<commit|nogit>-<agent>-<random>.json`: sorted by time, and no
+    two runs, even at the same second on the same commit, take the same name."""
+    stamp = datetime.fromisoformat(entry.recorded_at).strftime("%Y%m%dT%H%M%SZ")
+    commit = (entry.receipt.git_commit or "")[:12] if entry.receipt is not None else ""
+    return f"{stamp}-{commit or 'nogit'}-{_slug(entry.agent)}-{secrets.token_hex(4)}.json"
+
+
+def encode(entry: HistoryEntry) -> bytes:
+    from harness.reporters.text import json_safe, without_surrogates
+
+    raw = msgspec.json.encode(without_surrogates(msgspec.to_builtins(entry)))
+    return json_safe(msgspec.json.format(raw, indent=2).decode("utf-8")).encode("utf-8") + b"\n"
+
+
+def suite_directory(directory: Path, suite: str) -> Path:
+    return directory / _slug(suite)
+
+
+def load(directory: Path, suite: str | None = None) -> list[HistoryEntry]:
+    """Every readable entry under `directory` (of `suite` only, when given), oldest first.
+    A damaged file is skipped: history informs, it never gates."""
+    roots = [suite_directory(directory, suite)] if suite is not None else _children(directory)
+    entries: list[HistoryEntry] = []
+    for root in roots:
+        for path in sorted(root.glob("*.json")) if root.is_dir() else ():
+            entry = _read_entry(path)
+            if entry is not None and (suite is None or entry.suite == suite):
+                entries.append(entry)
+    return sorted(entries, key=lambda e: e.recorded_at)
+
+
+def _children(directory: Path) -> list[Path]:
+    try:
+        return sorted(p for p in directory.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+
+
+def _read_entry(path: Path) -> HistoryEntry | None:
+    if path.is_symlink():
+        return None
+    try:
+        data = read_bounded(path, MAX_ENTRY_BYTES)
+        entry = msgspec.json.decode(data, type=HistoryEntry)
+    except (InputError, OSError, msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return entry if entry.schema == SCHEMA else None
+
+
+def load_jsonl(path: Path, suite: str | None = None) -> list[HistoryEntry]:
+    """The lines of an earlier `history.jsonl` as entries (totals, no receipt)."""
+    try:
+        text = read_bounded(path, MAX_ENTRY_BYTES * 4).decode("utf-8", errors="replace")
+    except (InputError, OSError):
+        return []
+    entries = []
+    for line in text.split("\n"):
+        entry = _legacy_entry(line)
+        if entry is not None and (suite is None or entry.suite == suite):
+            entries.append(entry)
+    return entries
+
+
+def _legacy_entry(line: str) -> HistoryEntry | None:
+    try:
+        data = json.loads(line)
+        if data.get("schema") not in LEGACY_SCHEMAS:
+            return None
+        verdicts = data.get("verdicts") or {}
+        totals = Totals(
+            int(data["cases"]), int(data["passed"]), int(data["failed"]), int(data["errors"])
+        )
+        return HistoryEntry(
+            recorded_at=str(data["timestamp"]),
+            suite=str(data["suite"]),
+            kind=str(data["kind"]),
+            mode=str(data.get("mode", "replay")),
+            agent=str(data.get("agent", "")),
+            exit_code=-1,  # not recorded by the earlier format
+            totals=totals,
+            pass_rate=float(data["pass_rate"]),
+            cases=[
+                CaseEntry(id=str(case_id), fixture="", verdict=str(verdict))
+                for case_id, verdict in verdicts.items()
+            ],
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write(directory: Path, entry: HistoryEntry) -> Path:
+    """Write `entry` as a new file in its suite's folder under `directory`, whole: staged
+    beside it and linked into place under a name no other run can take."""
+    folder = suite_directory(directory, entry.suite)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = encode(entry)
+    while True:
+        target = folder / entry_name(entry)
+        with interrupts.held():  # no staged file is ever left behind
+            try:
+                _publish(target, data)
+            except FileExistsError:
+                continue
+        return target
+
+
+def _publish(target: Path, data: bytes) -> None:
+    staged = target.with_name(f".{target.name}.partial")
+    with open(staged, "xb") as handle:  # exclusive: never another run's file
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    try:
+        os.link(staged, target)  # fails, never replaces, if the name is taken
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links: created new, written in place
+        with open(target, "xb") as handle:
+            handle.write(data)
+    finally:
+        staged.unlink(missing_ok=True)

@@ -1,0 +1,132 @@
+"""Receipts: what a report was made from, so a green artifact proves which bar it passed.
+
+Each case carries the hash of its canonical fixture; the suite report carries what ran it
+(harness, agent and framework versions, the provider, Python, the git commit and whether
+the tree was dirty) and the gate policy applied. `zeroclaw eval verify` recomputes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import msgspec
+
+from harness.modes import Mode, SuiteKind
+from harness.policy import policy_for
+
+# Each framework's distribution names, in the order they are looked up.
+_DISTRIBUTIONS = {
+    "openai-agents": ("openai-agents",),
+    "pydantic-ai": ("pydantic-ai", "pydantic-ai-slim"),
+}
+GIT_SECS = 5.0
+
+
+class Policy(msgspec.Struct, kw_only=True, frozen=True):
+    """The gate a report was judged by."""
+
+    kind: SuiteKind
+    gates_checks: bool
+    summary: str
+
+
+class SuiteReceipt(msgspec.Struct, kw_only=True, frozen=True):
+    harness_version: str
+    agent: str
+    framework: str | None  # None: the user's own loop or adapter
+    framework_version: str | None
+    provider: str  # "scripted" in replay; "<host>/<model>" in live
+    python: str
+    git_commit: str | None  # None: not in a git work tree, or git is not installed
+    git_dirty: bool | None
+    policy: Policy
+
+
+def fixture_hash(text: str) -> str:
+    """SHA-256 of the fixture's canonical JSON: keys sorted, compact, UTF-8. Formatting,
+    key order and escapes do not change it; any value does."""
+    canonical = json.dumps(
+        json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    # surrogatepass: a lone surrogate escaped in the JSON still hashes, deterministically.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def policy_of(kind: SuiteKind) -> Policy:
+    policy = policy_for(kind)
+    return Policy(kind=kind, gates_checks=policy.gates_checks, summary=policy.summary)
+
+
+def harness_version() -> str:
+    try:
+        return version("zeroclaw-eval")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
+
+
+def framework_version(framework: str | None) -> str | None:
+    for name in _DISTRIBUTIONS.get(framework or "", ()):
+        with contextlib.suppress(PackageNotFoundError):
+            return version(name)
+    return None
+
+
+def git_state(root: Path) -> tuple[str | None, bool | None]:
+    """The commit checked out at `root` and whether its tree has changes (None, None when
+    it is no git work tree or git cannot say in time)."""
+    try:
+        commit = _git(root, "rev-parse", "HEAD").strip()
+        dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no").strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return (commit or None), dirty
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=GIT_SECS,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    return done.stdout
+
+
+def provider_ref(base_url: str, model: str) -> str:
+    """A live provider as receipts name it: its host (and port) and the model, never the
+    URL's path, query or credentials."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or "unknown-host"
+    return f"{host}:{parts.port}/{model}" if parts.port else f"{host}/{model}"
+
+
+def suite_receipt(
+    *,
+    agent: str,
+    framework: str | None,
+    mode: Mode,
+    kind: SuiteKind,
+    root: Path,
+    provider: str | None = None,
+) -> SuiteReceipt:
+    commit, dirty = git_state(root)
+    return SuiteReceipt(
+        harness_version=harness_version(),
+        agent=agent,
+        framework=framework,
+        framework_version=framework_version(framework),
+        provider="scripted" if mode != "live" else (provider or "live"),
+        python=platform.python_version(),
+        git_commit=commit,
+        git_dirty=dirty,
+        policy=policy_of(kind),
+    )

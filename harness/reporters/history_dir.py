@@ -1,0 +1,79 @@
+"""Run history as a directory (`--history-dir DIR`): one transcript-free entry per run,
+its own file under `DIR/<suite>/` (`harness.history_store`), with the trend against the
+previous run of the same suite and agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from harness.options import Option
+from harness.reporters.atomic import ReportWriteError
+from harness.reporters.base import COMMIT, Output, Reporter
+from harness.reporters.text import clean, inert
+
+if TYPE_CHECKING:
+    from harness.verdict import SuiteReport
+
+OPTION = Option(
+    "--history-dir",
+    "write this run's history entry (totals, receipts, per-case verdicts; no transcripts) "
+    "as its own file under DIR/<suite>/",
+    metavar="DIR",
+    type=Path,
+)
+
+
+class HistoryDirReporter(Reporter):
+    # Written once the run's report files are in place, as the history line is.
+    order = COMMIT + 2
+
+    def __init__(self, directory: Path, stderr: TextIO) -> None:
+        self._shown = str(directory)
+        self._directory = _checked(directory)  # fixed now: an agent may change directory
+        self._stderr = stderr
+
+    def finish(self, report: SuiteReport) -> None:
+        from harness import history_store
+
+        previous = [
+            e for e in history_store.load(self._directory, report.suite) if e.agent == report.agent
+        ]
+        entry = history_store.entry_of(report)
+        try:
+            written = history_store.write(self._directory, entry)
+        except OSError as exc:
+            raise ReportWriteError(
+                f"{self._shown}: cannot write the history entry: {exc.strerror or exc}"
+            ) from None
+        trend = f"previous {previous[-1].pass_rate * 100:.1f}%" if previous else "first entry"
+        said = f"history entry {written.name} ({entry.pass_rate * 100:.1f}%, {trend})"
+        print(f"zeroclaw eval: {inert(clean(said))}", file=self._stderr)
+
+
+def _checked(directory: Path) -> Path:
+    """The history directory, checked before the run: a directory (or none yet), reached
+    through no symbolic link of the command line's relative path."""
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise ReportWriteError(f"{directory}: cannot write history: not a directory")
+    prefix = Path()
+    for part in () if directory.is_absolute() else directory.parts:
+        prefix = prefix / part
+        if part != ".." and prefix.is_symlink():
+            raise ReportWriteError(
+                f"{directory}: cannot write history: {prefix} is a symbolic link"
+            )
+    return Path(directory).absolute()
+
+
+class _Spec:
+    name = "history-dir"
+    options = (OPTION,)
+    stdout_format = None
+
+    def build(self, output: Output) -> list[Reporter]:
+        directory = output.values.get(OPTION.dest)
+        return [] if directory is None else [HistoryDirReporter(Path(directory), output.err())]
+
+
+REPORTER = _Spec()

@@ -13,6 +13,7 @@ import contextlib
 import signal
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness.errors import ExitCode, HarnessError
@@ -22,6 +23,7 @@ from harness.reporters.text import clean, inert
 from harness.settings import (
     AGENT_OPTIONS,
     CASE,
+    CONFIG,
     EXITFIRST,
     FORCE,
     JOBS,
@@ -32,6 +34,7 @@ from harness.settings import (
     MUTATION_REPORT,
     OUT,
     REPEAT,
+    SUITE,
     SUITE_KIND,
     SUITE_OPTIONS,
     TIMEOUT,
@@ -119,6 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
         MIN_SCRIPT_SCORE,
         MUTATION_REPORT,
     )
+    verify = actions.add_parser(
+        "verify",
+        help="check a JSON report is for exactly these fixtures under this policy",
+        description="Recompute the fixture hashes of the suite and the policy of its kind, "
+        "re-derive the report's verdicts, and exit 0 iff the JSON report is for exactly "
+        "these fixtures under this policy and agrees with itself.",
+    )
+    verify.add_argument("report", metavar="REPORT", type=Path, help="a JSON report (--json-report)")
+    _add(verify, SUITE, CONFIG)
     actions.add_parser(
         "schema",
         help="print the fixture format as a JSON Schema",
@@ -252,6 +264,31 @@ def _mutate(command: Invocation) -> int:
     return report.exit_code
 
 
+def _verify(command: Invocation) -> int:
+    import os
+
+    from harness.config import load_config
+    from harness.reporters.text import clean, inert
+    from harness.settings import repository_root
+    from harness.verify import read_report, verify
+
+    args = command.args
+    loaded = load_config(args.config)
+    root = repository_root(loaded.root, os.environ)
+    suite = args.suite
+    if not suite:
+        report, _ = read_report(args.report)
+        suite = root / report.suite  # its path from the repository root, as runs name it
+    verdict = verify(args.report, Path(suite), root)
+    for problem in verdict.problems:
+        print(f"zeroclaw eval: verify: {inert(clean(problem))}", file=command.err)
+    if not verdict.verified:
+        print(f"zeroclaw eval: not verified: {len(verdict.problems)} problem(s)", file=command.err)
+        return ExitCode.FAILED
+    print(f"verified: {inert(clean(verdict.summary))}", file=command.out)
+    return ExitCode.PASSED
+
+
 def _schema(command: Invocation) -> int:
     import json
 
@@ -267,4 +304,5 @@ _ACTIONS = {
     "record": _record,
     "mutate": _mutate,
     "schema": _schema,
+    "verify": _verify,
 }

@@ -22,9 +22,11 @@ from harness.reporters.atomic import ReportFiles
 from harness.reporters.text import clean, inert
 from harness.settings import (
     AGENT_OPTIONS,
+    BASELINE,
     CASE,
     CONFIG,
     EXITFIRST,
+    FAIL_ON_REGRESSION,
     FORCE,
     JOBS,
     MAX_MODEL_CALLS,
@@ -33,12 +35,14 @@ from harness.settings import (
     MIN_SCRIPT_SCORE,
     MUTATION_REPORT,
     OUT,
+    REGRESSION_LEVEL,
     REPEAT,
     SUITE,
     SUITE_KIND,
     SUITE_OPTIONS,
     TIMEOUT,
     WALL_CLOCK,
+    WRITE_BASELINE,
 )
 
 if TYPE_CHECKING:
@@ -76,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
         JOBS,
         EXITFIRST,
         MAXFAIL,
+        WRITE_BASELINE,
+        BASELINE,
+        FAIL_ON_REGRESSION,
+        REGRESSION_LEVEL,
         *registry.options(),
     )
     _add(
@@ -131,10 +139,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("report", metavar="REPORT", type=Path, help="a JSON report (--json-report)")
     _add(verify, SUITE, CONFIG)
+    show = actions.add_parser(
+        "show",
+        help="print one case's transcript, checks and error from the last JSON report",
+        description="Print a case's transcript (each model request and answer, each tool "
+        "call), its checks with what was observed, and its run error, from a JSON report: "
+        "--report, else the last run's (.zeroclaw-eval/last-report.json in the directory "
+        "the run started from).",
+    )
+    show.add_argument("case", metavar="CASE_ID", help="the case's id")
+    show.add_argument("--report", metavar="FILE", type=Path, help="a JSON report to read")
     actions.add_parser(
         "schema",
         help="print the fixture format as a JSON Schema",
         description="Print the JSON Schema of a fixture, for editors and other tools.",
+    )
+    report = actions.add_parser(
+        "report",
+        help="write the HTML report of an earlier run from its JSON report",
+        description="Write the self-contained HTML report (the verdict, every case with its "
+        "transcript, and with --history-dir the pass-rate trend) of a run from its JSON "
+        "report (--json-report), as `run --html` would have.",
+    )
+    report.add_argument("--report", required=True, metavar="REPORT.json", help="the JSON report")
+    report.add_argument("--html", required=True, metavar="PATH", help="write the HTML here")
+    report.add_argument(
+        "--history-dir", metavar="DIR", help="the history directory (--history-dir) of the suite"
     )
     return parser
 
@@ -289,6 +319,33 @@ def _verify(command: Invocation) -> int:
     return ExitCode.PASSED
 
 
+def _show(command: Invocation) -> int:
+    import difflib
+
+    from harness.case_view import render_case
+    from harness.reporters.last_report import last_report_path
+    from harness.reporters.text import clean, inert
+    from harness.verify import VerifyError, read_report
+
+    args = command.args
+    path = args.report or last_report_path()
+    if args.report is None and not path.exists():
+        raise VerifyError(
+            f"{path}: no last report here: run `zeroclaw eval run` first, or give --report"
+        )
+    report, _ = read_report(path)
+    found = [c for c in report.cases if c.id == args.case]
+    if not found:
+        ids = [c.id for c in report.cases]
+        close = difflib.get_close_matches(args.case, ids, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else f" ({len(ids)} case(s))"
+        said = inert(clean(f"{path}: no case {args.case!r}{hint}"))
+        print(f"zeroclaw eval: {said}", file=command.err)
+        return ExitCode.FAILED
+    command.out.write(render_case(found[0]))
+    return ExitCode.PASSED
+
+
 def _schema(command: Invocation) -> int:
     import json
 
@@ -298,11 +355,26 @@ def _schema(command: Invocation) -> int:
     return ExitCode.PASSED
 
 
+def _report(command: Invocation) -> int:
+    from harness.reporters import registry
+
+    # The HTML reporter renders it, found through the registry as `run`'s reporters are.
+    html = {spec.name: spec for spec in registry.SPECS}["html"]
+    args = command.args
+    written = html.write_from_json(  # type: ignore[attr-defined]
+        args.report, args.html, args.history_dir, command.files
+    )
+    print(f"wrote {inert(clean(command.files.shown(written)))}", file=command.out)
+    return ExitCode.PASSED
+
+
 _ACTIONS = {
     "run": _run,
     "check": _check,
     "record": _record,
     "mutate": _mutate,
     "schema": _schema,
+    "report": _report,
     "verify": _verify,
+    "show": _show,
 }

@@ -1,0 +1,49 @@
+"""`run -v`: every failing case's transcript, grades and error, after the run, before the
+verdict line (`harness.case_view`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+from harness.options import Option
+from harness.reporters.base import STDOUT, Output, Reporter
+
+if TYPE_CHECKING:
+    from harness.verdict import SuiteReport
+
+OPTION = Option(
+    "--verbose",
+    "after the run, show every failing case's transcript, checks and error",
+    action="store_true",
+    aliases=("-v",),
+)
+
+
+class VerboseReporter(Reporter):
+    order = STDOUT - 1  # after the streamed case lines, before the verdict line
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def finish(self, report: SuiteReport) -> None:
+        from harness.case_view import render_case
+
+        for case in report.worst_first():
+            self._stream.write("\n" + render_case(case))
+        self._stream.flush()
+
+
+class _Spec:
+    name = "verbose"
+    options = (OPTION,)
+    stdout_format = None
+
+    def build(self, output: Output) -> list[Reporter]:
+        if not output.values.get(OPTION.dest):
+            return []
+        # With a document on stdout, the transcripts go to stderr with the other messages.
+        stream = output.out() if output.stdout_format in (None, "table") else output.err()
+        return [VerboseReporter(stream)]
+
+
+REPORTER = _Spec()

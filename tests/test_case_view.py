@@ -1,0 +1,70 @@
+"""`harness.case_view`, `zeroclaw eval show CASE_ID` and `run -v`: a case's transcript,
+checks and error in the terminal, from the last report or a named one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import ESC, Cli, echo_fixture, fixture, project, red_project, text_step, turn
+
+
+def test_show_prints_a_failing_cases_transcript_from_the_last_run(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = red_project(tmp_path)
+    assert run_cli("eval", "run", cwd=root).returncode == 1
+    assert (root / ".zeroclaw-eval" / ".gitignore").read_text() == "*\n"
+    result = run_cli("eval", "show", "wrong-answer", cwd=root)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("case wrong-answer (evals/regression/b_wrong.json): FAILED")
+    assert '✗ response_contains("hi"): not found in response: "I said bye"' in out
+    assert "  turn 0:" in out
+    assert "    → user: Echo hi" in out
+    assert '    ← model calls echo({"message": "hi"})' in out
+    assert '      tool echo({"message":"hi"}) → hi in ' in out
+    assert "    ← model answers I said bye" in out
+
+
+def test_show_prints_a_run_error_with_the_divergence(run_cli: Cli, tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    run_cli("eval", "run", "--json-report", "r.json", cwd=root)
+    result = run_cli("eval", "show", "under-scripted", "--report", "r.json", cwd=root)
+    assert result.returncode == 0
+    assert "  run error:" in result.stdout
+    assert "requested more model responses than the trace scripts" in result.stdout
+    assert "no answer (the run stopped here)" in result.stdout
+
+
+def test_show_names_an_unknown_case_and_a_missing_report(run_cli: Cli, tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    missing = run_cli("eval", "show", "x", cwd=root)
+    assert missing.returncode == 1 and "no last report here" in missing.stderr
+    run_cli("eval", "run", cwd=root)
+    unknown = run_cli("eval", "show", "wrong-anwser", cwd=root)
+    assert unknown.returncode == 1 and "did you mean wrong-answer?" in unknown.stderr
+
+
+def test_run_verbose_shows_every_failing_case_before_the_verdict(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = red_project(tmp_path)
+    result = run_cli("eval", "run", "-v", cwd=root)
+    assert result.returncode == 1
+    out = result.stdout
+    assert "case wrong-answer (evals/regression/b_wrong.json): FAILED" in out
+    assert "case under-scripted" in out and "case echo-case" not in out
+    assert out.index("case wrong-answer") < out.rindex("cases passed")
+
+
+def test_model_text_cannot_drive_the_terminal_or_the_runner(run_cli: Cli, tmp_path: Path) -> None:
+    hostile = f"{ESC}]0;title{chr(7)}\n::error::forged\n##[error]legacy"
+    data = fixture("hostile", [turn("Say it", text_step(hostile))], {"response_contains": ["x"]})
+    root = project(tmp_path, {"a.json": data, "b.json": echo_fixture("fine")})
+    run_cli("eval", "run", cwd=root)
+    out = run_cli("eval", "show", "hostile", cwd=root).stdout
+    assert ESC not in out and "##[" not in out
+    assert not any(line.lstrip().startswith("::") for line in out.splitlines())
+    report = json.loads((root / ".zeroclaw-eval" / "last-report.json").read_text())
+    assert report["cases"][0]["id"] == "hostile"

@@ -15,6 +15,8 @@ ALL_AGENTS = ".[openai-agents,pydantic-ai]"
 # Every built-in agent the regression suite must stay green on; the first is the default,
 # whose reports go to reports/regression/, the others' to reports/regression-<agent>/.
 AGENTS = ["openai-agents", "pydantic-ai"]
+# The capability suite's committed baseline, which `eval_capability` compares with.
+CAPABILITY_BASELINE = "evals/baselines/capability.json"
 
 
 def _eval(session: nox.Session, suite: str, *extra: str, folder: str = "") -> None:
@@ -104,10 +106,20 @@ def eval_mutation(session: nox.Session, agent: str) -> None:
 def eval_capability(session: nox.Session) -> None:
     """Tracked capability suite: exits 0 on failed checks, 1 on admission or run errors.
 
-    Appends the pass rate and per-case verdicts to reports/capability/history.jsonl.
+    Appends the pass rate and per-case verdicts to reports/capability/history.jsonl, and
+    compares every case with the committed baseline (evals/baselines/capability.json):
+    `nox -s eval_capability -- --fail-on-regression` fails on a case that passed there and
+    fails now; `-- --write-baseline evals/baselines/capability.json` refreshes it.
     """
     session.install(AGENT_EXTRA)
-    _eval(session, "capability", "--history", "reports/capability/history.jsonl")
+    _eval(
+        session,
+        "capability",
+        "--history",
+        "reports/capability/history.jsonl",
+        "--baseline",
+        CAPABILITY_BASELINE,
+    )
 
 
 @nox.session(default=False)

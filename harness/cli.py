@@ -323,7 +323,7 @@ def _show(command: Invocation) -> int:
     import difflib
 
     from harness.case_view import render_case
-    from harness.reporters.last_report import last_report_path
+    from harness.reporters.json_report import last_report_path
     from harness.reporters.text import clean, inert
     from harness.verify import VerifyError, read_report
 

@@ -16,7 +16,11 @@ SUITE_KINDS: tuple[SuiteKind, ...] = ("regression", "capability", "live")
 
 
 def _directory_name(suite: str | os.PathLike[str]) -> str:
-    return os.fspath(suite).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+    """The suite directory's own name; a single fixture file's suite is its directory."""
+    parts = os.fspath(suite).rstrip("/\\").replace("\\", "/").rsplit("/", 2)
+    if len(parts) > 1 and parts[-1].endswith(".json"):
+        return parts[-2]
+    return parts[-1]
 
 
 def kind_of_directory(suite: str | os.PathLike[str]) -> SuiteKind:

@@ -17,6 +17,7 @@ import msgspec
 
 from harness.agent import AgentAdapter, AgentSurface
 from harness.agent_registry import resolve_within, surface_within
+from harness.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
 from harness.defaults import (
     DEFAULT_AGENT,
     DEFAULT_CASE_TIMEOUT,
@@ -24,6 +25,7 @@ from harness.defaults import (
     DEFAULT_JOBS,
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
 )
+from harness.errors import UsageError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.problems import AdmissionError
 from harness.receipts import fixture_hash, suite_receipt
@@ -54,6 +56,9 @@ class RunOptions:
     jobs: int = DEFAULT_JOBS  # cases (and repetitions) at once
     repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
     maxfail: int | None = None  # stop starting cases once this many failed
+    baseline: Path | None = None  # compare the run with this baseline (`harness.baseline`)
+    fail_on_regression: bool = False  # a confirmed regression fails the gate of any kind
+    regression_level: float = DEFAULT_LEVEL  # repeated runs: a drop is confirmed at p < this
 
     @property
     def project_root(self) -> Path:
@@ -72,7 +77,9 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
 
     Raises `AdmissionError` (every problem listed, reporters told) when any fixture is
     refused: nothing runs. A report that cannot be written keeps no other from being
-    written; all that could not are raised as one `ReportWriteError` at the end."""
+    written; all that could not are raised as one `ReportWriteError` at the end. A
+    baseline is read (and refused, `BaselineError`) before anything else."""
+    against = _against(options)
     adapter, surface = resolve_within(options.agent, options.case_timeout)
     cases = _load(options, surface, reporters)
     root = options.project_root
@@ -95,6 +102,23 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         repeat=options.repeat,
         maxfail=options.maxfail,
         provider=options.provider,
+        against=against,
+    )
+
+
+def _against(options: RunOptions) -> Against | None:
+    if options.baseline is None:
+        if options.fail_on_regression:
+            raise UsageError(
+                "--fail-on-regression needs --baseline FILE: without one there is nothing "
+                "a case could have regressed from"
+            )
+        return None
+    return Against(
+        load_baseline(options.baseline),
+        str(options.baseline),
+        options.regression_level,
+        options.fail_on_regression,
     )
 
 
@@ -132,6 +156,7 @@ def run_cases(
     repeat: int | None = None,
     maxfail: int | None = None,
     provider: str | None = None,
+    against: Against | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -141,6 +166,7 @@ def run_cases(
     once that many failed. `allowed_tools` (live mode)
     further restricts the built-in tools a case may use. `agent_tools` (what admission
     checked against) lets grades say when a check concerns a tool the agent lacks.
+    `against` compares the verdict with a baseline (and may let a regression fail it).
     """
     if backend is None:
         if mode != "replay":
@@ -180,16 +206,23 @@ def run_cases(
         if on_case is not None:
             on_case(report)
 
+    gate = against is not None and against.fail_on_regression
     start = time.perf_counter()
     try:
         reports = run_watched(cases, plan, case_done)
+        # Asked after the run: the cases ask the adapter first, each for itself.
+        tools = agent_tools if agent_tools is not None else _registered(adapter)
         report = SuiteReport(
             suite=suite,
             kind=kind,
             mode=mode,
             agent=adapter.name,
             cases=[
-                msgspec.structs.replace(r, fixture_sha256=fixture_hash(c.text))
+                msgspec.structs.replace(
+                    r,
+                    fixture_sha256=fixture_hash(c.text),
+                    tool_surface=tool_surface(c, tools, allowed_tools),
+                )
                 for r, c in zip(reports, cases, strict=True)
             ],
             duration_ms=(time.perf_counter() - start) * 1e3,
@@ -200,8 +233,14 @@ def run_cases(
                 kind=kind,
                 root=plan.root,
                 provider=provider,
+                fail_on_regression=gate,
             ),
+            fail_on_regression=gate,
         )
+        if against is not None:
+            # Built into the verdict before any reporter sees it, never patched afterwards.
+            comparison = compare(against.baseline, report, against.level, against.shown)
+            report = msgspec.structs.replace(report, baseline=comparison)
         _finish(report, reporters, broken)
     except BaseException:  # an interruption: nothing half written stays behind
         for reporter in reporters:
@@ -209,6 +248,18 @@ def run_cases(
                 reporter.abandon()
         raise
     return report
+
+
+def tool_surface(case: Case, tools: frozenset[str], allowed: frozenset[str] | None) -> list[str]:
+    """The sorted names of the tools `case` could use: the agent's (`tools`), narrowed by
+    the fixture's `tools` and, in live mode, by `allowed`. A baseline keeps it, so a case
+    whose tools changed is not compared with a verdict reached with other tools."""
+    named = case.trace.tools
+    return sorted(
+        name
+        for name in tools
+        if (named is None or name in named) and (allowed is None or name in allowed)
+    )
 
 
 def _finish(report: SuiteReport, reporters: Sequence[Reporter], broken: dict[int, str]) -> None:
@@ -280,3 +331,12 @@ class _Callback(Reporter):
 def _stream_failure(exc: OSError | ValueError) -> str:
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return f"an output stream could not be written ({why}); the other reports were written"
+
+
+def _registered(adapter: AgentAdapter) -> frozenset[str]:
+    """The tools the adapter registers, for receipts; an adapter failing to say is each
+    case's run error (the runner asks again per case), not the run's."""
+    try:
+        return frozenset(t.name for t in adapter.tools())
+    except Exception:
+        return frozenset()

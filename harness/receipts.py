@@ -29,12 +29,15 @@ _DISTRIBUTIONS = {
 GIT_SECS = 5.0
 
 
-class Policy(msgspec.Struct, kw_only=True, frozen=True):
+class Policy(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
     """The gate a report was judged by."""
 
     kind: SuiteKind
     gates_checks: bool
     summary: str
+    # Confirmed regressions against the baseline failed the gate too (`--fail-on-regression`);
+    # left out of the document when not, so reports without baselines keep their shape.
+    fail_on_regression: bool = False
 
 
 class SuiteReceipt(msgspec.Struct, kw_only=True, frozen=True):
@@ -59,9 +62,14 @@ def fixture_hash(text: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def policy_of(kind: SuiteKind) -> Policy:
+def policy_of(kind: SuiteKind, fail_on_regression: bool = False) -> Policy:
     policy = policy_for(kind)
-    return Policy(kind=kind, gates_checks=policy.gates_checks, summary=policy.summary)
+    return Policy(
+        kind=kind,
+        gates_checks=policy.gates_checks,
+        summary=policy.summary,
+        fail_on_regression=fail_on_regression,
+    )
 
 
 def harness_version() -> str:
@@ -117,6 +125,7 @@ def suite_receipt(
     kind: SuiteKind,
     root: Path,
     provider: str | None = None,
+    fail_on_regression: bool = False,
 ) -> SuiteReceipt:
     commit, dirty = git_state(root)
     return SuiteReceipt(
@@ -128,5 +137,5 @@ def suite_receipt(
         python=platform.python_version(),
         git_commit=commit,
         git_dirty=dirty,
-        policy=policy_of(kind),
+        policy=policy_of(kind, fail_on_regression),
     )

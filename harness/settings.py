@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import UsageError
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
@@ -74,6 +74,45 @@ MAXFAIL = Option(
     "stop starting cases once N have failed; the rest are reported as not run, and the gate fails",
     metavar="N",
     type=count,
+)
+
+
+def significance(text: str) -> float:
+    """A significance level: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive): {text}")
+    return value
+
+
+WRITE_BASELINE = Option(
+    "--write-baseline",
+    "write this run's per-case verdicts as a baseline (no transcripts), e.g. "
+    "evals/baselines/capability.json; refused when a case left no run record",
+    metavar="FILE",
+    type=Path,
+)
+BASELINE = Option(
+    "--baseline",
+    "compare the run with this baseline, case by case (read before any case runs)",
+    metavar="FILE",
+    type=Path,
+)
+FAIL_ON_REGRESSION = Option(
+    "--fail-on-regression",
+    "a confirmed regression against --baseline (a case that passed there, fails now) "
+    "fails the gate of any suite kind",
+    action="store_true",
+)
+REGRESSION_LEVEL = Option(
+    "--regression-level",
+    "repeated runs: a drop in pass proportion is a confirmed regression when a one-sided "
+    "Fisher exact test gives p below this (default 0.05)",
+    metavar="P",
+    type=significance,
 )
 SUITE_KIND = Option(
     "--suite-kind",
@@ -146,6 +185,7 @@ def resolve(
         jobs=JOBS.value(args, config),
         repeat=_repeat(args, mode),
         maxfail=1 if getattr(args, EXITFIRST.dest, False) else getattr(args, MAXFAIL.dest, None),
+        **_baseline(args),
     )
     if mode != "live" or not provider:
         return Resolved(options, config)
@@ -208,6 +248,21 @@ def repository_root(project: Path, environ: Mapping[str, str]) -> Path:
         if (directory / ".git").exists():  # a directory, or a file in a worktree
             return directory
     return project
+
+
+def _baseline(args: argparse.Namespace) -> dict[str, Any]:
+    """The baseline settings of `run` (the other commands have none)."""
+    from harness.baseline import DEFAULT_LEVEL
+
+    level = getattr(args, REGRESSION_LEVEL.dest, None)
+    baseline = getattr(args, BASELINE.dest, None)
+    if level is not None and baseline is None:
+        raise UsageError("--regression-level applies to a comparison: give --baseline FILE")
+    return {
+        "baseline": baseline,
+        "fail_on_regression": bool(getattr(args, FAIL_ON_REGRESSION.dest, False)),
+        "regression_level": DEFAULT_LEVEL if level is None else level,
+    }
 
 
 def _repeat(args: argparse.Namespace, mode: Mode) -> int | None:

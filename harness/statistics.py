@@ -364,3 +364,28 @@ def suspect_note(passes: int, n: int) -> str | None:
         f"0/{n} runs passed: a task no run passes is often a broken task "
         "(its fixture, tools or checks), not a weak agent"
     )
+
+
+# --- two proportions -----------------------------------------------------------------------
+
+
+def fisher_one_sided(c1: int, n1: int, c2: int, n2: int) -> float:
+    """The one-sided p-value of Fisher's exact test that the second proportion c2/n2 is
+    lower than the first c1/n1 (Fisher 1935, "The Logic of Inductive Inference", JRSS 98):
+    with the c1 + c2 successes fixed, the chance that the second group holds c2 or fewer
+    of them, P(X <= c2) for X hypergeometric over n1 + n2 draws. 1.0 when a group is empty
+    (no evidence either way); ValueError unless 0 <= c <= n for both.
+
+    Exact: the tail is a sum of binomial coefficients (math.comb) divided once, so a small
+    p-value is never lost to cancellation, however many runs there were."""
+    for c, n in ((c1, n1), (c2, n2)):
+        if n < 0 or not 0 <= c <= n:
+            raise ValueError(f"fisher_one_sided needs 0 <= c <= n, got {c}/{n}")
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    successes = c1 + c2
+    failures = n1 + n2 - successes
+    # x successes of the second group, the rest of them in the first (at most n1 there).
+    low = max(0, successes - n1)
+    tail = sum(math.comb(successes, x) * math.comb(failures, n2 - x) for x in range(low, c2 + 1))
+    return min(1.0, tail / math.comb(n1 + n2, n2))

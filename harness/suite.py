@@ -31,8 +31,11 @@ class Case:
 
 
 def fixture_paths(directory: Path) -> list[Path]:
-    """The suite's fixtures in sorted file-name order; never descends, never opens."""
+    """The suite's fixtures in sorted file-name order; never descends, never opens. A
+    single fixture file is a suite of one."""
     where = str(directory)
+    if directory.name.endswith(".json") and directory.is_file():
+        return [directory]
     try:
         with os.scandir(directory) as entries:
             names = sorted(

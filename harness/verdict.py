@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import msgspec
 
+from harness.baseline import BaselineComparison
 from harness.errors import ExitCode
 from harness.expectations.base import Grade
 from harness.modes import SuiteKind
-from harness.policy import Attempt, policy_for
+from harness.policy import Attempt, policy_for, regression_gate
 from harness.receipts import SuiteReceipt
 from harness.run_record import RunRecord
 
@@ -77,6 +78,8 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
     not_run: str | None = None
     # SHA-256 of the canonical fixture the case ran (`harness.receipts.fixture_hash`).
     fixture_sha256: str | None = None
+    # The sorted names of the tools the case could use, for baselines; None: not known.
+    tool_surface: list[str] | None = None
 
     @classmethod
     def graded(
@@ -192,6 +195,10 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     # What the run was made from and judged by (`harness.receipts`); None for a report
     # built by hand.
     receipt: SuiteReceipt | None = None
+    # The run against a baseline (`--baseline`), and whether a confirmed regression
+    # fails the gate (`--fail-on-regression`), whatever the suite kind.
+    baseline: BaselineComparison | None = None
+    fail_on_regression: bool = False
 
     @property
     def totals(self) -> Totals:
@@ -230,8 +237,11 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
 
     def exit_code(self) -> ExitCode:
         """The process exit code of `zeroclaw eval run` for this verdict, by the suite
-        kind's policy (`harness.policy`)."""
-        return policy_for(self.kind).exit_code(self.cases)
+        kind's policy (`harness.policy`); FAILED also, for any kind, when a confirmed
+        regression against the baseline is to fail it."""
+        code = policy_for(self.kind).exit_code(self.cases)
+        confirmed = len(self.baseline.confirmed_regressions) if self.baseline is not None else 0
+        return regression_gate(code, confirmed, self.fail_on_regression)
 
     def worst_first(self) -> list[CaseReport]:
         """Failing cases, run errors first, then lowest score; ties keep suite order."""

@@ -71,6 +71,9 @@ def read_report(path: Path) -> tuple[SuiteReport, dict[str, Any]]:
         cases=document.cases,
         duration_ms=document.duration_ms,
         receipt=document.receipt,
+        baseline=document.baseline,
+        fail_on_regression=document.receipt is not None
+        and document.receipt.policy.fail_on_regression,
     )
     return report, raw
 
@@ -128,7 +131,7 @@ def _policy_problems(report: SuiteReport) -> list[str]:
     if report.receipt is None:
         return ["$.receipt: missing: the report says nothing of how it was made"]
     recorded = report.receipt.policy
-    applied = policy_of(report.kind)
+    applied = policy_of(report.kind, recorded.fail_on_regression)
     if recorded.kind != report.kind:
         return [f"$.receipt.policy.kind: {recorded.kind!r}, but the report is a {report.kind} run"]
     if msgspec.structs.asdict(recorded) != msgspec.structs.asdict(applied):

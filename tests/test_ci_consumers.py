@@ -6,12 +6,17 @@ the two agents' three results each as six (none folded into another), count them
 and show what failed from the `message` attribute, which is all an annotation carries:
 
 * junitparser, reading and merging the files;
-* the Jenkins xunit schema (tests/schemas/junit-10.xsd, with the attributes junit-xml adds);
+* the Jenkins xunit schema (tests/schemas/junit-10.xsd, with the `file` and `line` testcase
+  attributes added), and Surefire's testcase structure;
 * EnricoMi/publish-unit-test-result-action, a Python action built on junitparser: its own
   parsing (`publish.junit.process_junit_xml_elems`) and test statistics
   (`publish.unittestresults.get_test_results`, which identifies a test by file when
   deduplicating by file name, then classname and name), run offline;
 * GitLab, which keys a test case by classname and name.
+
+A live run's repeated cases reach the same consumers: a flaky case that passed must count
+as passed (its failing runs are `<flakyFailure>`s), one that failed as one failure (its
+other failing runs `<rerunFailure>`s), and a case the run never started as skipped.
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ from typing import Any
 import junitparser
 import pytest
 from conftest import AGENTS, Cli, project, says, under_scripted_fixture
-from test_reporters_junit import junit_schema
+from test_reporters_github import live_suite, not_run_report, repeated_report
+from test_reporters_junit import assert_valid, junit_schema
+
+from harness.reporters.junit import render_junit
 
 REPORTS = {"openai-agents": "reports/regression", "pydantic-ai": "reports/regression-pydantic-ai"}
 
@@ -163,3 +171,80 @@ def test_gitlab_keys_keep_every_result(two_agent_run: dict[str, Path]) -> None:
         for case in ET.parse(path).iter("testcase"):
             keys.append(f"{case.get('classname')}_{case.get('name')}")
     assert len(keys) == len(set(keys)) == 6
+
+
+# --- a live run with repeated cases ---------------------------------------------------------
+
+FLAKY = "PPFPPPPFPPPPPPPPPPFP"  # 17 of 20 passed; runs 3, 8 and 19 failed
+
+
+@pytest.fixture
+def repeated_run(tmp_path: Path) -> Path:
+    """The JUnit file of a live run: a flaky case that passed (`min_pass_rate`), one that
+    failed (every run must pass), a steady clustered case, and one the run never started."""
+    report = live_suite(
+        repeated_report("flaky-pass", FLAKY, min_pass_rate=0.8),
+        repeated_report("flaky-fail", FLAKY),
+        repeated_report("steady", "PPPPP", cluster="greetings"),
+        not_run_report("later"),
+    )
+    path = tmp_path / "reports" / "live" / "junit.xml"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(render_junit(report))
+    return path
+
+
+def test_a_repeated_run_validates(repeated_run: Path) -> None:
+    assert_valid(repeated_run.read_bytes())  # the Jenkins schema, and Surefire's structure
+
+
+def test_junitparser_counts_a_flaky_pass_as_passed(repeated_run: Path) -> None:
+    xml = junitparser.JUnitXml.fromfile(str(repeated_run))
+    [suite] = list(xml)
+    assert (int(suite.tests), suite.failures, suite.errors, suite.skipped) == (4, 1, 0, 1)
+    cases = {case.name: case for case in suite}
+    assert cases["flaky-pass"].is_passed and cases["steady"].is_passed
+    assert cases["flaky-fail"].is_failure and cases["later"].is_skipped
+    [failure] = cases["flaky-fail"].result
+    assert failure.message.startswith("17/20 runs passed (needs every run); run 3: ")
+    assert "zeroclaw.runs=17/20" in (cases["flaky-pass"].system_out or "")
+    suite.update_statistics()  # recounting from the testcases agrees with the attributes
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (4, 1, 0, 1)
+
+
+@pytest.mark.parametrize("dedup_classes_by_file_name", [False, True])
+def test_the_publish_action_counts_a_flaky_pass_as_passed(
+    repeated_run: Path, dedup_classes_by_file_name: bool
+) -> None:
+    junit, results = publish_action()
+    parsed = junit.process_junit_xml_elems(
+        junit.parse_junit_xml_files([str(repeated_run)], large_files=False, drop_testcases=False)
+    )
+    assert parsed.errors == []
+    assert (parsed.suite_tests, parsed.suite_failures, parsed.suite_skipped) == (4, 1, 1)
+    outcome = {case.test_name: case.result for case in parsed.cases}
+    assert outcome == {
+        "flaky-pass": "success",
+        "flaky-fail": "failure",
+        "steady": "success",
+        "later": "skipped",
+    }
+    stats = results.get_test_results(parsed.with_commit("0" * 40), dedup_classes_by_file_name)
+    assert (stats.tests, stats.tests_failures, stats.tests_errors, stats.tests_skipped) == (
+        4,
+        1,
+        0,
+        1,
+    )
+    cases = {case.test_name: case for case in parsed.cases}
+    # Its annotation of the failure says how the runs came out, at the fixture's line.
+    assert cases["flaky-fail"].message.startswith("17/20 runs passed (needs every run)")
+    assert cases["flaky-fail"].line == 7
+    assert "zeroclaw.flaky=true" in (cases["flaky-pass"].stdout or "")
+    assert cases["later"].message == "not run: the run stopped after 1 failing case(s) (--maxfail)"
+
+
+def test_gitlab_keys_one_result_per_repeated_case(repeated_run: Path) -> None:
+    cases = list(ET.parse(repeated_run).iter("testcase"))
+    keys = [f"{case.get('classname')}_{case.get('name')}" for case in cases]
+    assert len(keys) == len(set(keys)) == 4  # the runs of a case are one test case

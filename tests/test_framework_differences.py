@@ -430,7 +430,7 @@ def test_leftover_steps_name_the_turn_and_show_the_last_request(spec: str) -> No
     case, _ = run_one(spec, data)
     assert case.error == (
         "case 'leftover-steps': turn 1 scripted 1 step(s) the agent never requested (the trace "
-        "over-specifies this turn); the script expected next a step answering \"a step the "
+        'over-specifies this turn); the script expected next a step answering "a step the '
         'agent never asks for"; the last request was:\n'
         '  [0] user: "Say hi"\n'
         '  [1] assistant: "hi"\n'

@@ -23,8 +23,10 @@ from conftest import (
     Cli,
     assert_well_formed,
     call,
+    case_of,
     fixture,
     line_containing,
+    live_trace,
     parse_command,
     parse_commands,
     project,
@@ -41,6 +43,7 @@ from conftest import (
 from harness.agent import AgentSurface
 from harness.expectations.base import Grade
 from harness.problems import AdmissionError, Problem
+from harness.repeats import combine
 from harness.reporters import github
 from harness.reporters.github import escape_data, escape_property, problem_command
 from harness.run_record import RunRecord
@@ -48,6 +51,71 @@ from harness.suite import load_case
 from harness.verdict import CaseReport, SuiteReport
 
 FORGED = "%0A::error::forged"
+
+# --- repeated cases, built as the runner builds them -------------------------------------
+
+FLICKERS = 'tools_used("echo")'
+
+
+def repeated_report(
+    case_id: str,
+    outcomes: str,
+    *,
+    min_pass_rate: float | None = None,
+    cluster: str | None = None,
+    line: int | None = 7,
+) -> CaseReport:
+    """A repeated case's report from synthetic runs, combined by `harness.repeats.combine`
+    as a live run combines them: `outcomes` has a letter per run, `P` passed, `F` failed
+    (its `tools_used` check, and `exact_tool_calls` too in every third failing run), `E` a
+    run error."""
+    extra: dict[str, Any] = {"id": case_id, "repeat": len(outcomes)}
+    if min_pass_rate is not None:
+        extra["min_pass_rate"] = min_pass_rate
+    if cluster is not None:
+        extra["cluster"] = cluster
+    case = case_of(live_trace(**extra))
+    fixture_path = f"evals/live/{case_id}.json"
+    runs, failures = [], 0
+    for letter in outcomes:
+        record = RunRecord(
+            final_response="hello", model_calls=2, input_tokens=40, output_tokens=20,
+            duration_ms=100.0,
+        )  # fmt: skip
+        if letter == "E":
+            runs.append(CaseReport.errored(case_id, fixture_path, "provider down: 503", record))
+            continue
+        failing = letter == "F"
+        both = failing and failures % 3 == 2
+        failures += failing
+        grades = [
+            Grade('response_contains("hello")', True, "found", "response"),
+            Grade(FLICKERS, not failing, "not called; tools called: []" if failing else "ok",
+                  "tool"),
+            Grade("exact_tool_calls(1)", not both, "0 tool call(s): []" if both else "ok",
+                  "tool"),
+        ]  # fmt: skip
+        runs.append(CaseReport.graded(case_id, fixture_path, grades, record, line=line))
+    return combine(case, runs)
+
+
+def not_run_report(case_id: str) -> CaseReport:
+    return CaseReport.unrun(
+        case_id,
+        f"evals/live/{case_id}.json",
+        "the run stopped after 1 failing case(s) (--maxfail)",
+    )
+
+
+def live_suite(*cases: CaseReport, kind: str = "live") -> SuiteReport:
+    return SuiteReport(
+        suite=f"evals/{kind}",
+        kind=kind,
+        mode="live",
+        agent="openai-agents",
+        cases=list(cases),  # type: ignore[arg-type]
+    )
+
 
 # --- GitHub's runner, modelled --------------------------------------------------------------
 #
@@ -346,6 +414,54 @@ def test_a_huge_message_is_cut_but_stays_well_formed() -> None:
     [cut] = commands_of(suite_of(two))
     assert cut.message.endswith("y… (+1 more failing check(s))")  # the count survives the cut
     assert len(cut.message) <= 2000
+
+
+FLAKY = "PPFPPPPFPPPPPPPPPPFP"  # 17 of 20 passed; runs 3, 8 and 19 failed
+
+
+def test_a_flaky_case_that_failed_says_so_in_its_title_and_message() -> None:
+    report = live_suite(repeated_report("flaky", FLAKY), repeated_report("broken", "FFFFF"))
+    commands = commands_of(report)
+    assert [(c.name, c.properties["title"]) for c in commands] == [
+        ("error", "zeroclaw-eval[openai-agents]: broken (0/5 runs)"),
+        ("error", "zeroclaw-eval[openai-agents]: flaky (flaky 17/20)"),
+    ]
+    assert commands[1].message == (
+        '17/20 runs passed (needs every run); run 3: tools_used("echo"): not called; '
+        "tools called: []"
+    )
+    assert commands[1].properties["file"] == "evals/live/flaky.json"
+    assert commands[1].properties["line"] == "7"  # its first failing run's failing check
+
+
+def test_a_flaky_case_that_passed_gets_a_notice() -> None:
+    report = live_suite(repeated_report("flaky", FLAKY, min_pass_rate=0.8))
+    [command] = commands_of(report)
+    assert command.name == "notice"
+    assert command.properties["title"] == "zeroclaw-eval[openai-agents]: flaky (flaky 17/20)"
+    assert command.message.startswith("flaky: 17/20 runs passed (needs ≥ 80%); run 3: ")
+    steady = live_suite(repeated_report("steady", "PPPPP"))
+    assert github.workflow_commands(steady) == []
+
+
+def test_flaky_notices_never_take_the_notices_that_count_what_was_left_out() -> None:
+    failing = [graded(f"f{i:02d}", "f.json", 0, 1) for i in range(12)]
+    flaky = [repeated_report(f"flaky{i}", FLAKY, min_pass_rate=0.8) for i in range(12)]
+    budget = github.Budget(10)
+    names = [c.name for c in commands_of(live_suite(*failing, *flaky), budget)]
+    assert names == ["error"] * 10 + ["notice"] + ["notice"] * 9  # the count first
+
+
+def test_cases_not_run_get_one_notice_and_no_annotation_each() -> None:
+    report = suite_of(graded("bad", "f.json", 0, 1), not_run_report("a"), not_run_report("b"))
+    commands = commands_of(report)
+    assert [c.name for c in commands] == ["error", "notice"]
+    assert commands[0].properties["title"] == "zeroclaw-eval[a]: bad"
+    assert commands[1].properties == {"title": "zeroclaw-eval[a]"}
+    assert commands[1].message == (
+        "2 case(s) not run: the run stopped after 1 failing case(s) (--maxfail); the gate "
+        "fails on them; see the job summary or the JUnit report"
+    )
 
 
 def test_problem_command_points_at_the_offending_key(tmp_path: Path) -> None:

@@ -2,16 +2,22 @@
 published Jenkins xunit schema (shipped in tests/schemas), parsed with junitparser,
 consistent with the JSON report written in the same run; the agent in the suite name and
 classname; messages that say what was observed; control characters and markup made safe,
-and no line a CI runner would read as a command."""
+and no line a CI runner would read as a command. A repeated case's runs are Surefire's
+`flakyFailure` / `rerunFailure` elements (the Jenkins schema has them; Surefire's element
+order is checked by structure), a case not run is `<skipped>`, and the writer needs no
+third-party package."""
 
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import junitparser
+import junitparser.xunit2
+import msgspec
 import pytest
 import xmlschema
 from conftest import (
@@ -33,7 +39,14 @@ from conftest import (
     under_scripted_fixture,
     write_suite,
 )
-from test_reporters_github import ATTACKS, acted_on, runner_commands
+from test_reporters_github import (
+    ATTACKS,
+    acted_on,
+    live_suite,
+    not_run_report,
+    repeated_report,
+    runner_commands,
+)
 
 from harness import run_suite
 from harness.expectations.base import Grade
@@ -53,12 +66,12 @@ def _add_attribute(schema: str, anchor: str, addition: str) -> str:
 def junit_schema() -> xmlschema.XMLSchema:
     """The shipped schema, loaded unchanged from disk and extended here, in the test.
 
-    The published junit-10.xsd lacks three attributes the `junit-xml` library writes:
-      * testcase `file` and `line`: where the case is defined; GitHub's JUnit actions
-        (e.g. mikepenz/action-junit-report) read them to annotate the fixture line;
-      * testsuite and testsuites `disabled`: junit-xml's count of disabled cases (always 0).
-    Only those attributes are added (optional, `line` a positive integer, `disabled` a
-    non-negative integer); everything else is validated as published.
+    The published junit-10.xsd lacks the two testcase attributes the harness writes:
+    `file` and `line`, where the case is defined; GitHub's JUnit actions (e.g.
+    mikepenz/action-junit-report) read them to annotate the fixture line. Only those are
+    added (optional, `line` a positive integer); everything else, the Surefire elements of
+    repeated cases (`flakyFailure`, `rerunFailure`, …) included, is validated as published.
+    Nothing else is added: the xunit plugin skips a whole file that does not validate.
     """
     text = SCHEMA_FILE.read_text(encoding="utf-8")
     text = _add_attribute(
@@ -66,16 +79,6 @@ def junit_schema() -> xmlschema.XMLSchema:
         '<xs:attribute name="classname" type="xs:string"/>',  # testcase only
         '\n            <xs:attribute name="file" type="xs:string"/>'
         '\n            <xs:attribute name="line" type="xs:positiveInteger"/>',
-    )
-    text = _add_attribute(
-        text,
-        '<xs:attribute name="hostname" type="xs:string" />',  # testsuite only
-        '\n            <xs:attribute name="disabled" type="xs:nonNegativeInteger"/>',
-    )
-    text = _add_attribute(
-        text,
-        '<xs:attribute name="name" type="xs:string" />',  # testsuites only (name optional)
-        '\n            <xs:attribute name="disabled" type="xs:nonNegativeInteger"/>',
     )
     return xmlschema.XMLSchema(text)
 
@@ -89,23 +92,30 @@ def test_shipped_schema_is_the_published_one_with_its_licence() -> None:
     assert "junit-10.xsd" in text
     assert "The MIT License (MIT)" in text
     assert "Copyright (c) 2014, Gregory Boissinot" in text
-    # Unchanged on disk: the attributes junit-xml adds are not in it.
+    # Unchanged on disk: the attributes the harness adds are not in it.
     published = xmlschema.XMLSchema(str(SCHEMA_FILE))
     testcase = published.elements["testcase"]
     assert "name" in testcase.attributes
     assert "file" not in testcase.attributes
     assert "line" not in testcase.attributes
-    assert "disabled" not in published.elements["testsuite"].attributes
-    assert "disabled" not in published.elements["testsuites"].attributes
     extended = junit_schema()
-    assert {"file", "line"} <= set(extended.elements["testcase"].attributes)
-    assert "disabled" in extended.elements["testsuite"].attributes
-    assert "disabled" in extended.elements["testsuites"].attributes
+    assert set(extended.elements["testcase"].attributes) == set(testcase.attributes) | {
+        "file",
+        "line",
+    }
+    # What a repeated case needs is published: the Surefire run elements in a testcase,
+    # properties only in a testsuite.
+    children = {e.local_name for e in published.elements["testcase"].type.content.iter_elements()}
+    assert {"flakyFailure", "flakyError", "rerunFailure", "rerunError"} <= children
+    assert "properties" not in children
+    assert "properties" in {
+        e.local_name for e in published.elements["testsuite"].type.content.iter_elements()
+    }
 
 
 GOOD = """<?xml version="1.0" encoding="utf-8"?>
-<testsuites disabled="0" errors="0" failures="1" tests="1" time="0.5">
-  <testsuite disabled="0" errors="0" failures="1" name="s" skipped="0" tests="1" time="0.5">
+<testsuites errors="0" failures="1" tests="1" time="0.5">
+  <testsuite errors="0" failures="1" name="s" skipped="0" tests="1" time="0.5">
     <testcase name="c" classname="s" time="0.5" file="evals/regression/c.json" line="3">
       <failure type="failure" message="m">details</failure>
     </testcase>
@@ -126,6 +136,12 @@ GOOD = """<?xml version="1.0" encoding="utf-8"?>
         (GOOD.replace('line="3"', 'line="three"'), "line not an integer"),
         (GOOD.replace('time="0.5">\n  <testsuite', 'time="half">\n  <testsuite'), "time pattern"),
         (GOOD.replace('name="c" classname', 'name="c" colour="red" classname'), "unknown attr"),
+        (
+            GOOD.replace(
+                "<failure", '<properties><property name="a" value="b"/></properties><failure'
+            ),
+            "properties in a testcase",
+        ),
     ],
 )
 def test_schema_rejects_what_breaks_it(broken: str, why: str) -> None:
@@ -553,3 +569,288 @@ def test_each_agent_gets_its_own_suite_name_and_classname() -> None:
             "same-id",
         ),
     }
+
+
+# --- repeated cases, clusters and cases not run ---------------------------------------------
+
+# Surefire's testcase content is a sequence (maven-surefire's surefire-test-report-3.0.xsd),
+# not the Jenkins schema's choice: these children, at most once where marked, in this order.
+SUREFIRE_ORDER = (
+    "failure",
+    "rerunFailure",
+    "flakyFailure",
+    "skipped",
+    "error",
+    "rerunError",
+    "flakyError",
+    "system-out",
+    "system-err",
+)
+SUREFIRE_ONCE = {"skipped", "error", "system-out", "system-err"}
+SUREFIRE_RUNS = {"rerunFailure", "flakyFailure", "rerunError", "flakyError"}
+
+
+def surefire_problems(data: bytes) -> list[str]:
+    """What Surefire's schema would refuse in each testsuite, checked by structure: that
+    schema's root is one testsuite and it has no `file`/`line` testcase attributes, so the
+    document cannot be validated against it whole. A run element needs `type` and a
+    `<stackTrace>` first (then `<system-out>`/`<system-err>` only); `time` has at most three
+    decimals; `properties` come before the testcases; `failure`/`error` need `type`."""
+    problems = []
+    for suite in ET.fromstring(data).iter("testsuite"):
+        tags = [child.tag for child in suite]
+        if "properties" in tags and tags.index("properties") != 0:
+            problems.append("properties after a testcase")
+        for case in suite.iter("testcase"):
+            name = case.get("name")
+            if not re.fullmatch(r"\d*(\.\d{0,3})?", case.get("time", "")):
+                problems.append(f"{name}: time {case.get('time')!r}")
+            children = [child.tag for child in case]
+            if any(tag not in SUREFIRE_ORDER for tag in children):
+                problems.append(f"{name}: unknown child in {children}")
+                continue
+            if children != sorted(children, key=SUREFIRE_ORDER.index):
+                problems.append(f"{name}: out of order: {children}")
+            problems += [f"{name}: {t} twice" for t in SUREFIRE_ONCE if children.count(t) > 1]
+            for child in case:
+                if child.tag in SUREFIRE_RUNS | {"failure", "error"} and not child.get("type"):
+                    problems.append(f"{name}: {child.tag} without type")
+                if child.tag in SUREFIRE_RUNS:
+                    inner = [c.tag for c in child]
+                    if inner[:1] != ["stackTrace"] or set(inner[1:]) - {"system-out", "system-err"}:
+                        problems.append(f"{name}: {child.tag} holds {inner}")
+    return problems
+
+
+def assert_valid(data: bytes) -> None:
+    errors = list(junit_schema().iter_errors(data.decode("utf-8")))
+    assert not errors, [f"{e.path}: {e.reason}" for e in errors]
+    assert surefire_problems(data) == []
+
+
+def facts(testcase: ET.Element) -> dict[str, str]:
+    """The `name=value` lines of a testcase's own `<system-out>`."""
+    out = testcase.find("system-out")
+    assert out is not None and out.text
+    return dict(line.split("=", 1) for line in out.text.split("\n"))
+
+
+FLAKY_OUTCOMES = "PPFPPPPFPPPPPPPPPPFP"  # 17 of 20 passed; runs 3, 8 and 19 failed
+
+
+def repeated_suite() -> SuiteReport:
+    return live_suite(
+        repeated_report("flaky-pass", FLAKY_OUTCOMES, min_pass_rate=0.8),
+        repeated_report("flaky-fail", FLAKY_OUTCOMES),
+        repeated_report("errored", "PEPF"),
+        repeated_report("steady", "PPPPP", cluster="greetings"),
+        not_run_report("later"),
+    )
+
+
+def test_the_structure_check_refuses_what_surefire_would() -> None:
+    good = render_junit(repeated_suite())
+    assert surefire_problems(good) == []
+    text = good.decode("utf-8")
+    assert surefire_problems(text.replace('time="2.000"', 'time="2.0001"', 1).encode())
+    moved = re.sub(r"(<failure .*?</failure>)(\s*)(<rerunFailure .*?</rerunFailure>)",
+                   r"\3\2\1", text, count=1, flags=re.S)  # fmt: skip
+    assert moved != text and surefire_problems(moved.encode())
+    bare = re.sub(r"<stackTrace>.*?</stackTrace>", "", text, count=1, flags=re.S)
+    assert surefire_problems(bare.encode())
+
+
+def test_a_repeated_run_validates_under_both_schemas() -> None:
+    assert_valid(render_junit(repeated_suite()))
+
+
+def test_a_flaky_case_that_passed_has_a_flaky_failure_per_failing_run() -> None:
+    root = ET.fromstring(render_junit(repeated_suite()))
+    testcase = next(c for c in root.iter("testcase") if c.get("name") == "flaky-pass")
+    assert testcase.find("failure") is None and testcase.find("error") is None
+    assert testcase.find("rerunFailure") is None
+    flaky = testcase.findall("flakyFailure")
+    assert [f.get("message") for f in flaky] == [
+        'run 3 of 20: failed tools_used("echo")',
+        'run 8 of 20: failed tools_used("echo")',
+        'run 19 of 20: failed tools_used("echo"), exact_tool_calls(1)',
+    ]
+    assert {f.get("type") for f in flaky} == {"failure"}
+    assert flaky[2].findtext("stackTrace") == 'tools_used("echo")\nexact_tool_calls(1)'
+    assert flaky[0].findtext("system-out") == "run 3 of 20: 60 tokens, 2 model call(s), 100 ms"
+    assert facts(testcase) == {
+        "zeroclaw.runs": "17/20",
+        "zeroclaw.pass_rate": "0.850",
+        "zeroclaw.interval": "0.640-0.948",
+        "zeroclaw.flaky": "true",
+        "zeroclaw.pass@1": "0.850",
+        "zeroclaw.pass^20": "0.000",
+        "zeroclaw.min_pass_rate": "0.8",
+        "zeroclaw.flips": 'tools_used("echo")=3, exact_tool_calls(1)=1',
+    }
+
+
+def test_a_case_that_failed_has_its_failure_and_a_rerun_failure_per_other_failing_run() -> None:
+    root = ET.fromstring(render_junit(repeated_suite()))
+    testcase = next(c for c in root.iter("testcase") if c.get("name") == "flaky-fail")
+    failure = testcase.find("failure")
+    assert failure is not None
+    assert failure.get("message") == (
+        '17/20 runs passed (needs every run); run 3: tools_used("echo"): not called; '
+        "tools called: []"
+    )
+    assert (failure.text or "").startswith('run 3 of 20:\ntools_used("echo"): not called')
+    assert testcase.get("line") == "7"  # the first failing run's failing expectation
+    reruns = testcase.findall("rerunFailure")
+    assert [r.get("message", "")[:12] for r in reruns] == ["run 8 of 20:", "run 19 of 20"]
+    assert testcase.find("flakyFailure") is None
+    assert facts(testcase)["zeroclaw.runs"] == "17/20"
+    assert "zeroclaw.min_pass_rate" not in facts(testcase)
+
+
+def test_a_repeated_run_error_is_the_error_with_the_other_runs_beside_it() -> None:
+    root = ET.fromstring(render_junit(repeated_suite()))
+    testcase = next(c for c in root.iter("testcase") if c.get("name") == "errored")
+    error = testcase.find("error")
+    assert error is not None
+    assert error.get("message") == (
+        "repeat 3/4 runs completed (pass^k not established): provider down: 503"
+    )
+    # Run 2's error is the case's; run 4 failed its checks.
+    [rerun] = testcase.findall("rerunFailure")
+    assert rerun.get("message") == 'run 4 of 4: failed tools_used("echo")'
+    assert testcase.find("rerunError") is None
+    assert [c.tag for c in testcase] == ["rerunFailure", "error", "system-out"]
+    found = facts(testcase)
+    assert found["zeroclaw.runs"] == "2/3" and found["zeroclaw.runs_requested"] == "4"
+    assert found["zeroclaw.pass^k"] == "not established (a run errored)"
+
+
+def test_other_run_errors_are_rerun_errors_and_flaky_errors() -> None:
+    failed = repeated_report("two-errors", "EPEF")
+    root = ET.fromstring(render_junit(live_suite(failed)))
+    [rerun_error] = root.iter("rerunError")
+    assert rerun_error.get("message") == "run 3 of 4: run error: provider down: 503"
+    assert rerun_error.get("type") == "error"
+    assert rerun_error.findtext("stackTrace") == "provider down: 503"
+    assert len(list(root.iter("rerunFailure"))) == 1
+    assert_valid(render_junit(live_suite(failed)))
+
+
+def test_a_case_not_run_is_skipped_and_counted() -> None:
+    data = render_junit(repeated_suite())
+    root = ET.fromstring(data)
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped"))\
+        == ("5", "1", "1", "1")  # fmt: skip
+    testcase = next(c for c in root.iter("testcase") if c.get("name") == "later")
+    skipped = testcase.find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == (
+        "not run: the run stopped after 1 failing case(s) (--maxfail)"
+    )
+    assert list(testcase) == [skipped]
+
+
+def test_the_suite_statistics_are_properties_of_the_testsuite() -> None:
+    report = repeated_suite()
+    suite = ET.fromstring(render_junit(report)).find("testsuite")
+    assert suite is not None
+    assert suite[0].tag == "properties"
+    values = {p.get("name"): p.get("value") for p in suite[0]}
+    stats = report.statistics
+    assert values == {
+        "zeroclaw.pass_rate": f"{stats.pass_rate:.3f}",
+        "zeroclaw.interval": f"{stats.low:.3f}-{stats.high:.3f}",
+        "zeroclaw.interval_note": stats.note,
+        "zeroclaw.cases": "3",
+        "zeroclaw.units": "3",
+        "zeroclaw.repeated": "4",
+        "zeroclaw.flaky": "3",
+        "zeroclaw.not_run": "1",
+    }
+    steady = next(c for c in suite.iter("testcase") if c.get("name") == "steady")
+    assert facts(steady)["zeroclaw.cluster"] == "greetings"
+    assert facts(steady)["zeroclaw.flaky"] == "false"
+
+
+def test_an_unavailable_interval_says_so() -> None:
+    one = live_suite(repeated_report("only", FLAKY_OUTCOMES))
+    suite = ET.fromstring(render_junit(one)).find("testsuite")
+    assert suite is not None
+    values = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert values["zeroclaw.interval"] == "unavailable"
+    assert (
+        values["zeroclaw.interval_note"] == "95% CI unavailable: fewer than two independent units"
+    )
+
+
+def test_an_ordinary_run_has_no_properties_or_system_out() -> None:
+    data = render_junit(suite_report("regression", passing_report(), failing_report()))
+    assert b"<properties" not in data and b"<system-out" not in data
+    assert b"flaky" not in data and b"rerun" not in data
+    assert_valid(data)
+
+
+def test_junitparser_counts_a_flaky_pass_as_passed_and_sees_it_flaky(tmp_path: Path) -> None:
+    xml = junit_file(tmp_path, render_junit(repeated_suite()))
+    [suite] = list(xml)
+    cases = {case.name: case for case in suite}
+    assert cases["flaky-pass"].is_passed
+    assert not cases["flaky-fail"].is_passed and cases["flaky-fail"].is_failure
+    assert cases["later"].is_skipped
+    assert cases["errored"].is_error
+    flavoured = junitparser.xunit2.JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    by_name = {case.name: case for s in flavoured for case in s}
+    assert by_name["flaky-pass"].is_flaky and len(by_name["flaky-pass"].flaky_failures()) == 3
+    assert by_name["flaky-fail"].is_rerun and len(by_name["flaky-fail"].rerun_failures()) == 2
+    xml.update_statistics()  # recounted from the testcases, the attributes are the same
+    assert (xml.tests, xml.failures, xml.errors, xml.skipped) == (5, 1, 1, 1)
+
+
+def test_run_text_in_a_repeated_case_is_cleaned_and_inert() -> None:
+    forged = "\n".join(ATTACKS)
+    flaky = repeated_report(f"id{ESC}", FLAKY_OUTCOMES, cluster=f"##[error]c\n::error::x{NUL}")
+    stats = flaky.repeat
+    assert stats is not None
+    runs = [
+        msgspec.structs.replace(r, failed_checks=[f"{forged}{ESC}"]) if not r.passed else r
+        for r in stats.runs
+    ]
+    flips = {f"{forged}{NUL}": 3}
+    stats = msgspec.structs.replace(stats, runs=runs, flips=flips, note=f"note {forged}")
+    report = live_suite(msgspec.structs.replace(flaky, repeat=stats))
+    data = render_junit(report)
+    assert ESC.encode() not in data and NUL.encode() not in data and b"##[" not in data
+    assert runner_commands(data.decode("utf-8")) == []
+    assert_valid(data)
+    testcase = ET.fromstring(data).find(".//testcase")
+    assert testcase is not None
+    assert testcase.get("name") == "id\\u001b"
+    trace = testcase.findtext("rerunFailure/stackTrace") or ""
+    # A check name is one line: its breaks and controls are shown escaped, kept legible.
+    assert trace.endswith("\\u001b") and "\\u000a" in trace and "\n" not in trace
+
+
+def test_the_writer_needs_no_third_party_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "junit_xml", None)  # an import of it would fail
+    assert_valid(render_junit(repeated_suite()))
+    assert_valid(render_junit(suite_report("regression", passing_report(), errored_report())))
+
+
+def test_no_rate_rests_on_no_completed_run() -> None:
+    data = render_junit(live_suite(repeated_report("down", "EEE")))
+    assert_valid(data)
+    testcase = ET.fromstring(data).find(".//testcase")
+    assert testcase is not None
+    assert facts(testcase) == {
+        "zeroclaw.runs": "0/0",
+        "zeroclaw.runs_requested": "3",
+        "zeroclaw.flaky": "false",
+        "zeroclaw.pass^k": "not established (a run errored)",
+    }
+    # Run 1's error is the case's; runs 2 and 3 errored too.
+    assert [e.tag for e in testcase] == ["error", "rerunError", "rerunError", "system-out"]

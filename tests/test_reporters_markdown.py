@@ -13,7 +13,14 @@ from pathlib import Path
 
 import msgspec
 from conftest import Cli, call, fixture, project, text_step, tool_step, turn
-from test_reporters_github import ATTACKS, acted_on, runner_commands
+from test_reporters_github import (
+    ATTACKS,
+    acted_on,
+    live_suite,
+    not_run_report,
+    repeated_report,
+    runner_commands,
+)
 
 from harness.expectations.base import Grade
 from harness.problems import Problem
@@ -94,8 +101,14 @@ def test_totals_table() -> None:
     )
     [row] = table_rows(md, "| cases |")
     # "failed checks" counts checks: one in "half", two in "zero"
-    assert row == ["4", "1", "3", "1", "25.0%", "openai-agents", "replay"]
-    assert "| cases | passed | failed checks | run errors | pass rate | agent | mode |" in md
+    assert row == ["4", "1", "3", "1", "0", "0", "25.0%", "openai-agents", "replay"]
+    assert (
+        "| cases | passed | failed checks | run errors | not run | flaky | pass rate | agent "
+        "| mode |"
+    ) in md
+    # An ordinary run has no interval line and no sections for repeats or cases not run.
+    assert "Suite pass rate" not in md
+    assert "### Repeated cases" not in md and "### Not run" not in md
 
 
 def test_failing_cases_table_is_worst_first_with_the_first_failure() -> None:
@@ -186,14 +199,14 @@ def test_a_green_suite_says_every_case_passed() -> None:
     assert "Every case passed." in md
     assert "Failing cases" not in md and "<details>" not in md
     [row] = table_rows(md, "| cases |")
-    assert row[:5] == ["2", "2", "0", "0", "100.0%"]
+    assert row[:7] == ["2", "2", "0", "0", "0", "0", "100.0%"]
 
 
 def test_an_empty_suite_is_not_called_green() -> None:
     md = render_markdown(suite_of())
     assert "failed (exit 1)" in md
     [row] = table_rows(md, "| cases |")
-    assert row[:5] == ["0", "0", "0", "0", "0.0%"]
+    assert row[:7] == ["0", "0", "0", "0", "0", "0", "0.0%"]
 
 
 def test_capability_note_only_when_capability_checks_failed() -> None:
@@ -398,3 +411,138 @@ def test_the_refusal_names_files_lines_fields_and_messages() -> None:
     assert len(table_rows(many, "| file |")) == 50
     assert "… and 10 more problem(s)" in many
     assert many.startswith("## ❌ zeroclaw-eval: suite refused (exit 1)")
+
+
+# --- repeated cases, clusters and cases not run ---------------------------------------------
+
+FLAKY = "PPFPPPPFPPPPPPPPPPFP"  # 17 of 20 passed; runs 3, 8 and 19 failed
+DASH = "\u2013"
+
+
+def repeated_suite() -> SuiteReport:
+    return live_suite(
+        repeated_report("flaky-pass", FLAKY, min_pass_rate=0.8),
+        repeated_report("flaky-fail", FLAKY, cluster="tools"),
+        repeated_report("broken", "FFFFF", cluster="tools"),
+        repeated_report("errs", "PEPF"),
+        not_run_report("later"),
+    )
+
+
+def test_totals_count_flaky_and_not_run_cases() -> None:
+    [row] = table_rows(render_markdown(repeated_suite()), "| cases |")
+    # Failed checks of failing cases only: flaky-pass passed, whatever its run 3 failed.
+    assert row == ["5", "1", "2", "1", "1", "3", "20.0%", "openai-agents", "live"]
+
+
+def test_the_suite_pass_rate_with_its_interval_and_units() -> None:
+    report = repeated_suite()
+    stats = report.statistics
+    assert stats.low is not None and stats.high is not None
+    [line] = [line for line in render_markdown(report).splitlines() if "Suite pass rate" in line]
+    assert line == (
+        f"**Suite pass rate** {stats.pass_rate * 100:.0f}% "
+        f"[{stats.low * 100:.0f}{DASH}{stats.high * 100:.0f}%] (a repeated case counts with "
+        "its share of passing runs): 95% CI over 2 independent units (3 cases, 1 cluster); "
+        "3 of 4 repeated case(s) flaky."
+    )
+
+
+def test_an_unavailable_interval_says_why_and_what_it_would_rest_on() -> None:
+    md = render_markdown(live_suite(repeated_report("flaky", FLAKY, min_pass_rate=0.8)))
+    assert (
+        "**Suite pass rate** 85% (a repeated case counts with its share of passing runs): "
+        "95% CI unavailable: fewer than two independent units (1 case(s) completed, "
+        "1 independent unit(s)); 1 of 1 repeated case(s) flaky."
+    ) in md
+    assert "Every case passed." in md
+
+
+def test_repeated_cases_have_a_section_of_their_own() -> None:
+    md = render_markdown(repeated_suite())
+    rows = table_rows(md, "| case | runs | pass rate | pass^k | flaky | flipped checks | note |")
+    times = "\u00d7"
+    assert rows[0] == [
+        "<code>flaky-pass</code>",
+        "17/20",
+        f"85% [64{DASH}95%] (needs ≥ 80%)",
+        "pass@1 0.85, pass^20 0.00",
+        "yes",
+        f"tools_used(&quot;echo&quot;) {times}3, exact_tool_calls(1) {times}1",
+        "",
+    ]
+    assert [r[0] for r in rows] == [
+        "<code>flaky-pass</code>",
+        "<code>flaky-fail</code>",
+        "<code>broken</code>",
+        "<code>errs</code>",
+    ]
+    assert rows[2][4] == "no"
+    assert rows[2][6].startswith("0/5 runs passed: a task no run passes is often a broken task")
+    assert rows[3][1] == "2/3 (1 of 4 errored)"
+    assert rows[3][3] == "pass@1 0.67, pass^k not established (a run errored)"
+
+
+def test_a_failing_repeated_case_says_how_its_runs_came_out_and_which_failed_first() -> None:
+    md = render_markdown(repeated_suite())
+    rows = table_rows(md, "| case | fixture | first failure |")
+    assert [r[0] for r in rows] == ["<code>errs</code>", "<code>broken</code>",
+                                    "<code>flaky-fail</code>"]  # fmt: skip
+    assert rows[2][2] == (
+        "17/20 runs passed (needs every run); run 3: tools_used(&quot;echo&quot;): not called; "
+        "tools called: []"
+    )
+    assert "<summary><code>flaky-fail</code> — run 3 of 20: 1 failing check(s)</summary>" in md
+    assert "<code>flaky-pass</code> —" not in md  # it passed: no details
+
+
+def test_cases_not_run_are_listed_and_are_no_failure() -> None:
+    md = render_markdown(repeated_suite())
+    rows = table_rows(md, "| case | fixture | first failure |")
+    assert "<code>later</code>" not in [r[0] for r in rows]
+    section = md[md.index("### Not run") :]
+    assert section.splitlines()[2:5] == [
+        "1 case(s) never started (the run stopped after 1 failing case(s) (--maxfail)); "
+        "the gate fails on them:",
+        "",
+        "* <code>later</code> (<code>evals/live/later.json</code>)",
+    ]
+
+
+def test_a_run_that_stopped_early_is_not_called_green() -> None:
+    report = suite_of(graded("a", [ok()]), not_run_report("later"))
+    md = render_markdown(report)
+    assert "Every case passed." not in md and "### Failing cases" not in md
+    assert "### Not run" in md and "failed (exit 1)" in md
+
+
+def test_not_run_cases_past_the_limit_are_counted() -> None:
+    report = live_suite(*(not_run_report(f"c{i}") for i in range(markdown.MAX_NOT_RUN + 3)))
+    md = render_markdown(report)
+    assert md.count("* <code>c") == markdown.MAX_NOT_RUN
+    assert "* … and 3 more" in md
+
+
+def test_run_text_of_a_repeated_case_is_escaped_and_inert() -> None:
+    forged = "\n".join(ATTACKS)
+    case = repeated_report("flaky", FLAKY, min_pass_rate=0.8)
+    assert case.repeat is not None
+    stats = msgspec.structs.replace(
+        case.repeat, flips={f"##[error]`x`|{forged}": 2}, note=f"<b>{forged}</b>"
+    )
+    md = render_markdown(live_suite(msgspec.structs.replace(case, repeat=stats)))
+    assert runner_commands(md) == [] and "##[" not in md
+    [row] = table_rows(md, "| case | runs |")
+    assert len(row) == 7  # the pipe did not add a column
+    assert "&lt;b&gt;" in row[6] and "\\`x\\`" in row[5]
+
+
+def test_no_suite_pass_rate_rests_on_no_completed_case() -> None:
+    md = render_markdown(live_suite(repeated_report("down", "EEE")))
+    assert "**Suite pass rate** unavailable: no case completed." in md
+    [row] = table_rows(md, "| case | runs |")
+    assert row[1:4] == [
+        "0/0 (3 of 3 errored)",
+        DASH,
+        "no run completed, pass^k not established (a run errored)",
+    ]

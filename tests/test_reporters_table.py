@@ -22,10 +22,18 @@ from conftest import (
     suite_report,
 )
 from test_reporters_github import ATTACKS as FORGERIES
-from test_reporters_github import acted_on, runner_commands
+from test_reporters_github import (
+    acted_on,
+    live_suite,
+    not_run_report,
+    repeated_report,
+    runner_commands,
+)
 
 from harness.expectations.base import Grade
+from harness.reporters.base import Output
 from harness.reporters.table import (
+    REPORTER,
     TableReporter,
     render_case,
     render_summary,
@@ -178,3 +186,153 @@ def test_a_lone_surrogate_in_model_text_does_not_crash_the_run(
     result = run_cli("eval", "run", cwd=root)
     assert result.returncode == 1, result.stderr
     assert 'not found in response: "bad \ufffd text"' in result.stdout
+
+
+# --- repeated cases, clusters and cases not run ---------------------------------------------
+
+FLAKY = "PPFPPPPFPPPPPPPPPPFP"  # 17 of 20 passed; runs 3, 8 and 19 failed
+
+
+def test_a_flaky_case_that_passed_shows_its_runs_rate_bar_and_flips() -> None:
+    text = render_case(repeated_report("flaky", FLAKY, min_pass_rate=0.8))
+    assert text.splitlines() == [
+        "  ✓ flaky (evals/live/flaky.json)  17/20 runs  85% [64\u201395%]  needs ≥ 80%  flaky",
+        "      pass@1 0.85  pass^20 0.00",
+        '      flipped: tools_used("echo") \u00d73, exact_tool_calls(1) \u00d71',
+        "      failing runs: 3, 8, 19; run 3:",
+        '      ✗ tools_used("echo"): not called; tools called: []',
+    ]
+
+
+def test_a_repeated_case_that_failed_every_run_carries_the_note() -> None:
+    lines = render_case(repeated_report("broken", "FFFFF")).splitlines()
+    assert lines[0] == "  ✗ broken (evals/live/broken.json)  0/5 runs  0% [0\u201343%]"
+    assert "flaky" not in lines[0]
+    assert lines[1] == "      pass@1 0.00  pass^5 0.00"
+    assert lines[3].startswith("      note: 0/5 runs passed: a task no run passes is often")
+    assert lines[4] == "      failing runs: 1, 2, 3, 4, 5; run 1:"
+
+
+def test_a_steady_repeated_case_shows_no_flaky_mark_and_no_failing_runs() -> None:
+    text = render_case(repeated_report("steady", "PPPPP"))
+    assert text.splitlines() == [
+        "  ✓ steady (evals/live/steady.json)  5/5 runs  100% [57\u2013100%]",
+        "      pass@1 1.00  pass^5 1.00",
+    ]
+
+
+def test_a_repeated_run_error_says_pass_k_is_not_established() -> None:
+    lines = render_case(repeated_report("errs", "PEPF")).splitlines()
+    assert lines[0] == (
+        "  ✗ errs (evals/live/errs.json)  2/3 runs (1 of 4 errored)  67% [21\u201394%]  flaky"
+        "  —  run error: repeat 3/4 runs completed (pass^k not established): provider down: 503"
+    )
+    assert lines[1] == "      pass@1 0.67  pass^k not established (a run errored)"
+    assert lines[-1] == "      failing runs: 2, 4"  # no checks follow a run error
+
+
+def test_a_case_not_run_has_its_own_mark() -> None:
+    assert render_case(not_run_report("later")) == (
+        "  - later (evals/live/later.json)  not run: the run stopped after 1 failing case(s) "
+        "(--maxfail)\n"
+    )
+    assert ESC in render_case(not_run_report("later"), colour=True)
+
+
+def test_flaky_is_marked_in_colour() -> None:
+    text = render_case(repeated_report("flaky", FLAKY), colour=True)
+    assert "\x1b[33mflaky\x1b[0m" in text
+
+
+def test_the_summary_adds_the_suite_pass_rate_flaky_and_not_run_counts() -> None:
+    report = live_suite(
+        repeated_report("flaky", FLAKY, min_pass_rate=0.8),
+        repeated_report("broken", "FFFFF", cluster="tools"),
+        repeated_report("steady", "PPPPP", cluster="tools"),
+        not_run_report("later"),
+    )
+    stats = report.statistics
+    assert stats.low is not None and stats.high is not None
+    lines = render_summary(report).splitlines()
+    assert lines[1] == (
+        "  2/4 cases passed  (1 failed, 1 not run)  [live suite, live, agent openai-agents: exit 1]"
+    )
+    assert lines[2] == (
+        f"  pass rate {stats.pass_rate * 100:.0f}% "
+        f"[{stats.low * 100:.0f}\u2013{stats.high * 100:.0f}%], "
+        "95% CI over 2 independent units (3 cases, 1 cluster); 1 of 3 repeated case(s) flaky"
+    )
+
+
+def test_the_summary_says_when_the_interval_is_unavailable() -> None:
+    lines = render_summary(live_suite(repeated_report("flaky", FLAKY))).splitlines()
+    assert lines[2] == (
+        "  pass rate 85%, 95% CI unavailable: fewer than two independent units; "
+        "1 of 1 repeated case(s) flaky"
+    )
+
+
+def test_an_ordinary_run_stopped_early_counts_its_cases_not_run_on_one_line() -> None:
+    report = suite_report("regression", failing_report(), not_run_report("later"))
+    assert render_summary(report) == (
+        "\n  0/2 cases passed  (1 failed, 1 not run)"
+        "  [regression suite, replay, agent openai-agents: exit 1]\n"
+    )
+
+
+def streamed(reporter_jobs: int | None, count: int) -> list[str]:
+    stream = io.StringIO()
+    reporter = TableReporter(stream, jobs=reporter_jobs)
+    cases = [passing_report(f"c{i}") for i in range(count)]
+    reporter.start(count)
+    for case in cases:
+        reporter.case_done(case)
+    return [line for line in stream.getvalue().splitlines() if line]
+
+
+def test_with_several_jobs_each_streamed_line_starts_with_a_counter() -> None:
+    assert streamed(4, 3) == [
+        f"  [{i}/3] ✓ c{i - 1} (evals/regression/c{i - 1}.json)  1/1 checks" for i in (1, 2, 3)
+    ]
+
+
+def test_one_job_and_a_short_run_stream_as_before() -> None:
+    assert streamed(None, 3)[0] == "  ✓ c0 (evals/regression/c0.json)  1/1 checks"
+    assert streamed(1, 19)[18].startswith("  ✓ c18 ")
+    assert streamed(4, 1) == ["  ✓ c0 (evals/regression/c0.json)  1/1 checks"]
+
+
+def test_a_long_run_is_counted_even_with_one_job() -> None:
+    lines = streamed(None, 20)
+    assert lines[0].startswith("  [ 1/20] ✓ c0 ")
+    assert lines[19].startswith("  [20/20] ✓ c19 ")
+
+
+def test_the_reporter_counts_with_jobs_from_the_command_line() -> None:
+    stream = io.StringIO()
+    [reporter] = REPORTER.build(Output({"jobs": 3}, "table", stream, io.StringIO()))
+    reporter.start(2)
+    reporter.case_done(passing_report())
+    assert stream.getvalue() == "\n  [1/2] ✓ ok (evals/regression/ok.json)  1/1 checks\n"
+
+
+def test_untrusted_text_of_a_repeated_case_is_cleaned_and_inert() -> None:
+    import msgspec
+
+    forged = "\n".join(FORGERIES)
+    case = repeated_report("flaky", FLAKY)
+    assert case.repeat is not None
+    stats = msgspec.structs.replace(
+        case.repeat, flips={f"##[error]{forged}{ESC}": 2}, note=f"{forged}\x1b[2J"
+    )
+    shown = render_table(live_suite(msgspec.structs.replace(case, repeat=stats)))
+    assert runner_commands(shown) == []
+    assert "##[" not in shown and ESC not in shown
+
+
+def test_no_suite_pass_rate_rests_on_no_completed_case() -> None:
+    report = live_suite(repeated_report("down", "EEE"))
+    lines = render_table(report).splitlines()
+    assert "  0/0 runs (3 of 3 errored)" in lines[1]
+    assert lines[2] == "      no run completed  pass^k not established (a run errored)"
+    assert lines[-1] == "  pass rate unavailable: no case completed"

@@ -1,7 +1,12 @@
 """GitHub Actions workflow commands for failing cases and refused fixtures (`--annotations`):
 clean and escaped so no text can forge one, `::error` for what the gate fails on and
 `::warning` for what it only tracks, within GitHub's per-step limits shared by every run
-of the harness in the step."""
+of the harness in the step.
+
+A repeated case's title says how its runs came out (`(flaky 17/20)`), its message how many
+passed against its rule and what its first failing run failed on; a flaky case that passed
+anyway gets a `::notice`. Cases the run stopped before (`--maxfail`) are not annotated one
+by one: one notice says how many were not run."""
 
 from __future__ import annotations
 
@@ -142,20 +147,47 @@ def level_of(report: SuiteReport, case: CaseReport) -> Level:
     return "error" if gated else "warning"
 
 
+def _runs(case: CaseReport) -> str:
+    """` (flaky 17/20)` or ` (0/20 runs)` after a repeated case's id; nothing otherwise."""
+    stats = case.repeat
+    if stats is None:
+        return ""
+    if stats.flaky:
+        return f" (flaky {stats.passes}/{stats.completed})"
+    return f" ({stats.passes}/{stats.completed} runs)"
+
+
+def _failure_parts(case: CaseReport) -> tuple[str, str]:
+    """`failure_parts`, led for a repeated case by how its runs came out against its rule
+    and the run that failed first (a run error already says how many runs completed)."""
+    head, more = case.failure_parts()
+    stats = case.repeat
+    if stats is None or case.error is not None:
+        return head, more
+    rule = "every run" if stats.min_pass_rate is None else f"≥ {stats.min_pass_rate * 100:g}%"
+    first = next((r.run for r in stats.runs if not r.passed), None)
+    lead = "flaky: " if case.passed else ""
+    runs = f"{lead}{stats.passes}/{stats.completed} runs passed (needs {rule})"
+    return (f"{runs}; run {first}: {head}" if first is not None else runs), more
+
+
 def case_command(report: SuiteReport, case: CaseReport, level: Level) -> str:
     props = [f"file={escape_property(clean(case.fixture))}"]
     if case.line is not None:
         props.append(f"line={case.line}")
-    props.append(f"title={escape_property(f'{tag(report.agent)}: {clean(case.id)}')}")
-    message = brief(case.failure_parts(), MAX_MESSAGE, fold=False)
+    title = f"{tag(report.agent)}: {clean(case.id)}{_runs(case)}"
+    props.append(f"title={escape_property(title)}")
+    message = brief(_failure_parts(case), MAX_MESSAGE, fold=False)
     return f"::{level} {','.join(props)}::{escape_data(message)}"
 
 
 def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list[str]:
     """An annotation per failing case, worst first, as many as the step's budget allows,
-    and a notice saying how many were left out."""
+    and a notice saying how many were left out; a notice saying how many cases were not
+    run; then a notice per flaky case that passed, as the budget allows."""
     budget = budget if budget is not None else Budget()
-    ranked = report.worst_first()
+    # A case never started has no line or failure of its own: the notice below counts it.
+    ranked = [case for case in report.worst_first() if case.not_run is None]
     levels = [level_of(report, case) for case in ranked]
     granted = {level: budget.take(level, levels.count(level)) for level in ("error", "warning")}
     commands: list[str] = []
@@ -173,7 +205,26 @@ def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list
             f"{left_out} more failing case(s) not annotated (GitHub shows {budget.limit} "
             "annotations of each level per step); see the job summary or the JUnit report",
         )
-    return commands
+    return commands + _not_run_notice(report, budget) + _flaky_notices(report, budget)
+
+
+def _not_run_notice(report: SuiteReport, budget: Budget) -> list[str]:
+    unrun = [case.not_run for case in report.cases if case.not_run is not None]
+    if not unrun:
+        return []
+    return _notice(
+        budget,
+        report.agent,
+        f"{len(unrun)} case(s) not run: {clean(unrun[0])}; the gate fails on them; "
+        "see the job summary or the JUnit report",
+    )
+
+
+def _flaky_notices(report: SuiteReport, budget: Budget) -> list[str]:
+    # Last: they only inform, so they never take a place the notices above need.
+    flaky = [case for case in report.cases if case.passed and case.flaky]
+    granted = budget.take("notice", len(flaky))
+    return [case_command(report, case, "notice") for case in flaky[:granted]]
 
 
 def _notice(budget: Budget, agent: str | None, message: str) -> list[str]:

@@ -2,17 +2,21 @@
 
 It keeps the exact text of the run, escaped: only a lone surrogate (which UTF-8 cannot
 encode) becomes U+FFFD, and what a terminal or a GitHub runner would act on (C1 controls,
-bidirectional formatting, `##[`) is written as a JSON escape (`text.json_safe`)."""
+bidirectional formatting, `##[`) is written as a JSON escape (`text.json_safe`).
+
+Every run also keeps its report in `.zeroclaw-eval/last-report.json` for `show`."""
 
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.options import Option
-from harness.reporters.base import FILES, Output, Reporter, documents
-from harness.reporters.text import json_safe, without_surrogates
+from harness.reporters.atomic import ReportWriteError, write_atomic
+from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents
+from harness.reporters.text import clean, inert, json_safe, without_surrogates
 
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport
@@ -26,6 +30,7 @@ def document_type() -> Any:
     model for it."""
     import msgspec
 
+    from harness.baseline import BaselineComparison
     from harness.modes import SuiteKind
     from harness.receipts import SuiteReceipt
     from harness.verdict import CaseReport, SuiteStatistics, Totals
@@ -45,6 +50,7 @@ def document_type() -> Any:
             ("receipt", SuiteReceipt | None),
             ("duration_ms", float),
             ("cases", list[CaseReport]),
+            ("baseline", BaselineComparison | None, None),
         ],
         kw_only=True,
         module=__name__,
@@ -76,6 +82,7 @@ def render_json(report: SuiteReport) -> bytes:
         receipt=report.receipt,
         duration_ms=report.duration_ms,
         cases=report.cases,
+        baseline=report.baseline,
     )
     try:
         encoded = msgspec.json.encode(document)
@@ -88,13 +95,47 @@ def render_json(report: SuiteReport) -> bytes:
     return pretty + b"\n"
 
 
+# The last run's report, kept where `zeroclaw eval show CASE_ID` finds it: in the directory
+# the run started from, in a folder that ignores itself in git.
+LAST_FOLDER = ".zeroclaw-eval"
+LAST_NAME = "last-report.json"
+
+
+def last_report_path(directory: Path | None = None) -> Path:
+    return (directory or Path.cwd()) / LAST_FOLDER / LAST_NAME
+
+
+class LastReport(Reporter):
+    """Keeps the last run's JSON report for `show`; never a reason for a run to fail: a
+    failure to keep it is said."""
+
+    order = COMMIT + 3
+
+    def __init__(self, stderr: TextIO) -> None:
+        self._path = Path(os.path.abspath(last_report_path()))  # fixed before the run
+        self._stderr = stderr
+
+    def finish(self, report: SuiteReport) -> None:
+        try:
+            folder = self._path.parent
+            folder.mkdir(exist_ok=True)
+            ignore = folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("*\n", encoding="utf-8")
+            write_atomic(self._path, render_json(report))
+        except (OSError, ReportWriteError) as exc:
+            said = inert(clean(f"the last report was not kept for `show`: {exc}"))
+            print(f"zeroclaw eval: {said}", file=self._stderr)
+
+
 class _Spec:
     name = "json"
     options = (OPTION,)
     stdout_format = "json"
 
     def build(self, output: Output) -> list[Reporter]:
-        return documents(output, OPTION, self.stdout_format, render_json, FILES + 1)
+        reporters = documents(output, OPTION, self.stdout_format, render_json, FILES + 1)
+        return [*reporters, LastReport(output.err())]
 
 
 REPORTER = _Spec()

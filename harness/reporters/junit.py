@@ -1,11 +1,26 @@
-"""JUnit XML through `junit-xml`: `--junit-xml PATH`, `--format junit`.
+"""JUnit XML: `--junit-xml PATH`, `--format junit`.
 
 Each agent's results are their own: the agent is part of the suite name and the classname,
 so the files two agents write for one suite never merge into one set of results. A
 `<failure>`'s message is the first failing check with what was observed, an `<error>`'s the
 first line of the run error, both clipped: annotations built from JUnit show the message
-alone. Text is cleaned (`text.clean`, which also makes it legal XML 1.0), and no line of the
-document is a workflow command (`text.inert_markup`), as it may be printed on stdout.
+alone. A case the run stopped before (`--maxfail`) is `<skipped>`, counted in `skipped`.
+
+A repeated case is one `<testcase>`, its runs in the Surefire elements JUnit consumers read
+(Jenkins, GitLab, junitparser, the GitHub JUnit actions): a case that passed although some
+runs failed has no `<failure>`, and one `<flakyFailure>` per failing run, so it counts as
+passed and shows as flaky; a case that failed has its `<failure>` (its first failing run)
+and a `<rerunFailure>` per other failing run (`<rerunError>` / `<flakyError>` for runs that
+errored). Its numbers (runs, pass rate, interval, pass^k, …) are `name=value` lines in its
+`<system-out>`: neither the Jenkins xunit schema nor Surefire's allows `<properties>` in a
+`<testcase>`, and the xunit plugin skips a whole file that does not validate. With repeated
+or clustered cases the suite's pass rate and interval are `<properties>` of the
+`<testsuite>`, where both schemas allow them.
+
+The document is built with the standard library's ElementTree (which escapes markup) and
+indented. Text is cleaned first (`text.clean`, which also makes it legal XML 1.0), and no
+line of the document is a workflow command (`text.inert_markup`), as it may be printed on
+stdout.
 """
 
 from __future__ import annotations
@@ -15,14 +30,29 @@ from typing import TYPE_CHECKING
 
 from harness.options import Option
 from harness.reporters.base import FILES, Output, Reporter, documents
-from harness.reporters.text import brief, clean, clean_lines, headline, inert_markup
+from harness.reporters.text import brief, clean, clean_lines, clip, headline, inert_markup, one_line
 
 if TYPE_CHECKING:
-    from harness.verdict import CaseReport, SuiteReport
+    from xml.etree.ElementTree import Element
+
+    from harness.verdict import CaseReport, RepeatStats, RunReceipt, SuiteReport
 
 OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
 
 MESSAGE_LIMIT = 500  # characters of a `message` attribute; the body has everything
+
+# Surefire's order of a testcase's children (its schema is a sequence; Jenkins' a choice,
+# which any order satisfies): written in this order, the document is valid under both.
+_ORDER = (
+    "failure",
+    "rerunFailure",
+    "flakyFailure",
+    "skipped",
+    "error",
+    "rerunError",
+    "flakyError",
+    "system-out",
+)
 
 
 def suite_label(report: SuiteReport) -> str:
@@ -31,33 +61,201 @@ def suite_label(report: SuiteReport) -> str:
     return f"{clean(report.suite)}[{clean(report.agent)}]"
 
 
+def _seconds(milliseconds: float) -> str:
+    # Three decimals: Surefire's time pattern allows no more.
+    return f"{max(milliseconds, 0.0) / 1000.0:.3f}"
+
+
+def _new(
+    like: Element, tag: str, attrs: dict[str, str] | None = None, text: str | None = None
+) -> Element:
+    """An element not yet placed; `makeelement` rather than `SubElement`, so that
+    ElementTree is imported only when a report is rendered (`--help` imports this module)."""
+    element = like.makeelement(tag, attrs or {})
+    element.text = text
+    return element
+
+
+def _child(
+    parent: Element, tag: str, attrs: dict[str, str] | None = None, text: str | None = None
+) -> Element:
+    element = _new(parent, tag, attrs, text)
+    parent.append(element)
+    return element
+
+
 def render_junit(report: SuiteReport) -> bytes:
-    from junit_xml import TestCase, TestSuite, to_xml_report_string
+    from xml.etree.ElementTree import Element, indent, tostring
 
     label = suite_label(report)
-    cases = [_test_case(TestCase, label, case) for case in report.cases]
-    suite = TestSuite(f"zeroclaw-eval:{label}", cases)
-    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
+    totals = report.totals
+    counts = {
+        "tests": str(totals.cases),
+        "failures": str(totals.failed),
+        "errors": str(totals.errors),
+    }
+    # Cases' times summed, as consumers that recount a suite (junitparser) do.
+    time = _seconds(sum(case.duration_ms for case in report.cases))
+    root = Element("testsuites", {**counts, "time": time})
+    suite = _child(
+        root,
+        "testsuite",
+        {"name": f"zeroclaw-eval:{label}", **counts, "skipped": str(totals.not_run), "time": time},
+    )
+    if any(case.repeat is not None or case.cluster is not None for case in report.cases):
+        _suite_properties(suite, report)  # first: Surefire wants them before the testcases
+    for case in report.cases:
+        _test_case(suite, label, case)
+    indent(root, space="\t")
+    xml = '<?xml version="1.0" encoding="utf-8"?>\n' + tostring(root, encoding="unicode") + "\n"
     return inert_markup(xml).encode("utf-8")
 
 
-def _test_case(factory: type, classname: str, case: CaseReport) -> object:
-    tc = factory(
-        name=clean(case.id),
-        classname=classname,
-        elapsed_sec=case.duration_ms / 1000.0,
-        file=clean(case.fixture),
-        line=case.line,
-    )
+def _suite_properties(suite: Element, report: SuiteReport) -> None:
+    stats = report.statistics
+    interval = "unavailable"
+    if stats.low is not None and stats.high is not None:
+        interval = f"{stats.low:.3f}-{stats.high:.3f}"
+    values = {
+        "zeroclaw.pass_rate": f"{stats.pass_rate:.3f}",
+        "zeroclaw.interval": interval,
+        "zeroclaw.interval_note": clean(stats.note),
+        "zeroclaw.cases": str(stats.cases),
+        "zeroclaw.units": str(stats.units),
+        "zeroclaw.repeated": str(stats.repeated),
+        "zeroclaw.flaky": str(stats.flaky),
+        "zeroclaw.not_run": str(report.totals.not_run),
+    }
+    properties = _child(suite, "properties")
+    for name, value in values.items():
+        _child(properties, "property", {"name": name, "value": value})
+
+
+def _test_case(suite: Element, classname: str, case: CaseReport) -> None:
+    attrs = {
+        "name": clean(case.id),
+        "classname": classname,
+        "time": _seconds(case.duration_ms),
+        "file": clean(case.fixture),
+    }
+    if case.line is not None:
+        attrs["line"] = str(case.line)
+    testcase = _child(suite, "testcase", attrs)
+    if case.not_run is not None:
+        message = clip(f"not run: {one_line(case.not_run)}", MESSAGE_LIMIT)
+        _child(testcase, "skipped", {"message": message})
+        return
+    children: list[Element] = []
+    final = _final_result(testcase, case)
+    if final is not None:
+        children.append(final)
+    if case.repeat is not None:
+        children += _other_runs(testcase, case, case.repeat)
+    if case.repeat is not None or case.cluster is not None:
+        children.append(_new(testcase, "system-out", text=_facts(case)))
+    # In Surefire's order; the sort is stable, so runs stay in run order.
+    testcase.extend(sorted(children, key=lambda element: _ORDER.index(element.tag)))
+
+
+def _final_result(testcase: Element, case: CaseReport) -> Element | None:
+    """The case's `<error>` or `<failure>`; None when it passed."""
     if case.error is not None:
         message = headline(case.error, MESSAGE_LIMIT) or "run error"
-        tc.add_error_info(message=message, output=clean_lines(case.error))
-    elif not case.passed:
-        body = "\n".join(case.failure_lines()) or "the case produced no grades"
-        tc.add_failure_info(
-            message=brief(case.failure_parts(), MESSAGE_LIMIT), output=clean_lines(body)
+        return _new(
+            testcase, "error", {"type": "error", "message": message}, clean_lines(case.error)
         )
-    return tc
+    if case.passed:
+        return None
+    body = "\n".join(case.failure_lines()) or "the case produced no grades"
+    head, more = case.failure_parts()
+    stats = case.repeat
+    if stats is not None:
+        run = _described_run(case, stats)
+        where = f"run {run.run}" if run is not None else "the runs"
+        head = f"{_verdict(stats)}; {where}: {head}"
+        body = f"{where} of {stats.requested}:\n{body}"
+    message = brief((head, more), MESSAGE_LIMIT)
+    return _new(testcase, "failure", {"type": "failure", "message": message}, clean_lines(body))
+
+
+def _verdict(stats: RepeatStats) -> str:
+    """`17/20 runs passed (needs ≥ 80%)`: how the case's runs came out against its rule."""
+    rule = "every run" if stats.min_pass_rate is None else f"≥ {stats.min_pass_rate * 100:g}%"
+    return f"{stats.passes}/{stats.completed} runs passed (needs {rule})"
+
+
+def _described_run(case: CaseReport, stats: RepeatStats) -> RunReceipt | None:
+    """The run the case's own `<failure>` or `<error>` stands for: its first run error for
+    an errored case, else its first failing run (whose grades the report carries)."""
+    if case.error is not None:
+        return next((r for r in stats.runs if r.error is not None), None)
+    if case.passed:
+        return None
+    return next((r for r in stats.runs if not r.passed), None)
+
+
+def _other_runs(testcase: Element, case: CaseReport, stats: RepeatStats) -> list[Element]:
+    """A Surefire element for every failing run the case's own result does not stand for:
+    `flaky…` when the case passed anyway, `rerun…` when it failed."""
+    described = _described_run(case, stats)
+    prefix = "flaky" if case.passed else "rerun"
+    elements = []
+    for run in stats.runs:
+        if run.passed or run is described:
+            continue
+        kind = "Error" if run.error is not None else "Failure"
+        where = f"run {run.run} of {stats.requested}"
+        if run.error is not None:
+            message = f"{where}: run error: {headline(run.error)}"
+            trace = clean_lines(run.error)
+        else:
+            checks = [clean(check) for check in run.failed_checks]
+            message = f"{where}: failed {', '.join(checks) or 'without a failing check'}"
+            trace = "\n".join(checks) or "the run produced no grades"
+        attrs = {"message": clip(message, MESSAGE_LIMIT), "type": kind.lower()}
+        element = _new(testcase, prefix + kind, attrs)
+        # Surefire requires the stack trace; consumers show it as the run's details.
+        _child(element, "stackTrace", text=trace)
+        _child(
+            element,
+            "system-out",
+            text=f"{where}: {run.tokens} tokens, {run.model_calls} model call(s), "
+            f"{run.duration_ms:.0f} ms",
+        )
+        elements.append(element)
+    return elements
+
+
+def _facts(case: CaseReport) -> str:
+    """A repeated or clustered case's numbers, one `name=value` line each."""
+    lines = []
+    stats = case.repeat
+    if stats is not None:
+        lines.append(f"zeroclaw.runs={stats.passes}/{stats.completed}")
+        if stats.completed < stats.requested:
+            lines.append(f"zeroclaw.runs_requested={stats.requested}")
+        if stats.completed:  # no rate rests on no run
+            low, high = stats.interval
+            lines.append(f"zeroclaw.pass_rate={stats.proportion:.3f}")
+            lines.append(f"zeroclaw.interval={low:.3f}-{high:.3f}")
+        lines.append(f"zeroclaw.flaky={'true' if stats.flaky else 'false'}")
+        if stats.pass_at_k:
+            lines.append(f"zeroclaw.pass@1={stats.pass_at_k[0]:.3f}")
+        if stats.pass_hat_k:
+            lines.append(f"zeroclaw.pass^{len(stats.pass_hat_k)}={stats.pass_hat_k[-1]:.3f}")
+        else:
+            lines.append("zeroclaw.pass^k=not established (a run errored)")
+        if stats.min_pass_rate is not None:
+            lines.append(f"zeroclaw.min_pass_rate={stats.min_pass_rate:g}")
+        if stats.flips:
+            ranked = sorted(stats.flips.items(), key=lambda item: -item[1])  # most first
+            flips = ", ".join(f"{clean(check)}={count}" for check, count in ranked)
+            lines.append(f"zeroclaw.flips={flips}")
+        if stats.note:
+            lines.append(f"zeroclaw.note={one_line(stats.note)}")
+    if case.cluster is not None:
+        lines.append(f"zeroclaw.cluster={clean(case.cluster)}")
+    return "\n".join(lines)
 
 
 class _Spec:

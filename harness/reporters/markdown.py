@@ -1,5 +1,7 @@
-"""The Markdown summary: totals, failing cases with their checks, collapsed details; and,
-when admission refuses the suite, the refusal. Written to `--summary PATH`, and appended to
+"""The Markdown summary: totals, the suite's pass rate with its interval (when the run had
+repeated or clustered cases), failing cases with their checks, collapsed details, repeated
+cases with their runs, and the cases the run stopped before; and, when admission refuses
+the suite, the refusal. Written to `--summary PATH`, and appended to
 `$GITHUB_STEP_SUMMARY` on GitHub Actions.
 
 Untrusted text is cleaned (`text.clean`) and HTML-escaped; in a Markdown line (the heading,
@@ -24,12 +26,15 @@ from harness.reporters.text import brief, clean, clean_lines, inert, inert_marku
 
 if TYPE_CHECKING:
     from harness.reporters.atomic import ReportFiles
-    from harness.verdict import SuiteReport
+    from harness.verdict import CaseReport, RepeatStats, SuiteReport
 
 OPTION = Option("--summary", "also write the Markdown summary here", metavar="PATH", type=Path)
 
 CELL_LIMIT = 120  # characters a table cell shows; longer text is in the details
 MAX_PROBLEM_ROWS = 50
+MAX_NOT_RUN = 50  # cases listed as not run; the JSON and JUnit reports have them all
+# Escaped: the source stays ASCII where a reader could mistake them for `-` and `x`.
+DASH, TIMES = "\u2013", "\u00d7"  # en dash, multiplication sign
 
 
 def _html(cleaned: str) -> str:
@@ -62,15 +67,133 @@ def _tag(agent: str | None) -> str:
 
 def _totals(report: SuiteReport) -> list[str]:
     t = report.totals
-    checks = sum(not g.passed for case in report.cases for g in case.grades)
+    # A repeated case that passed still carries its first failing run's grades: its
+    # failed checks failed no case.
+    checks = sum(not g.passed for c in report.cases if not c.passed for g in c.grades)
     rate = t.passed / t.cases * 100 if t.cases else 0.0
     return [
-        "| cases | passed | failed checks | run errors | pass rate | agent | mode |",
-        "|---:|---:|---:|---:|---:|---|---|",
-        f"| {t.cases} | {t.passed} | {checks} | {t.errors} | {rate:.1f}% | "
-        f"{_cell(report.agent)} | {_cell(report.mode)} |",
+        "| cases | passed | failed checks | run errors | not run | flaky | pass rate | agent "
+        "| mode |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        f"| {t.cases} | {t.passed} | {checks} | {t.errors} | {t.not_run} | {t.flaky} | "
+        f"{rate:.1f}% | {_cell(report.agent)} | {_cell(report.mode)} |",
         "",
     ]
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def _rate(share: float, low: float | None, high: float | None) -> str:
+    """`85% [64-95%]` (with an en dash), or the rate alone when there is no interval."""
+    if low is None or high is None:
+        return _percent(share)
+    return f"{_percent(share)} [{low * 100:.0f}{DASH}{high * 100:.0f}%]"
+
+
+def _statistics(report: SuiteReport) -> list[str]:
+    """The suite's pass rate, with its interval and what it rests on, for a run with
+    repeated or clustered cases (for any other, the totals say it all)."""
+    if not any(c.repeat is not None or c.cluster is not None for c in report.cases):
+        return []
+    s = report.statistics
+    if not s.cases:
+        return ["**Suite pass rate** unavailable: no case completed.", ""]
+    line = (
+        f"**Suite pass rate** {_rate(s.pass_rate, s.low, s.high)} (a repeated case counts "
+        f"with its share of passing runs): {_inline(clean(s.note))}"
+    )
+    if s.low is None:  # the note then says why, not what the rate rests on
+        line += f" ({s.cases} case(s) completed, {s.units} independent unit(s))"
+    if s.repeated:
+        line += f"; {s.flaky} of {s.repeated} repeated case(s) flaky"
+    return [line + ".", ""]
+
+
+def _verdict(stats: RepeatStats) -> str:
+    """`17/20 runs passed (needs ≥ 80%)`."""
+    rule = "every run" if stats.min_pass_rate is None else f"≥ {stats.min_pass_rate * 100:g}%"
+    return f"{stats.passes}/{stats.completed} runs passed (needs {rule})"
+
+
+def _failure(case: CaseReport) -> str:
+    """A failing case's first failure as a cell; a repeated case's says how its runs came
+    out and which run failed first."""
+    head, more = case.failure_parts()
+    stats = case.repeat
+    if stats is not None and case.error is None:
+        first = next((r.run for r in stats.runs if not r.passed), None)
+        head = f"{_verdict(stats)}; run {first}: {head}"
+    return _inline(brief((head, more), CELL_LIMIT))
+
+
+def _repeated(report: SuiteReport) -> list[str]:
+    cases = [c for c in report.cases if c.repeat is not None]
+    if not cases:
+        return []
+    lines = [
+        "### Repeated cases",
+        "",
+        "| case | runs | pass rate | pass^k | flaky | flipped checks | note |",
+        "|---|---:|---|---|---|---|---|",
+    ]
+    for case in cases:
+        stats = case.repeat
+        assert stats is not None
+        lines.append(
+            f"| <code>{_cell(case.id)}</code> | {_runs(stats)} | {_pass_rate(stats)} | "
+            f"{_curve(stats)} | {'yes' if stats.flaky else 'no'} | {_flips(stats)} | "
+            f"{_cell(stats.note or '')} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _runs(stats: RepeatStats) -> str:
+    runs = f"{stats.passes}/{stats.completed}"
+    if stats.completed < stats.requested:
+        runs += f" ({stats.requested - stats.completed} of {stats.requested} errored)"
+    return runs
+
+
+def _pass_rate(stats: RepeatStats) -> str:
+    rate = _rate(stats.proportion, *stats.interval) if stats.completed else DASH
+    if stats.min_pass_rate is not None:
+        rate += f" (needs ≥ {stats.min_pass_rate * 100:g}%)"
+    return rate
+
+
+def _curve(stats: RepeatStats) -> str:
+    at_1 = f"pass@1 {stats.pass_at_k[0]:.2f}" if stats.pass_at_k else "no run completed"
+    if not stats.pass_hat_k:
+        return f"{at_1}, pass^k not established (a run errored)"
+    return f"{at_1}, pass^{len(stats.pass_hat_k)} {stats.pass_hat_k[-1]:.2f}"
+
+
+def _flips(stats: RepeatStats) -> str:
+    ranked = sorted(stats.flips.items(), key=lambda item: -item[1])
+    return _cell(", ".join(f"{check} {TIMES}{count}" for check, count in ranked))
+
+
+def _not_run(report: SuiteReport) -> list[str]:
+    cases = [c for c in report.cases if c.not_run is not None]
+    if not cases:
+        return []
+    reasons = sorted({c.not_run for c in cases if c.not_run is not None})
+    lines = [
+        "### Not run",
+        "",
+        f"{len(cases)} case(s) never started ({_cell('; '.join(reasons), 300)}); "
+        "the gate fails on them:",
+        "",
+    ]
+    lines += [f"* <code>{_cell(c.id)}</code> (<code>{_cell(c.fixture)}</code>)" for c in
+              cases[:MAX_NOT_RUN]]  # fmt: skip
+    if len(cases) > MAX_NOT_RUN:
+        lines.append(f"* … and {len(cases) - MAX_NOT_RUN} more")
+    lines.append("")
+    return lines
 
 
 def render_markdown(report: SuiteReport) -> str:
@@ -82,17 +205,24 @@ def render_markdown(report: SuiteReport) -> str:
         f"<code>{_cell(report.suite)}</code> {verdict} (exit {code})",
         "",
         *_totals(report),
+        *_statistics(report),
     ]
     if report.kind == "capability" and report.totals.failed:
         lines += [
             "Capability suites are tracked, not gated: failed checks do not fail the run.",
             "",
         ]
-    failing = report.worst_first()
-    if not failing:
-        lines.append("Every case passed.")
-        return "\n".join(lines) + "\n"
-    lines += [
+    # A case the run never started is listed on its own, not as a failure it never had.
+    failing = [c for c in report.worst_first() if c.not_run is None]
+    if not failing and not report.totals.not_run:
+        lines += ["Every case passed.", ""]
+    lines += _failing(failing) if failing else []
+    lines += [*_repeated(report), *_not_run(report)]
+    return "\n".join(lines)
+
+
+def _failing(failing: list[CaseReport]) -> list[str]:
+    lines = [
         "### Failing cases",
         "",
         "| case | fixture | first failure |",
@@ -100,7 +230,7 @@ def render_markdown(report: SuiteReport) -> str:
     ]
     for case in failing:
         where = f"{case.fixture}:{case.line}" if case.line else case.fixture
-        failure = _inline(brief(case.failure_parts(), CELL_LIMIT))
+        failure = _failure(case)
         # <code>, not backticks: character references are decoded in HTML, not in code spans.
         lines.append(f"| <code>{_cell(case.id)}</code> | <code>{_cell(where)}</code> | {failure} |")
     lines.append("")
@@ -111,6 +241,9 @@ def render_markdown(report: SuiteReport) -> str:
         else:
             body = "\n".join(case.failure_lines())
             label = f"{len(case.failing_grades)} failing check(s)"
+            if case.repeat is not None:
+                first = next((r.run for r in case.repeat.runs if not r.passed), None)
+                label = f"run {first} of {case.repeat.requested}: {label}"
         lines += [
             "<details>",
             f"<summary><code>{_html(clean(case.id))}</code> — {label}</summary>",
@@ -120,7 +253,7 @@ def render_markdown(report: SuiteReport) -> str:
             "</details>",
             "",
         ]
-    return "\n".join(lines)
+    return lines
 
 
 def render_refusal(

@@ -1,5 +1,7 @@
 """A progress count on an interactive stderr while the stdout document is not the table
-(which shows progress itself)."""
+(which shows progress itself): cases done of the total, in the order they finish (with
+several jobs, not the fixtures' order), with how many failed, were flaky or were not run so
+far. The counts only grow, so each rewrite of the line covers the last."""
 
 from __future__ import annotations
 
@@ -18,14 +20,25 @@ class ProgressReporter(Reporter):
         self._stream = stream
         self._total = 0
         self._done = 0
+        self._failing = 0
+        self._flaky = 0
+        self._not_run = 0
 
     def start(self, total: int) -> None:
         self._total = total
 
     def case_done(self, case: CaseReport) -> None:
         self._done += 1
-        self._stream.write(f"\r  {self._done}/{self._total} cases")
+        self._not_run += case.not_run is not None
+        self._failing += not case.passed and case.not_run is None
+        self._flaky += case.flaky
+        self._stream.write(f"\r  {self._line()}")
         self._stream.flush()
+
+    def _line(self) -> str:
+        line = f"{self._done}/{self._total} cases"
+        counts = [(self._failing, "failed"), (self._flaky, "flaky"), (self._not_run, "not run")]
+        return line + "".join(f", {count} {what}" for count, what in counts if count)
 
     def finish(self, report: SuiteReport) -> None:
         self._stream.write("\n")

@@ -1,6 +1,14 @@
 """The human table on stdout (`--format table`, the default): one line per case as it
 finishes, failing checks under it, a summary line.
 
+A repeated case's line says how many runs passed, the pass rate with its 95% Wilson
+interval, the case's own bar (`needs ≥ 80%`) and whether it is flaky; the lines under it
+give pass@1 and pass^n, the checks that flipped between runs, the note, and the first
+failing run's checks. A case the run stopped before is marked `-`, not run. When the run
+had repeated or clustered cases, a second summary line gives the suite's pass rate with
+its interval. With several jobs, or many cases, cases finish out of order: each streamed
+line then starts with a `[done/total]` counter.
+
 Every string is cleaned (`text.clean`) and no line is a workflow command (`text.inert`);
 on GitHub Actions each chunk is also written between `::stop-commands::` and its token."""
 
@@ -13,7 +21,14 @@ from harness.reporters.base import STDOUT, Output, Reporter
 from harness.reporters.text import clean, clean_lines, command_token, inert, stop_commands
 
 if TYPE_CHECKING:
-    from harness.verdict import CaseReport, SuiteReport
+    from harness.verdict import CaseReport, RepeatStats, SuiteReport
+
+# From this many cases on, the streamed lines are counted even with one job: a long run's
+# reader wants to know how far it got.
+COUNT_FROM = 20
+MAX_LISTED = 10  # failing run numbers and flipped checks listed on a case's line
+# Escaped: the source stays ASCII where a reader could mistake them for `-` and `x`.
+DASH, TIMES = "\u2013", "\u00d7"  # en dash, multiplication sign
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -25,16 +40,83 @@ def _paint(text: str, code: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if colour else text
 
 
-def render_case(case: CaseReport, colour: bool = False) -> str:
-    icon = _paint("✓", "32", colour) if case.passed else _paint("✗", "31", colour)
-    head = f"  {icon} {clean(case.id)} ({clean(case.fixture)})"
+def _percent(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def _interval(low: float, high: float) -> str:
+    """`[64-95%]`, with an en dash."""
+    return f"[{low * 100:.0f}{DASH}{high * 100:.0f}%]"
+
+
+def _listed(items: list[str]) -> str:
+    shown = ", ".join(items[:MAX_LISTED])
+    return shown + (f" (+{len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else "")
+
+
+def _icon(case: CaseReport, colour: bool) -> str:
+    if case.not_run is not None:
+        return _paint("-", "33", colour)
+    return _paint("✓", "32", colour) if case.passed else _paint("✗", "31", colour)
+
+
+def _runs(stats: RepeatStats, colour: bool) -> str:
+    """`17/20 runs  85% [64-95%]  needs ≥ 80%  flaky` (an en dash in the interval)."""
+    parts = [f"{stats.passes}/{stats.completed} runs"]
+    if stats.completed < stats.requested:
+        parts[0] += f" ({stats.requested - stats.completed} of {stats.requested} errored)"
+    if stats.completed:
+        parts.append(f"{_percent(stats.proportion)} {_interval(*stats.interval)}")
+    if stats.min_pass_rate is not None:
+        parts.append(f"needs ≥ {stats.min_pass_rate * 100:g}%")
+    if stats.flaky:
+        parts.append(_paint("flaky", "33", colour))
+    return "  ".join(parts)
+
+
+def _repeat_lines(stats: RepeatStats, checks_follow: bool) -> list[str]:
+    """The lines under a repeated case: pass@1 and pass^n, the flips, the note, and which
+    runs failed (the first one's checks follow when `checks_follow`)."""
+    curve = f"pass@1 {stats.pass_at_k[0]:.2f}" if stats.pass_at_k else "no run completed"
+    if stats.pass_hat_k:
+        curve += f"  pass^{len(stats.pass_hat_k)} {stats.pass_hat_k[-1]:.2f}"
+    else:
+        curve += "  pass^k not established (a run errored)"
+    lines = [f"      {curve}"]
+    if stats.flips:
+        ranked = sorted(stats.flips.items(), key=lambda item: -item[1])
+        lines.append(f"      flipped: {_listed([f'{clean(c)} {TIMES}{n}' for c, n in ranked])}")
+    if stats.note:
+        first, *rest = clean_lines(stats.note).split("\n")
+        lines.append(f"      note: {first}")
+        lines.extend(f"        {line}" for line in rest)
+    failing = [r.run for r in stats.runs if not r.passed]
+    if failing:
+        then = f"; run {failing[0]}:" if checks_follow else ""
+        lines.append(f"      failing runs: {_listed([str(n) for n in failing])}{then}")
+    return lines
+
+
+def render_case(case: CaseReport, colour: bool = False, counter: str = "") -> str:
+    """A case's lines; `counter` (`[3/20] `) starts the first."""
+    head = f"  {counter}{_icon(case, colour)} {clean(case.id)} ({clean(case.fixture)})"
+    if case.not_run is not None:
+        return inert(f"{head}  not run: {clean(case.not_run)}") + "\n"
+    stats = case.repeat
+    if stats is not None:
+        head += f"  {_runs(stats, colour)}"
     if case.error is not None:
         first, *rest = clean_lines(case.error).split("\n")
         lines = [f"{head}  —  run error: {first}"]
         lines.extend(f"      {line}" for line in rest)
+        if stats is not None:
+            lines += _repeat_lines(stats, checks_follow=False)
         return inert("\n".join(lines)) + "\n"
-    passed = sum(g.passed for g in case.grades)
-    lines = [f"{head}  {passed}/{len(case.grades)} checks"]
+    if stats is None:
+        passed = sum(g.passed for g in case.grades)
+        lines = [f"{head}  {passed}/{len(case.grades)} checks"]
+    else:
+        lines = [head, *_repeat_lines(stats, checks_follow=bool(case.failing_grades))]
     for grade in case.failing_grades:
         first, *rest = clean_lines(grade.detail).split("\n")
         lines.append(f"      {_paint('✗', '31', colour)} {clean(grade.check)}: {first}")
@@ -42,12 +124,30 @@ def render_case(case: CaseReport, colour: bool = False) -> str:
     return inert("\n".join(lines)) + "\n"
 
 
+def _statistics(report: SuiteReport) -> str | None:
+    """The suite's pass rate with its interval, for a run with repeated or clustered cases;
+    None for an ordinary run, whose summary stays one line."""
+    if not any(c.repeat is not None or c.cluster is not None for c in report.cases):
+        return None
+    stats = report.statistics
+    if not stats.cases:
+        return "  pass rate unavailable: no case completed"
+    line = f"  pass rate {_percent(stats.pass_rate)}"
+    if stats.low is not None and stats.high is not None:
+        line += f" {_interval(stats.low, stats.high)}"
+    line += f", {clean(stats.note)}"
+    if stats.repeated:
+        line += f"; {stats.flaky} of {stats.repeated} repeated case(s) flaky"
+    return line
+
+
 def render_summary(report: SuiteReport, colour: bool = False) -> str:
     t = report.totals
     line = f"  {t.passed}/{t.cases} cases passed"
-    if t.failed or t.errors:
+    if t.failed or t.errors or t.not_run:
         parts = [f"{t.failed} failed"] if t.failed else []
         parts += [f"{t.errors} run error(s)"] if t.errors else []
+        parts += [f"{t.not_run} not run"] if t.not_run else []
         line += f"  ({', '.join(parts)})"
     else:
         line += "  " + _paint("✓", "32", colour)
@@ -55,6 +155,9 @@ def render_summary(report: SuiteReport, colour: bool = False) -> str:
         f"  [{clean(report.kind)} suite, {clean(report.mode)}, agent {clean(report.agent)}: "
         f"exit {int(report.exit_code())}]"
     )
+    statistics = _statistics(report)
+    if statistics is not None:
+        line += "\n" + statistics
     return f"\n{inert(line)}\n"
 
 
@@ -69,16 +172,29 @@ def render_table(report: SuiteReport, colour: bool = False) -> str:
 class TableReporter(Reporter):
     order = STDOUT
 
-    def __init__(self, stream: TextIO, guard: bool = False) -> None:
+    def __init__(self, stream: TextIO, guard: bool = False, jobs: int | None = None) -> None:
         self._stream = stream
         self._colour = use_colour(stream)
         self._guard = guard  # on GitHub Actions, whose runner reads stdout for commands
+        self._jobs = jobs or 1
+        self._total = 0
+        self._done = 0
 
     def start(self, total: int) -> None:
+        self._total = total
         self._stream.write("\n")
 
     def case_done(self, case: CaseReport) -> None:
-        self._write(render_case(case, self._colour))
+        self._done += 1
+        self._write(render_case(case, self._colour, self._counter()))
+
+    def _counter(self) -> str:
+        # With one job and a short run, cases finish in fixture order and are few: the
+        # lines read as they always have.
+        if self._total < 2 or (self._jobs < 2 and self._total < COUNT_FROM):
+            return ""
+        width = len(str(self._total))
+        return f"[{self._done:>{width}}/{self._total}] "
 
     def finish(self, report: SuiteReport) -> None:
         self._write(render_summary(report, self._colour))
@@ -99,7 +215,16 @@ class _Spec:
     def build(self, output: Output) -> list[Reporter]:
         if output.stdout_format != self.stdout_format:
             return []
-        return [TableReporter(output.out(), guard=output.github)]
+        # `--jobs` as given on the command line (a configured `jobs` is not among the
+        # parsed options); from COUNT_FROM cases on, lines are counted anyway.
+        jobs = output.values.get("jobs")
+        return [
+            TableReporter(
+                output.out(),
+                guard=output.github,
+                jobs=jobs if isinstance(jobs, int) and not isinstance(jobs, bool) else None,
+            )
+        ]
 
 
 REPORTER = _Spec()

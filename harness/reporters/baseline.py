@@ -1,0 +1,75 @@
+"""Baselines in a run's output: `--write-baseline FILE` written with the other report
+files, and the comparison with `--baseline FILE` said in one line on stderr.
+
+Both options are settings of `zeroclaw eval run` (`harness.settings`), not this module's:
+the comparison is part of the verdict (it can fail the gate), and this reporter only
+writes and says it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from harness.reporters.atomic import ReportFiles
+from harness.reporters.base import CI, FILES, Output, Reporter
+from harness.reporters.text import clean, inert
+from harness.settings import WRITE_BASELINE
+
+if TYPE_CHECKING:
+    from harness.verdict import SuiteReport
+
+
+class BaselineFile(Reporter):
+    """Stages the run's baseline, to be put in place with the other report files."""
+
+    order = FILES + 4
+
+    def __init__(self, path: Path, files: ReportFiles) -> None:
+        self._files = files
+        # Checked (and made absolute) now, before any case runs.
+        self._path = files.plan(path, "write baseline")
+
+    def finish(self, report: SuiteReport) -> None:
+        from harness.baseline import render_baseline
+
+        self._files.stage(self._path, render_baseline(report, self._files.shown(self._path)))
+
+
+class BaselineSummary(Reporter):
+    """The comparison with the baseline, in one line on stderr (and a line per note)."""
+
+    order = CI + 2
+
+    def __init__(self, stderr: TextIO) -> None:
+        self._stderr = stderr
+
+    def finish(self, report: SuiteReport) -> None:
+        from harness.baseline import summary
+
+        comparison = report.baseline
+        if comparison is None:
+            return
+        # Case ids and file names are the user's text: shown inert, as every message.
+        for note in comparison.notes:
+            print(f"zeroclaw eval: baseline: {inert(clean(note))}", file=self._stderr)
+        line = summary(comparison, report.fail_on_regression)
+        print(f"zeroclaw eval: {inert(clean(line))}", file=self._stderr)
+
+
+class _Spec:
+    name = "baseline"
+    options = ()  # `--write-baseline` and `--baseline` are declared in `harness.settings`
+    stdout_format = None
+
+    def build(self, output: Output) -> list[Reporter]:
+        reporters: list[Reporter] = []
+        path = output.values.get(WRITE_BASELINE.dest)
+        if path is not None:
+            reporters.append(BaselineFile(Path(path), output.files))
+        if output.stderr is not None:
+            reporters.append(BaselineSummary(output.stderr))
+        return reporters
+
+
+REPORTER = _Spec()

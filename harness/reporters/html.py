@@ -1,0 +1,473 @@
+"""The HTML report: `--html PATH` on `run`, and `zeroclaw eval report` over a JSON report.
+
+One self-contained file for a person: the verdict, every case failing first with its
+transcript (each model request and answer, each tool call with arguments, result and
+duration, each check with what was observed, the run error with the divergence), and with
+`--history-dir` the pass rate over the suite's runs by this agent and the cases that flipped.
+
+Nothing loads from anywhere: styles are inline, the chart is inline SVG, and the
+Content-Security-Policy allows no fetch and no script but the one filter script, by its
+hash, so a `<script>` or an event handler in model text could not run even if escaping
+failed. With scripts off the page is complete (every case, transcripts in `<details>`);
+the script only adds the filter bar. Untrusted text is cleaned (`text.clean`) and escaped,
+and no line of the file is a workflow command (`text.inert_markup`), should CI print it.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from harness.errors import HarnessError
+from harness.html_transcript import block as _block
+from harness.html_transcript import record_html
+from harness.html_transcript import row as _row
+from harness.html_transcript import table as _table
+from harness.html_transcript import text as _t
+from harness.options import Option
+from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
+from harness.reporters.text import clean, clip, inert_markup, one_line
+
+if TYPE_CHECKING:
+    from harness.history_store import HistoryEntry
+    from harness.reporters.atomic import ReportFiles
+    from harness.verdict import CaseReport, RepeatStats, SuiteReport
+
+OPTION = Option(
+    "--html",
+    "also write a self-contained HTML report here (every case with its transcript; "
+    "with --history-dir, the pass-rate trend)",
+    metavar="PATH",
+    type=Path,
+)
+HISTORY_DIR = "history_dir"  # `--history-dir`'s value, declared by its own reporter
+MAX_REPORT_BYTES = 256 << 20  # the largest JSON report `zeroclaw eval report` reads
+MAX_POINTS = 60  # runs the trend shows, the latest ones
+REPORT_SCHEMA_PREFIX = "zeroclaw-eval/report/"
+
+_STYLE = """
+:root{font:14px/1.45 system-ui,sans-serif;color:#1f2328;background:#fff}
+[hidden]{display:none!important}body{margin:0 auto;max-width:1120px;padding:12px 24px}
+h1{font-size:20px;margin:4px 0}h2{font-size:17px;margin:18px 0 6px}
+h3,h4{font-size:14px;margin:10px 0 4px}#verdict{font-size:18px;margin:4px 0}
+header{border-left:10px solid;padding:6px 16px;margin:8px 0 14px}
+header.passed{border-color:#1a7f37;background:#dafbe1}
+header.failed{border-color:#cf222e;background:#ffebe9}
+table{border-collapse:collapse;margin:4px 0}th{background:#f6f8fa}
+th,td{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;padding:3px 6px;background:#f6f8fa}
+pre,code{font:12px/1.4 ui-monospace,monospace}
+pre.error{background:#fff8c5;border-left:3px solid #9a6700}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:0 12px}dt{color:#57606a}dd{margin:0}
+#cases{list-style:none;padding:0}#cases>li{border:1px solid #d0d7de;border-radius:6px;margin:6px 0}
+summary{cursor:pointer;padding:5px 10px}.body{padding:2px 14px 10px}.why{margin-left:6px}
+.badge{display:inline-block;min-width:60px;text-align:center;border-radius:10px;padding:0 8px;
+color:#fff;font-weight:600;font-size:12px}.b-passed{background:#1a7f37}.b-failed{background:#cf222e}
+.b-error{background:#9a6700}.b-not_run{background:#6e7781}.b-flaky{background:#8250df}
+.where,.why,.sub,.ms{color:#57606a}tr.fail td{background:#ffebe9}tr.fixed td{background:#dafbe1}
+.request{border-left:3px solid #d0d7de;padding-left:10px;margin:8px 0}ol.sent{padding-left:20px}
+.answer{border-left:3px solid #0969da;padding-left:8px;margin:4px 0}
+.role{font-weight:600;margin-right:6px}.unanswered{color:#cf222e;font-weight:600}
+#filters{margin:6px 0}#filters button{margin-right:4px}
+#filters button[aria-pressed=true]{background:#0969da;color:#fff}svg .grid{stroke:#d0d7de}
+svg text{fill:#57606a;font-size:11px}svg .line{fill:none;stroke:#0969da;stroke-width:2}
+svg .dot{fill:#0969da}svg .now{fill:#bc4c00}
+"""
+
+# The one script, allowed by its hash: the filter bar, shown only when scripts run.
+_SCRIPT = """
+(() => {
+  const bar = document.getElementById("filters"), box = document.getElementById("filter-id");
+  const cases = Array.from(document.querySelectorAll("#cases > li"));
+  const tests = {
+    all: () => true, failing: (c) => c.dataset.verdict !== "passed",
+    passing: (c) => c.dataset.verdict === "passed", flaky: (c) => c.dataset.flaky === "true",
+    errors: (c) => c.dataset.verdict === "error",
+  };
+  let chosen = "all";
+  const apply = () => {
+    const needle = box.value.toLowerCase();
+    let shown = 0;
+    for (const c of cases) {
+      c.hidden = !(tests[chosen](c) && c.dataset.id.toLowerCase().includes(needle));
+      shown += c.hidden ? 0 : 1;
+    }
+    document.getElementById("shown").textContent = `${shown} of ${cases.length} case(s) shown`;
+  };
+  const buttons = Array.from(bar.querySelectorAll("button"));
+  for (const button of buttons) {
+    button.addEventListener("click", () => {
+      chosen = button.dataset.filter;
+      for (const b of buttons) b.setAttribute("aria-pressed", String(b === button));
+      apply();
+    });
+  }
+  box.addEventListener("input", apply);
+  bar.hidden = false;
+  apply();
+})();
+"""
+
+_FILTERS = ("all", "failing", "passing", "flaky", "errors")
+_BADGES = {"passed": "passed", "failed": "failed", "error": "run error", "not_run": "not run"}
+
+
+@functools.cache
+def content_security_policy() -> str:
+    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
+
+
+def render_html(report: SuiteReport, history: Path | None = None) -> bytes:
+    """The report; with `history` (a history directory), its trend."""
+    code = int(report.exit_code())
+    verdict = "passed" if code == 0 else "failed"
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy()}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>zeroclaw-eval: {_t(report.suite)} {verdict}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        *_header(report, verdict, code),
+        *([] if history is None else _trend(trend_points(report, history))),
+        *_cases(report),
+        f"<script>{_SCRIPT}</script>\n</body></html>\n",
+    ]
+    return inert_markup("\n".join(parts)).encode("utf-8", "replace")
+
+
+def _header(report: SuiteReport, verdict: str, code: int) -> list[str]:
+    t, stats = report.totals, report.statistics
+    said = f"{t.passed} of {t.cases} case(s) passed, {t.failed} failed, {t.errors} run error(s)"
+    said += f", {t.not_run} not run" if t.not_run else ""
+    rate = f"{stats.pass_rate * 100:.1f}%"
+    if stats.low is not None and stats.high is not None:
+        rate += f" (95% CI {stats.low * 100:.1f} to {stats.high * 100:.1f}%)"
+    meta = [("agent", report.agent), ("mode", report.mode)]
+    meta.append(("duration", f"{report.duration_ms / 1000:.2f} s"))
+    receipt, policy = report.receipt, ""
+    if receipt is not None:
+        commit = (receipt.git_commit or "not in git")[:12]
+        meta += [
+            ("harness", receipt.harness_version),
+            ("framework", f"{receipt.framework or 'own loop'} {receipt.framework_version or ''}"),
+            ("provider", receipt.provider),
+            ("python", receipt.python),
+            ("commit", commit + (" (dirty)" if receipt.git_dirty else "")),
+        ]
+        policy = f'<p class="sub">{_t(receipt.policy.summary)}</p>'
+    totals = (t.cases, t.passed, t.failed, t.errors, t.not_run, t.flaky)
+    return [
+        f'<header class="{verdict}">',
+        f"<h1>zeroclaw-eval: {_t(report.kind)} suite <code>{_t(report.suite)}</code></h1>",
+        f'<p id="verdict"><strong>{verdict.upper()}</strong> (exit {code}): {said}</p>{policy}',
+        '</header><section id="summary">',
+        _table(
+            ("cases", "passed", "failed", "run errors", "not run", "flaky", "pass rate"),
+            [_row(*(str(n) for n in totals), rate)],
+        ),
+        "<dl>" + "".join(f"<dt>{k}</dt><dd>{_t(v.strip())}</dd>" for k, v in meta) + "</dl>",
+        "</section>",
+    ]
+
+
+# --- cases --------------------------------------------------------------------------------
+
+
+def _cases(report: SuiteReport) -> list[str]:
+    failing = report.worst_first()
+    buttons = "".join(
+        f'<button type="button" data-filter="{name}" aria-pressed="{str(name == "all").lower()}">'
+        f"{name}</button>"
+        for name in _FILTERS
+    )
+    return [
+        f'<section id="case-list"><h2>Cases ({len(failing)} failing, listed first)</h2>',
+        f'<div id="filters" hidden>{buttons} <input id="filter-id" type="search" '
+        'placeholder="case id contains…" aria-label="case id contains"> '
+        '<span id="shown" class="sub"></span></div><ol id="cases">',
+        *(_case(case) for case in failing + [c for c in report.cases if c.passed]),
+        "</ol></section>",
+    ]
+
+
+def _case(case: CaseReport) -> str:
+    from harness.history_store import verdict_of
+
+    verdict = verdict_of(case)
+    where = f"{case.fixture}:{case.line}" if case.line else case.fixture
+    flaky = ' <span class="badge b-flaky">flaky</span>' if case.flaky else ""
+    why = "" if case.passed else _t(one_line(case.first_failure(), 160))
+    body = [*_problem(case), *_grades(case)]
+    body += [] if case.repeat is None else _repeat(case.repeat)
+    body += [] if case.record is None else record_html(case.record)
+    return "\n".join(
+        [
+            f'<li class="case" data-verdict="{verdict}" data-flaky="{str(case.flaky).lower()}" '
+            f'data-id="{_t(case.id)}"><details{"" if case.passed else " open"}><summary>'
+            f'<span class="badge b-{verdict}">{_BADGES[verdict]}</span>{flaky} '
+            f'<code class="id">{_t(case.id)}</code> <span class="where">{_t(where)}</span> '
+            f'<span class="ms">{case.duration_ms:.1f} ms</span> <span class="why">{why}</span>'
+            '</summary><div class="body">',
+            *body,
+            "</div></details></li>",
+        ]
+    )
+
+
+def _problem(case: CaseReport) -> list[str]:
+    lines = []
+    if case.not_run is not None:
+        lines.append(f'<p class="unanswered">Not run: {_t(case.not_run)}</p>')
+    if case.error is not None:
+        lines += ["<h4>Run error</h4>", _block(case.error, "error")]
+    if case.traceback:
+        lines.append(f"<details><summary>traceback</summary>{_block(case.traceback)}</details>")
+    return lines
+
+
+def _grades(case: CaseReport) -> list[str]:
+    if not case.grades:
+        return []
+    rows = [
+        _row(
+            "✓" if g.passed else "✗",
+            f"<code>{_t(g.check)}</code>",
+            _t(g.detail),
+            _t(g.category),
+            f"<code>{_t(g.field)}</code>",
+            css="pass" if g.passed else "fail",
+        )
+        for g in case.grades
+    ]
+    passed = sum(g.passed for g in case.grades)
+    return [
+        f"<h4>Checks: {passed} of {len(case.grades)} passed</h4>",
+        _table(("", "check", "observed", "category", "fixture field"), rows, ' class="grades"'),
+    ]
+
+
+def _repeat(stats: RepeatStats) -> list[str]:
+    low, high = stats.interval
+    said = (
+        f"{stats.passes} of {stats.completed} completed run(s) passed ({stats.requested} "
+        f"asked for): {stats.proportion * 100:.1f}%, 95% CI {low * 100:.1f} to {high * 100:.1f}%"
+    )
+    said += "" if stats.min_pass_rate is None else f"; bar {stats.min_pass_rate * 100:.0f}%"
+    said += "; flaky" if stats.flaky else ""
+    rows = [
+        _row(
+            str(r.run),
+            "passed" if r.passed else "failed",
+            _t(r.error or ", ".join(r.failed_checks)),
+            str(r.tokens),
+            str(r.model_calls),
+            f"{r.duration_ms:.1f}",
+            css="pass" if r.passed else "fail",
+        )
+        for r in stats.runs
+    ]
+    note = f'<p class="sub">{_t(stats.note)}</p>' if stats.note else ""
+    head = ("run", "verdict", "error or failed checks", "tokens", "model calls", "ms")
+    return [f"<h4>Repeated runs</h4><p>{_t(said)}</p>{note}", _table(head, rows)]
+
+
+# --- trend --------------------------------------------------------------------------------
+
+
+class Point(NamedTuple):
+    """One run of the trend."""
+
+    when: str
+    passed: int
+    cases: int
+    rate: float
+    commit: str
+    verdicts: dict[str, str]  # case id → passed | failed | error | not_run
+    now: bool = False  # this run
+
+
+def _point(entry: HistoryEntry, now: bool = False) -> Point:
+    commit = (entry.receipt.git_commit or "")[:12] if entry.receipt is not None else ""
+    when = "this run" if now else clean(entry.recorded_at)[:16].replace("T", " ")
+    verdicts = {c.id: c.verdict for c in entry.cases}
+    totals = entry.totals
+    return Point(when, totals.passed, totals.cases, entry.pass_rate, commit, verdicts, now)
+
+
+def trend_points(report: SuiteReport, directory: Path) -> list[Point]:
+    """The suite's runs by this agent, oldest first, this run last and once: during `run`
+    its entry is not written yet; when `report` finds it in the directory already, it is
+    taken out, and so are the runs recorded after it (the trend leads up to this run)."""
+    from harness import history_store
+
+    current = history_store.entry_of(report)
+    entries = [e for e in history_store.load(directory, report.suite) if e.agent == report.agent]
+    key = (current.cases, current.totals, current.receipt)
+    found = [e for e in entries if (e.cases, e.totals, e.receipt) == key]
+    if found:
+        until = found[-1].recorded_at
+        entries = [e for e in entries if e is not found[-1] and e.recorded_at <= until]
+    return [*(_point(e) for e in entries[-(MAX_POINTS - 1) :]), _point(current, now=True)]
+
+
+def _trend(points: list[Point]) -> list[str]:
+    rows = [
+        _row(
+            _t(p.when),
+            f"<code>{_t(p.commit)}</code>",
+            f"{p.passed} of {p.cases}",
+            f"{p.rate * 100:.1f}%",
+        )
+        for p in reversed(points)
+    ]
+    return [
+        f'<section id="trend"><h2>Pass rate over the last {len(points)} run(s)</h2>'
+        '<p class="sub">cases passed of all cases, per run of this suite by this agent</p>',
+        _chart(points),
+        "<details><summary>the runs</summary>",
+        _table(("recorded", "commit", "passed", "pass rate"), rows) + "</details>",
+        *_flips(points),
+        "</section>",
+    ]
+
+
+def _chart(points: list[Point]) -> str:
+    width, height, left, right, top, bottom = 720, 200, 44, 30, 12, 30
+    n = len(points)
+
+    def x(i: int) -> float:
+        return left + (width - left - right) * (i / (n - 1) if n > 1 else 0.5)
+
+    def y(rate: float) -> float:
+        return top + (height - top - bottom) * (1 - min(max(rate, 0.0), 1.0))
+
+    grid = "".join(
+        f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}"/>'
+        f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v * 100:.0f}%</text>'
+        for v in (0.0, 0.25, 0.5, 0.75, 1.0)
+    )
+    line = " ".join(f"{x(i):.1f},{y(p.rate):.1f}" for i, p in enumerate(points))
+    dots = "".join(
+        f'<circle class="dot{" now" if p.now else ""}" cx="{x(i):.1f}" cy="{y(p.rate):.1f}" '
+        f'r="{6 if p.now else 4}"><title>{_t(p.when)} {_t(p.commit)}: {p.rate * 100:.1f}% '
+        f"({p.passed} of {p.cases})</title></circle>"
+        for i, p in enumerate(points)
+    )
+    # The first run's date and the last's, anchored inside the chart so neither is cut.
+    ends = [(0, "start"), (n - 1, "end")] if n > 1 else [(0, "middle")]
+    labels = "".join(
+        f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="{anchor}">{_t(points[i].when)}</text>'
+        for i, anchor in ends
+    )
+    return (
+        f'<svg id="trend-chart" role="img" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}"><title>pass rate per run, this run '
+        f'last: {points[-1].rate * 100:.1f}%</title>{grid}<polyline class="line" '
+        f'points="{line}"/>{dots}{labels}</svg>'
+    )
+
+
+def _flips(points: list[Point]) -> list[str]:
+    if len(points) < 2:
+        return ['<p id="flips">The first run in this history: nothing to compare with.</p>']
+    then, now = points[-2].verdicts, points[-1].verdicts
+    flipped = [(i, then[i], v) for i, v in now.items() if i in then and then[i] != v]
+    if not flipped:
+        return [f'<p id="flips">No case changed its verdict since {_t(points[-2].when)}.</p>']
+    # Regressions first: a case that passed and no longer does is what a reader looks for.
+    flipped.sort(key=lambda f: (f[1] != "passed", f[0]))
+    rows = [
+        _row(
+            f"<code>{_t(case)}</code>", _t(was), _t(is_), css="fail" if was == "passed" else "fixed"
+        )
+        for case, was, is_ in flipped
+    ]
+    return [
+        f"<h3>Cases that flipped since {_t(points[-2].when)}</h3>",
+        _table(("case", "then", "this run"), rows, ' id="flips"'),
+    ]
+
+
+# --- `zeroclaw eval report` ---------------------------------------------------------------
+
+
+class ReportInputError(HarnessError):
+    """What `zeroclaw eval report` was given cannot be read as a report or a history."""
+
+
+@functools.cache
+def _document_type() -> Any:
+    """The JSON report read as a `SuiteReport` with its schema tag (what the report derives,
+    totals, statistics, the exit code, is derived again). Built here, not taken from the
+    JSON reporter: no reporter imports another."""
+    from harness.verdict import SuiteReport
+
+    class ReportDocument(SuiteReport, kw_only=True, frozen=True):
+        schema: str
+
+    return ReportDocument
+
+
+def load_report(path: Path) -> SuiteReport:
+    """The `SuiteReport` a JSON report (`--json-report`) was written from."""
+    import msgspec
+
+    from harness.inputs import InputError, read_bounded
+    from harness.verdict import SuiteReport
+
+    try:
+        document = msgspec.json.decode(read_bounded(path, MAX_REPORT_BYTES), type=_document_type())
+    except InputError as exc:
+        raise ReportInputError(f"{path}: cannot read the JSON report: {exc.reason}") from None
+    except msgspec.ValidationError as exc:
+        raise ReportInputError(f"{path}: not a zeroclaw-eval JSON report: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ReportInputError(f"{path}: not a JSON report: {exc}") from None
+    if not document.schema.startswith(REPORT_SCHEMA_PREFIX):
+        schema = clip(document.schema, 80)
+        raise ReportInputError(f"{path}: not a zeroclaw-eval JSON report (schema {schema!r})")
+    return SuiteReport(**{name: getattr(document, name) for name in SuiteReport.__struct_fields__})
+
+
+def write_from_json(
+    report: Path | str, path: Path | str, history: Path | str | None, files: ReportFiles
+) -> Path:
+    """`zeroclaw eval report`: the HTML report of the JSON report `report`, at `path`."""
+    destination = files.plan(Path(path))  # checked before anything is read
+    if os.path.realpath(report) == os.path.realpath(destination):
+        raise ReportInputError(f"{path}: is the JSON report itself; name another file")
+    if history is not None and not Path(history).is_dir():
+        raise ReportInputError(f"{history}: cannot read the history: not a directory")
+    suite = load_report(Path(report))
+    files.stage(destination, render_html(suite, None if history is None else Path(history)))
+    files.commit()
+    return destination
+
+
+class _Spec:
+    name = "html"
+    options = (OPTION,)
+    stdout_format = None
+    # `zeroclaw eval report`, handed over through the registry as `run`'s reports are.
+    write_from_json = staticmethod(write_from_json)
+
+    def build(self, output: Output) -> list[Reporter]:
+        path = output.values.get(OPTION.dest)
+        if path is None:
+            return []
+        directory = output.values.get(HISTORY_DIR)
+        # Fixed now: an agent may change the working directory during the run.
+        history = None if directory is None else Path(os.path.abspath(directory))
+        render = Rendered(lambda report: render_html(report, history))
+        return [Document(render, path=Path(path), order=FILES + 3, files=output.files)]
+
+
+REPORTER = _Spec()

@@ -1,0 +1,117 @@
+"""Picking cases: `-k EXPR` (pytest's keyword expressions) and `--case ID`.
+
+A keyword expression is made of words joined by `and`, `or`, `not` and parentheses; a word
+matches a case when it is a substring (ignoring case, as pytest does) of the case id or
+of its fixture's file name. A selection that matches nothing is an error, never a green
+run, and a regression suite run on a selection is marked partial in every report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from harness.errors import UsageError
+
+_TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+_KEYWORDS = ("and", "or", "not")
+
+Match = Callable[[Sequence[str]], bool]
+
+
+class SelectionError(UsageError):
+    """A `-k` expression that cannot be parsed."""
+
+
+def keyword_matcher(expression: str) -> Match:
+    """A function telling whether names (a case's id and file name) match `expression`."""
+    tokens = _TOKEN.findall(expression)
+    if "".join(tokens) != re.sub(r"\s+", "", expression):
+        raise SelectionError(f"-k {expression!r}: cannot be read")
+    if not tokens:
+        raise SelectionError("-k '': an empty expression selects nothing")
+    parser = _Parser(tokens, expression)
+    match = parser.disjunction()
+    if parser.at < len(tokens):
+        raise SelectionError(f"-k {expression!r}: unexpected {tokens[parser.at]!r}")
+    return match
+
+
+class _Parser:
+    """Recursive descent over `or` < `and` < `not` < word / parenthesis."""
+
+    def __init__(self, tokens: list[str], expression: str) -> None:
+        self.tokens, self.at, self._expression = tokens, 0, expression
+
+    def _peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def _take(self) -> str:
+        token = self._peek()
+        if token is None:
+            raise SelectionError(f"-k {self._expression!r}: ends where a word was expected")
+        self.at += 1
+        return token
+
+    def disjunction(self) -> Match:
+        terms = [self.conjunction()]
+        while self._peek() == "or":
+            self._take()
+            terms.append(self.conjunction())
+        return terms[0] if len(terms) == 1 else lambda names: any(t(names) for t in terms)
+
+    def conjunction(self) -> Match:
+        terms = [self.negation()]
+        while self._peek() == "and":
+            self._take()
+            terms.append(self.negation())
+        return terms[0] if len(terms) == 1 else lambda names: all(t(names) for t in terms)
+
+    def negation(self) -> Match:
+        if self._peek() == "not":
+            self._take()
+            inner = self.negation()
+            return lambda names: not inner(names)
+        return self.atom()
+
+    def atom(self) -> Match:
+        token = self._take()
+        if token == "(":
+            inner = self.disjunction()
+            if self._take() != ")":
+                raise SelectionError(f"-k {self._expression!r}: a '(' is never closed")
+            return inner
+        if token == ")" or token in _KEYWORDS:
+            raise SelectionError(f"-k {self._expression!r}: unexpected {token!r}")
+        word = token.lower()
+        return lambda names: any(word in name.lower() for name in names)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a run was asked to pick (nothing: the whole suite)."""
+
+    keyword: str | None = None
+    case_ids: tuple[str, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.keyword is not None or bool(self.case_ids)
+
+    def describe(self) -> str:
+        parts = [f"-k {self.keyword!r}"] if self.keyword is not None else []
+        parts += [f"--case {case_id!r}" for case_id in self.case_ids]
+        return " ".join(parts)
+
+    def matcher(self) -> Callable[[str, str], bool]:
+        """A test of (case id, fixture file name)."""
+        keyword = keyword_matcher(self.keyword) if self.keyword is not None else None
+        wanted = set(self.case_ids)
+
+        def selected(case_id: str, file_name: str) -> bool:
+            if wanted and case_id not in wanted:
+                return False
+            return keyword is None or keyword((case_id, file_name))
+
+        return selected

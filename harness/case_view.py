@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from harness.model_boundary import Message, ModelStep
 from harness.reporters.text import clean, clean_lines, clip, inert
 from harness.run_record import RunRecord
 from harness.verdict import CaseReport
+
+if TYPE_CHECKING:
+    from harness.suite import Case
 
 WIDTH = 160  # characters of one value shown on one line
 
@@ -111,3 +118,18 @@ def _one(text: str) -> str:
 def _indented(text: str, prefix: str) -> Iterator[str]:
     for line in clean_lines(text).split("\n"):
         yield prefix + clip(line, WIDTH * 2)
+
+
+def case_line(case: Case, root: Path) -> str:
+    """One admitted case as `zeroclaw eval list` shows it: id, fixture, and the kinds of
+    expectations it declares (their keys), tab-separated."""
+    expects = case.trace.expects
+    declared = (
+        [k for k, v in msgspec.structs.asdict(expects).items() if v not in (None, [], {}, False)]
+        if expects is not None
+        else []
+    )
+    from harness.runner import display_path
+
+    fixture = display_path(case.path, root)
+    return inert("\t".join([clean(case.id), clean(fixture), ",".join(declared) or "-"]))

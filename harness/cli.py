@@ -24,11 +24,13 @@ from harness.settings import (
     AGENT_OPTIONS,
     BASELINE,
     CASE,
+    CASE_IDS,
     CONFIG,
     EXITFIRST,
     FAIL_ON_REGRESSION,
     FORCE,
     JOBS,
+    KEYWORD,
     MAX_MODEL_CALLS,
     MAXFAIL,
     MIN_SCORE,
@@ -37,6 +39,7 @@ from harness.settings import (
     OUT,
     REGRESSION_LEVEL,
     REPEAT,
+    SHARD,
     SUITE,
     SUITE_KIND,
     SUITE_OPTIONS,
@@ -84,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
         BASELINE,
         FAIL_ON_REGRESSION,
         REGRESSION_LEVEL,
+        KEYWORD,
+        CASE_IDS,
+        SHARD,
         *registry.options(),
     )
     _add(
@@ -112,6 +118,29 @@ def build_parser() -> argparse.ArgumentParser:
         *SUITE_OPTIONS,
         TIMEOUT,
     )
+    _add(
+        actions.add_parser(
+            "list",
+            help="list the suite's cases (ids, files, kinds of checks); runs nothing",
+            description="Admit the suite and list its cases, or those -k/--case/--shard "
+            "pick: one line each with the case id, its fixture and the expectations it "
+            "declares. Runs no agent.",
+        ),
+        *SUITE_OPTIONS,
+        TIMEOUT,
+        KEYWORD,
+        CASE_IDS,
+        SHARD,
+    )
+    merge = actions.add_parser(
+        "merge",
+        help="merge the JSON reports of a suite's shards into the whole suite's reports",
+        description="Combine the JSON reports of every shard of a suite (--shard I/N) into "
+        "one suite report, JUnit, summary and exit code; refuse a missing shard, a case "
+        "twice, or shards of other fixtures, policies or harness versions.",
+    )
+    merge.add_argument("reports", metavar="REPORT", type=Path, nargs="+", help="shard reports")
+    _add(merge, fmt, *registry.options())
     _add(
         actions.add_parser(
             "mutate",
@@ -259,6 +288,29 @@ def _check(command: Invocation) -> int:
     return ExitCode.PASSED
 
 
+def _list(command: Invocation) -> int:
+    from harness import pipeline, settings
+    from harness.case_view import case_line
+    from harness.selection import choose
+
+    options = settings.resolve(command.args, provider=False).options
+    cases = choose(pipeline.admit(options), options.selection)
+    for case in cases:
+        print(case_line(case, options.project_root), file=command.out)
+    return ExitCode.PASSED
+
+
+def _merge(command: Invocation) -> int:
+    from harness import pipeline
+    from harness.merge import merge
+    from harness.reporters import registry
+
+    reporters = registry.build(command.output(command.args.format))
+    report = merge(command.args.reports)
+    pipeline.deliver(report, reporters)
+    return report.exit_code()
+
+
 def _record(command: Invocation) -> int:
     from harness import settings
     from harness.live_recorder import record_live_case, refuse_existing
@@ -376,5 +428,7 @@ _ACTIONS = {
     "schema": _schema,
     "report": _report,
     "verify": _verify,
+    "list": _list,
+    "merge": _merge,
     "show": _show,
 }

@@ -1,14 +1,11 @@
 """Live backend: model steps from an OpenAI-compatible Chat Completions endpoint.
-
 Serves OpenAI, any compatible gateway, and local servers (vLLM, Ollama, ...): one POST to
-`{base_url}/chat/completions` per model step, translated from and to the neutral types of
-`harness.backend`. Calls are bounded by a per-call timeout and retried, with exponential
-backoff and full jitter, on 408, 429, 5xx, connection errors and timeouts (honouring
-`Retry-After`), a bounded number of times; everything else fails at once with a
-`ProviderError`. The backends of one provider share a `ProviderLimiter`: a 429 or 503 with
-`Retry-After` pauses all of their requests, and a run of connection failures declares the
-provider down, after which no request is sent (see `harness.provider_limiter`).
-
+`{base_url}/chat/completions` per model step. Calls are bounded by a per-call timeout and
+retried with exponential backoff and full jitter on 408, 429, 5xx, connection errors and
+timeouts (honouring `Retry-After`), a bounded number of times; anything else is a
+`ProviderError`. The backends of one provider share a `ProviderLimiter` (a 429/503
+`Retry-After` pauses them all; a run of connection failures declares the provider down),
+the key's mask and the TLS context (`harness.provider_limiter`).
 The API key lives only in `LiveSettings.api_key` (kept out of its repr) and in the
 Authorization header of each request. A server may echo it anywhere: in model text, as a
 tool call's name or id, inside arguments, in an error body, escaped in any way. So every
@@ -19,7 +16,6 @@ record or any output.
 A response body is read as a stream and never beyond `MAX_RESPONSE_BYTES` once decoded
 (gzip and deflate are decoded as it is read, bounded, and no other coding is accepted): a
 compression bomb or an endless body is a clear run error, not the memory of the CI runner.
-
 Imported only in live mode: the HTTP client is the one the agent frameworks already use.
 """
 
@@ -61,6 +57,7 @@ from harness.provider_limiter import (
     NotSent,
     ProviderDown,
     ProviderLimiter,
+    SharedParts,
     Sleep,
     connection_failure,
 )
@@ -172,9 +169,11 @@ class LiveBackend:
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        shared: SharedParts | None = None,
     ) -> None:
         self.settings = settings
-        self._scrub = SecretMask(settings.api_key)
+        self._shared = shared or SharedParts(settings.api_key)
+        self._scrub = self._shared.mask
         self.limiter = limiter or ProviderLimiter(self._scrub(settings.base_url))
         self._sleep: Sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
@@ -344,6 +343,7 @@ class LiveBackend:
                 timeout=httpx.Timeout(self.settings.call_timeout),
                 transport=self._transport,
                 follow_redirects=False,
+                verify=self._shared.tls(),
             )
         return self._client
 
@@ -452,11 +452,13 @@ def live_backend_factory(
     settings: LiveSettings, *, limiter: ProviderLimiter | None = None, **options: Any
 ) -> Callable[[Case], LiveBackend]:
     """A runner backend factory: a fresh `LiveBackend` per case (options as for it), all of
-    them sharing `limiter` (by default one made here for the factory)."""
-    shared = limiter or ProviderLimiter(SecretMask(settings.api_key)(settings.base_url))
+    them sharing `limiter` (by default one made here for the factory), the key's mask and
+    the TLS context."""
+    parts = SharedParts(settings.api_key)
+    shared = limiter or ProviderLimiter(parts.mask(settings.base_url))
 
     def factory(case: Case) -> LiveBackend:
-        return LiveBackend(settings, limiter=shared, **options)
+        return LiveBackend(settings, limiter=shared, shared=parts, **options)
 
     return factory
 

@@ -38,7 +38,7 @@ class Option:
         kwargs: dict[str, Any] = {"help": self.help, "dest": self.dest}
         if self.action is not None:
             kwargs["action"] = self.action
-        else:
+        if self.action in (None, "append"):  # the actions that take a value
             kwargs.update(metavar=self.metavar, type=self.type, choices=self.choices)
             kwargs["default"] = self.default
         if self.required:

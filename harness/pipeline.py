@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -28,10 +28,11 @@ from harness.defaults import (
 from harness.errors import UsageError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.problems import AdmissionError
-from harness.receipts import fixture_hash, suite_receipt
+from harness.receipts import fixture_hash, suite_hash, suite_receipt
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import Reporter
 from harness.runner import BackendFactory, CasePlan, display_path, replay_backend
+from harness.selection import Selection, choose
 from harness.suite import Case, load_suite
 from harness.verdict import CaseReport, SuiteReport
 from harness.watchdog import run_watched
@@ -59,6 +60,8 @@ class RunOptions:
     baseline: Path | None = None  # compare the run with this baseline (`harness.baseline`)
     fail_on_regression: bool = False  # a confirmed regression fails the gate of any kind
     regression_level: float = DEFAULT_LEVEL  # repeated runs: a drop is confirmed at p < this
+    # The cases picked (-k, --case, --shard); by default all.
+    selection: Selection = field(default_factory=Selection)
 
     @property
     def project_root(self) -> Path:
@@ -81,8 +84,14 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     baseline is read (and refused, `BaselineError`) before anything else."""
     against = _against(options)
     adapter, surface = resolve_within(options.agent, options.case_timeout)
-    cases = _load(options, surface, reporters)
     root = options.project_root
+    admitted = _load(options, surface, reporters)
+    cases = choose(admitted, options.selection)
+    selection = options.selection if options.selection.active else None
+    if selection is not None:
+        # The whole suite's digest, so shards (and partial runs) say which suite they are of.
+        shown = [(display_path(case.path, root), case.text) for case in admitted]
+        selection = dataclasses.replace(selection, suite_sha256=suite_hash(shown))
     suite = options.name if options.name is not None else display_path(options.suite, root)
     return run_cases(
         cases,
@@ -103,6 +112,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         maxfail=options.maxfail,
         provider=options.provider,
         against=against,
+        selection=selection,
     )
 
 
@@ -157,6 +167,7 @@ def run_cases(
     maxfail: int | None = None,
     provider: str | None = None,
     against: Against | None = None,
+    selection: Selection | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -234,6 +245,7 @@ def run_cases(
                 root=plan.root,
                 provider=provider,
                 fail_on_regression=gate,
+                selection=selection,
             ),
             fail_on_regression=gate,
         )
@@ -340,3 +352,23 @@ def _registered(adapter: AgentAdapter) -> frozenset[str]:
         return frozenset(t.name for t in adapter.tools())
     except Exception:
         return frozenset()
+
+
+def deliver(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
+    """Hand a report built elsewhere (a merge of shards) to the reporters, as a run would:
+    each case as done, in order, then the whole."""
+    broken: dict[int, str] = {}
+    for index, reporter in enumerate(reporters):
+        try:
+            reporter.start(len(report.cases))
+            for case in report.cases:
+                reporter.case_done(case)
+        except (OSError, ValueError) as exc:
+            broken[index] = _stream_failure(exc)
+    try:
+        _finish(report, reporters, broken)
+    except BaseException:
+        for reporter in reporters:
+            with contextlib.suppress(Exception):
+                reporter.abandon()
+        raise

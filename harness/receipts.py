@@ -12,8 +12,10 @@ import hashlib
 import json
 import platform
 import subprocess
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
@@ -50,6 +52,16 @@ class SuiteReceipt(msgspec.Struct, kw_only=True, frozen=True):
     git_commit: str | None  # None: not in a git work tree, or git is not installed
     git_dirty: bool | None
     policy: Policy
+    # A run of part of the suite (-k, --case, --shard): what it picked, which shard, and
+    # the digest of the whole admitted suite (so shards prove they are of one suite). A
+    # partial run's gate is never the suite's.
+    selection: str | None = None
+    shard: tuple[int, int] | None = None
+    suite_sha256: str | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.selection is not None
 
 
 def fixture_hash(text: str) -> str:
@@ -126,7 +138,10 @@ def suite_receipt(
     root: Path,
     provider: str | None = None,
     fail_on_regression: bool = False,
+    selection: Any = None,
 ) -> SuiteReceipt:
+    """What ran the suite; `selection` (a `harness.selection.Selection`) when it ran part
+    of it."""
     commit, dirty = git_state(root)
     return SuiteReceipt(
         harness_version=harness_version(),
@@ -138,4 +153,17 @@ def suite_receipt(
         git_commit=commit,
         git_dirty=dirty,
         policy=policy_of(kind, fail_on_regression),
+        selection=selection.describe() if selection is not None else None,
+        shard=selection.shard if selection is not None else None,
+        suite_sha256=selection.suite_sha256 if selection is not None else None,
     )
+
+
+def suite_hash(fixtures: Iterable[tuple[str, str]]) -> str:
+    """SHA-256 over a whole admitted suite: each fixture's path (as reports show it) and
+    canonical hash, in suite order."""
+    digest = hashlib.sha256()
+    for shown, text in fixtures:
+        digest.update(shown.encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(fixture_hash(text).encode("ascii") + b"\n")
+    return digest.hexdigest()

@@ -8,11 +8,16 @@ run, and a regression suite run on a selection is marked partial in every report
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from harness.errors import UsageError
+from harness.errors import HarnessError, UsageError
+
+if TYPE_CHECKING:
+    from harness.suite import Case
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 _KEYWORDS = ("and", "or", "not")
@@ -94,14 +99,18 @@ class Selection:
 
     keyword: str | None = None
     case_ids: tuple[str, ...] = ()
+    shard: tuple[int, int] | None = None  # (I, N): the I-th of N shares, 1-based
+    suite_sha256: str | None = None  # the whole suite's digest (set once it is admitted)
 
     @property
     def active(self) -> bool:
-        return self.keyword is not None or bool(self.case_ids)
+        return self.keyword is not None or bool(self.case_ids) or self.shard is not None
 
     def describe(self) -> str:
         parts = [f"-k {self.keyword!r}"] if self.keyword is not None else []
         parts += [f"--case {case_id!r}" for case_id in self.case_ids]
+        if self.shard is not None:
+            parts.append(f"--shard {self.shard[0]}/{self.shard[1]}")
         return " ".join(parts)
 
     def matcher(self) -> Callable[[str, str], bool]:
@@ -109,9 +118,57 @@ class Selection:
         keyword = keyword_matcher(self.keyword) if self.keyword is not None else None
         wanted = set(self.case_ids)
 
+        shard = self.shard
+
         def selected(case_id: str, file_name: str) -> bool:
             if wanted and case_id not in wanted:
+                return False
+            if shard is not None and shard_of(case_id, shard[1]) != shard[0]:
                 return False
             return keyword is None or keyword((case_id, file_name))
 
         return selected
+
+
+def shard_of(case_id: str, shards: int) -> int:
+    """The shard (1..`shards`) a case belongs to: a stable hash of its id alone, so adding
+    or removing a case moves no other case to another shard."""
+    digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` with 1 ≤ I ≤ N (argparse type)."""
+    import argparse
+
+    index, slash, count = text.partition("/")
+    if slash and index.strip().isdigit() and count.strip().isdigit():
+        i, n = int(index), int(count)
+        if 1 <= i <= n:
+            return i, n
+    raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N, e.g. 2/3: {text!r}")
+
+
+class EmptySelection(HarnessError):
+    """A selection that picks no case: an error, never a green run."""
+
+
+def choose(cases: Sequence[Case], selection: Selection) -> list[Case]:
+    """The cases `selection` picks, in suite order; `EmptySelection` when it picks none,
+    or names a case id the suite does not have."""
+    if not selection.active:
+        return list(cases)
+    ids = {case.id for case in cases}
+    unknown = [case_id for case_id in selection.case_ids if case_id not in ids]
+    if unknown:
+        raise EmptySelection(
+            f"--case {', '.join(repr(u) for u in unknown)}: no such case in the suite"
+        )
+    selected = selection.matcher()
+    chosen = [case for case in cases if selected(case.id, case.path.name)]
+    if not chosen:
+        raise EmptySelection(
+            f"{selection.describe()} selects none of the suite's {len(cases)} case(s); "
+            "an empty selection is an error, never a green run"
+        )
+    return chosen

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import UsageError
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
 from harness.options import Option, count, percent, repeat_count, seconds
+from harness.selection import Selection, parse_shard
 
 if TYPE_CHECKING:
     from harness.config import EvalConfig, LoadedConfig
@@ -114,6 +115,26 @@ REGRESSION_LEVEL = Option(
     metavar="P",
     type=significance,
 )
+KEYWORD = Option(
+    "--keyword",
+    "run only the cases matching EXPR, pytest's -k: substrings of the case id or fixture "
+    "file name joined by and/or/not (the run is partial: its gate is not the suite's)",
+    metavar="EXPR",
+    aliases=("-k",),
+)
+CASE_IDS = Option(
+    "--case",
+    "run only the case with this id (repeatable; the run is partial)",
+    metavar="ID",
+    action="append",
+)
+SHARD = Option(
+    "--shard",
+    "run the I-th of N shares of the suite, by a stable hash of each case id (merge the "
+    "shards' JSON reports with `zeroclaw eval merge`)",
+    metavar="I/N",
+    type=parse_shard,
+)
 SUITE_KIND = Option(
     "--suite-kind",
     "gate rules to apply (default: the suite directory's name, else regression)",
@@ -185,6 +206,7 @@ def resolve(
         jobs=JOBS.value(args, config),
         repeat=_repeat(args, mode),
         maxfail=1 if getattr(args, EXITFIRST.dest, False) else getattr(args, MAXFAIL.dest, None),
+        selection=_selection(args),
         **_baseline(args),
     )
     if mode != "live" or not provider:
@@ -273,3 +295,12 @@ def _repeat(args: argparse.Namespace, mode: Mode) -> int | None:
             "repetition would give the same verdict"
         )
     return repeat
+
+
+def _selection(args: argparse.Namespace) -> Selection:
+    ids = getattr(args, CASE_IDS.dest, None)  # `record`'s --case is a path, not a list
+    return Selection(
+        keyword=getattr(args, KEYWORD.dest, None),
+        case_ids=tuple(ids) if isinstance(ids, list) else (),
+        shard=getattr(args, SHARD.dest, None),
+    )

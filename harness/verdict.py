@@ -232,6 +232,12 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
         )
 
     @property
+    def partial(self) -> str | None:
+        """What the run picked when it ran part of the suite (-k, --case, --shard): its
+        gate is then not the suite's, and every report says so."""
+        return self.receipt.selection if self.receipt is not None else None
+
+    @property
     def all_passed(self) -> bool:
         return bool(self.cases) and all(c.passed for c in self.cases)
 

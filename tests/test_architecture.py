@@ -130,6 +130,8 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.config",
         "harness.verify",
         "harness.case_view",
+        "harness.merge",
+        "harness.selection",
         "harness.reporters.json_report",
     }
     assert _imports(MODULES["harness.cli"]) <= allowed

@@ -205,7 +205,22 @@ def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list
             f"{left_out} more failing case(s) not annotated (GitHub shows {budget.limit} "
             "annotations of each level per step); see the job summary or the JUnit report",
         )
-    return commands + _not_run_notice(report, budget) + _flaky_notices(report, budget)
+    return (
+        _partial_notice(report, budget)
+        + commands
+        + _not_run_notice(report, budget)
+        + _flaky_notices(report, budget)
+    )
+
+
+def _partial_notice(report: SuiteReport, budget: Budget) -> list[str]:
+    if report.partial is None:
+        return []
+    return _notice(
+        budget,
+        report.agent,
+        f"partial run ({clean(report.partial)}): this gate is not the suite's",
+    )
 
 
 def _not_run_notice(report: SuiteReport, budget: Budget) -> list[str]:

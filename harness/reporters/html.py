@@ -163,6 +163,11 @@ def _header(report: SuiteReport, verdict: str, code: int) -> list[str]:
             ("commit", commit + (" (dirty)" if receipt.git_dirty else "")),
         ]
         policy = f'<p class="sub">{_t(receipt.policy.summary)}</p>'
+    if report.partial is not None:
+        policy += (
+            f'<p class="sub" id="partial"><strong>PARTIAL run</strong> '
+            f"({_t(report.partial)}): this gate is not the suite's</p>"
+        )
     totals = (t.cases, t.passed, t.failed, t.errors, t.not_run, t.flaky)
     return [
         f'<header class="{verdict}">',

@@ -102,7 +102,9 @@ def render_junit(report: SuiteReport) -> bytes:
         "testsuite",
         {"name": f"zeroclaw-eval:{label}", **counts, "skipped": str(totals.not_run), "time": time},
     )
-    if any(case.repeat is not None or case.cluster is not None for case in report.cases):
+    if report.partial is not None or any(
+        case.repeat is not None or case.cluster is not None for case in report.cases
+    ):
         _suite_properties(suite, report)  # first: Surefire wants them before the testcases
     for case in report.cases:
         _test_case(suite, label, case)
@@ -126,6 +128,8 @@ def _suite_properties(suite: Element, report: SuiteReport) -> None:
         "zeroclaw.flaky": str(stats.flaky),
         "zeroclaw.not_run": str(report.totals.not_run),
     }
+    if report.partial is not None:  # a partial run's gate is never the suite's
+        values["zeroclaw.partial"] = clean(report.partial)
     properties = _child(suite, "properties")
     for name, value in values.items():
         _child(properties, "property", {"name": name, "value": value})

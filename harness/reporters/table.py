@@ -155,6 +155,11 @@ def render_summary(report: SuiteReport, colour: bool = False) -> str:
         f"  [{clean(report.kind)} suite, {clean(report.mode)}, agent {clean(report.agent)}: "
         f"exit {int(report.exit_code())}]"
     )
+    if report.partial is not None:
+        line += (
+            f"\n  PARTIAL run ({clean(report.partial)}): this gate is not the suite's; "
+            "run the whole suite (or merge every shard) for that"
+        )
     statistics = _statistics(report)
     if statistics is not None:
         line += "\n" + statistics

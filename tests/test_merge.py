@@ -1,0 +1,115 @@
+"""Sharding and `zeroclaw eval merge`: the shards of the repository's regression suite,
+merged, are the unsharded run (timings aside); a missing, doubled or foreign shard is
+refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Cli, echo_fixture, write_fixture
+
+SHARDS = 3
+
+
+@pytest.fixture
+def suite_copy(tmp_path: Path) -> Path:
+    """The repository's regression suite in a project of its own."""
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "evals" / "regression", root / "evals" / "regression")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\nsuite_dir = "evals/regression"\n',
+        encoding="utf-8",
+    )
+    return root
+
+
+def timeless(document: dict[str, Any]) -> dict[str, Any]:
+    """The document without what differs between any two runs: timings."""
+    for case in document["cases"]:
+        case["duration_ms"] = 0
+        if case.get("record"):
+            case["record"]["duration_ms"] = 0
+            for call in case["record"]["calls"]:
+                call["duration_ms"] = 0
+    document["duration_ms"] = 0
+    return document
+
+
+def run_shards(run_cli: Cli, root: Path) -> list[str]:
+    names = []
+    for index in range(1, SHARDS + 1):
+        name = f"shard-{index}.json"
+        result = run_cli(
+            "eval", "run", "--shard", f"{index}/{SHARDS}", "--json-report", name, cwd=root
+        )
+        assert result.returncode in (0, 1), result.stderr
+        assert "PARTIAL run (--shard" in result.stdout
+        names.append(name)
+    return names
+
+
+def test_merged_shards_are_the_unsharded_run(run_cli: Cli, suite_copy: Path) -> None:
+    root = suite_copy
+    whole = run_cli("eval", "run", "--json-report", "whole.json", cwd=root)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    shards = run_shards(run_cli, root)
+    sizes = [len(json.loads((root / s).read_text())["cases"]) for s in shards]
+    assert sum(sizes) == 21 and all(sizes)
+    merged = run_cli(
+        "eval", "merge", *shards, "--json-report", "merged.json", "--junit-xml", "m.xml",
+        cwd=root,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stderr
+    assert "21/21 cases passed" in merged.stdout and "PARTIAL" not in merged.stdout
+    expected = timeless(json.loads((root / "whole.json").read_text()))
+    got = timeless(json.loads((root / "merged.json").read_text()))
+    assert got["cases"] == expected["cases"]
+    assert (got["totals"], got["exit_code"], got["partial"]) == (
+        expected["totals"],
+        expected["exit_code"],
+        None,
+    )
+    assert got["receipt"]["selection"] is None and got["receipt"]["shard"] is None
+    verified = run_cli("eval", "verify", "merged.json", cwd=root)
+    assert verified.returncode == 0, verified.stderr  # the merge is the whole suite's
+
+
+def test_a_failing_case_in_one_shard_fails_the_merge(run_cli: Cli, suite_copy: Path) -> None:
+    root = suite_copy
+    data = json.loads((root / "evals/regression/single_echo_dispatch.json").read_text())
+    data["expects"]["response_contains"] = ["never said"]
+    write_fixture(root / "evals" / "regression", "single_echo_dispatch.json", data)
+    shards = run_shards(run_cli, root)
+    merged = run_cli("eval", "merge", *shards, cwd=root)
+    assert merged.returncode == 1
+    assert "20/21 cases passed" in merged.stdout
+
+
+def test_a_missing_or_doubled_shard_is_refused(run_cli: Cli, suite_copy: Path) -> None:
+    root = suite_copy
+    shards = run_shards(run_cli, root)
+    missing = run_cli("eval", "merge", shards[0], shards[2], cwd=root)
+    assert missing.returncode == 1
+    assert "zeroclaw eval: merge: shard(s) 2 of 3 missing" in missing.stderr
+    doubled = run_cli("eval", "merge", *shards, shards[1], cwd=root)
+    assert doubled.returncode == 1
+    assert "shard 2/3 given more than once" in doubled.stderr
+
+
+def test_shards_of_other_fixtures_or_runs_are_refused(run_cli: Cli, suite_copy: Path) -> None:
+    root = suite_copy
+    shards = run_shards(run_cli, root)
+    write_fixture(root / "evals" / "regression", "zz_new.json", echo_fixture("newcomer"))
+    result = run_cli("eval", "run", "--shard", "2/3", "--json-report", "other.json", cwd=root)
+    assert result.returncode in (0, 1)
+    foreign = run_cli("eval", "merge", shards[0], "other.json", shards[2], cwd=root)
+    assert foreign.returncode == 1
+    assert "the shards differ in fixtures (the suite's digest)" in foreign.stderr
+    run_cli("eval", "run", "-k", "echo", "--json-report", "picked.json", cwd=root)
+    picked = run_cli("eval", "merge", "picked.json", cwd=root)
+    assert picked.returncode == 1
+    assert "picked.json: not a shard's report" in picked.stderr

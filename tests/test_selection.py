@@ -1,0 +1,110 @@
+"""Picking cases: `-k` (pytest's keyword expressions), `--case`, a single fixture file as
+`--suite`, `zeroclaw eval list`; an empty selection is an error, and a partial run is
+marked partial in every report."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import Cli, green_project, red_project
+
+from harness.selection import SelectionError, keyword_matcher, shard_of
+
+
+@pytest.mark.parametrize(
+    ("expression", "names", "expected"),
+    [
+        ("echo", ("echo-case", "a_echo.json"), True),
+        ("ECHO", ("echo-case", "a.json"), True),  # ignoring case, as pytest does
+        ("a_echo", ("x", "a_echo.json"), True),  # the file name counts too
+        ("echo and not slow", ("echo-slow", "x.json"), False),
+        ("echo and not slow", ("echo-fast", "x.json"), True),
+        ("hi or echo", ("hi", "b.json"), True),
+        ("not (hi or echo)", ("hi", "b.json"), False),
+        ("(a or b) and c", ("bc", "x.json"), True),
+        ("(a or b) and c", ("ab", "x.json"), False),
+        ("not not a", ("a", "x"), True),
+    ],
+)
+def test_keyword_expressions(expression: str, names: tuple[str, str], expected: bool) -> None:
+    assert keyword_matcher(expression)(names) is expected
+
+
+@pytest.mark.parametrize("expression", ["", "and", "a and", "(a", "a)", "not", "a b", "a or or b"])
+def test_a_malformed_expression_is_refused(expression: str) -> None:
+    with pytest.raises(SelectionError):
+        keyword_matcher(expression)
+
+
+def test_k_runs_the_matching_cases_and_marks_the_run_partial(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    result = run_cli("eval", "run", "-k", "echo", "--format", "json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert [c["id"] for c in document["cases"]] == ["echo-case"]
+    assert document["partial"] == "-k 'echo'"
+    assert document["receipt"]["selection"] == "-k 'echo'"
+    assert document["receipt"]["suite_sha256"]
+
+
+def test_every_report_says_a_selection_is_partial(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    result = run_cli(
+        "eval", "run", "--case", "hi", "--junit-xml", "j.xml", "--html", "r.html",
+        "--annotations", "github", cwd=root,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "PARTIAL run (--case 'hi'): this gate is not the suite's" in result.stdout
+    assert "::notice title=zeroclaw-eval[openai-agents]::partial run (--case 'hi')" in (
+        result.stdout
+    )
+    properties = {p.get("name"): p.get("value") for p in ET.parse(root / "j.xml").iter("property")}
+    assert properties["zeroclaw.partial"] == "--case 'hi'"
+    assert 'id="partial"' in (root / "r.html").read_text(encoding="utf-8")
+
+
+def test_an_empty_selection_exits_1(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    nothing = run_cli("eval", "run", "-k", "no-such-case", cwd=root)
+    assert nothing.returncode == 1
+    assert "selects none of the suite's 2 case(s)" in nothing.stderr
+    unknown = run_cli("eval", "run", "--case", "nope", cwd=root)
+    assert unknown.returncode == 1 and "--case 'nope': no such case" in unknown.stderr
+    bad = run_cli("eval", "run", "-k", "a and", cwd=root)
+    assert bad.returncode == 2
+
+
+def test_a_single_fixture_file_is_a_suite_of_one(run_cli: Cli, tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    result = run_cli(
+        "eval", "run", "--suite", "evals/regression/b_wrong.json", "--format", "json", cwd=root
+    )
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    assert [c["id"] for c in document["cases"]] == ["wrong-answer"]
+    assert document["kind"] == "regression"
+
+
+def test_list_shows_ids_files_and_kinds_of_checks(run_cli: Cli, tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    result = run_cli("eval", "list", cwd=root)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [r[0] for r in rows] == ["echo-case", "wrong-answer", "under-scripted"]
+    assert rows[1][1] == "evals/regression/b_wrong.json"
+    assert "response_contains" in rows[1][2].split(",")
+    picked = run_cli("eval", "list", "-k", "wrong", cwd=root)
+    assert [line.split("\t")[0] for line in picked.stdout.splitlines()] == ["wrong-answer"]
+
+
+def test_shards_are_stable_when_cases_come_and_go() -> None:
+    ids = [f"case-{n}" for n in range(1000)]
+    before = {i: shard_of(i, 4) for i in ids}
+    assert set(before.values()) == {1, 2, 3, 4}
+    counts = [list(before.values()).count(s) for s in (1, 2, 3, 4)]
+    assert min(counts) > 200  # roughly even
+    more = ids + [f"new-{n}" for n in range(50)]
+    assert all(shard_of(i, 4) == before[i] for i in ids if i in more)

@@ -106,8 +106,9 @@ def eval_mutation(session: nox.Session, agent: str) -> None:
 def eval_capability(session: nox.Session) -> None:
     """Tracked capability suite: exits 0 on failed checks, 1 on admission or run errors.
 
-    Appends the pass rate and per-case verdicts to reports/capability/history.jsonl, and
-    compares every case with the committed baseline (evals/baselines/capability.json):
+    Appends the pass rate and per-case verdicts to reports/capability/history.jsonl, writes
+    the run's history entry under reports/capability/history/ (the trend in the summary),
+    and compares every case with the committed baseline (evals/baselines/capability.json):
     `nox -s eval_capability -- --fail-on-regression` fails on a case that passed there and
     fails now; `-- --write-baseline evals/baselines/capability.json` refreshes it.
     """
@@ -117,6 +118,8 @@ def eval_capability(session: nox.Session) -> None:
         "capability",
         "--history",
         "reports/capability/history.jsonl",
+        "--history-dir",
+        "reports/capability/history",
         "--baseline",
         CAPABILITY_BASELINE,
     )

@@ -1,11 +1,11 @@
 """Live backend: model steps from an OpenAI-compatible Chat Completions endpoint.
-Serves OpenAI, any compatible gateway, and local servers (vLLM, Ollama, ...): one POST to
-`{base_url}/chat/completions` per model step. Calls are bounded by a per-call timeout and
-retried with exponential backoff and full jitter on 408, 429, 5xx, connection errors and
-timeouts (honouring `Retry-After`), a bounded number of times; anything else is a
-`ProviderError`. The backends of one provider share a `ProviderLimiter` (a 429/503
-`Retry-After` pauses them all; a run of connection failures declares the provider down),
-the key's mask and the TLS context (`harness.provider_limiter`).
+OpenAI, any compatible gateway, local servers (vLLM, Ollama, ...): one POST to
+`{base_url}/chat/completions` per model step, bounded by a per-call timeout, retried with
+backoff and full jitter on 408, 429, 5xx, connection errors and timeouts (honouring
+`Retry-After`) a bounded number of times; anything else is a `ProviderError`. The backends
+of one provider share a `ProviderLimiter` (a 429/503 `Retry-After` pauses them all; a run
+of connection failures declares it down), the key's mask, the TLS context and the
+connection pool (`harness.provider_limiter`).
 The API key lives only in `LiveSettings.api_key` (kept out of its repr) and in the
 Authorization header of each request. A server may echo it anywhere: in model text, as a
 tool call's name or id, inside arguments, in an error body, escaped in any way. So every
@@ -195,8 +195,7 @@ class LiveBackend:
     def start_turn(self, index: int) -> None:
         self._turn_started = self.limiter.clock()
 
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
+    async def aclose(self) -> None:  # its own client (the provider's pool stays open)
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -338,12 +337,13 @@ class LiveBackend:
         return Reply(response.status_code, response.reason_phrase, response.headers, body)
 
     def _http(self) -> httpx.AsyncClient:
+        if self._transport is None:  # the provider's pool: connections kept across cases
+            return self._shared.client(self.settings.call_timeout)
         if self._client is None:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.settings.call_timeout),
                 transport=self._transport,
                 follow_redirects=False,
-                verify=self._shared.tls(),
             )
         return self._client
 

@@ -24,11 +24,13 @@ state is plain numbers under a thread lock, and waiting is the caller's `sleep`.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import socket
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -215,9 +217,32 @@ class SharedParts:
         self.mask = SecretMask(api_key)
         self._tls: ssl.SSLContext | None = None
         self._lock = threading.Lock()
+        # One client per event loop (a client belongs to the loop it was made on; the
+        # runner may start a fresh loop after abandoning a blocked case).
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+        self._clients = weakref.WeakKeyDictionary()
+
+    def client(self, timeout: float) -> httpx.AsyncClient:
+        """The provider's HTTP client on the running loop: its connections are reused by
+        every case instead of each case connecting anew."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None or client.is_closed:
+                client = httpx.AsyncClient(
+                    timeout=httpx.Timeout(timeout),
+                    follow_redirects=False,
+                    verify=self._tls_context(),
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                )
+                self._clients[loop] = client
+            return client
 
     def tls(self) -> ssl.SSLContext:
         with self._lock:
-            if self._tls is None:
-                self._tls = httpx.create_ssl_context()
-            return self._tls
+            return self._tls_context()
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
+        return self._tls

@@ -9,6 +9,7 @@ import html
 import json
 import re
 import unicodedata
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import msgspec
@@ -22,6 +23,8 @@ from test_reporters_github import (
     runner_commands,
 )
 
+from harness import history_store, summary_trend
+from harness.baseline import STATUSES, BaselineComparison, CaseComparison
 from harness.expectations.base import Grade
 from harness.problems import Problem
 from harness.reporters import markdown
@@ -546,3 +549,396 @@ def test_no_suite_pass_rate_rests_on_no_completed_case() -> None:
         DASH,
         "no run completed, pass^k not established (a run errored)",
     ]
+
+
+# --- the baseline ---------------------------------------------------------------------------
+
+
+def comparison(*cases: CaseComparison) -> BaselineComparison:
+    counts = {status: sum(c.status == status for c in cases) for status in STATUSES}
+    return BaselineComparison(
+        baseline="evals/baselines/capability.json",
+        level=0.05,
+        cases=list(cases),
+        counts=counts,
+        confirmed_regressions=[c.id for c in cases if c.confirmed is True],
+        unconfirmed_drops=[c.id for c in cases if c.confirmed is False],
+    )
+
+
+REGRESSED = CaseComparison(
+    id="hard",
+    status="regression",
+    confirmed=True,
+    categories=["response", "tool_dispatch"],
+    why="passed in the baseline, fails now (response, tool_dispatch)",
+)
+DROPPED = CaseComparison(
+    id="wobbly",
+    status="regression",
+    confirmed=False,
+    p_value=0.29102,
+    categories=["response"],
+    why="pass proportion 9/10 in the baseline, 7/10 now (one-sided Fisher exact test, "
+    "p = 0.291 >= 0.05): an unconfirmed drop",
+)
+CHANGED = CaseComparison(
+    id="edited",
+    status="unverifiable",
+    why="the fixture changed (sha256 0123456789ab in the baseline, ba9876543210 now): "
+    "refresh the baseline (--write-baseline)",
+)
+SAME = CaseComparison(id="steady", status="unchanged", why="passes, as in the baseline")
+
+
+def compared(against: BaselineComparison, fail_on_regression: bool = False) -> SuiteReport:
+    report = suite_of(graded("hard", [bad("c", "no")], 2), kind="capability")
+    return msgspec.structs.replace(report, baseline=against, fail_on_regression=fail_on_regression)
+
+
+def section(md: str, heading: str) -> str:
+    """From `heading` to the next heading of its level or higher (or the end)."""
+    start = md.index(heading + "\n")
+    level = heading.split(" ", 1)[0]
+    pattern = re.compile(f"^#{{2,{len(level)}}} ", re.M)
+    ends = [m.start() for m in pattern.finditer(md) if m.start() > start]
+    return md[start : ends[0] if ends else len(md)]
+
+
+def test_no_baseline_section_without_a_comparison() -> None:
+    assert "### Baseline" not in render_markdown(MIXED)
+
+
+def test_the_baseline_section_counts_every_status() -> None:
+    md = render_markdown(compared(comparison(REGRESSED, DROPPED, CHANGED, SAME)))
+    part = section(md, "### Baseline")
+    assert (
+        "Compared case by case with <code>evals/baselines/capability.json</code>; over "
+        "repeated runs a drop is a confirmed regression at p < 0.05 (one-sided Fisher exact "
+        "test)."
+    ) in part
+    [row] = table_rows(part, "| regression | error |")
+    header = part.splitlines()[part.splitlines().index("| " + " | ".join(STATUSES) + " |")]
+    assert (
+        header == "| regression | error | unverifiable | new | removed | improvement | unchanged |"
+    )
+    assert row == ["2 (1 confirmed)", "0", "1", "0", "0", "0", "1"]
+
+
+def test_confirmed_regressions_with_categories_and_unconfirmed_drops_with_p_values() -> None:
+    md = render_markdown(compared(comparison(REGRESSED, DROPPED, CHANGED, SAME)))
+    assert table_rows(section(md, "#### Confirmed regressions"), "| case | categories |") == [
+        [
+            "<code>hard</code>",
+            "response, tool_dispatch",
+            DASH,
+            "passed in the baseline, fails now (response, tool_dispatch)",
+        ]
+    ]
+    assert table_rows(section(md, "#### Unconfirmed drops"), "| case | p-value |") == [
+        [
+            "<code>wobbly</code>",
+            "0.291",
+            "pass proportion 9/10 in the baseline, 7/10 now (one-sided Fisher exact test, "
+            "p = 0.291 &gt;= 0.05): an unconfirmed drop",
+        ]
+    ]
+    assert table_rows(section(md, "#### Unverifiable"), "| case | why |") == [
+        ["<code>edited</code>", CHANGED.why]
+    ]
+    # An unchanged case is counted, not listed.
+    assert "<code>steady</code>" not in md
+
+
+def test_sections_of_no_case_are_left_out() -> None:
+    md = render_markdown(compared(comparison(SAME)))
+    assert "### Baseline" in md
+    for heading in ("Confirmed regressions", "Unconfirmed drops", "Unverifiable"):
+        assert f"#### {heading}" not in md
+    [row] = table_rows(md, "| regression | error |")
+    assert row[0] == "0"
+
+
+def test_the_baseline_section_says_whether_the_gate_failed() -> None:
+    failing = render_markdown(compared(comparison(REGRESSED, SAME), fail_on_regression=True))
+    assert "**`--fail-on-regression`: the gate fails** on 1 confirmed regression(s)." in failing
+    assert "failed (exit 1)" in failing.splitlines()[0]
+    held = render_markdown(compared(comparison(DROPPED, SAME), fail_on_regression=True))
+    assert "`--fail-on-regression`: no confirmed regression, the baseline fails nothing." in held
+    assert "passed (exit 0)" in held.splitlines()[0]
+    ungated = render_markdown(compared(comparison(REGRESSED)))
+    assert (
+        "Not gated on the baseline (no `--fail-on-regression`): 1 confirmed regression(s) "
+        "reported only."
+    ) in ungated
+    assert "Not gated on the baseline (no `--fail-on-regression`)." in render_markdown(
+        compared(comparison(SAME))
+    )
+
+
+def test_baseline_text_is_escaped_and_inert() -> None:
+    forged = "\n".join(ATTACKS)
+    hostile = msgspec.structs.replace(
+        REGRESSED, id=f"x`|</code>{forged}", categories=["a|b"], why=f"<b>{forged}</b>"
+    )
+    against = msgspec.structs.replace(
+        comparison(hostile), baseline="##[error]`b`.json", notes=[f"the agent is {forged}"]
+    )
+    md = render_markdown(compared(against))
+    assert runner_commands(md) == [] and "##[" not in md
+    [row] = table_rows(section(md, "#### Confirmed regressions"), "| case | categories |")
+    assert len(row) == 4  # no pipe added a column
+    assert row[0].startswith("<code>x\\`\\|&lt;/code&gt;") and row[0].endswith("</code>")
+    assert row[1] == "a\\|b" and row[3].startswith("&lt;b&gt;")
+    assert "<code>#&#35;[error]\\`b\\`.json</code>" in md
+    assert not re.search(r"(?<!\\)`", section(md, "#### Confirmed regressions"))
+
+
+def test_a_confirmed_regression_fails_the_gate_in_the_summary_of_a_run(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = project(
+        tmp_path,
+        {
+            "a.json": fixture("ok", [turn("hi", text_step("hi"))], {"response_contains": ["hi"]}),
+            "b.json": fixture("hard", [turn("hi", text_step("hi"))], {"response_contains": ["x"]}),
+        },
+        suite="evals/capability",
+    )
+    args = ("eval", "run", "--suite-kind", "capability")
+    written = run_cli(*args, "--write-baseline", "baseline.json", cwd=root)
+    assert written.returncode == 0, written.stderr
+    # The baseline says `hard` passed: this run's failure is a confirmed regression.
+    baseline = json.loads((root / "baseline.json").read_text("utf-8"))
+    for case in baseline["cases"]:
+        if case["id"] == "hard":
+            case.update(verdict="passed", passes=1, failed_categories=[])
+    (root / "baseline.json").write_text(json.dumps(baseline), encoding="utf-8")
+    result = run_cli(
+        *args, "--baseline", "baseline.json", "--fail-on-regression", "--summary", "s.md",
+        cwd=root,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    part = section((root / "s.md").read_text("utf-8"), "### Baseline")
+    assert "<code>baseline.json</code>" in part
+    assert table_rows(part, "| regression | error |") == [
+        ["1 (1 confirmed)", "0", "0", "0", "0", "0", "1"]
+    ]
+    [row] = table_rows(part, "| case | categories |")
+    assert row[:3] == ["<code>hard</code>", "response", DASH]
+    assert "**`--fail-on-regression`: the gate fails** on 1 confirmed regression(s)." in part
+
+
+# --- the trend ------------------------------------------------------------------------------
+
+START = datetime(2025, 5, 1, 4, 17, tzinfo=timezone.utc)
+CHART_LINE = re.compile(
+    r'    title "[A-Za-z0-9 ,.:/_-]+"'
+    r'|    x-axis \[(?:"[A-Za-z0-9 ,.:/_-]+"(?:, )?)+\]'
+    r'|    y-axis "[A-Za-z0-9 ,.:/_-]+" 0 --> 100'
+    r"|    line \[(?:\d{1,3}\.\d(?:, )?)+\]"
+)
+
+
+def capability(verdicts: dict[str, bool], agent: str = "openai-agents") -> SuiteReport:
+    cases = [graded(i, [ok() if v else bad("c", "no")]) for i, v in verdicts.items()]
+    return SuiteReport(
+        suite="evals/capability", kind="capability", mode="replay", agent=agent, cases=cases
+    )
+
+
+def record(directory: Path, *runs: SuiteReport) -> None:
+    """Each of `runs` written as a history entry, a day apart, oldest first. Its cases took
+    time, as a real run's do: no earlier entry is a copy of a report built here."""
+    for day, report in enumerate(runs):
+        timed = [msgspec.structs.replace(c, duration_ms=1000.0 + day) for c in report.cases]
+        entry = history_store.entry_of(msgspec.structs.replace(report, cases=timed))
+        entry = msgspec.structs.replace(
+            entry, recorded_at=(START + timedelta(days=day)).isoformat(timespec="seconds")
+        )
+        history_store.write(directory, entry)
+
+
+def mermaid(md: str) -> list[str]:
+    """The lines inside the one Mermaid block, checked well formed: the block opens and
+    closes on fence lines of its own, holds an `xychart-beta` chart of title, x-axis,
+    y-axis and line, and no other fence is in the summary."""
+    lines = md.splitlines()
+    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(("```", "~~~"))]
+    assert len(fences) == 2, fences
+    start, end = fences
+    assert lines[start] == "```mermaid" and lines[end] == "```"
+    body = lines[start + 1 : end]
+    assert body[0] == "xychart-beta"
+    assert [line.split()[0] for line in body[1:]] == ["title", "x-axis", "y-axis", "line"]
+    for line in body[1:]:
+        assert CHART_LINE.fullmatch(line), line
+    return body
+
+
+def points(md: str) -> tuple[list[str], list[float]]:
+    body = mermaid(md)
+    labels = re.findall(r'"([^"]*)"', body[2])
+    values = [float(v) for v in body[4].removeprefix("    line [").removesuffix("]").split(", ")]
+    return labels, values
+
+
+def test_no_trend_without_a_history_directory(tmp_path: Path) -> None:
+    report = capability({"a": True})
+    assert "### Trend" not in render_markdown(report)
+    assert "```" not in render_markdown(report)
+    assert "### Trend" in render_markdown(report, tmp_path / "none-yet")
+
+
+def test_the_chart_holds_the_pass_rate_of_each_run_this_run_last(tmp_path: Path) -> None:
+    record(
+        tmp_path,
+        capability({"a": True, "b": False, "c": False, "d": False}),
+        capability({"a": True, "b": True, "c": False, "d": False}),
+        capability({"a": False, "b": False, "c": False, "d": False}, agent="pydantic-ai"),
+        capability({"a": True, "b": True, "c": True, "d": False}),
+    )
+    other = msgspec.structs.replace(capability({"a": True}), suite="evals/elsewhere")
+    record(tmp_path, other)
+    md = render_markdown(capability({"a": True, "b": True, "c": True, "d": True}), tmp_path)
+    labels, values = points(md)
+    # Another agent's run and another suite's are not this trend.
+    assert values == [25.0, 50.0, 75.0, 100.0]
+    assert labels == ["1", "2", "3", "now"]
+    assert mermaid(md)[1] == '    title "Pass rate in percent, last 4 runs"'
+    assert (
+        "Pass rate (cases passed of all cases) of the last 4 run(s) of this suite by "
+        "<code>openai-agents</code>, the first recorded 2025-05-01 04:17 UTC; `now` is this run."
+    ) in md
+
+
+def test_the_chart_shows_the_last_twenty_runs(tmp_path: Path) -> None:
+    runs = [capability({f"c{j}": j < i for j in range(30)}) for i in range(25)]
+    record(tmp_path, *runs)
+    labels, values = points(render_markdown(capability({"c0": False}), tmp_path))
+    assert len(values) == summary_trend.MAX_RUNS == 20
+    assert values == [round(i / 30 * 100, 1) for i in range(6, 25)] + [0.0]
+    assert labels == [*map(str, range(1, 20)), "now"]
+
+
+def test_this_run_is_the_last_point_once_whether_its_entry_is_written_or_not(
+    tmp_path: Path,
+) -> None:
+    record(tmp_path, capability({"a": False, "b": False}), capability({"a": True, "b": False}))
+    report = capability({"a": True, "b": True})
+    before = render_markdown(report, tmp_path)
+    history_store.write(tmp_path, history_store.entry_of(report, START + timedelta(days=9)))
+    after = render_markdown(report, tmp_path)
+    assert points(before) == points(after) == (["1", "2", "now"], [0.0, 50.0, 100.0])
+    assert before == after
+
+
+def test_a_history_entry_stored_differently_is_still_found_as_this_run(tmp_path: Path) -> None:
+    # A lone surrogate is written as U+FFFD: this run's entry reads back changed.
+    report = capability({"id\ud800": True, "b": False})
+    record(tmp_path, capability({"b": False}))
+    history_store.write(tmp_path, history_store.entry_of(report))
+    assert points(render_markdown(report, tmp_path)) == (["1", "now"], [0.0, 50.0])
+
+
+def test_cases_that_flipped_regressions_first(tmp_path: Path) -> None:
+    record(
+        tmp_path,
+        capability({"z-lost": True, "a-lost": True, "fixed": False, "same": True, "gone": True}),
+    )
+    report = capability({"z-lost": False, "a-lost": False, "fixed": True, "same": True})
+    broken = errored("crashed", "boom")
+    md = render_markdown(msgspec.structs.replace(report, cases=[*report.cases, broken]), tmp_path)
+    part = section(md, "#### Cases that flipped since the previous run (2025-05-01 04:17 UTC)")
+    assert table_rows(part, "| case | then | this run | change |") == [
+        ["<code>a-lost</code>", "passed", "failed", "regression"],
+        ["<code>z-lost</code>", "passed", "failed", "regression"],
+        ["<code>fixed</code>", "failed", "passed", "fixed"],
+    ]
+
+
+def test_a_first_run_and_a_run_that_changed_nothing_say_so(tmp_path: Path) -> None:
+    report = capability({"a": True})
+    first = render_markdown(report, tmp_path)
+    assert points(first) == (["now"], [100.0])
+    assert "The first run in this history: nothing to compare with." in first
+    record(tmp_path, capability({"a": True}))
+    again = render_markdown(report, tmp_path)
+    assert "No case changed its verdict since the previous run (2025-05-01 04:17 UTC)." in again
+    assert "#### Cases that flipped" not in again
+
+
+def test_a_hostile_case_id_cannot_leave_the_table_or_touch_the_chart(tmp_path: Path) -> None:
+    hostile = [
+        "x\n```\n%%{init: {'theme': 'dark'}}%%\nclick a href \"javascript:alert(1)\"",
+        '"] line [999',
+        "~~~\n::error::forged",
+        "`` ` ``|</code><script>",
+        "a\r\n##[error]b\u2028c",
+    ]
+    record(tmp_path, capability({case: True for case in hostile}))
+    md = render_markdown(capability({case: False for case in hostile}), tmp_path)
+    assert points(md) == (["1", "now"], [100.0, 0.0])  # the block is as it should be
+    assert runner_commands(md) == [] and "##[" not in md and "<script>" not in md
+    chart = "\n".join(mermaid(md))
+    assert "%%" not in chart and "javascript" not in chart and "999" not in chart
+    rows = table_rows(md, "| case | then | this run | change |")
+    assert len(rows) == len(hostile)
+    assert all(len(row) == 4 and row[3] == "regression" for row in rows)
+    table = section(md, "#### Cases that flipped since the previous run (2025-05-01 04:17 UTC)")
+    assert not re.search(r"(?<!\\)`", table)  # no code span, no fence
+
+
+def test_a_damaged_history_entry_cannot_break_the_chart(tmp_path: Path) -> None:
+    folder = history_store.suite_directory(tmp_path, "evals/capability")
+    folder.mkdir(parents=True)
+    for name, rate, when in (
+        ("a", 7.5, '2025"]\n```\n::error::x'),
+        ("b", -3.0, "not a time"),
+        ("c", 1e300, "2025-05-02T04:17:00+00:00"),
+    ):
+        entry = msgspec.structs.replace(
+            history_store.entry_of(capability({"a": True})), recorded_at=when, pass_rate=rate
+        )
+        (folder / f"{name}.json").write_bytes(history_store.encode(entry))
+    md = render_markdown(capability({"a": True}), tmp_path)
+    labels, values = points(md)
+    assert runner_commands(md) == []
+    # Out-of-range rates are held to the axis; no line of the history's text reaches it.
+    assert sorted(values[:-1]) == [0.0, 100.0, 100.0] and values[-1] == 100.0
+    assert labels == ["1", "2", "3", "now"]
+
+
+def test_chart_labels_keep_only_whitelisted_characters() -> None:
+    assert summary_trend.label('a"b]`c%%d;e#f\ng(h)') == "abcdefgh"
+    assert summary_trend.label('"`[]') == "-"
+    assert len(summary_trend.label("x" * 100)) == summary_trend.LABEL_LIMIT
+
+
+def test_the_summary_of_a_run_with_a_history_directory_shows_its_trend(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = project(
+        tmp_path,
+        {
+            "a.json": fixture("ok", [turn("hi", text_step("hi"))], {"response_contains": ["hi"]}),
+            "b.json": fixture("hard", [turn("hi", text_step("hi"))], {"response_contains": ["x"]}),
+        },
+        suite="evals/capability",
+    )
+    step = root / "step.md"
+    args = ("eval", "run", "--suite-kind", "capability", "--history-dir", "history")
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step)}
+    # The summary file is rendered before the history entry is written, the step summary
+    # (without --summary) after: each shows this run once.
+    for run in range(3):
+        result = run_cli(*args, "--summary", "s.md", cwd=root, env={} if run else github)
+        assert result.returncode == 0, result.stderr
+        _, values = points((root / "s.md").read_text("utf-8"))
+        assert values == [50.0] * (run + 1)
+    step.write_text("", encoding="utf-8")
+    assert run_cli(*args, cwd=root, env=github).returncode == 0
+    summary = step.read_text("utf-8")
+    assert points(summary) == (["1", "2", "3", "now"], [50.0] * 4)
+    assert "No case changed its verdict since the previous run" in summary
+    assert len(history_store.load(root / "history", "evals/capability")) == 4

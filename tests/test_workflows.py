@@ -11,8 +11,10 @@ check is a function returning the problems it found, and each is shown failing o
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
+import itertools
 import json
 import os
 import re
@@ -33,6 +35,9 @@ AGGREGATE = "required"
 CI_JOBS = {"lint", "tests", "eval-regression", "eval-mutation"}
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 HISTORY = "reports/capability/history.jsonl"
+# The history directory (`--history-dir`), one file per run: the summary's trend reads it.
+HISTORY_DIR = "reports/capability/history"
+NOXFILE = REPO / "noxfile.py"
 SECRET_KEY = "${{ secrets.OPENAI_API_KEY }}"
 
 MISSING_ACTIONLINT = (
@@ -642,30 +647,66 @@ def capability_problems(wf: Workflow) -> list[str]:
     if any(job.get(k) for k in ("needs", "continue-on-error")):
         problems.append(f"job {name}: needs/continue-on-error are not wanted here")
     ran = step_index(job, running("nox -s eval_capability"))
-    restore = step_index(job, using("actions/cache/restore"))
-    save = step_index(job, using("actions/cache/save"))
-    if ran is None or restore is None or save is None:
-        return [*problems, "capability needs cache/restore, nox -s eval_capability, cache/save"]
-    if not restore < ran < save:
-        problems.append("history is not restored before and saved after eval_capability")
-    restored = steps(job)[restore].get("with") or {}
-    saved = steps(job)[save].get("with") or {}
-    key = str(restored.get("key", ""))
-    if restored.get("path") != HISTORY or saved.get("path") != HISTORY:
-        problems.append(f"the cached path is not {HISTORY}")
-    if "github.run_id" not in key or saved.get("key") != key:
-        problems.append("the cache key is not unique per run or differs between restore and save")
-    prefixes = str(restored.get("restore-keys", "")).split()
-    if not prefixes or not all(key.startswith(p) for p in prefixes):
-        problems.append("restore-keys is not a prefix of the per-run key")
-    if "always()" not in _cond(steps(job)[save].get("if")):
-        problems.append("the history is not saved when the session fails")
-    if not uses(steps(job)[restore], "actions/cache/restore"):
-        problems.append("the history is not restored with actions/cache/restore")
+    if ran is None:
+        return [*problems, "capability never runs nox -s eval_capability"]
+    for path in (HISTORY, HISTORY_DIR):
+        problems += cache_problems(job, ran, path)
     problems += upload_problems(wf, name, "nox -s eval_capability")
     problems += permission_problems(wf, {})
     problems += setup_problems(wf)
     return problems
+
+
+def cache_problems(job: dict[str, Any], ran: int, path: str) -> list[str]:
+    """`path` is restored from the Actions cache before the step at `ran` and saved after it,
+    even when it failed, under a key unique per run that restore-keys finds again."""
+
+    def caching(action: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda s: using(action)(s) and (s.get("with") or {}).get("path") == path
+
+    restore = step_index(job, caching("actions/cache/restore"))
+    save = step_index(job, caching("actions/cache/save"))
+    if restore is None or save is None:
+        return [f"{path}: capability needs cache/restore, nox -s eval_capability, cache/save"]
+    problems = []
+    if not restore < ran < save:
+        problems.append(f"{path}: history is not restored before and saved after eval_capability")
+    restored = steps(job)[restore].get("with") or {}
+    saved = steps(job)[save].get("with") or {}
+    key = str(restored.get("key", ""))
+    if "github.run_id" not in key or saved.get("key") != key:
+        problems.append(
+            f"{path}: the cache key is not unique per run or differs between restore and save"
+        )
+    prefixes = str(restored.get("restore-keys", "")).split()
+    if not prefixes or not all(key.startswith(p) for p in prefixes):
+        problems.append(f"{path}: restore-keys is not a prefix of the per-run key")
+    if "always()" not in _cond(steps(job)[save].get("if")):
+        problems.append(f"{path}: the history is not saved when the session fails")
+    return problems
+
+
+def capability_session_problems(source: str) -> list[str]:
+    """The noxfile's `eval_capability` writes the history where the workflow caches it."""
+    tree = ast.parse(source)
+    found = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "eval_capability"
+    ]
+    if not found:
+        return ["the noxfile has no eval_capability session"]
+    texts = [
+        node.value
+        for node in ast.walk(found[0])
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    pairs = set(itertools.pairwise(texts))
+    return [
+        f"eval_capability does not pass {flag} {path}"
+        for flag, path in (("--history", HISTORY), ("--history-dir", HISTORY_DIR))
+        if (flag, path) not in pairs
+    ]
 
 
 def live_problems(wf: Workflow) -> list[str]:
@@ -751,6 +792,14 @@ def _only_job_steps(
                 job["steps"].remove(step)
 
     return mutate
+
+
+def _move_first(wf: Workflow, pred: Callable[[dict[str, Any]], bool]) -> None:
+    """Move the single job's step matching `pred` to the start of the job."""
+    [job] = jobs(wf).values()
+    [step] = [s for s in steps(job) if pred(s)]
+    job["steps"].remove(step)
+    job["steps"].insert(0, step)
 
 
 MUTATIONS: list[tuple[str, str, Callable[[Workflow], None], str]] = [
@@ -866,6 +915,22 @@ MUTATIONS: list[tuple[str, str, Callable[[Workflow], None], str]] = [
     ),
     (
         "capability.yml",
+        "capability-no-dir-cache",
+        _only_job_steps(
+            lambda s: (s.get("with") or {}).get("path") == HISTORY_DIR, lambda _s: "drop"
+        ),
+        f"{HISTORY_DIR}: capability needs cache/restore",
+    ),
+    (
+        "capability.yml",
+        "capability-dir-saved-before-the-run",
+        lambda wf: _move_first(
+            wf, lambda s: using("actions/cache/save")(s) and s["with"]["path"] == HISTORY_DIR
+        ),
+        f"{HISTORY_DIR}: history is not restored before and saved after",
+    ),
+    (
+        "capability.yml",
         "capability-save-on-success-only",
         _only_job_steps(using("actions/cache/save"), lambda s: s.pop("if", None)),
         "saved when the session fails",
@@ -920,6 +985,16 @@ def test_matrix_versions_are_quoted() -> None:
     # Unquoted, YAML reads 3.10 as the float 3.1 and setup-python installs Python 3.1.
     text = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
     assert all(f'"{v}"' in text for v in PYTHONS), "quote the matrix's Python versions"
+
+
+def test_the_capability_session_writes_the_history_the_workflow_caches() -> None:
+    source = NOXFILE.read_text(encoding="utf-8")
+    assert capability_session_problems(source) == []
+    without = source.replace(f'"--history-dir",\n        "{HISTORY_DIR}",\n', "")
+    assert without != source
+    assert capability_session_problems(without) == [
+        f"eval_capability does not pass --history-dir {HISTORY_DIR}"
+    ]
 
 
 def test_capability_and_live_say_they_are_never_required() -> None:
@@ -1027,3 +1102,31 @@ def test_zizmor_reports_an_unsafe_workflow(tmp_path: Path) -> None:
     returncode, output = run_zizmor(unsafe)
     assert returncode != 0, output
     assert "template-injection" in output and "unpinned-uses" in output, output
+
+
+# --- the sharded workflow example in docs/ci.md ---------------------------------------------
+
+
+def sharded_example() -> str:
+    doc = CI_DOC.read_text(encoding="utf-8")
+    marker = doc.index("<!-- sharded-workflow -->")
+    start = doc.index("```yaml\n", marker) + len("```yaml\n")
+    return doc[start : doc.index("```\n", start)]
+
+
+def test_the_sharded_workflow_example_passes_actionlint_and_zizmor(tmp_path: Path) -> None:
+    example = tmp_path / "sharded.yml"
+    example.write_text(sharded_example(), encoding="utf-8")
+    returncode, findings, output = run_actionlint([example], tmp_path)
+    assert returncode == 0 and not findings, output
+    zizmor_code, zizmor_output = run_zizmor(example)
+    assert zizmor_code == 0, zizmor_output
+    assert pin_problems({"sharded.yml": sharded_example()}) == []
+
+
+def test_the_sharded_example_merges_every_shard_in_the_required_job() -> None:
+    text = sharded_example()
+    assert "shard: [1, 2, 3]" in text and '--shard "${SHARD}/3"' in text
+    required = text[text.index("  required:") :]
+    assert "needs: [shard]" in required and "if: always()" in required
+    assert "zeroclaw eval merge shard-*.json" in required

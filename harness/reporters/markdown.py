@@ -1,8 +1,10 @@
 """The Markdown summary: totals, the suite's pass rate with its interval (when the run had
 repeated or clustered cases), failing cases with their checks, collapsed details, repeated
-cases with their runs, and the cases the run stopped before; and, when admission refuses
-the suite, the refusal. Written to `--summary PATH`, and appended to
-`$GITHUB_STEP_SUMMARY` on GitHub Actions.
+cases with their runs, the cases the run stopped before, the comparison with the baseline
+(`--baseline`), and with `--history-dir` the pass-rate trend as a Mermaid chart
+(`harness.summary_trend`) with the cases that flipped; and, when admission refuses the
+suite, the refusal. Written to `--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on
+GitHub Actions.
 
 Untrusted text is cleaned (`text.clean`) and HTML-escaped; in a Markdown line (the heading,
 a table cell) the characters that would make Markdown of it (a code span, a link or image,
@@ -25,6 +27,7 @@ from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
 from harness.reporters.text import brief, clean, clean_lines, inert, inert_markup, one_line
 
 if TYPE_CHECKING:
+    from harness.baseline import CaseComparison
     from harness.reporters.atomic import ReportFiles
     from harness.verdict import CaseReport, RepeatStats, SuiteReport
 
@@ -33,6 +36,9 @@ OPTION = Option("--summary", "also write the Markdown summary here", metavar="PA
 CELL_LIMIT = 120  # characters a table cell shows; longer text is in the details
 MAX_PROBLEM_ROWS = 50
 MAX_NOT_RUN = 50  # cases listed as not run; the JSON and JUnit reports have them all
+MAX_ROWS = 50  # rows of a baseline or flip table; the JSON report and history have them all
+WHY_LIMIT = 300  # a baseline's reason can name two hashes, the provider and the tools
+HISTORY_DIR = "history_dir"  # `--history-dir`'s value, declared by its own reporter
 # Escaped: the source stays ASCII where a reader could mistake them for `-` and `x`.
 DASH, TIMES = "\u2013", "\u00d7"  # en dash, multiplication sign
 
@@ -196,7 +202,8 @@ def _not_run(report: SuiteReport) -> list[str]:
     return lines
 
 
-def render_markdown(report: SuiteReport) -> str:
+def render_markdown(report: SuiteReport, history: Path | None = None) -> str:
+    """The summary; with `history` (a history directory), its trend."""
     code = int(report.exit_code())
     verdict = "passed" if code == 0 else "failed"
     icon = "✅" if verdict == "passed" else "❌"
@@ -217,7 +224,8 @@ def render_markdown(report: SuiteReport) -> str:
     if not failing and not report.totals.not_run:
         lines += ["Every case passed.", ""]
     lines += _failing(failing) if failing else []
-    lines += [*_repeated(report), *_not_run(report)]
+    lines += [*_repeated(report), *_not_run(report), *_baseline(report)]
+    lines += [] if history is None else _trend(report, history)
     return "\n".join(lines)
 
 
@@ -256,6 +264,119 @@ def _failing(failing: list[CaseReport]) -> list[str]:
     return lines
 
 
+# --- the baseline -------------------------------------------------------------------------
+
+
+def _baseline(report: SuiteReport) -> list[str]:
+    comparison = report.baseline
+    if comparison is None:
+        return []
+    from harness.baseline import STATUSES
+
+    regressions = [c for c in comparison.cases if c.status == "regression"]
+    confirmed = [c for c in regressions if c.confirmed]
+    counts = [str(comparison.counts.get(status, 0)) for status in STATUSES]
+    if regressions:
+        counts[STATUSES.index("regression")] += f" ({len(confirmed)} confirmed)"
+    shown = f"<code>{_cell(comparison.baseline)}</code>" if comparison.baseline else "the baseline"
+    lines = [
+        "### Baseline",
+        "",
+        f"Compared case by case with {shown}; over repeated runs a drop is a confirmed "
+        f"regression at p < {comparison.level:g} (one-sided Fisher exact test).",
+        "",
+        "| " + " | ".join(STATUSES) + " |",
+        "|" + "---:|" * len(STATUSES),
+        "| " + " | ".join(counts) + " |",
+        "",
+        *(f"* {_inline(clean(note))}" for note in comparison.notes),
+        *([""] if comparison.notes else []),
+        _gate(len(confirmed), report.fail_on_regression),
+        "",
+    ]
+    unconfirmed = [c for c in regressions if not c.confirmed]
+    unverifiable = [c for c in comparison.cases if c.status == "unverifiable"]
+    lines += _compared("Confirmed regressions", confirmed, ("categories", "p-value"))
+    lines += _compared("Unconfirmed drops", unconfirmed, ("p-value",))
+    lines += _compared("Unverifiable", unverifiable, ())
+    return lines
+
+
+def _gate(confirmed: int, fail_on_regression: bool) -> str:
+    if fail_on_regression and confirmed:
+        return f"**`--fail-on-regression`: the gate fails** on {confirmed} confirmed regression(s)."
+    if fail_on_regression:
+        return "`--fail-on-regression`: no confirmed regression, the baseline fails nothing."
+    said = f": {confirmed} confirmed regression(s) reported only" if confirmed else ""
+    return f"Not gated on the baseline (no `--fail-on-regression`){said}."
+
+
+def _compared(title: str, cases: list[CaseComparison], columns: tuple[str, ...]) -> list[str]:
+    """A table of `cases` with `columns` (of `categories`, `p-value`) and why."""
+    if not cases:
+        return []
+    heading = ("case", *columns, "why")
+    lines = [
+        f"#### {title}",
+        "",
+        "| " + " | ".join(heading) + " |",
+        "|" + "---|" * len(heading),
+    ]
+    for case in cases[:MAX_ROWS]:
+        cells = {
+            "categories": _cell(", ".join(case.categories) or "no grades"),
+            "p-value": DASH if case.p_value is None else f"{case.p_value:.3g}",
+        }
+        shown = [f"<code>{_cell(case.id)}</code>", *(cells[c] for c in columns)]
+        lines.append(f"| {' | '.join([*shown, _cell(case.why, WHY_LIMIT)])} |")
+    if len(cases) > MAX_ROWS:
+        lines += ["", f"… and {len(cases) - MAX_ROWS} more; the JSON report has them all."]
+    lines.append("")
+    return lines
+
+
+# --- the trend ----------------------------------------------------------------------------
+
+_VERDICTS = {"passed": "passed", "failed": "failed", "error": "run error", "not_run": "not run"}
+
+
+def _trend(report: SuiteReport, history: Path) -> list[str]:
+    from harness import summary_trend
+
+    trend = summary_trend.runs(report, history)
+    first = summary_trend.when(trend[0]) if len(trend) > 1 else None
+    since = f", the first recorded {first}" if first else ""
+    lines = [
+        "### Trend",
+        "",
+        f"Pass rate (cases passed of all cases) of the last {len(trend)} run(s) of this suite "
+        f"by <code>{_cell(report.agent)}</code>{_inline(since)}; `now` is this run.",
+        "",
+        *summary_trend.chart(trend),
+        "",
+    ]
+    if len(trend) < 2:
+        return [*lines, "The first run in this history: nothing to compare with.", ""]
+    previous = summary_trend.when(trend[-2])
+    then = f"the previous run ({_inline(previous)})" if previous else "the previous run"
+    flipped = summary_trend.flips(trend)
+    if not flipped:
+        return [*lines, f"No case changed its verdict since {then}.", ""]
+    lines += [
+        f"#### Cases that flipped since {then}",
+        "",
+        "| case | then | this run | change |",
+        "|---|---|---|---|",
+    ]
+    for flip in flipped[:MAX_ROWS]:
+        was, now = (_cell(_VERDICTS.get(v, v)) for v in (flip.was, flip.now))
+        lines.append(f"| <code>{_cell(flip.case)}</code> | {was} | {now} | {flip.change} |")
+    if len(flipped) > MAX_ROWS:
+        lines += ["", f"… and {len(flipped) - MAX_ROWS} more."]
+    lines.append("")
+    return lines
+
+
 def render_refusal(
     problems: Sequence[Problem], agent: str | None = None, suite: str | None = None
 ) -> str:
@@ -281,8 +402,8 @@ def render_refusal(
     return "\n".join(lines) + "\n"
 
 
-def _markdown_bytes(report: SuiteReport) -> bytes:
-    return render_markdown(report).encode("utf-8")
+def _markdown_bytes(report: SuiteReport, history: Path | None = None) -> bytes:
+    return render_markdown(report, history).encode("utf-8")
 
 
 class SummaryFile(Reporter):
@@ -339,7 +460,10 @@ class _Spec:
     stdout_format = None
 
     def build(self, output: Output) -> list[Reporter]:
-        once = Rendered(_markdown_bytes)
+        directory = output.values.get(HISTORY_DIR)
+        # Fixed now: an agent may change the working directory during the run.
+        history = None if directory is None else Path(os.path.abspath(directory))
+        once = Rendered(lambda report: _markdown_bytes(report, history))
         reporters: list[Reporter] = []
         path = output.values.get(OPTION.dest)
         if path is not None:

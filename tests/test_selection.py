@@ -108,3 +108,12 @@ def test_shards_are_stable_when_cases_come_and_go() -> None:
     assert min(counts) > 200  # roughly even
     more = ids + [f"new-{n}" for n in range(50)]
     assert all(shard_of(i, 4) == before[i] for i in ids if i in more)
+
+
+def test_the_summary_says_a_selection_is_partial(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    result = run_cli("eval", "run", "--shard", "1/2", "--summary", "s.md", cwd=root)
+    assert result.returncode in (0, 1), result.stderr
+    summary = (root / "s.md").read_text(encoding="utf-8")
+    assert summary.splitlines()[0].endswith("— PARTIAL")
+    assert "**Partial run** (<code>--shard 1/2</code>)" in summary

@@ -209,8 +209,18 @@ def render_markdown(report: SuiteReport, history: Path | None = None) -> str:
     icon = "✅" if verdict == "passed" else "❌"
     lines = [
         f"## {icon} {_tag(report.agent)}: {_cell(report.kind)} suite "
-        f"<code>{_cell(report.suite)}</code> {verdict} (exit {code})",
+        f"<code>{_cell(report.suite)}</code> {verdict} (exit {code})"
+        + (" — PARTIAL" if report.partial is not None else ""),
         "",
+        *(
+            [
+                f"**Partial run** (<code>{_cell(report.partial)}</code>): this gate is not "
+                "the suite's; run the whole suite, or merge every shard, for that.",
+                "",
+            ]
+            if report.partial is not None
+            else []
+        ),
         *_totals(report),
         *_statistics(report),
     ]

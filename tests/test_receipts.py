@@ -65,6 +65,10 @@ def test_the_report_carries_hashes_and_the_receipt(run_cli: Cli, tmp_path: Path)
             "gates_checks": True,
             "summary": "gated: exit 0 iff every case passed",
         },
+        # The whole suite ran: no selection, no shard.
+        "selection": None,
+        "shard": None,
+        "suite_sha256": None,
     }
     assert commit is not None and len(commit) == 40 and dirty is False
     (root / "evals" / "regression" / "a_echo.json").write_text(

@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "these fixtures under this policy and agrees with itself.",
     )
     verify.add_argument("report", metavar="REPORT", type=Path, help="a JSON report (--json-report)")
-    _add(verify, SUITE, CONFIG)
+    _add(verify, SUITE, CONFIG, SUITE_KIND, FAIL_ON_REGRESSION)
     show = actions.add_parser(
         "show",
         help="print one case's transcript, checks and error from the last JSON report",
@@ -361,7 +361,9 @@ def _verify(command: Invocation) -> int:
     if not suite:
         report, _ = read_report(args.report)
         suite = root / report.suite  # its path from the repository root, as runs name it
-    verdict = verify(args.report, Path(suite), root)
+    verdict = verify(
+        args.report, Path(suite), root, args.suite_kind, bool(args.fail_on_regression)
+    )
     for problem in verdict.problems:
         print(f"zeroclaw eval: verify: {inert(clean(problem))}", file=command.err)
     if not verdict.verified:

@@ -147,8 +147,11 @@ def load(directory: Path, suite: str | None = None) -> list[HistoryEntry]:
     for root in roots:
         for path in sorted(root.glob("*.json")) if root.is_dir() else ():
             entry = _read_entry(path)
-            if entry is not None and (suite is None or entry.suite == suite):
-                entries.append(entry)
+            if entry is None or (suite is not None and entry.suite != suite):
+                continue
+            if entry.receipt is not None and entry.receipt.partial:
+                continue  # part of the suite: never a point of its trend
+            entries.append(entry)
     return sorted(entries, key=lambda e: e.recorded_at)
 
 

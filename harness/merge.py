@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from harness.baseline import BaselineComparison, CaseComparison
 from harness.errors import HarnessError
 from harness.receipts import SuiteReceipt
 from harness.verdict import SuiteReport
@@ -31,6 +32,7 @@ _SAME = (
     ("framework version", lambda r: r.receipt.framework_version),
     ("provider", lambda r: r.receipt.provider),
     ("shard count", lambda r: r.receipt.shard[1]),
+    ("baseline", lambda r: None if r.baseline is None else r.baseline.baseline),
 )
 
 
@@ -66,7 +68,38 @@ def merge(paths: Sequence[Path]) -> SuiteReport:
         cases=cases,
         duration_ms=max(r.duration_ms for _, r in shards),  # the shards ran side by side
         receipt=receipt,
+        baseline=_merged_baseline([r for _, r in shards]),
         fail_on_regression=first.fail_on_regression,
+    )
+
+
+def _merged_baseline(reports: list[SuiteReport]) -> BaselineComparison | None:
+    """The shards' comparisons with one baseline as the whole suite's: each case as its
+    shard compared it, and a baseline case `removed` only when no shard ran it (each shard
+    sees every other shard's cases as removed)."""
+    comparisons = [r.baseline for r in reports if r.baseline is not None]
+    if not comparisons:
+        return None
+    ran = {c.id for r in reports for c in r.cases}
+    seen: dict[str, CaseComparison] = {}
+    for comparison in comparisons:
+        for case in comparison.cases:
+            if case.status == "removed" and case.id in ran:
+                continue
+            seen.setdefault(case.id, case)
+    cases = sorted(seen.values(), key=lambda c: c.id)
+    counts: dict[str, int] = {}
+    for case in cases:
+        counts[case.status] = counts.get(case.status, 0) + 1
+    first = comparisons[0]
+    return BaselineComparison(
+        baseline=first.baseline,
+        level=first.level,
+        cases=cases,
+        counts=counts,
+        confirmed_regressions=[c.id for c in cases if c.confirmed is True],
+        unconfirmed_drops=[c.id for c in cases if c.confirmed is False],
+        notes=first.notes,
     )
 
 

@@ -86,8 +86,11 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     adapter, surface = resolve_within(options.agent, options.case_timeout)
     root = options.project_root
     admitted = _load(options, surface, reporters)
-    cases = choose(admitted, options.selection)
-    selection = options.selection if options.selection.active else None
+    chosen = options.selection
+    if options.suite.is_file():  # one fixture: a selection of its suite, never its gate
+        chosen = dataclasses.replace(chosen, fixture_file=display_path(options.suite, root))
+    cases = choose(admitted, chosen)
+    selection = chosen if chosen.active else None
     if selection is not None:
         # The whole suite's digest, so shards (and partial runs) say which suite they are of.
         shown = [(display_path(case.path, root), case.text) for case in admitted]

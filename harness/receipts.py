@@ -103,7 +103,7 @@ def git_state(root: Path) -> tuple[str | None, bool | None]:
     it is no git work tree or git cannot say in time)."""
     try:
         commit = _git(root, "rev-parse", "HEAD").strip()
-        dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no").strip())
+        dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=normal").strip())
     except (OSError, subprocess.SubprocessError):
         return None, None
     return (commit or None), dirty

@@ -101,13 +101,16 @@ class Selection:
     case_ids: tuple[str, ...] = ()
     shard: tuple[int, int] | None = None  # (I, N): the I-th of N shares, 1-based
     suite_sha256: str | None = None  # the whole suite's digest (set once it is admitted)
+    fixture_file: str | None = None  # `--suite` named one fixture of a suite
 
     @property
     def active(self) -> bool:
-        return self.keyword is not None or bool(self.case_ids) or self.shard is not None
+        picked = self.keyword is not None or bool(self.case_ids) or self.shard is not None
+        return picked or self.fixture_file is not None
 
     def describe(self) -> str:
-        parts = [f"-k {self.keyword!r}"] if self.keyword is not None else []
+        parts = [f"--suite {self.fixture_file}"] if self.fixture_file is not None else []
+        parts += [f"-k {self.keyword!r}"] if self.keyword is not None else []
         parts += [f"--case {case_id!r}" for case_id in self.case_ids]
         if self.shard is not None:
             parts.append(f"--shard {self.shard[0]}/{self.shard[1]}")
@@ -166,7 +169,8 @@ def choose(cases: Sequence[Case], selection: Selection) -> list[Case]:
         )
     selected = selection.matcher()
     chosen = [case for case in cases if selected(case.id, case.path.name)]
-    if not chosen:
+    only_shard = selection.keyword is None and not selection.case_ids
+    if not chosen and not only_shard:  # a shard of a small suite may hold no case
         raise EmptySelection(
             f"{selection.describe()} selects none of the suite's {len(cases)} case(s); "
             "an empty selection is an error, never a green run"

@@ -19,6 +19,7 @@ import msgspec
 
 from harness.errors import HarnessError
 from harness.inputs import InputError, read_bounded
+from harness.modes import SuiteKind, kind_of_directory
 from harness.policy import Attempt, policy_for
 from harness.receipts import fixture_hash, policy_of
 from harness.runner import display_path
@@ -78,12 +79,22 @@ def read_report(path: Path) -> tuple[SuiteReport, dict[str, Any]]:
     return report, raw
 
 
-def verify(report_path: Path, suite: Path, root: Path) -> Verdict:
+def verify(
+    report_path: Path,
+    suite: Path,
+    root: Path,
+    kind: SuiteKind | None = None,
+    fail_on_regression: bool = False,
+) -> Verdict:
     """Every way the report at `report_path` is not exactly the run of the fixtures in
-    `suite` (fixture paths relative to `root`) under the harness's policy."""
+    `suite` (fixture paths relative to `root`) under the policy the suite gets: its kind
+    (`kind`, else what the directory's name implies) and, when asked, a regression gate.
+    The bar comes from the suite, never from the report, which could name a laxer one."""
     report, raw = read_report(report_path)
+    expected = kind if kind is not None else kind_of_directory(suite)
     problems = [
         *_fixture_problems(report, suite, root),
+        *_bar_problems(report, expected, fail_on_regression),
         *_policy_problems(report),
         *_consistency_problems(report, raw),
     ]
@@ -125,6 +136,21 @@ def _fixture_problems(report: SuiteReport, suite: Path, root: Path) -> list[str]
 
 def _short(digest: str | None) -> str:
     return "none" if digest is None else digest[:12]
+
+
+def _bar_problems(report: SuiteReport, kind: SuiteKind, fail_on_regression: bool) -> list[str]:
+    problems = []
+    if report.kind != kind:
+        problems.append(
+            f"$.kind: the report was judged as a {report.kind} suite, but this suite is "
+            f"{kind} (--suite-kind to say otherwise)"
+        )
+    if fail_on_regression and not report.fail_on_regression:
+        problems.append(
+            "$.receipt.policy.fail_on_regression: the report's gate did not fail on "
+            "regressions against a baseline"
+        )
+    return problems
 
 
 def _policy_problems(report: SuiteReport) -> list[str]:

@@ -113,3 +113,62 @@ def test_shards_of_other_fixtures_or_runs_are_refused(run_cli: Cli, suite_copy: 
     picked = run_cli("eval", "merge", "picked.json", cwd=root)
     assert picked.returncode == 1
     assert "picked.json: not a shard's report" in picked.stderr
+
+
+def test_merged_shards_keep_a_confirmed_regression_failing_the_gate(
+    run_cli: Cli, suite_copy: Path
+) -> None:
+    from conftest import DROPPING_LOOP, write_module
+
+    root = suite_copy
+    kind = ("--suite-kind", "capability")
+    written = run_cli("eval", "run", *kind, "--write-baseline", "base.json", cwd=root)
+    assert written.returncode == 0, written.stderr
+    module = write_module(root, DROPPING_LOOP)
+    against = ("--agent", f"{module}:factory", "--baseline", "base.json", "--fail-on-regression")
+    for index in range(1, SHARDS + 1):
+        run_cli(
+            "eval", "run", *kind, *against, "--shard", f"{index}/{SHARDS}",
+            "--json-report", f"s{index}.json", cwd=root,
+        )  # fmt: skip
+    merged = run_cli(
+        "eval", "merge", "s1.json", "s2.json", "s3.json", "--json-report", "m.json", cwd=root
+    )
+    assert merged.returncode == 1  # the regressions still fail the merged gate
+    baseline = json.loads((root / "m.json").read_text())["baseline"]
+    assert baseline["confirmed_regressions"]
+    assert "removed" not in baseline["counts"]  # no shard saw another's cases as removed
+
+
+def test_a_shard_that_holds_no_case_still_merges(run_cli: Cli, tmp_path: Path) -> None:
+    from conftest import project
+
+    root = project(tmp_path, {"a.json": echo_fixture("only")})
+    names = []
+    for index in range(1, 4):
+        run_cli("eval", "run", "--shard", f"{index}/3", "--json-report", f"{index}.json", cwd=root)
+        names.append(f"{index}.json")
+    sizes = [len(json.loads((root / n).read_text())["cases"]) for n in names]
+    assert sorted(sizes) == [0, 0, 1]
+    merged = run_cli("eval", "merge", *names, cwd=root)
+    assert merged.returncode == 0, merged.stderr
+
+
+def test_verify_takes_the_bar_from_the_suite_not_the_report(run_cli: Cli, suite_copy: Path) -> None:
+    root = suite_copy
+    data = json.loads((root / "evals/regression/single_echo_dispatch.json").read_text())
+    data["expects"]["response_contains"] = ["never said"]
+    write_fixture(root / "evals" / "regression", "single_echo_dispatch.json", data)
+    run_cli("eval", "run", "--json-report", "r.json", cwd=root)
+    document = json.loads((root / "r.json").read_text())
+    document["kind"] = "capability"
+    document["receipt"]["policy"] = {
+        "kind": "capability",
+        "gates_checks": False,
+        "summary": "tracked, not gated: failed checks do not fail the run; run errors do",
+    }
+    document["exit_code"] = 0
+    (root / "forged.json").write_text(json.dumps(document), encoding="utf-8")
+    result = run_cli("eval", "verify", "forged.json", "--suite", "evals/regression", cwd=root)
+    assert result.returncode == 1
+    assert "judged as a capability suite, but this suite is regression" in result.stderr

@@ -117,3 +117,21 @@ def test_the_summary_says_a_selection_is_partial(run_cli: Cli, tmp_path: Path) -
     summary = (root / "s.md").read_text(encoding="utf-8")
     assert summary.splitlines()[0].endswith("— PARTIAL")
     assert "**Partial run** (<code>--shard 1/2</code>)" in summary
+
+
+def test_a_single_fixture_file_is_a_partial_run(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    result = run_cli(
+        "eval", "run", "--suite", "evals/regression/a_echo.json", "--format", "json", cwd=root
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["partial"] == "--suite evals/regression/a_echo.json"
+
+
+def test_a_partial_run_is_never_a_point_of_the_history(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    picked = run_cli("eval", "run", "-k", "echo", "--history-dir", "h", cwd=root)
+    assert "history entry not written: a partial run" in picked.stderr
+    assert not list((root / "h").glob("*/*.json"))
+    run_cli("eval", "run", "--history-dir", "h", cwd=root)
+    assert len(list((root / "h").glob("*/*.json"))) == 1

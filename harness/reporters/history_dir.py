@@ -36,6 +36,11 @@ class HistoryDirReporter(Reporter):
     def finish(self, report: SuiteReport) -> None:
         from harness import history_store
 
+        if report.partial is not None:  # a point of the trend is always the whole suite
+            said = f"history entry not written: a partial run ({report.partial})"
+            print(f"zeroclaw eval: {inert(clean(said))}", file=self._stderr)
+            return
+
         previous = [
             e for e in history_store.load(self._directory, report.suite) if e.agent == report.agent
         ]

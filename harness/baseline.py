@@ -369,6 +369,12 @@ def _compare_case(
     delta = _tokens(case) - old.tokens
     if old.verdict == "passed" and not case.passed:
         return _regression(old, case, level, delta)
+    passes, runs = _counts(case)
+    if (old.runs > 1 or runs > 1) and passes * old.runs < old.passes * runs:
+        # Repeated runs: a drop in the share of passing runs is tested even when both
+        # verdicts are "failed" (under pass^n a flaky case already fails: 19/20 → 0/20
+        # is still a collapse).
+        return _regression(old, case, level, delta)
     if old.verdict != "passed" and case.passed:
         why = (
             f"{'failed' if old.verdict == 'failed' else 'a run error'} in the baseline, passes now"

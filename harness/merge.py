@@ -16,6 +16,7 @@ import msgspec
 
 from harness.baseline import BaselineComparison, CaseComparison
 from harness.errors import HarnessError
+from harness.selection import shard_of
 from harness.receipts import SuiteReceipt
 from harness.verdict import SuiteReport
 from harness.verify import read_report
@@ -110,7 +111,11 @@ def _shard_problems(path: Path, report: SuiteReport) -> list[str]:
     index, count = receipt.shard
     if receipt.selection != f"--shard {index}/{count}":
         return [f"{path}: shard {index}/{count} also picked cases ({receipt.selection})"]
-    return []
+    return [
+        f"{path}: case {case.id!r} is not of shard {index}/{count} (edited, or another run's)"
+        for case in report.cases
+        if shard_of(case.id, count) != index
+    ]
 
 
 def _agreement_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:

@@ -433,6 +433,18 @@ def test_a_big_drop_over_repeats_is_a_confirmed_regression() -> None:
     assert baseline_of(before).cases[0].passes == 10 and baseline_of(before).cases[0].runs == 10
 
 
+def test_a_collapse_of_a_case_already_failing_under_pass_n_is_a_regression() -> None:
+    # 19/20 already fails pass^n; falling to 0/20 is still the regression to catch.
+    before = _repeated("collapsing", 19, 20)
+    now = _gated(_repeated("collapsing", 0, 20), before)
+    assert now.baseline is not None
+    (case,) = now.baseline.cases
+    assert (case.status, case.confirmed) == ("regression", True)
+    assert now.exit_code() == ExitCode.FAILED
+    steady = _gated(_repeated("collapsing", 19, 20), before)
+    assert steady.baseline is not None and steady.baseline.cases[0].status == "unchanged"
+
+
 # --- the committed capability baseline ------------------------------------------------------
 
 

@@ -172,3 +172,18 @@ def test_verify_takes_the_bar_from_the_suite_not_the_report(run_cli: Cli, suite_
     result = run_cli("eval", "verify", "forged.json", "--suite", "evals/regression", cwd=root)
     assert result.returncode == 1
     assert "judged as a capability suite, but this suite is regression" in result.stderr
+
+
+def test_a_case_moved_into_another_shards_report_is_refused(
+    run_cli: Cli, suite_copy: Path
+) -> None:
+    root = suite_copy
+    shards = run_shards(run_cli, root)
+    first = json.loads((root / shards[0]).read_text())
+    second = json.loads((root / shards[1]).read_text())
+    second["cases"].append(first["cases"].pop())
+    (root / shards[0]).write_text(json.dumps(first), encoding="utf-8")
+    (root / shards[1]).write_text(json.dumps(second), encoding="utf-8")
+    result = run_cli("eval", "merge", *shards, cwd=root)
+    assert result.returncode == 1
+    assert "is not of shard 2/3" in result.stderr

@@ -6,7 +6,8 @@ verdict, fixture hash and key figures: never fixture text, needles or model outp
 may be private (a check is named by its fixture path, `$.expects.response_contains[0]`,
 not by what it looks for). Files are written whole under a name no other run can take,
 so several CI jobs may write into one directory at once. The earlier one-line-per-run
-`history.jsonl` (`--history`) is read too, as entries without cases.
+`history.jsonl` (`--history`) is read too, as entries with verdicts only: move it into the
+history directory and its runs join the trend.
 
 The original harness names its per-run receipts `zeroclaw-eval/history/v1`, in a
 different shape; this format has its own tag.
@@ -152,6 +153,10 @@ def load(directory: Path, suite: str | None = None) -> list[HistoryEntry]:
             if entry.receipt is not None and entry.receipt.partial:
                 continue  # part of the suite: never a point of its trend
             entries.append(entry)
+    # An earlier `history.jsonl` moved into the directory is read with it: the migration.
+    for legacy in sorted(directory.glob("*.jsonl")) if directory.is_dir() else ():
+        if not legacy.is_symlink():
+            entries.extend(load_jsonl(legacy, suite))
     return sorted(entries, key=lambda e: e.recorded_at)
 
 

@@ -92,3 +92,15 @@ def test_the_earlier_history_jsonl_is_read(run_cli: Cli, tmp_path: Path) -> None
     (root / "old.jsonl").write_text(old + "garbage\n", encoding="utf-8")
     [older] = history_store.load_jsonl(root / "old.jsonl")
     assert older.pass_rate == 0.5 and len(older.cases) == 2
+
+
+def test_an_earlier_history_jsonl_moved_into_the_directory_joins_the_trend(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = project(tmp_path, {"a.json": says("passes", "hi", ["hi"])}, suite="evals/capability")
+    run_cli("eval", "run", "--history", "old.jsonl", cwd=root)
+    (root / "history").mkdir()
+    (root / "old.jsonl").rename(root / "history" / "history.jsonl")
+    run_cli("eval", "run", "--history-dir", "history", cwd=root)
+    entries = history_store.load(root / "history", "evals/capability")
+    assert sorted(e.legacy for e in entries) == [False, True]  # both runs, the old one too

@@ -361,9 +361,7 @@ def _verify(command: Invocation) -> int:
     if not suite:
         report, _ = read_report(args.report)
         suite = root / report.suite  # its path from the repository root, as runs name it
-    verdict = verify(
-        args.report, Path(suite), root, args.suite_kind, bool(args.fail_on_regression)
-    )
+    verdict = verify(args.report, Path(suite), root, args.suite_kind, bool(args.fail_on_regression))
     for problem in verdict.problems:
         print(f"zeroclaw eval: verify: {inert(clean(problem))}", file=command.err)
     if not verdict.verified:

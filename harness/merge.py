@@ -16,8 +16,8 @@ import msgspec
 
 from harness.baseline import BaselineComparison, CaseComparison
 from harness.errors import HarnessError
-from harness.selection import shard_of
 from harness.receipts import SuiteReceipt
+from harness.selection import shard_of
 from harness.verdict import SuiteReport
 from harness.verify import read_report
 

@@ -174,9 +174,7 @@ def test_verify_takes_the_bar_from_the_suite_not_the_report(run_cli: Cli, suite_
     assert "judged as a capability suite, but this suite is regression" in result.stderr
 
 
-def test_a_case_moved_into_another_shards_report_is_refused(
-    run_cli: Cli, suite_copy: Path
-) -> None:
+def test_a_case_moved_into_another_shards_report_is_refused(run_cli: Cli, suite_copy: Path) -> None:
     root = suite_copy
     shards = run_shards(run_cli, root)
     first = json.loads((root / shards[0]).read_text())

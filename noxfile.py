@@ -78,7 +78,8 @@ def eval_regression(session: nox.Session, agent: str) -> None:
     """Gated regression suite: replay evals/regression; the exit status is the CI gate."""
     session.install(f".[{agent}]")
     folder = "regression" if agent == AGENTS[0] else f"regression-{agent}"
-    _eval(session, "regression", "--agent", agent, folder=folder)
+    # Replay cases in one worker process per core.
+    _eval(session, "regression", "--agent", agent, "--jobs", "auto", folder=folder)
 
 
 @nox.session
@@ -96,6 +97,8 @@ def eval_mutation(session: nox.Session, agent: str) -> None:
         "evals/regression",
         "--agent",
         agent,
+        "--jobs",
+        "auto",
         "--json-report",
         f"reports/{folder}/mutation.json",
         *session.posargs,

@@ -13,7 +13,13 @@ import msgspec
 from harness.agent import AgentSurface
 from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, runs_commands
 from harness.expectations.base import Context
-from harness.expectations.registry import Expects, expects_problems, passes_empty_run
+from harness.expectations.registry import (
+    EmptyRun,
+    Expects,
+    empty_run,
+    expects_problems,
+    passes_empty_run,
+)
 from harness.expectations.workspace_files import workspace_path_problem
 from harness.fixture import LlmTrace, Setup, ToolCallsResponse
 from harness.json_paths import child_path
@@ -49,10 +55,18 @@ EMPTY_RUN_PASSES = (
 def admit(trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface) -> list[Problem]:
     """Every admission problem of one parsed fixture, the empty-run vacuity check last
     (only once every other rule holds); an empty list admits it."""
-    problems = check_trace(trace, file, mode, agent)
-    if not problems and empty_run_passes(trace):
+    # One grading of the empty run answers both the assertion count and the vacuity check.
+    empty = _empty_run(trace)
+    problems = list(_trace_problems(trace, file, mode, agent, empty))
+    if not problems and (empty is None or empty.passes):
         problems.append(Problem(file, "$.expects", EMPTY_RUN_PASSES))
     return problems
+
+
+def _empty_run(trace: LlmTrace) -> EmptyRun | None:
+    if trace.expects is None:
+        return None
+    return empty_run(trace.expects, trace.setup.workspace_files if trace.setup else {})
 
 
 def empty_run_passes(trace: LlmTrace) -> bool:
@@ -65,11 +79,11 @@ def empty_run_passes(trace: LlmTrace) -> bool:
 
 def check_trace(trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface) -> list[Problem]:
     """Every semantic admission rule for one parsed fixture; an empty list admits it."""
-    return list(_trace_problems(trace, file, mode, agent))
+    return list(_trace_problems(trace, file, mode, agent, _empty_run(trace)))
 
 
 def _trace_problems(
-    trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface
+    trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface, empty: EmptyRun | None
 ) -> Iterator[Problem]:
     if not trace.turns:
         yield Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
@@ -92,7 +106,7 @@ def _trace_problems(
     # The steps each turn scripts, for expectations naming a turn or step (live: unknown).
     steps = tuple(None if mode == "live" else len(t.steps or ()) for t in trace.turns)
     context = Context(mode, agent.tools, agent.name, steps)
-    for fault in expects_problems(trace.expects, context):
+    for fault in expects_problems(trace.expects, context, empty):
         if fault.path not in refused:
             yield Problem(file, fault.path, fault.message)
 

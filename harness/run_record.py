@@ -9,8 +9,11 @@ from harness.tool_registry import RecordedCall
 from harness.transcript import TranscriptStep
 
 
-class RunRecord(msgspec.Struct, kw_only=True):
-    """Everything observed while running one case; counts accumulate over all turns."""
+class RunRecord(msgspec.Struct, kw_only=True, gc=False):
+    """Everything observed while running one case; counts accumulate over all turns.
+
+    Untracked by the garbage collector (it holds data only, never a cycle): a run keeps
+    one per case, and the collector need not walk them all again and again."""
 
     final_response: str = ""
     turn_responses: list[str] = []
@@ -21,7 +24,8 @@ class RunRecord(msgspec.Struct, kw_only=True):
     duration_ms: float = 0.0
     # Live runs only: every model step of every turn, as the provider answered.
     steps: list[list[ModelStep]] | None = None
-    # Every model request with its answer, for reports (None: not kept).
+    # Every model request with its answer, for reports (None: not kept; by default only a
+    # failing case keeps it, `CasePlan.keep_transcripts` keeps every case's).
     transcript: list[TranscriptStep] | None = None
 
     @property

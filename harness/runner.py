@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, within
@@ -59,9 +59,32 @@ class CasePlan:
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK
     # The model call over this in one turn is the case's run error, whatever the agent.
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
-    jobs: int = DEFAULT_JOBS  # runs at once, as tasks of one event loop
+    # Runs at once: in replay, worker processes (`harness.process_pool`); live, tasks of
+    # one event loop. "auto": one per core.
+    jobs: Jobs = DEFAULT_JOBS
     repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
     maxfail: int | None = None  # no case starts once this many cases failed
+    # Passing cases' transcripts too (the HTML report shows every case's); by default
+    # only a failing case's is kept, so a run's memory does not grow with its passes.
+    keep_transcripts: bool = False
+    # The `agent` setting the adapter was resolved from, when it was one: worker processes
+    # resolve it themselves (None: the adapter is sent to them, when it can be pickled).
+    agent_spec: str | None = None
+
+
+Jobs = int | Literal["auto"]
+
+
+def jobs_of(jobs: Jobs) -> int:
+    """How many runs go at once for a `jobs` setting: "auto" is one per core this process
+    may use."""
+    if jobs != "auto":
+        return jobs
+    count = getattr(os, "process_cpu_count", None)  # Python 3.13+: the affinity's count
+    if count is None:
+        sched = getattr(os, "sched_getaffinity", None)
+        return len(sched(0)) if sched is not None else os.cpu_count() or 1
+    return int(count() or 1)
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -121,7 +144,9 @@ class CaseProgress:
         """The turn in progress (-1 while the agent starts): the transcript keeps it."""
         return self.transcript.turn
 
-    def record(self) -> RunRecord:
+    def record(self, transcript: bool = True) -> RunRecord:
+        """What the run left; its transcript only when asked (it is for reports, and costs
+        as much to build as the rest)."""
         model = self.context.model
         return RunRecord(
             final_response=self.responses[-1] if self.responses else "",
@@ -132,7 +157,7 @@ class CaseProgress:
             output_tokens=model.output_tokens,
             duration_ms=(time.perf_counter() - self.start) * 1e3,
             steps=[list(turn) for turn in model.steps] if model.steps is not None else None,
-            transcript=self.transcript.steps(),
+            transcript=self.transcript.steps() if transcript else None,
         )
 
     def timeout_message(self, timeout: float) -> str:
@@ -219,9 +244,10 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             trace_text = traceback.format_exc()
         finally:
             await context.model.aclose()
-        record = progress.record()
         if error is not None:
-            return progress.errored(error, record, trace_text)
+            return progress.errored(error, progress.record(), trace_text)
+        # Graded without its transcript: no grade reads it (they read the conversation).
+        record = progress.record(transcript=False)
         expects = case.trace.expects
         assert expects is not None  # admission guarantees it
         progress.grading = True  # bounded by the wall clock, through the watchdog
@@ -231,6 +257,8 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         grades = grade(expects, record, view, plan.agent_tools, conversation_of(progress, plan))
         failing = next((g.field for g in grades if not g.passed), None)
         line = line_of(case.text, failing) if failing is not None else None
+        if failing is not None or plan.keep_transcripts:
+            record.transcript = progress.transcript.steps()
         return CaseReport.graded(case.id, progress.fixture, grades, record, line)
     except RAISED_BY_AGENT_CODE as exc:  # a harness bug is still only this case's run error
         return internal_error(case, progress.fixture, exc, progress.turn)

@@ -61,7 +61,7 @@ JOBS = Option(
     "--jobs",
     "run up to N cases (and repetitions) at once (default: jobs)",
     metavar="N",
-    type=count,
+    type=lambda text: "auto" if text.strip() == "auto" else count(text),
     config_key="jobs",
 )
 EXITFIRST = Option(

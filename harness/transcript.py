@@ -12,8 +12,9 @@ from harness.model_boundary import Message, ModelRequest, ModelStep
 from harness.tool_registry import RecordedCall, ToolRegistry
 
 
-class TranscriptStep(msgspec.Struct, kw_only=True, frozen=True):
-    """One model request of a run as reports show it."""
+class TranscriptStep(msgspec.Struct, kw_only=True, frozen=True, gc=False):
+    """One model request of a run as reports show it (data only: untracked by the garbage
+    collector, like the record holding it)."""
 
     turn: int  # -1: while the agent started
     step: int  # its place in the turn

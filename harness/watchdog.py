@@ -6,23 +6,32 @@ thread past its timeout (which no in-loop deadline can stop) is reported and aba
 and the rest of the suite goes on, on a fresh thread. A case is reported as soon as its
 last run is in (streaming, in the order cases finish); the suite's reports keep fixture
 order. `maxfail` stops starting new cases once that many have failed.
+
+Replay with several jobs runs its cases in worker processes instead (`process_pool`), each
+worker running them through this same machinery one at a time; a case that kills its
+worker is that case's run error. Live mode stays here: its cases share one provider
+limiter, which is per process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness import event_loop
 from harness.errors import RAISED_BY_AGENT_CODE
+from harness.process_pool import Item, PoolUnavailable, WorkerPool, worker_spec
 from harness.repeats import combine, runs_of
 from harness.runner import (
     CasePlan,
     CaseProgress,
     display_path,
+    errored_report,
     internal_error,
+    jobs_of,
     run_case,
     start_case,
 )
@@ -88,6 +97,8 @@ def run_watched(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> li
     """Every case's report, in fixture order; `on_case` hears each as it finishes."""
     results = _Results(cases, plan, on_case)
     pending = results.units()
+    if pending and jobs_of(plan.jobs) > 1 and plan.mode == "replay" and plan.prepare is None:
+        pending = _in_workers(cases, plan, results, pending)
     while pending:
         worker = _SuiteWorker(cases, pending, plan, results)
         try:
@@ -110,6 +121,45 @@ def run_watched(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> li
             if on_case is not None:
                 on_case(report)
     return [results.reports[i] for i in range(len(cases))]
+
+
+def _in_workers(
+    cases: list[Case], plan: CasePlan, results: _Results, pending: list[Unit]
+) -> list[Unit]:
+    """Run `pending` (one run per case: replay) in worker processes; the runs left for
+    this process (none, unless no worker could run them: then it says why)."""
+    jobs = jobs_of(plan.jobs)
+    spec = worker_spec(plan, run_watched)
+    if isinstance(spec, str):
+        _note(jobs, spec)
+        return pending
+
+    def died(index: int, why: str) -> None:
+        case = cases[index]
+        results.add(
+            Unit(index, 0), errored_report(case, display_path(case.path, plan.root), why, None)
+        )
+
+    items = [Item(u.index, str(cases[u.index].path), cases[u.index].text) for u in pending]
+    pool = WorkerPool(spec, jobs, type(plan.adapter).__module__)
+    try:
+        pool.run(
+            items,
+            lambda index, report: results.add(Unit(index, 0), report),
+            died,
+            lambda: not results.stopping,
+            # With --maxfail a case goes only to an idle worker: none starts after the stop.
+            stepwise=plan.maxfail is not None,
+        )
+    except PoolUnavailable as exc:
+        _note(jobs, str(exc))
+    if results.stopping:
+        return []  # the rest never start
+    return [u for u in pending if not results.has(u)]
+
+
+def _note(jobs: int, why: str) -> None:
+    print(f"zeroclaw eval: --jobs {jobs} runs the cases in this process: {why}", file=sys.stderr)
 
 
 class _SuiteWorker:
@@ -144,11 +194,13 @@ class _SuiteWorker:
                     continue
                 # While one run blocks the thread every other run of the loop stalls too:
                 # the blocker is the task the loop is running; the others run again.
+                # Known even before it is itself overdue: a run that started later than
+                # the others can be the one keeping them waiting.
                 blocker = self._blocking_unit()
-                unit, progress = next(
-                    ((u, p) for u, p in overdue if u == blocker),
-                    min(overdue, key=lambda item: item[1].started),
-                )
+                if blocker is not None and blocker in self.running:
+                    unit, progress = blocker, self.running[blocker]
+                else:
+                    unit, progress = min(overdue, key=lambda item: item[1].started)
                 self._abandoned = True
                 for other in self.running.values():
                     if other is not progress:
@@ -185,10 +237,11 @@ class _SuiteWorker:
     async def _run_all(self) -> None:
         self._loop = asyncio.get_running_loop()
         queue = list(reversed(self._pending))
+        jobs = jobs_of(self._plan.jobs)
         started = {u.index for u in self._pending if self._results.has(u)}
         tasks: set[asyncio.Task[None]] = set()
         while queue or tasks:
-            while queue and len(tasks) < self._plan.jobs:
+            while queue and len(tasks) < jobs:
                 unit = queue.pop()
                 if unit.index not in started and self._results.stopping:
                     continue  # a case not yet begun is not begun once the run stops

@@ -158,3 +158,41 @@ def test_repeat_in_replay_is_a_usage_error(run_cli: Cli, tmp_path: Path) -> None
     result = run_cli("eval", "run", "--repeat", "3", cwd=root)
     assert result.returncode == 2
     assert "--repeat applies to live mode only" in result.stderr
+
+
+LATE_BLOCKER = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import time
+
+
+class Late(Session):
+    async def run_turn(self, user_input):
+        if "block" in user_input:
+            await asyncio.sleep(0.2)  # starts after the healthy case, then holds the thread
+            time.sleep(30)
+        else:
+            await asyncio.sleep(1.0)
+        return await super().run_turn(user_input)
+
+
+def late(ctx):
+    return Late(ctx)
+"""
+)
+
+
+def test_the_run_blocking_the_thread_is_abandoned_not_the_one_it_keeps_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = f"{write_module(tmp_path, LATE_BLOCKER)}:late"
+    suite = write_suite(
+        tmp_path / "suite",
+        {"0.json": says_hi("healthy"), "1.json": says_hi("blocker", "block now")},
+    )
+    report = run_suite(suite, agent=spec, jobs=2, case_timeout=3)
+    healthy, blocker = report.cases
+    assert healthy.passed, healthy.first_failure()  # waited on the blocker, then ran again
+    assert blocker.error is not None and "blocked its thread" in blocker.error

@@ -11,7 +11,7 @@ import inspect
 import pkgutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -79,14 +79,50 @@ else:
     Expects.__doc__ = "What a case asserts: the fields of every expectation kind."
 
 
-def views(expects: Expects) -> Iterator[Kind]:
-    """Each kind's part of `expects`, as that kind (no copying, no validation)."""
+class _Span(NamedTuple):
+    """Where one kind's fields sit in `Expects`, and the kind as it is with none set."""
+
+    kind: type[Kind]
+    names: tuple[str, ...]
+    start: int
+    end: int
+    defaults: tuple[Any, ...]
+    unset: Kind
+
+
+def _layout() -> tuple[_Span, ...]:
+    """Each kind's span of `Expects` (composed kind by kind, in order)."""
+    spans: list[_Span] = []
+    start = 0
     for kind in KINDS:
-        yield kind(**{name: getattr(expects, name) for name in kind.__struct_fields__})
+        names, unset = kind.__struct_fields__, kind()
+        end = start + len(names)
+        spans.append(_Span(kind, names, start, end, msgspec.structs.astuple(unset), unset))
+        start = end
+    assert start == len(Expects.__struct_fields__)
+    return tuple(spans)
 
 
-def all_grades(expects: Expects, evidence: Evidence) -> Iterator[Grade]:
-    for view in views(expects):
+_LAYOUT = _layout()
+
+
+def views(expects: Expects) -> list[Kind]:
+    """Each kind's part of `expects`, as that kind (no copying, no validation). A kind a
+    fixture leaves unset is one shared instance: most fixtures use a few kinds, and views
+    are only ever read."""
+    values = msgspec.structs.astuple(expects)
+    return [_view(span, values[span.start : span.end]) for span in _LAYOUT]
+
+
+def _view(span: _Span, values: tuple[Any, ...]) -> Kind:
+    if values == span.defaults:
+        return span.unset
+    return span.kind(**dict(zip(span.names, values, strict=True)))
+
+
+def all_grades(expects: Expects | list[Kind], evidence: Evidence) -> Iterator[Grade]:
+    """Every grade of `expects` (or of its `views`, when already taken apart)."""
+    for view in expects if isinstance(expects, list) else views(expects):
         yield from view.grades(evidence)
 
 
@@ -130,33 +166,54 @@ def assertion_count(expects: Expects) -> int:
     return sum(1 for _ in all_grades(expects, Evidence(EMPTY_RUN)))
 
 
-def expects_problems(expects: Expects | None, context: Context | None = None) -> Iterator[Fault]:
-    """Admission of an `expects` block: present, asserting something, every kind's rules."""
+def expects_problems(
+    expects: Expects | None,
+    context: Context | None = None,
+    empty: EmptyRun | None = None,
+) -> Iterator[Fault]:
+    """Admission of an `expects` block: present, asserting something, every kind's rules.
+    `empty` is the block's `empty_run`, when the caller graded it already."""
     if expects is None:
         yield Fault(EXPECTS, "missing: a case that asserts nothing would pass vacuously")
         return
-    if assertion_count(expects) == 0:
+    if empty is None:
+        empty = empty_run(expects, {})
+    if not empty.grades:
         yield Fault(
             EXPECTS,
             "declares no effective assertion: a case that asserts nothing would pass vacuously",
         )
-    for view in views(expects):
+    for view in empty.views:
         yield from view.problems(context or Context())
 
 
-def passes_empty_run(expects: Expects | None, setup_files: Mapping[str, str]) -> bool:
-    """True when `expects` passes against a run that did nothing: it cannot tell a working
-    agent from a dead one.
+class EmptyRun:
+    """An `expects` block taken apart (`views`) and graded against the empty run: how many
+    assertions it declares (the number of grades, whatever the workspace holds) and
+    whether a dead agent would pass it. Admission grades it once for both questions."""
 
-    The empty run has no response, no calls, no tokens, and a workspace holding only the
-    case's setup files (the harness writes those whatever the agent does). Graded in
-    memory, stopping at the first check that fails; no grades never pass."""
-    if expects is None:
-        return True
-    evidence = Evidence(EMPTY_RUN, FilesView(setup_files))
-    graded = False
-    for g in all_grades(expects, evidence):
-        if not g.passed:
-            return False
-        graded = True
-    return graded
+    __slots__ = ("grades", "views")
+
+    def __init__(self, kinds: list[Kind], grades: list[Grade]) -> None:
+        self.views = kinds
+        self.grades = grades
+
+    @property
+    def passes(self) -> bool:
+        """Every check passed (and there was one): the block cannot tell a working agent
+        from a dead one."""
+        return bool(self.grades) and all(g.passed for g in self.grades)
+
+
+def empty_run(expects: Expects, setup_files: Mapping[str, str]) -> EmptyRun:
+    """`expects` graded against a run that did nothing: no response, no calls, no tokens,
+    and a workspace holding only the case's setup files (the harness writes those whatever
+    the agent does), in memory."""
+    kinds = views(expects)
+    return EmptyRun(kinds, list(all_grades(kinds, Evidence(EMPTY_RUN, FilesView(setup_files)))))
+
+
+def passes_empty_run(expects: Expects | None, setup_files: Mapping[str, str]) -> bool:
+    """True when `expects` passes against a run that did nothing (`empty_run`): it cannot
+    tell a working agent from a dead one. No grades never pass."""
+    return expects is None or empty_run(expects, setup_files).passes

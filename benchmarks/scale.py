@@ -1,0 +1,172 @@
+"""Suites at scale, measured in one run: parallel replay, flat memory, fast admission, and
+the harness's own CPU time against the bare SDK loop.
+
+    python benchmarks/scale.py [--quick] [--rounds 3]
+
+The cases are the regression suite's fixtures repeated under fresh ids (as in
+`benchmarks/overhead.py`, whose bare side is reused here), replayed through the OpenAI
+Agents SDK adapter. Printed, each against its target:
+
+* replay of 1,000 cases with `--jobs 2` against `--jobs 1` (target >= 1.8 on two cores):
+  the median of per-round wall ratios, rounds interleaved, after a warm-up run that starts
+  the workers' fork server (as every run after the first in a process finds it); the CPU
+  of both sides, the workers' included (each worker says what it used when stopped);
+* peak RSS of a run of 1,000 and of 10,000 cases (`--jobs 1`), each in a fresh process
+  (its own `ru_maxrss`), and its growth (target <= 20 MB);
+* admission of 10,000 fixtures (`load_suite`, what `zeroclaw eval check` runs after its
+  start-up): fixtures per second, best round and median (target >= 20,000/s), and the
+  same from `zeroclaw eval check` itself, its start-up (a one-fixture suite) taken off;
+* harness/bare-SDK CPU time at 1,000 cases, `run_suite` in this process against the
+  smallest scripted SDK loop (target <= 1.05): the median of per-round ratios.
+
+`--quick` runs one timed round of each comparison (the default runs `--rounds`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from overhead import make_cases, time_bare
+
+from harness import run_suite
+from harness.agent import AgentSurface
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
+from harness.process_pool import workers_cpu
+from harness.suite import load_suite
+
+AGENT = "openai-agents"
+ROOT = Path(__file__).resolve().parents[1]
+Timing = tuple[float, float]  # (wall seconds, CPU seconds: this process and its workers)
+
+
+def timed_run(directory: Path, n: int, jobs: int) -> Timing:
+    gc.collect()
+    wall, cpu, workers = time.perf_counter(), time.process_time(), workers_cpu()
+    report = run_suite(directory, agent=AGENT, jobs=jobs)
+    elapsed = time.perf_counter() - wall
+    used = time.process_time() - cpu + workers_cpu() - workers
+    if report.exit_code() != 0 or len(report.cases) != n:
+        sys.exit(f"the run with --jobs {jobs} did not pass")
+    return elapsed, used
+
+
+def parallel(directory: Path, n: int, rounds: int) -> list[tuple[Timing, Timing]]:
+    timed_run(directory, n, 2)  # warm: the fork server, imports, caches
+    return [(timed_run(directory, n, 1), timed_run(directory, n, 2)) for _ in range(rounds)]
+
+
+PEAK = """
+import resource, sys
+from harness import run_suite
+report = run_suite(sys.argv[1], agent=sys.argv[2])
+assert report.exit_code() == 0 and len(report.cases) == int(sys.argv[3])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def peak_rss(directory: Path, n: int) -> float:
+    """Peak RSS in MB of one run of the suite (`--jobs 1`) in a fresh process."""
+    command = [sys.executable, "-c", PEAK, str(directory), AGENT, str(n)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return int(done.stdout.split()[-1]) / 1024  # ru_maxrss is in KB on Linux
+
+
+def admission(directory: Path, rounds: int) -> list[float]:
+    surface = AgentSurface(AGENT, BUILTIN_TOOL_NAMES)
+    load_suite(directory, "replay", surface)  # warm: imports, caches, the file cache
+    seconds = []
+    for _ in range(rounds):
+        gc.collect()
+        start = time.perf_counter()
+        load_suite(directory, "replay", surface)
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def check_seconds(directory: Path) -> float:
+    start = time.perf_counter()
+    command = [sys.executable, "-m", "harness", "eval", "check", "--suite", str(directory)]
+    subprocess.run([*command, "--agent", AGENT], check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def overhead(directory: Path, n: int, rounds: int, suite: Path) -> list[tuple[Timing, Timing]]:
+    cases = make_cases(n, directory, suite)
+    time_bare(cases[:50])  # warm the bare path
+    pairs = []
+    for _ in range(rounds):
+        bare = time_bare(cases)
+        pairs.append((bare, timed_run(directory, n, 1)))
+    return pairs
+
+
+def median_ratio(pairs: list[tuple[Timing, Timing]], part: int, of: Callable[..., float]) -> str:
+    ratios = sorted(of(a[part], b[part]) for a, b in pairs)
+    spread = f", range {ratios[0]:.2f}..{ratios[-1]:.2f}" if len(ratios) > 1 else ""
+    return f"median {statistics.median(ratios):.2f}{spread}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one timed round of each")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per comparison")
+    parser.add_argument("--suite", type=Path, default=ROOT / "evals" / "regression")
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    with tempfile.TemporaryDirectory(prefix="zeroclaw-scale-") as tmp:
+        small, large, one = Path(tmp, "1000"), Path(tmp, "10000"), Path(tmp, "1")
+        for directory, n in ((small, 1000), (large, 10_000), (one, 1)):
+            directory.mkdir()
+            make_cases(n, directory, args.suite)
+
+        pairs = parallel(small, 1000, rounds)
+        speedup = median_ratio(pairs, 0, lambda serial, pooled: serial / pooled)
+        cpu = median_ratio(pairs, 1, lambda serial, pooled: pooled / serial)
+        print(f"replay of 1,000 cases, --jobs 2 against --jobs 1 ({rounds} round(s)):")
+        print(f"  speed-up (wall): {speedup}  (target >= 1.80 on 2 cores)")
+        print(f"  CPU, --jobs 2 over --jobs 1 (workers included): {cpu}")
+        for (serial, pooled), k in zip(pairs, range(1, rounds + 1), strict=True):
+            print(
+                f"  round {k}: --jobs 1 {serial[0]:.2f} s wall / {serial[1]:.2f} s CPU, "
+                f"--jobs 2 {pooled[0]:.2f} s wall / {pooled[1]:.2f} s CPU"
+            )
+
+        low, high = peak_rss(small, 1000), peak_rss(large, 10_000)
+        print(f"peak RSS, --jobs 1, each in a fresh process: 1,000 cases {low:.0f} MB, ")
+        print(f"  10,000 cases {high:.0f} MB: growth {high - low:.1f} MB  (target <= 20 MB)")
+
+        seconds = admission(large, max(rounds, 3))
+        best, middle = min(seconds), statistics.median(seconds)
+        print(
+            f"admission of 10,000 fixtures (load_suite): {10_000 / best:,.0f} fixtures/s best, "
+            f"{10_000 / middle:,.0f}/s median  (target >= 20,000/s)"
+        )
+        start_up = min(check_seconds(one) for _ in range(3))
+        whole = min(check_seconds(large) for _ in range(rounds))
+        print(
+            f"  zeroclaw eval check: {whole:.2f} s for 10,000, {start_up:.2f} s for one: "
+            f"{9_999 / (whole - start_up):,.0f} fixtures/s after start-up"
+        )
+
+        bare_dir = Path(tmp, "bare")
+        bare_dir.mkdir()
+        pairs = overhead(bare_dir, 1000, max(rounds, 2), args.suite)
+        print(
+            f"harness/bare SDK loop at 1,000 cases, CPU: "
+            f"{median_ratio(pairs, 1, lambda bare, harness: harness / bare)}  (target <= 1.05); "
+            f"wall: {median_ratio(pairs, 0, lambda bare, harness: harness / bare)}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""`harness.process_pool`: replay cases in worker processes give the reports a serial run
+gives (timings apart), in fixture order, streamed as they finish; a case that kills its
+worker (`os._exit`, a segfault) is that case's run error and the suite goes on; the
+per-case timeout and the watchdog hold in the workers; `--jobs auto`; what cannot go to a
+worker runs in this process, saying why."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from conftest import (
+    BUILTIN_SURFACE,
+    FAITHFUL_LOOP,
+    Cli,
+    echo_fixture,
+    failing_fixture,
+    fixture,
+    greeting_fixture,
+    project,
+    text_step,
+    turn,
+    under_scripted_fixture,
+    write_module,
+    write_suite,
+)
+
+from harness import run_suite
+from harness.agent import LoopAdapter
+from harness.agent_registry import resolve_agent
+from harness.process_pool import exit_status, workers_cpu
+from harness.runner import CasePlan, jobs_of, replay_backend
+from harness.suite import load_suite
+from harness.verdict import CaseReport
+from harness.watchdog import run_watched
+
+# A faithful loop that does what the user input says: leave the process, crash it, sleep
+# without blocking, or hold its thread.
+HOSTILE_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import ctypes
+import os
+import time
+
+
+class Hostile(Session):
+    async def run_turn(self, user_input):
+        if "exit now" in user_input:
+            os._exit(3)
+        if "crash now" in user_input:
+            ctypes.string_at(0)
+        if "nap" in user_input:
+            await asyncio.sleep(float(user_input.split()[-1]))
+        if "block" in user_input:
+            time.sleep(30)
+        return await super().run_turn(user_input)
+
+
+def hostile(ctx):
+    return Hostile(ctx)
+"""
+)
+
+
+def says_hi(name: str, user_input: str = "Say hi") -> dict[str, Any]:
+    return fixture(name, [turn(user_input, text_step("hi there"))], {"response_contains": ["hi"]})
+
+
+def hostile_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{write_module(tmp_path, HOSTILE_LOOP)}:hostile"
+
+
+def timeless(report: CaseReport) -> CaseReport:
+    """A report without its timings, the one thing two runs of a case may differ in."""
+    record = report.record
+    if record is not None:
+        calls = [msgspec.structs.replace(c, duration_ms=0.0) for c in record.calls]
+        record = msgspec.structs.replace(record, duration_ms=0.0, calls=calls)
+    return msgspec.structs.replace(report, duration_ms=0.0, record=record)
+
+
+def mixed_suite(directory: Path) -> Path:
+    """Passes, failed checks and a run error, in an order no worker finishes them in."""
+    cases: dict[str, Any] = {}
+    for n in range(4):
+        cases[f"{n}a_echo.json"] = echo_fixture(f"echo-{n}", f"m{n}")
+        cases[f"{n}b_wrong.json"] = failing_fixture(f"wrong-{n}")
+        cases[f"{n}c_under.json"] = under_scripted_fixture(f"under-{n}")
+        cases[f"{n}d_hello.json"] = greeting_fixture(f"hello-{n}")
+    return write_suite(directory, cases)
+
+
+def test_workers_give_the_serial_run_s_reports_in_fixture_order(tmp_path: Path) -> None:
+    suite = mixed_suite(tmp_path / "suite")
+    serial = run_suite(suite, agent="openai-agents")
+    heard: list[str] = []
+    pooled = run_suite(suite, agent="openai-agents", jobs=2, on_case=lambda c: heard.append(c.id))
+    assert [timeless(c) for c in pooled.cases] == [timeless(c) for c in serial.cases]
+    assert pooled.exit_code() == serial.exit_code() == 1
+    assert pooled.totals == serial.totals
+    assert [c.id for c in pooled.cases] == [c.id for c in serial.cases]  # fixture order
+    assert sorted(heard) == sorted(c.id for c in serial.cases)  # every case streamed once
+    by_id = {c.id: c for c in pooled.cases}
+    assert by_id["wrong-0"].failing_grades and by_id["under-0"].error is not None
+    assert workers_cpu() > 0.0  # the workers said what they used when they stopped
+
+
+def test_a_worker_that_exits_is_that_case_s_run_error_and_the_suite_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    cases = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
+    cases["2.json"] = says_hi("case-2", "exit now")
+    suite = write_suite(tmp_path / "suite", cases)
+    report = run_suite(suite, agent=spec, jobs=2)
+    by_id = {c.id: c for c in report.cases}
+    assert by_id["case-2"].error == "the worker running the case died (exit code 3)"
+    assert by_id["case-2"].line is not None  # the annotation points at the turns
+    for n in (0, 1, 3, 4, 5):
+        assert by_id[f"case-{n}"].passed, by_id[f"case-{n}"].first_failure()
+    assert [c.id for c in report.cases] == [f"case-{n}" for n in range(6)]
+
+
+def test_a_segfault_is_that_case_s_run_error_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    suite = write_suite(
+        tmp_path / "suite",
+        {
+            "0.json": says_hi("first", "crash now"),
+            "1.json": says_hi("second", "crash now"),
+            "2.json": says_hi("third"),
+        },
+    )
+    report = run_suite(suite, agent=spec, jobs=2)
+    first, second, third = report.cases
+    assert first.error == second.error == "the worker running the case died (killed by SIGSEGV)"
+    assert third.passed, third.first_failure()  # after two workers died, a third ran it
+
+
+def test_the_case_timeout_and_the_watchdog_hold_in_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    suite = write_suite(
+        tmp_path / "suite",
+        {
+            "0.json": says_hi("slow", "nap 30"),
+            "1.json": says_hi("blocking", "block now"),
+            "2.json": says_hi("fine"),
+        },
+    )
+    started = time.monotonic()
+    report = run_suite(suite, agent=spec, jobs=2, case_timeout=1.0)
+    assert time.monotonic() - started < 20
+    slow, blocking, fine = report.cases
+    assert slow.error == "timed out after 1s in turn 0"
+    assert blocking.error is not None and "blocked its thread and was abandoned" in blocking.error
+    assert fine.passed, fine.first_failure()
+
+
+def test_reports_stream_as_cases_finish_and_the_suite_keeps_fixture_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    suite = write_suite(
+        tmp_path / "suite",
+        {"0.json": says_hi("slow", "nap 1.5"), "1.json": says_hi("quick")},
+    )
+    heard: list[tuple[str, float]] = []
+    started = time.monotonic()
+    report = run_suite(
+        suite,
+        agent=spec,
+        jobs=2,
+        on_case=lambda c: heard.append((c.id, time.monotonic() - started)),
+    )
+    assert [c.id for c in report.cases] == ["slow", "quick"]
+    assert [name for name, _ in heard] == ["quick", "slow"]  # the quick one first
+    assert heard[0][1] < heard[1][1] - 0.5  # handed on when it finished, not at the end
+
+
+def test_maxfail_stops_starting_cases_in_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    wrong = fixture("fails", [turn("Say hi", text_step("bye"))], {"response_contains": ["hi"]})
+    cases = {"0.json": wrong}
+    cases.update({f"{n}.json": says_hi(f"later-{n}", "nap 1") for n in range(1, 7)})
+    suite = write_suite(tmp_path / "suite", cases)
+    report = run_suite(suite, agent=spec, jobs=2, maxfail=1)
+    assert not report.cases[0].passed and report.cases[0].not_run is None
+    unrun = [c for c in report.cases if c.not_run is not None]
+    # Only the case in flight on the other worker when the failure came in ran after it.
+    assert len(unrun) >= 4, [c.id for c in report.cases if c.not_run is None]
+    assert all(c.not_run is not None and c.not_run.endswith("(--maxfail)") for c in unrun)
+    assert int(report.exit_code()) == 1
+
+
+def test_jobs_auto_is_one_per_core(run_cli: Cli, tmp_path: Path) -> None:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert jobs_of("auto") == cores and jobs_of(3) == 3
+    root = project(tmp_path, {f"{n}.json": echo_fixture(f"e{n}", f"m{n}") for n in range(3)})
+    result = run_cli("eval", "run", "--jobs", "auto", "--format", "json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert [c["id"] for c in json.loads(result.stdout)["cases"]] == ["e0", "e1", "e2"]
+    assert "in this process" not in result.stderr  # the workers ran them
+    bad = run_cli("eval", "run", "--jobs", "many", cwd=root)
+    assert bad.returncode == 2 and "not a whole number" in bad.stderr
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'jobs = "auto"\n', encoding="utf-8")
+    assert run_cli("eval", "run", cwd=root).returncode == 0
+    pyproject.write_text(pyproject.read_text().replace('"auto"', '"all"'), encoding="utf-8")
+    refused = run_cli("eval", "run", cwd=root)
+    assert refused.returncode == 1 and "jobs" in refused.stderr
+
+
+class _Unpicklable(LoopAdapter):
+    """A user's adapter object holding what no pickle can carry."""
+
+    def __init__(self, inner: LoopAdapter) -> None:
+        super().__init__(inner.name, inner._factory)
+        self.lock = __import__("threading").Lock()
+
+
+def test_an_adapter_that_cannot_be_sent_runs_in_this_process_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    adapter = resolve_agent(spec)
+    assert isinstance(adapter, LoopAdapter)
+    suite = write_suite(tmp_path / "suite", {f"{n}.json": says_hi(f"c{n}") for n in range(3)})
+    report = run_suite(suite, agent=_Unpicklable(adapter), jobs=2)
+    assert all(c.passed for c in report.cases)
+    err = capfd.readouterr().err
+    assert "--jobs 2 runs the cases in this process: the agent adapter cannot be sent" in err
+
+
+def test_an_agent_no_worker_can_load_runs_in_this_process_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parent = os.getpid()
+    # Importable here, refused in any other process: the worker cannot unpickle the adapter.
+    source = f"import os\nif os.getpid() != {parent}:\n    raise ImportError('not here')\n"
+    spec = f"{write_module(tmp_path, FAITHFUL_LOOP + source)}:factory"
+    suite = write_suite(tmp_path / "suite", {f"{n}.json": says_hi(f"c{n}") for n in range(3)})
+    report = run_suite(suite, agent=spec, jobs=2)
+    assert all(c.passed for c in report.cases)
+    err = capfd.readouterr().err
+    assert "runs the cases in this process: no worker process could start" in err
+    assert "not here" in err
+
+
+def test_a_passing_case_keeps_no_transcript_unless_asked(tmp_path: Path) -> None:
+    suite = write_suite(
+        tmp_path / "suite",
+        {"a.json": echo_fixture("passes"), "b.json": failing_fixture("fails")},
+    )
+    for jobs in (1, 2):
+        passes, fails = run_suite(suite, jobs=jobs).cases
+        assert passes.passed and passes.record is not None
+        assert passes.record.transcript is None  # memory stays flat over passing cases
+        assert fails.record is not None and fails.record.transcript  # a failure keeps it
+    cases = load_suite(suite, "replay", BUILTIN_SURFACE)
+    plan = CasePlan(
+        resolve_agent("openai-agents"),
+        "replay",
+        replay_backend,
+        None,
+        30.0,
+        tmp_path,
+        keep_transcripts=True,
+    )
+    kept = run_watched(cases, plan, None)
+    assert all(r.record is not None and r.record.transcript for r in kept)
+
+
+def test_exit_status_names_the_signal() -> None:
+    assert exit_status(3) == "exit code 3"
+    assert exit_status(-11) == "killed by SIGSEGV"
+    assert exit_status(-9) == "killed by SIGKILL"

@@ -97,8 +97,6 @@ def eval_mutation(session: nox.Session, agent: str) -> None:
         "evals/regression",
         "--agent",
         agent,
-        "--jobs",
-        "auto",
         "--json-report",
         f"reports/{folder}/mutation.json",
         *session.posargs,

@@ -116,6 +116,8 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         provider=options.provider,
         against=against,
         selection=selection,
+        # Worker processes build the agent from its setting rather than a pickled copy.
+        agent_spec=options.agent if isinstance(options.agent, str) else None,
     )
 
 
@@ -171,6 +173,7 @@ def run_cases(
     provider: str | None = None,
     against: Against | None = None,
     selection: Selection | None = None,
+    agent_spec: str | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -199,6 +202,8 @@ def run_cases(
         jobs=jobs,
         repeat=repeat,
         maxfail=maxfail,
+        keep_transcripts=any(r.wants_transcripts for r in reporters),
+        agent_spec=agent_spec,
     )
     # A stream that cannot be written (a closed pipe, a full disk) stops that reporter
     # only: the run goes on, the other reports are written, and the failure is said.

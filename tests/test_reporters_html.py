@@ -567,3 +567,12 @@ def test_a_screenshot_shows_the_rendered_verdict_and_trend(browser: Any, page_fi
     # …and the trend: the earlier run's point, and this run's.
     chart = png_colours(browser.find_element(By.ID, "trend-chart").screenshot_as_png)
     assert (9, 105, 218) in chart and (188, 76, 0) in chart
+
+
+def test_the_html_report_keeps_passing_cases_transcripts(run_cli: Cli, tmp_path: Path) -> None:
+    from conftest import green_project
+
+    root = green_project(tmp_path)
+    assert run_cli("eval", "run", "--html", "r.html", cwd=root).returncode == 0
+    page = (root / "r.html").read_text(encoding="utf-8")
+    assert "No transcript was kept" not in page

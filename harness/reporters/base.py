@@ -66,6 +66,9 @@ class Reporter:
     """One output of a run. Every hook is optional; `order` decides when `finish` runs."""
 
     order: int = FILES
+    # Whether it shows passing cases' transcripts, which a run otherwise drops to stay
+    # flat in memory (a failing case's is always kept).
+    wants_transcripts: bool = False
 
     def start(self, total: int) -> None:
         """The run is about to start `total` cases."""

@@ -472,7 +472,9 @@ class _Spec:
         # Fixed now: an agent may change the working directory during the run.
         history = None if directory is None else Path(os.path.abspath(directory))
         render = Rendered(lambda report: render_html(report, history))
-        return [Document(render, path=Path(path), order=FILES + 3, files=output.files)]
+        document = Document(render, path=Path(path), order=FILES + 3, files=output.files)
+        document.wants_transcripts = True  # it shows every case's transcript
+        return [document]
 
 
 REPORTER = _Spec()

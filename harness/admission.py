@@ -3,6 +3,7 @@ fixture either becomes a case that can fail, or yields every problem found in it
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from pathlib import PurePosixPath
@@ -235,8 +236,10 @@ def _non_finite_problems(arguments: dict[str, Any], at: str, file: str) -> Itera
                 stack.append((where, item))
 
 
+@functools.lru_cache(maxsize=1024)
 def _tool_name_problem(name: str, agent: AgentSurface) -> str | None:
-    """Why a case may not use the tool `name` with `agent`, or None when it may."""
+    """Why a case may not use the tool `name` with `agent`, or None when it may. Asked
+    for every call of every fixture, of the few names a suite uses: answered once each."""
     unsafe = unsafe_name_problem("tool name", name) if name.strip() else None
     if unsafe is not None:
         return unsafe

@@ -18,6 +18,7 @@ only one process can do; neither does a run whose cases are prepared in this pro
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import pickle
@@ -27,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -201,6 +203,8 @@ class _Worker:
             self.process.join(1.0)
         with contextlib.suppress(OSError):
             self.conn.close()
+        with contextlib.suppress(ValueError):  # still there after all: left to the OS
+            self.process.close()
 
 
 _DECODE = msgspec.json.Decoder(CaseReport)
@@ -280,7 +284,10 @@ class WorkerPool:
         return True
 
     def _start(self) -> None:
-        worker = _Worker(self._context, self._spec)
+        try:
+            worker = _Worker(self._context, self._spec)
+        except OSError as exc:  # no process to be had (limits, no fork server)
+            raise PoolUnavailable(f"no worker process could start: {describe(exc)}") from exc
         self._workers.append(worker)
         # One selector for the whole run: waiting costs nothing per look at the workers.
         self._selector.register(worker.conn, selectors.EVENT_READ)
@@ -295,31 +302,39 @@ class WorkerPool:
             return  # busy enough: one batch running, one waiting
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
 
-    def _receive(self, worker: _Worker) -> None:
+    def _receive(self, worker: _Worker, drain: bool = False) -> None:
+        """The message the selector saw waiting (one: the selector says when there is
+        another, at no cost, where asking the pipe builds a selector each time); with
+        `drain`, every message still in the pipe of a worker that ended."""
         while True:
             try:
-                if not worker.conn.poll():
+                if drain and not worker.conn.poll():
                     return
                 message = worker.conn.recv()
             except (EOFError, OSError):
                 return  # it ended: its sentinel says how
-            worker.since = time.monotonic()
-            kind = message[0]
-            if kind == "ready":
-                worker.ready = True
-            elif kind == "report":
-                _, index, payload = message
-                if worker.sent and worker.sent[0] == index:
-                    worker.sent.popleft()
-                self._on_report(index, _DECODE.decode(payload))
-            elif kind == "failed":
-                self._failures.append(message[1])
+            self._handle(worker, message)
+            if not drain:
+                return
+
+    def _handle(self, worker: _Worker, message: tuple[Any, ...]) -> None:
+        worker.since = time.monotonic()
+        kind = message[0]
+        if kind == "ready":
+            worker.ready = True
+        elif kind == "report":
+            _, index, payload = message
+            if worker.sent and worker.sent[0] == index:
+                worker.sent.popleft()
+            self._on_report(index, _DECODE.decode(payload))
+        elif kind == "failed":
+            self._failures.append(message[1])
 
     def _lost(self, worker: _Worker, why: str, status: str) -> None:
         """A worker ended (or was stopped): the case it was running is that case's run
         error, the rest it had go back to the front of the queue, a fresh worker takes
         over; a worker that never started blames no case."""
-        self._receive(worker)  # what it sent before it ended
+        self._receive(worker, drain=True)  # what it sent before it ended
         for watched in (worker.conn, worker.process.sentinel):
             self._selector.unregister(watched)
         worker.kill()
@@ -343,11 +358,16 @@ def _worker_main(conn: Any, spec: WorkerSpec) -> None:
     """A worker: the harness's cases, one at a time, until told to stop. It never waits
     for a thread an agent left running, and leaves interruptions to the harness."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # What the fork server had loaded is never garbage: the collector leaves it alone, so
+    # it neither spends time on it nor copies the pages it would touch.
+    gc.freeze()
     code = 0
     try:
         _serve(conn, spec)
     except BaseException:  # the harness sees it die: the case running gets the blame
         code = 70
+        with contextlib.suppress(Exception):
+            traceback.print_exc()  # a harness bug: said where the harness's errors go
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

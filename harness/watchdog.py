@@ -16,10 +16,12 @@ limiter, which is per process.
 from __future__ import annotations
 
 import asyncio
+import queue
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from harness import event_loop
 from harness.errors import RAISED_BY_AGENT_CODE
@@ -61,6 +63,7 @@ class _Results:
         self._cases = cases
         self._on_case = on_case
         self._maxfail = plan.maxfail
+        self._mode = plan.mode
         self.runs = [runs_of(case, plan.mode, plan.repeat) for case in cases]
         self._done: list[dict[int, CaseReport]] = [{} for _ in cases]
         self.reports: dict[int, CaseReport] = {}
@@ -86,21 +89,32 @@ class _Results:
             runs[unit.run] = report
             if len(runs) < self.runs[unit.index]:
                 return
-            case = combine(self._cases[unit.index], [runs[r] for r in sorted(runs)])
+            # One run of a replay case is its report (replay has no clusters): its trace,
+            # dropped since admission, is not parsed again to say so.
+            single = self._mode == "replay" and len(runs) == 1
+            case = (
+                runs[0]
+                if single
+                else combine(self._cases[unit.index], [runs[r] for r in sorted(runs)])
+            )
             self.reports[unit.index] = case
             self.failed += not case.passed
         if self._on_case is not None:
             self._on_case(case)
 
 
-def run_watched(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:
-    """Every case's report, in fixture order; `on_case` hears each as it finishes."""
+def run_watched(
+    cases: list[Case], plan: CasePlan, on_case: OnCase | None, *, reuse_thread: bool = False
+) -> list[CaseReport]:
+    """Every case's report, in fixture order; `on_case` hears each as it finishes.
+    `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
+    free (`run_batch`)."""
     results = _Results(cases, plan, on_case)
     pending = results.units()
     if pending and jobs_of(plan.jobs) > 1 and plan.mode == "replay" and plan.prepare is None:
         pending = _in_workers(cases, plan, results, pending)
     while pending:
-        worker = _SuiteWorker(cases, pending, plan, results)
+        worker = _SuiteWorker(cases, pending, plan, results, reuse_thread)
         try:
             stuck = worker.watch()
         except BaseException:  # an interruption: the runs in flight leave nothing behind
@@ -123,13 +137,20 @@ def run_watched(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> li
     return [results.reports[i] for i in range(len(cases))]
 
 
+def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:
+    """`run_watched` as a worker process runs the batches of cases it gets: all on one
+    thread while none blocks it (a fresh thread per batch costs an agent framework its
+    warm-up again, a millisecond or two each time)."""
+    return run_watched(cases, plan, on_case, reuse_thread=True)
+
+
 def _in_workers(
     cases: list[Case], plan: CasePlan, results: _Results, pending: list[Unit]
 ) -> list[Unit]:
     """Run `pending` (one run per case: replay) in worker processes; the runs left for
     this process (none, unless no worker could run them: then it says why)."""
     jobs = jobs_of(plan.jobs)
-    spec = worker_spec(plan, run_watched)
+    spec = worker_spec(plan, run_batch)
     if isinstance(spec, str):
         _note(jobs, spec)
         return pending
@@ -166,7 +187,12 @@ class _SuiteWorker:
     """Runs the pending runs, up to `plan.jobs` at once, on an event loop in its own thread."""
 
     def __init__(
-        self, cases: list[Case], pending: list[Unit], plan: CasePlan, results: _Results
+        self,
+        cases: list[Case],
+        pending: list[Unit],
+        plan: CasePlan,
+        results: _Results,
+        reuse_thread: bool = False,
     ) -> None:
         self._cases = cases
         self._pending = pending
@@ -179,7 +205,10 @@ class _SuiteWorker:
         self.running: dict[Unit, CaseProgress] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._units: dict[asyncio.Task[None], Unit] = {}
-        threading.Thread(target=self._main, name="zeroclaw-eval-cases", daemon=True).start()
+        if reuse_thread:
+            _CaseThread.run(self._main)
+        else:
+            threading.Thread(target=self._main, name="zeroclaw-eval-cases", daemon=True).start()
 
     def watch(self) -> tuple[Unit, CaseProgress] | None:
         """Wait for the worker; the run it abandoned, if any."""
@@ -272,3 +301,29 @@ class _SuiteWorker:
                 return
             self.running.pop(unit, None)
         self._results.add(unit, report)
+
+
+class _CaseThread:
+    """A thread that runs one suite worker's loop after another (`run_batch`). One whose
+    work blocked it never comes back: it stays behind, and the next work gets another."""
+
+    # The free ones, most recent last: a run may start before the thread that ran the one
+    # before is back, and then there are two.
+    _idle: ClassVar[list[_CaseThread]] = []
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="zeroclaw-eval-cases", daemon=True).start()
+
+    @classmethod
+    def run(cls, work: Callable[[], None]) -> None:
+        with cls._lock:
+            thread = cls._idle.pop() if cls._idle else None
+        (thread or cls())._work.put(work)
+
+    def _serve(self) -> None:
+        while True:
+            self._work.get()()
+            with _CaseThread._lock:
+                _CaseThread._idle.append(self)

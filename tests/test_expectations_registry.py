@@ -122,3 +122,20 @@ def test_grades_serialise_with_their_fields(workspace: Path) -> None:
         "category": "budget",
         "field": "$.expects.budget.max_total_tokens",
     }
+
+
+def test_a_kind_left_unset_asserts_and_refuses_nothing() -> None:
+    """Admission asks only the kinds a fixture sets (an unset kind, one shared instance,
+    asserts nothing against the empty run and refuses nothing): every kind keeps to it."""
+    from harness.expectations.base import Context, Evidence
+    from harness.expectations.registry import _LAYOUT, EMPTY_RUN, views
+    from harness.workspace import FilesView
+
+    assert all(span.inert for span in _LAYOUT)
+    contexts = [Context(), Context("live"), Context("replay", frozenset({"echo"}), "a", (1, 0))]
+    for span in _LAYOUT:
+        assert not list(span.unset.grades(Evidence(EMPTY_RUN, FilesView({}))))
+        assert not [f for c in contexts for f in span.unset.problems(c)]
+    unset = views(expects())
+    assert [type(v) for v in unset] == [span.kind for span in _LAYOUT]
+    assert all(v is span.unset for v, span in zip(unset, _LAYOUT, strict=True))

@@ -368,3 +368,44 @@ def test_schema_admits_what_only_the_parser_refuses(text: str, field: str) -> No
     with pytest.raises(AdmissionError) as refused:
         parse_fixture(text, "gap.json")
     assert [p.field for p in refused.value.problems] == [field]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1, "a": 2}',
+        '{"a": ":", "b": {"c": 1, "c": ":"}}',
+        '{"a" : 1, "b":{"x":1,"x" :2}}',
+        '{"a\\u003a": 1, "a\\u003a": 2}',
+        '{"\\u003ab": 1, "c": 2, "c": 3}',
+        '{"a": "x\\":y", "a": 1}',
+        '{"a": "\\\\", "b": "\\\\\\"", "b": 1}',
+        '{"n": NaN}',
+        '{"n": 1e999}',
+        '{"n": ' + "1" * 5000 + "}",
+        '{"s": "\\ud800"}',
+        "[" * 600 + "]" * 600,
+    ],
+)
+def test_the_one_pass_decoding_refuses_what_the_exact_parser_refuses(text: str) -> None:
+    """The quick path (msgspec, counting members against a re-encoding) never admits a
+    document the exact parser (`json` with a hook per object) would refuse or read
+    otherwise: it steps aside, and the exact parser says what is wrong."""
+    from harness.fixture import _parse_fast
+
+    assert _parse_fast(text) is None
+
+
+def test_the_one_pass_decoding_reads_every_committed_fixture_as_the_exact_parser() -> None:
+    from harness.fixture import _decode, _parse_fast, parse_admitted
+    from harness.validation import convert
+
+    paths = [p for group in COMMITTED.values() for p in group]
+    assert paths
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        exact = convert(_decode(text, str(path)), LlmTrace)
+        assert _parse_fast(text) == exact == parse_admitted(text), path
+        # As written by other tools: compact, every non-ASCII character escaped.
+        compact = json.dumps(json.loads(text))
+        assert _parse_fast(compact) in (None, exact) and parse_admitted(compact) == exact

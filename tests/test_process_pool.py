@@ -6,6 +6,7 @@ worker runs in this process, saying why."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -117,7 +118,7 @@ def test_a_worker_that_exits_is_that_case_s_run_error_and_the_suite_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = hostile_agent(tmp_path, monkeypatch)
-    cases = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
+    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
     cases["2.json"] = says_hi("case-2", "exit now")
     suite = write_suite(tmp_path / "suite", cases)
     report = run_suite(suite, agent=spec, jobs=2)
@@ -194,7 +195,7 @@ def test_maxfail_stops_starting_cases_in_workers(
 ) -> None:
     spec = hostile_agent(tmp_path, monkeypatch)
     wrong = fixture("fails", [turn("Say hi", text_step("bye"))], {"response_contains": ["hi"]})
-    cases = {"0.json": wrong}
+    cases: dict[str, dict[str, Any] | str] = {"0.json": wrong}
     cases.update({f"{n}.json": says_hi(f"later-{n}", "nap 1") for n in range(1, 7)})
     suite = write_suite(tmp_path / "suite", cases)
     report = run_suite(suite, agent=spec, jobs=2, maxfail=1)
@@ -289,3 +290,31 @@ def test_exit_status_names_the_signal() -> None:
     assert exit_status(3) == "exit code 3"
     assert exit_status(-11) == "killed by SIGSEGV"
     assert exit_status(-9) == "killed by SIGKILL"
+
+
+def test_live_cases_and_prepared_cases_stay_in_this_process(tmp_path: Path) -> None:
+    from harness.process_pool import worker_spec
+
+    plan = CasePlan(resolve_agent("openai-agents"), "replay", replay_backend, None, 30.0, tmp_path)
+    spec = worker_spec(plan, run_watched)
+    assert not isinstance(spec, str) and spec.agent_spec is None and spec.adapter is not None
+    live = dataclasses.replace(plan, mode="live")
+    assert "one provider limiter" in str(worker_spec(live, run_watched))
+    prepared = dataclasses.replace(plan, prepare=lambda case, context: None)
+    assert "cannot cross processes" in str(worker_spec(prepared, run_watched))
+    named = dataclasses.replace(plan, agent_spec="openai-agents")
+    spec = worker_spec(named, run_watched)
+    assert not isinstance(spec, str) and spec.adapter is None  # the worker resolves it
+
+
+def test_workers_resolve_the_agent_from_its_setting_when_they_have_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    suite = write_suite(tmp_path / "suite", {f"{n}.json": says_hi(f"c{n}") for n in range(3)})
+    cases = load_suite(suite, "replay", BUILTIN_SURFACE)
+    plan = CasePlan(
+        resolve_agent(spec), "replay", replay_backend, None, 30.0, tmp_path, jobs=2, agent_spec=spec
+    )
+    reports = run_watched(cases, plan, None)
+    assert [r.id for r in reports] == ["c0", "c1", "c2"] and all(r.passed for r in reports)

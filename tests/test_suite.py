@@ -462,3 +462,23 @@ def test_empty_suite_flag_is_refused_not_the_default_suite(
         "zeroclaw eval: --suite: empty path: name the suite directory, or leave --suite out\n"
     )
     assert result.stdout == ""  # nothing admitted, nothing run
+
+
+def test_a_suite_s_cases_keep_their_text_not_their_parsed_trace(tmp_path: Path) -> None:
+    """A run keeps its cases to the end: each holds its text, and parses its trace again
+    when asked (the same trace admission parsed); a case built with its trace keeps it."""
+    import dataclasses
+
+    from harness.fixture import parse_fixture
+
+    path = write_fixture(tmp_path, "a.json", replay_trace(id="stable"))
+    [case] = load(tmp_path)
+    assert not hasattr(case, "__dict__")  # slots only: a small object per case
+    assert Case.__dict__["trace"]._slot.__get__(case) is None  # dropped
+    assert case.trace == parse_fixture(case.text, str(path))
+    moved = dataclasses.replace(case, path=tmp_path / "b.json")
+    assert moved.id == "stable" and moved.trace == case.trace and moved.text == case.text
+    built = Case(case.trace, path, case.text)
+    assert built == case and built.trace is built.trace  # held, not parsed again
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        case.text = ""  # type: ignore[misc]

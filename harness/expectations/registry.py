@@ -79,6 +79,9 @@ else:
     Expects.__doc__ = "What a case asserts: the fields of every expectation kind."
 
 
+EMPTY_RUN = RunRecord()
+
+
 class _Span(NamedTuple):
     """Where one kind's fields sit in `Expects`, and the kind as it is with none set."""
 
@@ -88,16 +91,22 @@ class _Span(NamedTuple):
     end: int
     defaults: tuple[Any, ...]
     unset: Kind
+    # Unset, it asserts nothing against the empty run (without setup files) and refuses
+    # nothing: admission need not ask it (every kind so far; one that did is asked).
+    inert: bool
 
 
 def _layout() -> tuple[_Span, ...]:
     """Each kind's span of `Expects` (composed kind by kind, in order)."""
     spans: list[_Span] = []
     start = 0
+    empty = Evidence(EMPTY_RUN, FilesView({}))
     for kind in KINDS:
         names, unset = kind.__struct_fields__, kind()
         end = start + len(names)
-        spans.append(_Span(kind, names, start, end, msgspec.structs.astuple(unset), unset))
+        inert = not any(unset.grades(empty)) and not any(unset.problems(Context()))
+        defaults = msgspec.structs.astuple(unset)
+        spans.append(_Span(kind, names, start, end, defaults, unset, inert))
         start = end
     assert start == len(Expects.__struct_fields__)
     return tuple(spans)
@@ -118,6 +127,18 @@ def _view(span: _Span, values: tuple[Any, ...]) -> Kind:
     if values == span.defaults:
         return span.unset
     return span.kind(**dict(zip(span.names, values, strict=True)))
+
+
+def _asked(expects: Expects, setup: bool) -> list[Kind]:
+    """The views admission asks: all but the unset, inert ones (those with setup files
+    too: an unset kind is known inert only for a workspace holding nothing)."""
+    values = msgspec.structs.astuple(expects)
+    asked = []
+    for span in _LAYOUT:
+        mine = values[span.start : span.end]
+        if setup or not span.inert or mine != span.defaults:
+            asked.append(_view(span, mine))
+    return asked
 
 
 def all_grades(expects: Expects | list[Kind], evidence: Evidence) -> Iterator[Grade]:
@@ -158,9 +179,6 @@ def _unique_checks(grades: Iterator[Grade]) -> list[Grade]:
     return out
 
 
-EMPTY_RUN = RunRecord()
-
-
 def assertion_count(expects: Expects) -> int:
     """How many grades `expects` produces: those of a run that did nothing."""
     return sum(1 for _ in all_grades(expects, Evidence(EMPTY_RUN)))
@@ -183,14 +201,16 @@ def expects_problems(
             EXPECTS,
             "declares no effective assertion: a case that asserts nothing would pass vacuously",
         )
+    context = context or Context()
     for view in empty.views:
-        yield from view.problems(context or Context())
+        yield from view.problems(context)
 
 
 class EmptyRun:
-    """An `expects` block taken apart (`views`) and graded against the empty run: how many
-    assertions it declares (the number of grades, whatever the workspace holds) and
-    whether a dead agent would pass it. Admission grades it once for both questions."""
+    """An `expects` block taken apart (the views admission asks: its kinds set, and any
+    that would answer unset) and graded against the empty run: how many assertions it
+    declares (the number of grades, whatever the workspace holds) and whether a dead agent
+    would pass it. Admission grades it once for both questions."""
 
     __slots__ = ("grades", "views")
 
@@ -209,8 +229,13 @@ def empty_run(expects: Expects, setup_files: Mapping[str, str]) -> EmptyRun:
     """`expects` graded against a run that did nothing: no response, no calls, no tokens,
     and a workspace holding only the case's setup files (the harness writes those whatever
     the agent does), in memory."""
-    kinds = views(expects)
-    return EmptyRun(kinds, list(all_grades(kinds, Evidence(EMPTY_RUN, FilesView(setup_files)))))
+    kinds = _asked(expects, bool(setup_files))
+    evidence = Evidence(EMPTY_RUN, FilesView(setup_files)) if setup_files else _NOTHING
+    return EmptyRun(kinds, list(all_grades(kinds, evidence)))
+
+
+# The empty run of a case without setup files, shared (graders only read it).
+_NOTHING = Evidence(EMPTY_RUN, FilesView({}))
 
 
 def passes_empty_run(expects: Expects | None, setup_files: Mapping[str, str]) -> bool:

@@ -205,23 +205,11 @@ def run_cases(
         keep_transcripts=any(r.wants_transcripts for r in reporters),
         agent_spec=agent_spec,
     )
-    # A stream that cannot be written (a closed pipe, a full disk) stops that reporter
-    # only: the run goes on, the other reports are written, and the failure is said.
-    broken: dict[int, str] = {}
-    for index, reporter in enumerate(reporters):
-        try:
-            reporter.start(len(cases))
-        except (OSError, ValueError) as exc:
-            broken[index] = _stream_failure(exc)
+    delivery = _Delivery(reporters)
+    delivery.start(len(cases))
 
     def case_done(report: CaseReport) -> None:
-        for index, reporter in enumerate(reporters):
-            if index in broken:
-                continue
-            try:
-                reporter.case_done(report)
-            except (OSError, ValueError) as exc:
-                broken[index] = _stream_failure(exc)
+        delivery.case_done(report)
         if on_case is not None:
             on_case(report)
 
@@ -261,11 +249,9 @@ def run_cases(
             # Built into the verdict before any reporter sees it, never patched afterwards.
             comparison = compare(against.baseline, report, against.level, against.shown)
             report = msgspec.structs.replace(report, baseline=comparison)
-        _finish(report, reporters, broken)
+        delivery.finish(report)
     except BaseException:  # an interruption: nothing half written stays behind
-        for reporter in reporters:
-            with contextlib.suppress(Exception):
-                reporter.abandon()
+        delivery.abandon()
         raise
     return report
 
@@ -365,18 +351,45 @@ def _registered(adapter: AgentAdapter) -> frozenset[str]:
 def deliver(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
     """Hand a report built elsewhere (a merge of shards) to the reporters, as a run would:
     each case as done, in order, then the whole."""
-    broken: dict[int, str] = {}
-    for index, reporter in enumerate(reporters):
-        try:
-            reporter.start(len(report.cases))
-            for case in report.cases:
-                reporter.case_done(case)
-        except (OSError, ValueError) as exc:
-            broken[index] = _stream_failure(exc)
+    delivery = _Delivery(reporters)
+    delivery.start(len(report.cases))
+    for case in report.cases:
+        delivery.case_done(case)
     try:
-        _finish(report, reporters, broken)
+        delivery.finish(report)
     except BaseException:
-        for reporter in reporters:
+        delivery.abandon()
+        raise
+
+
+class _Delivery:
+    """The reporters of one run. A stream that cannot be written (a closed pipe, a full
+    disk) stops that reporter only: the run goes on, the other reports are written, and
+    every failure is raised, together, once all have finished."""
+
+    def __init__(self, reporters: Sequence[Reporter]) -> None:
+        self._reporters = reporters
+        self._broken: dict[int, str] = {}
+
+    def _each(self, call: Callable[[Reporter], None]) -> None:
+        for index, reporter in enumerate(self._reporters):
+            if index in self._broken:
+                continue
+            try:
+                call(reporter)
+            except (OSError, ValueError) as exc:
+                self._broken[index] = _stream_failure(exc)
+
+    def start(self, total: int) -> None:
+        self._each(lambda reporter: reporter.start(total))
+
+    def case_done(self, case: CaseReport) -> None:
+        self._each(lambda reporter: reporter.case_done(case))
+
+    def finish(self, report: SuiteReport) -> None:
+        _finish(report, self._reporters, self._broken)
+
+    def abandon(self) -> None:
+        for reporter in self._reporters:
             with contextlib.suppress(Exception):
                 reporter.abandon()
-        raise

@@ -28,10 +28,10 @@ from harness.defaults import (
 from harness.errors import UsageError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.problems import AdmissionError
-from harness.receipts import fixture_hash, suite_hash, suite_receipt
+from harness.receipts import suite_hash, suite_receipt
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import Reporter
-from harness.runner import BackendFactory, CasePlan, display_path, replay_backend
+from harness.runner import BackendFactory, CasePlan, Jobs, display_path, replay_backend
 from harness.selection import Selection, choose
 from harness.suite import Case, load_suite
 from harness.verdict import CaseReport, SuiteReport
@@ -54,7 +54,7 @@ class RunOptions:
     provider: str | None = None  # live mode: the provider's host and model, for receipts
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK  # a whole case, grading included
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN  # for every agent
-    jobs: int = DEFAULT_JOBS  # cases (and repetitions) at once
+    jobs: Jobs = DEFAULT_JOBS  # cases (and repetitions) at once; "auto": one per core
     repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
     maxfail: int | None = None  # stop starting cases once this many failed
     baseline: Path | None = None  # compare the run with this baseline (`harness.baseline`)
@@ -167,7 +167,7 @@ def run_cases(
     agent_tools: frozenset[str] | None = None,
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
-    jobs: int = DEFAULT_JOBS,
+    jobs: Jobs = DEFAULT_JOBS,
     repeat: int | None = None,
     maxfail: int | None = None,
     provider: str | None = None,
@@ -217,21 +217,12 @@ def run_cases(
     start = time.perf_counter()
     try:
         reports = run_watched(cases, plan, case_done)
-        # Asked after the run: the cases ask the adapter first, each for itself.
-        tools = agent_tools if agent_tools is not None else _registered(adapter)
         report = SuiteReport(
             suite=suite,
             kind=kind,
             mode=mode,
             agent=adapter.name,
-            cases=[
-                msgspec.structs.replace(
-                    r,
-                    fixture_sha256=fixture_hash(c.text),
-                    tool_surface=tool_surface(c, tools, allowed_tools),
-                )
-                for r, c in zip(reports, cases, strict=True)
-            ],
+            cases=reports,
             duration_ms=(time.perf_counter() - start) * 1e3,
             receipt=suite_receipt(
                 agent=adapter.name,
@@ -254,18 +245,6 @@ def run_cases(
         delivery.abandon()
         raise
     return report
-
-
-def tool_surface(case: Case, tools: frozenset[str], allowed: frozenset[str] | None) -> list[str]:
-    """The sorted names of the tools `case` could use: the agent's (`tools`), narrowed by
-    the fixture's `tools` and, in live mode, by `allowed`. A baseline keeps it, so a case
-    whose tools changed is not compared with a verdict reached with other tools."""
-    named = case.trace.tools
-    return sorted(
-        name
-        for name in tools
-        if (named is None or name in named) and (allowed is None or name in allowed)
-    )
 
 
 def _finish(report: SuiteReport, reporters: Sequence[Reporter], broken: dict[int, str]) -> None:
@@ -298,7 +277,7 @@ def run_suite(
     root: Path | None = None,
     on_case: Callable[[CaseReport], None] | None = None,
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
-    jobs: int = DEFAULT_JOBS,
+    jobs: Jobs = DEFAULT_JOBS,
     repeat: int | None = None,
     maxfail: int | None = None,
 ) -> SuiteReport:
@@ -337,15 +316,6 @@ class _Callback(Reporter):
 def _stream_failure(exc: OSError | ValueError) -> str:
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return f"an output stream could not be written ({why}); the other reports were written"
-
-
-def _registered(adapter: AgentAdapter) -> frozenset[str]:
-    """The tools the adapter registers, for receipts; an adapter failing to say is each
-    case's run error (the runner asks again per case), not the run's."""
-    try:
-        return frozenset(t.name for t in adapter.tools())
-    except Exception:
-        return frozenset()
 
 
 def deliver(report: SuiteReport, reporters: Sequence[Reporter]) -> None:

@@ -7,6 +7,7 @@ A case's failure is confined to its own report: whatever goes wrong becomes its 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import os
 import time
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, within
 from harness.defaults import DEFAULT_CASE_WALL_CLOCK, DEFAULT_JOBS, DEFAULT_MAX_MODEL_CALLS_PER_TURN
@@ -24,6 +27,7 @@ from harness.expectations.registry import grade
 from harness.json_paths import line_of
 from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
 from harness.modes import Mode
+from harness.receipts import fixture_hash
 from harness.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
 from harness.suite import Case
@@ -70,6 +74,22 @@ class CasePlan:
     # The `agent` setting the adapter was resolved from, when it was one: worker processes
     # resolve it themselves (None: the adapter is sent to them, when it can be pickled).
     agent_spec: str | None = None
+
+    @functools.cached_property
+    def surfaces(self) -> dict[tuple[str, ...], list[str]]:
+        return {}
+
+    @functools.cached_property
+    def surface_tools(self) -> frozenset[str]:
+        """The agent's tools as reports keep them: what admission knew the agent registers,
+        else what the adapter says (an adapter failing to say is each case's run error,
+        as the runner asks again per case, not the run's)."""
+        if self.agent_tools is not None:
+            return self.agent_tools
+        try:
+            return frozenset(t.name for t in self.adapter.tools())
+        except Exception:
+            return frozenset()
 
 
 Jobs = int | Literal["auto"]
@@ -288,6 +308,32 @@ def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
         exchanges=tuple(progress.transcript.exchanges),
         calls=tuple(progress.context.tools.calls),
         scripted=plan.mode == "replay",
+    )
+
+
+def sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
+    """`report` with what receipts and baselines keep of its case: the hash of the fixture
+    it ran and the tools it could use. Done as each case is in, so a run never holds a
+    second copy of its reports; a report sealed already (by a worker process) is kept."""
+    if report.fixture_sha256 is not None:
+        return report
+    surface = tool_surface(case, plan.surface_tools, plan.allowed_tools)
+    # Most cases of a suite share one: they share the list too (reports are read-only).
+    surface = plan.surfaces.setdefault(tuple(surface), surface)
+    return msgspec.structs.replace(
+        report, fixture_sha256=fixture_hash(case.text), tool_surface=surface
+    )
+
+
+def tool_surface(case: Case, tools: frozenset[str], allowed: frozenset[str] | None) -> list[str]:
+    """The sorted names of the tools `case` could use: the agent's (`tools`), narrowed by
+    the fixture's `tools` and, in live mode, by `allowed`. A baseline keeps it, so a case
+    whose tools changed is not compared with a verdict reached with other tools."""
+    named = case.trace.tools
+    return sorted(
+        name
+        for name in tools
+        if (named is None or name in named) and (allowed is None or name in allowed)
     )
 
 

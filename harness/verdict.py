@@ -57,7 +57,11 @@ class RepeatStats(msgspec.Struct, kw_only=True, frozen=True):
     runs: list[RunReceipt] = []
 
 
-class CaseReport(msgspec.Struct, kw_only=True, frozen=True):
+class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
+    """What one case came to. Untracked by the garbage collector (data only, never a
+    cycle): a run keeps one per case, and the collector need not walk them all again and
+    again."""
+
     id: str
     fixture: str
     passed: bool

@@ -35,6 +35,7 @@ from harness.runner import (
     internal_error,
     jobs_of,
     run_case,
+    sealed,
     start_case,
 )
 from harness.suite import Case
@@ -64,6 +65,7 @@ class _Results:
         self._on_case = on_case
         self._maxfail = plan.maxfail
         self._mode = plan.mode
+        self._plan = plan
         self.runs = [runs_of(case, plan.mode, plan.repeat) for case in cases]
         self._done: list[dict[int, CaseReport]] = [{} for _ in cases]
         self.reports: dict[int, CaseReport] = {}
@@ -92,10 +94,9 @@ class _Results:
             # One run of a replay case is its report (replay has no clusters): its trace,
             # dropped since admission, is not parsed again to say so.
             single = self._mode == "replay" and len(runs) == 1
-            case = (
-                runs[0]
-                if single
-                else combine(self._cases[unit.index], [runs[r] for r in sorted(runs)])
+            of = self._cases[unit.index]
+            case = sealed(
+                runs[0] if single else combine(of, [runs[r] for r in sorted(runs)]), of, self._plan
             )
             self.reports[unit.index] = case
             self.failed += not case.passed
@@ -111,7 +112,7 @@ def run_watched(
     free (`run_batch`)."""
     results = _Results(cases, plan, on_case)
     pending = results.units()
-    if pending and jobs_of(plan.jobs) > 1 and plan.mode == "replay" and plan.prepare is None:
+    if _pays_for_workers(plan, len(pending)):
         pending = _in_workers(cases, plan, results, pending)
     while pending:
         worker = _SuiteWorker(cases, pending, plan, results, reuse_thread)
@@ -130,11 +131,24 @@ def run_watched(
     reason = f"the run stopped after {plan.maxfail} failing case(s) (--maxfail)"
     for index, case in enumerate(cases):
         if index not in results.reports:  # never started: the run stopped early
-            report = CaseReport.unrun(case.id, display_path(case.path, plan.root), reason)
+            unrun = CaseReport.unrun(case.id, display_path(case.path, plan.root), reason)
+            report = sealed(unrun, case, plan)
             results.reports[index] = report
             if on_case is not None:
                 on_case(report)
     return [results.reports[i] for i in range(len(cases))]
+
+
+# Starting worker processes costs a second or so (the fork server, the agent framework's
+# imports), about what 200 replayed cases take on one core: below that "auto" runs the
+# cases here. A number of jobs the user gave is taken as it is.
+AUTO_WORKERS_FROM = 200
+
+
+def _pays_for_workers(plan: CasePlan, runs: int) -> bool:
+    if runs == 0 or jobs_of(plan.jobs) < 2 or plan.mode != "replay" or plan.prepare is not None:
+        return False
+    return plan.jobs != "auto" or runs >= AUTO_WORKERS_FROM
 
 
 def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:

@@ -6,7 +6,13 @@ from pathlib import Path
 
 from conftest import greeting_fixture, write_suite
 
-from harness.pipeline import RunOptions, run, run_suite
+from harness.agent import AgentSurface
+from harness.agent_registry import resolve_agent
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
+from harness.pipeline import RunOptions, run, run_cases, run_suite
+from harness.receipts import fixture_hash
+from harness.suite import load_suite
+from harness.verdict import CaseReport
 
 
 def test_run_suite_names_the_suite_as_the_caller_did(tmp_path: Path) -> None:
@@ -16,3 +22,21 @@ def test_run_suite_names_the_suite_as_the_caller_did(tmp_path: Path) -> None:
     # The command line's options name it from the project root instead.
     assert run(RunOptions(suite, root=tmp_path)).suite == "evals/regression"
     assert run(RunOptions(suite, root=tmp_path, name="mine")).suite == "mine"
+
+
+def test_reports_heard_as_each_case_ends_are_the_ones_the_suite_report_holds(
+    tmp_path: Path,
+) -> None:
+    # Sealed (fixture hash, tool surface) as each case is in, so a streaming reporter sees
+    # what the suite report keeps, and the run holds no second copy of its reports.
+    fixtures = {f"{n}.json": greeting_fixture(n) for n in ("a", "b", "c")}
+    suite = write_suite(tmp_path / "evals" / "regression", fixtures)
+    heard: list[CaseReport] = []
+    adapter = resolve_agent("openai-agents")
+    cases = load_suite(suite, "replay", AgentSurface(adapter.name, BUILTIN_TOOL_NAMES))
+    report = run_cases(cases, adapter, suite="s", on_case=heard.append)
+    assert [c.id for c in heard] == ["a", "b", "c"]
+    for streamed, kept in zip(heard, report.cases, strict=True):
+        assert streamed is kept
+        assert kept.fixture_sha256 == fixture_hash((suite / f"{kept.id}.json").read_text("utf-8"))
+        assert kept.tool_surface == ["echo", "fail", "list_files", "read_file", "write_file"]

@@ -31,7 +31,7 @@ from conftest import (
     write_suite,
 )
 
-from harness import run_suite
+from harness import run_suite, watchdog
 from harness.agent import LoopAdapter
 from harness.agent_registry import resolve_agent
 from harness.process_pool import exit_status, workers_cpu
@@ -214,7 +214,7 @@ def test_jobs_auto_is_one_per_core(run_cli: Cli, tmp_path: Path) -> None:
     result = run_cli("eval", "run", "--jobs", "auto", "--format", "json", cwd=root)
     assert result.returncode == 0, result.stderr
     assert [c["id"] for c in json.loads(result.stdout)["cases"]] == ["e0", "e1", "e2"]
-    assert "in this process" not in result.stderr  # the workers ran them
+    assert "in this process" not in result.stderr  # too few to pay for workers: no note
     bad = run_cli("eval", "run", "--jobs", "many", cwd=root)
     assert bad.returncode == 2 and "not a whole number" in bad.stderr
     pyproject = root / "pyproject.toml"
@@ -223,6 +223,33 @@ def test_jobs_auto_is_one_per_core(run_cli: Cli, tmp_path: Path) -> None:
     pyproject.write_text(pyproject.read_text().replace('"auto"', '"all"'), encoding="utf-8")
     refused = run_cli("eval", "run", cwd=root)
     assert refused.returncode == 1 and "jobs" in refused.stderr
+
+
+@pytest.mark.skipif(jobs_of("auto") < 2, reason="auto is one job on one core")
+def test_auto_starts_workers_only_for_a_suite_large_enough_to_pay_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watchdog, "AUTO_WORKERS_FROM", 3)
+    plan = CasePlan(resolve_agent("openai-agents"), "replay", replay_backend, None, 30.0, tmp_path)
+    for n, pooled in ((2, False), (3, True), (2, False)):
+        suite = write_suite(
+            tmp_path / f"s{n}{pooled}", {f"{i}.json": says_hi(f"c{i}") for i in range(n)}
+        )
+        before = workers_cpu()  # what stopped workers said they used: grows iff some ran
+        for jobs in ("auto", 1):
+            reports = run_watched(
+                load_suite(suite, "replay", BUILTIN_SURFACE),
+                dataclasses.replace(plan, jobs=jobs),
+                None,
+            )
+            assert all(r.passed for r in reports) and len(reports) == n
+        assert (workers_cpu() > before) == pooled
+    # A number the user gave is taken as it is, however few the cases.
+    before = workers_cpu()
+    run_watched(
+        load_suite(suite, "replay", BUILTIN_SURFACE), dataclasses.replace(plan, jobs=2), None
+    )
+    assert workers_cpu() > before
 
 
 class _Unpicklable(LoopAdapter):

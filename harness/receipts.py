@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import platform
+import re
 import subprocess
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
@@ -67,11 +68,33 @@ class SuiteReceipt(msgspec.Struct, kw_only=True, frozen=True):
 def fixture_hash(text: str) -> str:
     """SHA-256 of the fixture's canonical JSON: keys sorted, compact, UTF-8. Formatting,
     key order and escapes do not change it; any value does."""
-    canonical = json.dumps(
-        json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    # surrogatepass: a lone surrogate escaped in the JSON still hashes, deterministically.
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    canonical = _canonical_fast(text)
+    if canonical is None:
+        spelt = json.dumps(
+            json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        # surrogatepass: a lone surrogate escaped in the JSON still hashes, deterministically.
+        canonical = spelt.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(canonical).hexdigest()
+
+
+# A digit before a point or an exponent: where a float may be (or a string holding one).
+_FLOAT_LIKE = re.compile(rb"[0-9][.eE]")
+
+
+def _canonical_fast(text: str) -> bytes | None:
+    """The canonical form as `json` spells it, made by msgspec in a quarter of the time;
+    None where the two may differ. They spell everything alike but floats (`1e-05` against
+    `0.00001`), and msgspec refuses what only `json` reads (NaN, lone surrogates): so
+    a document holding a float, or what looks like one, takes the `json` path."""
+    try:
+        canonical = msgspec.json.encode(_ANY(text), order="sorted")
+    except (msgspec.DecodeError, msgspec.EncodeError):
+        return None
+    return None if _FLOAT_LIKE.search(canonical) else canonical
+
+
+_ANY = msgspec.json.Decoder().decode
 
 
 def policy_of(kind: SuiteKind, fail_on_regression: bool = False) -> Policy:

@@ -3,6 +3,7 @@ report of a real run."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import Cli, echo_fixture, green_project
 
-from harness.receipts import fixture_hash, git_state, provider_ref
+from harness.receipts import _canonical_fast, fixture_hash, git_state, provider_ref
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_fixture_hash_ignores_layout_and_sees_every_value() -> None:
@@ -25,6 +28,41 @@ def test_the_fixture_hash_ignores_layout_and_sees_every_value() -> None:
 
 def test_a_lone_surrogate_still_hashes() -> None:
     assert fixture_hash('{"a": "\\ud800"}') == fixture_hash('{"a":"\\ud800"}')
+
+
+CANONICAL_EDGES = [
+    "[1e16, 1e-7, 0.00001, 1.5E+3, -0.0, 5e-324, 1.7976931348623157e308, 100000.0]",
+    '{"v": "1.5", "w": "version 2e5", "n": [1, -0, 18446744073709551616, 1000000000000000000000]}',
+    '{"s": "a\\u0000b\\u001f\\u007f\\u2028\\ud7ff\\ud83d\\ude00 \u2028\u007f\U0001f600"}',
+    '{"t": " \\" \\\\ \\/ \\b\\f\\n\\r\\t"}',
+    '{"é": 1, "e": 2, "Z": [true, false, null], "\\uffff": {}, "\\ud83d\\ude00": []}',
+    '{"\U0001f600!": 0, "\U0001f600": 1, "\uffff": 2}',
+    '{"a": 1, "a": 2}',
+    '{"a": NaN, "b": Infinity}',
+    '{"a": "\\ud800"}',
+]
+
+
+@pytest.mark.parametrize("text", CANONICAL_EDGES)
+def test_the_fast_canonical_form_is_the_json_one_or_none(text: str) -> None:
+    # Hashes already in reports and baselines were made with `json`: the fast path must
+    # spell every document as it did, or step aside.
+    spelt = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    fast = _canonical_fast(text)
+    assert fast is None or fast == spelt.encode("utf-8")
+    assert fixture_hash(text) == hashlib.sha256(spelt.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def test_the_fast_canonical_form_covers_the_suites_fixtures() -> None:
+    texts = [p.read_text("utf-8") for p in sorted((ROOT / "evals").glob("*/*.json"))]
+    regression = [p.read_text("utf-8") for p in (ROOT / "evals" / "regression").glob("*.json")]
+    # A string holding what looks like a float takes the slow path: most need not.
+    assert sum(_canonical_fast(t) is not None for t in regression) >= 0.8 * len(regression)
+    for text in texts:
+        spelt = json.dumps(
+            json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        assert fixture_hash(text) == hashlib.sha256(spelt.encode("utf-8")).hexdigest()
 
 
 def test_provider_references_name_host_and_model_only() -> None:

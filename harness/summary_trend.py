@@ -41,6 +41,7 @@ class Run(NamedTuple):
     cases: int
     verdicts: dict[str, str]  # case id → passed | failed | error | not_run
     now: bool = False  # this run
+    commit: str = ""  # the git commit it ran at, abbreviated to 12 digits; "" unknown
 
 
 class Flip(NamedTuple):
@@ -64,12 +65,14 @@ def _run(entry: HistoryEntry, now: bool = False) -> Run:
     # A damaged history file may hold any number; the chart's axis runs from 0 to 100.
     rate = min(max(rate, 0.0), 1.0) if math.isfinite(rate) else 0.0
     verdicts = {c.id: c.verdict for c in entry.cases}
-    return Run(entry.recorded_at, rate, entry.totals.passed, entry.totals.cases, verdicts, now)
+    commit = (entry.receipt.git_commit or "")[:12] if entry.receipt is not None else ""
+    totals = entry.totals
+    return Run(entry.recorded_at, rate, totals.passed, totals.cases, verdicts, now, commit)
 
 
-def runs(report: SuiteReport, directory: Path) -> list[Run]:
+def runs(report: SuiteReport, directory: Path, limit: int = MAX_RUNS) -> list[Run]:
     """The runs of `report`'s suite by its agent in the history `directory`, oldest first,
-    at most `MAX_RUNS`, this run last (from `report`, whether its entry is written yet or
+    at most `limit`, this run last (from `report`, whether its entry is written yet or
     not). A history that cannot be read leaves this run alone: history never gates."""
     current = history_store.entry_of(report)
     try:
@@ -77,7 +80,7 @@ def runs(report: SuiteReport, directory: Path) -> list[Run]:
     except OSError:
         entries = []
     earlier = _before(current, [e for e in entries if e.agent == report.agent])
-    return [*(_run(e) for e in earlier[-(MAX_RUNS - 1) :]), _run(current, now=True)]
+    return [*(_run(e) for e in earlier[-(limit - 1) :]), _run(current, now=True)]
 
 
 def _before(current: HistoryEntry, entries: list[HistoryEntry]) -> list[HistoryEntry]:

@@ -20,7 +20,7 @@ import functools
 import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.html_transcript import block as _block
@@ -33,8 +33,8 @@ from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
 from harness.reporters.text import clean, clip, inert_markup, one_line
 
 if TYPE_CHECKING:
-    from harness.history_store import HistoryEntry
     from harness.reporters.atomic import ReportFiles
+    from harness.summary_trend import Run
     from harness.verdict import CaseReport, RepeatStats, SuiteReport
 
 OPTION = Option(
@@ -136,7 +136,7 @@ def render_html(report: SuiteReport, history: Path | None = None) -> bytes:
         f"<title>zeroclaw-eval: {_t(report.suite)} {verdict}</title>",
         f"<style>{_STYLE}</style></head><body>",
         *_header(report, verdict, code),
-        *([] if history is None else _trend(trend_points(report, history))),
+        *([] if history is None else _trend(history, report)),
         *_cases(report),
         f"<script>{_SCRIPT}</script>\n</body></html>\n",
     ]
@@ -287,46 +287,17 @@ def _repeat(stats: RepeatStats) -> list[str]:
 # --- trend --------------------------------------------------------------------------------
 
 
-class Point(NamedTuple):
-    """One run of the trend."""
-
-    when: str
-    passed: int
-    cases: int
-    rate: float
-    commit: str
-    verdicts: dict[str, str]  # case id → passed | failed | error | not_run
-    now: bool = False  # this run
+def _when(run: Run) -> str:
+    return "this run" if run.now else clean(run.recorded_at)[:16].replace("T", " ")
 
 
-def _point(entry: HistoryEntry, now: bool = False) -> Point:
-    commit = (entry.receipt.git_commit or "")[:12] if entry.receipt is not None else ""
-    when = "this run" if now else clean(entry.recorded_at)[:16].replace("T", " ")
-    verdicts = {c.id: c.verdict for c in entry.cases}
-    totals = entry.totals
-    return Point(when, totals.passed, totals.cases, entry.pass_rate, commit, verdicts, now)
+def _trend(history: Path, report: SuiteReport) -> list[str]:
+    from harness import summary_trend  # the history's reader, only when there is one
 
-
-def trend_points(report: SuiteReport, directory: Path) -> list[Point]:
-    """The suite's runs by this agent, oldest first, this run last and once: during `run`
-    its entry is not written yet; when `report` finds it in the directory already, it is
-    taken out, and so are the runs recorded after it (the trend leads up to this run)."""
-    from harness import history_store
-
-    current = history_store.entry_of(report)
-    entries = [e for e in history_store.load(directory, report.suite) if e.agent == report.agent]
-    key = (current.cases, current.totals, current.receipt)
-    found = [e for e in entries if (e.cases, e.totals, e.receipt) == key]
-    if found:
-        until = found[-1].recorded_at
-        entries = [e for e in entries if e is not found[-1] and e.recorded_at <= until]
-    return [*(_point(e) for e in entries[-(MAX_POINTS - 1) :]), _point(current, now=True)]
-
-
-def _trend(points: list[Point]) -> list[str]:
+    points = summary_trend.runs(report, history, MAX_POINTS)
     rows = [
         _row(
-            _t(p.when),
+            _t(_when(p)),
             f"<code>{_t(p.commit)}</code>",
             f"{p.passed} of {p.cases}",
             f"{p.rate * 100:.1f}%",
@@ -344,7 +315,7 @@ def _trend(points: list[Point]) -> list[str]:
     ]
 
 
-def _chart(points: list[Point]) -> str:
+def _chart(points: list[Run]) -> str:
     width, height, left, right, top, bottom = 720, 200, 44, 30, 12, 30
     n = len(points)
 
@@ -362,15 +333,15 @@ def _chart(points: list[Point]) -> str:
     line = " ".join(f"{x(i):.1f},{y(p.rate):.1f}" for i, p in enumerate(points))
     dots = "".join(
         f'<circle class="dot{" now" if p.now else ""}" cx="{x(i):.1f}" cy="{y(p.rate):.1f}" '
-        f'r="{6 if p.now else 4}"><title>{_t(p.when)} {_t(p.commit)}: {p.rate * 100:.1f}% '
+        f'r="{6 if p.now else 4}"><title>{_t(_when(p))} {_t(p.commit)}: {p.rate * 100:.1f}% '
         f"({p.passed} of {p.cases})</title></circle>"
         for i, p in enumerate(points)
     )
     # The first run's date and the last's, anchored inside the chart so neither is cut.
     ends = [(0, "start"), (n - 1, "end")] if n > 1 else [(0, "middle")]
     labels = "".join(
-        f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="{anchor}">{_t(points[i].when)}</text>'
-        for i, anchor in ends
+        f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="{a}">{_t(_when(points[i]))}</text>'
+        for i, a in ends
     )
     return (
         f'<svg id="trend-chart" role="img" xmlns="http://www.w3.org/2000/svg" width="{width}" '
@@ -380,23 +351,25 @@ def _chart(points: list[Point]) -> str:
     )
 
 
-def _flips(points: list[Point]) -> list[str]:
+def _flips(points: list[Run]) -> list[str]:
     if len(points) < 2:
         return ['<p id="flips">The first run in this history: nothing to compare with.</p>']
-    then, now = points[-2].verdicts, points[-1].verdicts
-    flipped = [(i, then[i], v) for i, v in now.items() if i in then and then[i] != v]
+    from harness.summary_trend import flips
+
+    flipped = flips(points)  # regressions first: what a reader looks for
     if not flipped:
-        return [f'<p id="flips">No case changed its verdict since {_t(points[-2].when)}.</p>']
-    # Regressions first: a case that passed and no longer does is what a reader looks for.
-    flipped.sort(key=lambda f: (f[1] != "passed", f[0]))
+        return [f'<p id="flips">No case changed its verdict since {_t(_when(points[-2]))}.</p>']
     rows = [
         _row(
-            f"<code>{_t(case)}</code>", _t(was), _t(is_), css="fail" if was == "passed" else "fixed"
+            f"<code>{_t(f.case)}</code>",
+            _t(f.was),
+            _t(f.now),
+            css="fail" if f.regression else "fixed",
         )
-        for case, was, is_ in flipped
+        for f in flipped
     ]
     return [
-        f"<h3>Cases that flipped since {_t(points[-2].when)}</h3>",
+        f"<h3>Cases that flipped since {_t(_when(points[-2]))}</h3>",
         _table(("case", "then", "this run"), rows, ' id="flips"'),
     ]
 

@@ -65,6 +65,19 @@ class PoolUnavailable(Exception):
     """No worker could start (the message says why): the caller runs the cases itself."""
 
 
+# What a worker builds its plan from as it is; the rest it makes itself (the adapter and
+# backend from their pickles, one job, nothing prepared) or has no use for.
+_SENT = (
+    "allowed_tools",
+    "timeout",
+    "root",
+    "agent_tools",
+    "case_wall_clock",
+    "max_model_calls_per_turn",
+    "keep_transcripts",
+)
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """What a worker needs to run cases as this process would: the runner (by reference),
@@ -74,20 +87,15 @@ class WorkerSpec:
     agent_spec: str | None
     adapter: bytes | None  # the pickled adapter, when there is no `agent_spec`
     backend: bytes | None  # the pickled backend factory; None: the replay backend
-    allowed_tools: frozenset[str] | None
-    timeout: float
-    root: Path
-    agent_tools: frozenset[str] | None
-    case_wall_clock: float
-    max_model_calls_per_turn: int
-    keep_transcripts: bool
+    settings: dict[str, Any]  # the plan's fields named in `_SENT`
     cwd: str
     sys_path: list[str]
     environ: dict[str, str]
 
     @property
     def stall(self) -> float:
-        return self.timeout + self.case_wall_clock + STALL_GRACE_SECS
+        settings = self.settings
+        return float(settings["timeout"] + settings["case_wall_clock"]) + STALL_GRACE_SECS
 
 
 def worker_spec(plan: CasePlan, run: RunCases) -> WorkerSpec | str:
@@ -114,13 +122,7 @@ def worker_spec(plan: CasePlan, run: RunCases) -> WorkerSpec | str:
         agent_spec=plan.agent_spec,
         adapter=adapter,
         backend=backend,
-        allowed_tools=plan.allowed_tools,
-        timeout=plan.timeout,
-        root=plan.root,
-        agent_tools=plan.agent_tools,
-        case_wall_clock=plan.case_wall_clock,
-        max_model_calls_per_turn=plan.max_model_calls_per_turn,
-        keep_transcripts=plan.keep_transcripts,
+        settings={name: getattr(plan, name) for name in _SENT},
         cwd=os.getcwd(),
         sys_path=list(sys.path),
         environ=dict(os.environ),
@@ -419,21 +421,9 @@ class _Sender:
 
 def _plan(spec: WorkerSpec) -> CasePlan:
     if spec.agent_spec is not None:
-        adapter, _ = resolve_within(spec.agent_spec, spec.timeout)
+        adapter, _ = resolve_within(spec.agent_spec, spec.settings["timeout"])
     else:
         assert spec.adapter is not None
         adapter = pickle.loads(spec.adapter)
     backend = replay_backend if spec.backend is None else pickle.loads(spec.backend)
-    return CasePlan(
-        adapter,
-        "replay",
-        backend,
-        spec.allowed_tools,
-        spec.timeout,
-        spec.root,
-        spec.agent_tools,
-        case_wall_clock=spec.case_wall_clock,
-        max_model_calls_per_turn=spec.max_model_calls_per_turn,
-        jobs=1,
-        keep_transcripts=spec.keep_transcripts,
-    )
+    return CasePlan(adapter, "replay", backend, jobs=1, **spec.settings)

@@ -345,3 +345,16 @@ def test_workers_resolve_the_agent_from_its_setting_when_they_have_it(
     )
     reports = run_watched(cases, plan, None)
     assert [r.id for r in reports] == ["c0", "c1", "c2"] and all(r.passed for r in reports)
+
+
+def test_every_field_of_a_plan_is_sent_to_workers_or_made_there() -> None:
+    # A field added to CasePlan and forgotten here would silently take its default in
+    # every worker: a plan's settings would differ between serial and parallel runs.
+    from harness.process_pool import _SENT
+
+    made_there = {"adapter", "mode", "backend", "jobs", "agent_spec"}
+    # Replay workers never prepare (mutation stays in this process), repeat (live only),
+    # or stop (the pool asks before each case).
+    not_needed = {"prepare", "repeat", "maxfail"}
+    fields = {f.name for f in dataclasses.fields(CasePlan)}
+    assert fields == set(_SENT) | made_there | not_needed

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -13,7 +15,7 @@ import msgspec
 
 from harness.agent import AgentSurface
 from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, runs_commands
-from harness.expectations.base import Context
+from harness.expectations.base import Context, is_blank
 from harness.expectations.registry import (
     EmptyRun,
     Expects,
@@ -53,12 +55,15 @@ EMPTY_RUN_PASSES = (
 )
 
 
-def admit(trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface) -> list[Problem]:
+def admit(
+    trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface, *, finite: bool = False
+) -> list[Problem]:
     """Every admission problem of one parsed fixture, the empty-run vacuity check last
-    (only once every other rule holds); an empty list admits it."""
+    (only once every other rule holds); an empty list admits it. `finite`: msgspec decoded
+    the trace, so it holds no NaN or infinity, and none is looked for."""
     # One grading of the empty run answers both the assertion count and the vacuity check.
     empty = _empty_run(trace)
-    problems = list(_trace_problems(trace, file, mode, agent, empty))
+    problems = _trace_problems(trace, file, mode, agent, empty, finite)
     if not problems and (empty is None or empty.passes):
         problems.append(Problem(file, "$.expects", EMPTY_RUN_PASSES))
     return problems
@@ -80,135 +85,252 @@ def empty_run_passes(trace: LlmTrace) -> bool:
 
 def check_trace(trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface) -> list[Problem]:
     """Every semantic admission rule for one parsed fixture; an empty list admits it."""
-    return list(_trace_problems(trace, file, mode, agent, _empty_run(trace)))
+    return _trace_problems(trace, file, mode, agent, _empty_run(trace), False)
+
+
+class _Surface:
+    """What admission asks of one agent in one mode, each answer worked out once: whether
+    a tool name may be used (a suite uses a few names, in every call of every fixture),
+    and the context of a script's shape (a suite's fixtures have a few shapes)."""
+
+    __slots__ = ("agent", "contexts", "mode", "names")
+
+    def __init__(self, mode: Mode, agent: AgentSurface) -> None:
+        self.mode = mode
+        self.agent = agent
+        self.names: dict[str, str | None] = {}
+        self.contexts: dict[tuple[int | None, ...], Context] = {}
+
+    def tool_problem(self, name: str) -> str | None:
+        """Why a case may not use the tool `name` with this agent, or None when it may."""
+        try:
+            return self.names[name]
+        except KeyError:
+            problem = self.names[name] = _tool_name_problem(name, self.agent)
+            return problem
+
+    def context(self, trace: LlmTrace) -> Context:
+        """The context of `trace`'s expectations: the steps each turn scripts, for those
+        naming a turn or step (live: unknown)."""
+        if self.mode == "live":
+            steps: tuple[int | None, ...] = (None,) * len(trace.turns)
+        else:
+            steps = tuple([len(t.steps or ()) for t in trace.turns])
+        try:
+            return self.contexts[steps]
+        except KeyError:
+            agent = self.agent
+            context = self.contexts[steps] = Context(self.mode, agent.tools, agent.name, steps)
+            return context
+
+
+def _surface(mode: Mode, agent: AgentSurface) -> _Surface:
+    # The one a suite asks for each of its fixtures, known by identity (the surface holds
+    # its agent, so no other object can have its id meanwhile): hashing the agent for
+    # every fixture costs more than what it looks up.
+    last = _LAST[0]
+    if last is not None and last.agent is agent and last.mode == mode:
+        return last
+    _LAST[0] = surface = _surfaces(mode, agent)
+    return surface
+
+
+@functools.lru_cache(maxsize=16)
+def _surfaces(mode: Mode, agent: AgentSurface) -> _Surface:
+    return _Surface(mode, agent)
+
+
+_LAST: list[_Surface | None] = [None]
 
 
 def _trace_problems(
-    trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface, empty: EmptyRun | None
-) -> Iterator[Problem]:
+    trace: LlmTrace,
+    file: str,
+    mode: Mode,
+    agent: AgentSurface,
+    empty: EmptyRun | None,
+    finite: bool,
+) -> list[Problem]:
+    # Each rule appends what it finds, in the order the problems are listed; the paths
+    # and messages are spelt out only for a problem found.
+    problems: list[Problem] = []
+    surface = _surface(mode, agent)
     if not trace.turns:
-        yield Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
-    yield from _size_problems(trace, file)
-    yield from _id_problems(trace, file)
-    if mode != "live":
+        problems.append(
+            Problem(file, "$.turns", "no turns: the agent would never run, so nothing is tested")
+        )
+    _size_problems(trace, file, problems)
+    _id_problems(trace, file, problems)
+    if mode != "live" and (
+        trace.repeat is not None or trace.cluster is not None or trace.min_pass_rate is not None
+    ):
         for key, why in LIVE_ONLY_KEYS.items():
             if getattr(trace, key) is not None:
-                yield Problem(file, f"$.{key}", f"applies to live mode only ({why}); remove it")
-    if trace.cluster is not None and not trace.cluster.strip():
-        yield Problem(file, "$.cluster", "empty cluster label")
-    yield from _tools_problems(trace.tools, file, agent)
+                problems.append(
+                    Problem(file, f"$.{key}", f"applies to live mode only ({why}); remove it")
+                )
+    if trace.cluster is not None and is_blank(trace.cluster):
+        problems.append(Problem(file, "$.cluster", "empty cluster label"))
+    if trace.tools:
+        problems += _tools_problems(trace.tools, file, surface)
     if trace.setup is not None:
-        yield from _setup_problems(trace.setup, file)
-    yield from _turn_problems(trace, file, mode, agent)
+        problems += _setup_problems(trace.setup, file)
+    _turn_problems(trace, file, surface, finite, problems)
+    expects = trace.expects
     # A tool name refused for its characters gets that one problem, not a kind's as well.
-    unsafe = list(_expected_tool_problems(trace.expects, file))
-    yield from unsafe
-    refused = {p.field for p in unsafe}
-    # The steps each turn scripts, for expectations naming a turn or step (live: unknown).
-    steps = tuple(None if mode == "live" else len(t.steps or ()) for t in trace.turns)
-    context = Context(mode, agent.tools, agent.name, steps)
-    for fault in expects_problems(trace.expects, context, empty):
+    refused = _expected_tool_problems(expects, file, problems) if expects is not None else ()
+    for fault in expects_problems(expects, surface.context(trace), empty):
         if fault.path not in refused:
-            yield Problem(file, fault.path, fault.message)
+            problems.append(Problem(file, fault.path, fault.message))
+    return problems
 
 
-def _id_problems(trace: LlmTrace, file: str) -> Iterator[Problem]:
+def _id_problems(trace: LlmTrace, file: str, problems: list[Problem]) -> None:
     """The case id (and `model_name`, the id when `id` is absent) are shown in every
     report: no character in them may forge or hide text there."""
-    for field, value in (("$.model_name", trace.model_name), ("$.id", trace.id)):
-        if value is None or not value.strip():
-            continue  # a blank id is the suite's "empty case id"
-        problem = unsafe_name_problem("case id", value)
-        if problem is not None:
-            yield Problem(file, field, problem)
+    # A blank id is the suite's "empty case id".
+    problem = unsafe_name_problem("case id", trace.model_name)
+    if problem is not None and not is_blank(trace.model_name):
+        problems.append(Problem(file, "$.model_name", problem))
+    if trace.id is not None:
+        problem = unsafe_name_problem("case id", trace.id)
+        if problem is not None and not is_blank(trace.id):
+            problems.append(Problem(file, "$.id", problem))
 
 
-def _expected_tool_problems(expects: Expects | None, file: str) -> Iterator[Problem]:
-    """Tool names in expectations, refused for their characters as anywhere else (a blank
-    one is its kind's to refuse)."""
-    if expects is None:
-        return
-    for family in TOOL_LISTS:
-        for i, name in enumerate(getattr(expects, family)):
-            problem = unsafe_name_problem("tool name", name)
-            if problem is not None and name.strip():
-                yield Problem(file, f"$.expects.{family}[{i}]", problem)
-    for family in TOOL_ENTRIES:
-        for i, entry in enumerate(getattr(expects, family)):
-            problem = unsafe_name_problem("tool name", entry.tool)
-            if problem is not None and entry.tool.strip():
-                yield Problem(file, f"$.expects.{family}[{i}].tool", problem)
+@functools.lru_cache(maxsize=1024)
+def _unsafe_tool_name(name: str) -> str | None:
+    # A blank name is its kind's to refuse; the few names of a suite are asked again and
+    # again.
+    return None if is_blank(name) else unsafe_name_problem("tool name", name)
 
 
-def _size_problems(trace: LlmTrace, file: str) -> Iterator[Problem]:
+def _expected_tool_problems(expects: Expects, file: str, problems: list[Problem]) -> set[str]:
+    """Tool names in expectations, refused for their characters as anywhere else; the
+    fields refused."""
+    lists, entries = _TOOL_LISTS(expects), _TOOL_ENTRIES(expects)
+    tools = map(_TOOL, chain.from_iterable(entries))
+    every = "".join(chain(chain.from_iterable(lists), tools))
+    if every.isascii() and every.isprintable():  # none in any admitted fixture: seen in C
+        return set()
+    refused: set[str] = set()
+    for family, names in zip(TOOL_LISTS, lists, strict=True):
+        for i, name in enumerate(names):
+            problem = _unsafe_tool_name(name)
+            if problem is not None:
+                refused.add(field := f"$.expects.{family}[{i}]")
+                problems.append(Problem(file, field, problem))
+    for family, family_entries in zip(TOOL_ENTRIES, entries, strict=True):
+        for i, entry in enumerate(family_entries):
+            problem = _unsafe_tool_name(entry.tool)
+            if problem is not None:
+                refused.add(field := f"$.expects.{family}[{i}].tool")
+                problems.append(Problem(file, field, problem))
+    return refused
+
+
+_TOOL_LISTS = operator.attrgetter(*TOOL_LISTS)
+_TOOL_ENTRIES = operator.attrgetter(*TOOL_ENTRIES)
+_TOOL = operator.attrgetter("tool")
+
+
+def _size_problems(trace: LlmTrace, file: str, problems: list[Problem]) -> None:
     if len(trace.turns) > MAX_TURNS:
-        yield Problem(
-            file,
-            "$.turns",
-            f"{len(trace.turns)} turns exceed the limit of {MAX_TURNS}: split the case",
+        problems.append(
+            Problem(
+                file,
+                "$.turns",
+                f"{len(trace.turns)} turns exceed the limit of {MAX_TURNS}: split the case",
+            )
         )
         return  # one problem says it; not one per turn as well
     for t, turn in enumerate(trace.turns):
         if isinstance(turn.steps, list) and len(turn.steps) > MAX_STEPS_PER_TURN:
-            yield Problem(
-                file,
-                f"$.turns[{t}].steps",
-                f"{len(turn.steps)} steps exceed the limit of {MAX_STEPS_PER_TURN} per turn: "
-                "split the turn or the case",
+            problems.append(
+                Problem(
+                    file,
+                    f"$.turns[{t}].steps",
+                    f"{len(turn.steps)} steps exceed the limit of {MAX_STEPS_PER_TURN} per "
+                    "turn: split the turn or the case",
+                )
             )
 
 
 def _turn_problems(
-    trace: LlmTrace, file: str, mode: Mode, agent: AgentSurface
-) -> Iterator[Problem]:
-    seen_ids: dict[str, str] = {}
+    trace: LlmTrace, file: str, surface: _Surface, finite: bool, problems: list[Problem]
+) -> None:
+    # Each tool-call id with where it was first used: (turn, step, call).
+    seen_ids: dict[str, tuple[int, int, int]] = {}
+    live = surface.mode == "live"
     for t, turn in enumerate(trace.turns):
-        where = f"$.turns[{t}]"
-        if not turn.user_input.strip():
-            yield Problem(file, f"{where}.user_input", "blank user input")
-        if mode == "live":
+        if is_blank(turn.user_input):
+            problems.append(Problem(file, f"$.turns[{t}].user_input", "blank user input"))
+        if live:
             if turn.steps is not msgspec.UNSET:
-                yield Problem(
-                    file,
-                    f"{where}.steps",
-                    "a live case must not script model steps: the real model answers",
+                problems.append(
+                    Problem(
+                        file,
+                        f"$.turns[{t}].steps",
+                        "a live case must not script model steps: the real model answers",
+                    )
                 )
             continue
         if not turn.steps:
-            yield Problem(
-                file, f"{where}.steps", "no scripted steps: replay has nothing to answer with"
+            problems.append(
+                Problem(
+                    file,
+                    f"$.turns[{t}].steps",
+                    "no scripted steps: replay has nothing to answer with",
+                )
             )
             continue
         for s, step in enumerate(turn.steps):
             if isinstance(step.response, ToolCallsResponse):
-                at = f"{where}.steps[{s}].response.tool_calls"
-                yield from _call_problems(step.response, at, trace, file, agent, seen_ids)
+                at = (t, s)
+                _call_problems(step.response, at, trace, file, surface, finite, seen_ids, problems)
+
+
+def _calls_at(at: tuple[int, int]) -> str:
+    return f"$.turns[{at[0]}].steps[{at[1]}].response.tool_calls"
 
 
 def _call_problems(
     response: ToolCallsResponse,
-    at: str,
+    at: tuple[int, int],
     trace: LlmTrace,
     file: str,
-    agent: AgentSurface,
-    seen_ids: dict[str, str],
-) -> Iterator[Problem]:
+    surface: _Surface,
+    finite: bool,
+    seen_ids: dict[str, tuple[int, int, int]],
+    problems: list[Problem],
+) -> None:
     if not response.tool_calls:
-        yield Problem(file, at, "empty list: a tool_calls response must call at least one tool")
-    for c, call in enumerate(response.tool_calls):
-        where = f"{at}[{c}]"
-        if not call.id.strip():
-            yield Problem(file, f"{where}.id", "empty tool-call id")
-        elif call.id in seen_ids:
-            yield Problem(
+        problems.append(
+            Problem(
                 file,
-                f"{where}.id",
-                f"duplicate tool-call id {call.id!r} (first used at {seen_ids[call.id]})",
+                _calls_at(at),
+                "empty list: a tool_calls response must call at least one tool",
+            )
+        )
+    for c, call in enumerate(response.tool_calls):
+        if is_blank(call.id):
+            problems.append(Problem(file, f"{_calls_at(at)}[{c}].id", "empty tool-call id"))
+        elif call.id in seen_ids:
+            turn, step, first = seen_ids[call.id]
+            problems.append(
+                Problem(
+                    file,
+                    f"{_calls_at(at)}[{c}].id",
+                    f"duplicate tool-call id {call.id!r} "
+                    f"(first used at {_calls_at((turn, step))}[{first}])",
+                )
             )
         else:
-            seen_ids[call.id] = where
-        yield from _non_finite_problems(call.arguments, f"{where}.arguments", file)
-        problem = _tool_name_problem(call.name, agent)
+            seen_ids[call.id] = (*at, c)
+        if not finite:
+            arguments = f"{_calls_at(at)}[{c}].arguments"
+            problems += _non_finite_problems(call.arguments, arguments, file)
+        problem = surface.tool_problem(call.name)
         if problem is None and trace.tools is not None and call.name not in trace.tools:
             allowed = ", ".join(escaped(t) for t in trace.tools) or "none"
             problem = (
@@ -216,7 +338,7 @@ def _call_problems(
                 "add it there or remove the call"
             )
         if problem is not None:
-            yield Problem(file, f"{where}.name", problem)
+            problems.append(Problem(file, f"{_calls_at(at)}[{c}].name", problem))
 
 
 def _non_finite_problems(arguments: dict[str, Any], at: str, file: str) -> Iterator[Problem]:
@@ -236,11 +358,9 @@ def _non_finite_problems(arguments: dict[str, Any], at: str, file: str) -> Itera
                 stack.append((where, item))
 
 
-@functools.lru_cache(maxsize=1024)
 def _tool_name_problem(name: str, agent: AgentSurface) -> str | None:
-    """Why a case may not use the tool `name` with `agent`, or None when it may. Asked
-    for every call of every fixture, of the few names a suite uses: answered once each."""
-    unsafe = unsafe_name_problem("tool name", name) if name.strip() else None
+    """Why a case may not use the tool `name` with `agent`, or None when it may."""
+    unsafe = _unsafe_tool_name(name)
     if unsafe is not None:
         return unsafe
     if runs_commands(name):
@@ -251,21 +371,25 @@ def _tool_name_problem(name: str, agent: AgentSurface) -> str | None:
     return None
 
 
-def _tools_problems(tools: list[str] | None, file: str, agent: AgentSurface) -> Iterator[Problem]:
+def _tools_problems(tools: list[str], file: str, surface: _Surface) -> list[Problem]:
     """The case's `tools`: the names it may use, each a real, safe tool of the agent."""
+    problems = []
     first: dict[str, int] = {}
-    for i, name in enumerate(tools or ()):
+    for i, name in enumerate(tools):
         where = f"$.tools[{i}]"
-        if not name.strip():
-            yield Problem(file, where, "empty tool name")
+        if is_blank(name):
+            problems.append(Problem(file, where, "empty tool name"))
             continue
         if name in first:
-            yield Problem(file, where, f"duplicate tool {name!r} (also $.tools[{first[name]}])")
+            problems.append(
+                Problem(file, where, f"duplicate tool {name!r} (also $.tools[{first[name]}])")
+            )
             continue
         first[name] = i
-        problem = _tool_name_problem(name, agent)
+        problem = surface.tool_problem(name)
         if problem is not None:
-            yield Problem(file, where, problem)
+            problems.append(Problem(file, where, problem))
+    return problems
 
 
 def _setup_problems(setup: Setup, file: str) -> Iterator[Problem]:

@@ -16,7 +16,10 @@ import re
 import zlib
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
 
 from harness.model_boundary import Message, ModelRequest, ModelStep, ToolCall, ToolSchema
 
@@ -366,3 +369,25 @@ def _base64_cores(secret: str) -> set[str]:
             cores.add(core)
             cores.add(core.translate(str.maketrans("+/", "-_")))
     return cores
+
+
+async def read_body(response: httpx.Response, cap: int) -> bytes:
+    """The body of `response` decoded, or `Unreadable` as soon as it passes `cap` bytes:
+    nothing beyond the cap is read or decompressed."""
+    encoding = response.headers.get("content-encoding", "")
+    inflate = inflater(encoding, response.status_code)
+    declared = response.headers.get("content-length", "")
+    if inflate is None and declared.isdigit() and int(declared) > cap:
+        raise Unreadable(too_large(cap), response.status_code)
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        try:
+            # Never more than one byte past the cap out of the decompressor.
+            body += chunk if inflate is None else inflate(chunk, cap + 1 - len(body))
+        except zlib.error:
+            raise Unreadable(
+                f"a body that is not valid {excerpt(encoding)} data", response.status_code
+            ) from None
+        if len(body) > cap:
+            raise Unreadable(too_large(cap), response.status_code)
+    return bytes(body)

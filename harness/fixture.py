@@ -161,9 +161,25 @@ def json_schema() -> dict[str, Any]:
 def parse_fixture(text: str, file: str) -> LlmTrace:
     """Parse fixture text into a `LlmTrace`, raising `AdmissionError` with every schema
     fault (nothing later can be trusted then); semantic rules are `admission`'s."""
-    trace = _parse_fast(text)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only the exact path reads it
+        return _parse_exact(text, file)
+    return parse_fixture_bytes(data, text, file)[0]
+
+
+def parse_fixture_bytes(data: bytes, text: str, file: str) -> tuple[LlmTrace, bool]:
+    """`parse_fixture(text, file)` of the `text` that the UTF-8 `data` decodes to, read
+    from the bytes (msgspec reads them without making a UTF-8 copy of the text first); and
+    whether msgspec read it. Then it holds no number JSON has not (NaN, the infinities),
+    which the exact parser reads and admission must look for and refuse."""
+    trace = _parse_fast(data)
     if trace is not None:
-        return trace
+        return trace, True
+    return _parse_exact(text, file), False
+
+
+def _parse_exact(text: str, file: str) -> LlmTrace:
     data = _decode(text, file)
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
@@ -191,27 +207,37 @@ _ANY = msgspec.json.Decoder()
 # A document with more brackets than this may nest deeper than `json` can read: the exact
 # path below decides it. Real fixtures hold a few dozen.
 _FAST_BRACKETS = 400
+_NOT_MARKS = bytes(set(range(256)) - set(b"{[:"))
 
 
-def _parse_fast(text: str) -> LlmTrace | None:
+def _parse_fast(text: bytes | str) -> LlmTrace | None:
     """The trace of a fixture that is valid and repeats no key, decoded by msgspec in C;
-    None whenever anything may be wrong (the exact path below then says what).
+    None whenever anything may be wrong (the exact path then says what).
 
     msgspec refuses what `json` reads but JSON has not (NaN, Infinity, 1e999, lone
     surrogates, integers past the digit limit), so those take the exact path. What it reads
     differently is only a repeated key (the last wins, the others are dropped): each member
     has one colon outside strings and keeps the colons of its strings when re-encoded, so
     a document whose colons fall in number on re-encoding repeated a key, unless an escape
-    spelt a colon (then the exact path decides)."""
-    if text.count("{") + text.count("[") > _FAST_BRACKETS:
+    spelt a colon (so the exact path decides for any `\\u003X`: digits and `:;<=>?`, which
+    nothing writes as escapes). Counted in the UTF-8 bytes: no byte of a multi-byte
+    character is ASCII, so they hold the same brackets and colons as the text."""
+    if isinstance(text, str):
+        try:
+            text = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    marks = text.translate(None, _NOT_MARKS)  # the brackets and colons, in one pass
+    colons = marks.count(b":")
+    if len(marks) - colons > _FAST_BRACKETS:
         return None
     try:
         data = _ANY.decode(text)
     except msgspec.DecodeError:
         return None
-    if type(data) is not dict or "\\u003a" in text or "\\u003A" in text:
+    if type(data) is not dict or b"\\u003" in text:
         return None
-    if msgspec.json.encode(data).count(b":") != text.count(":"):
+    if msgspec.json.encode(data).count(b":") != colons:
         return None
     try:
         return msgspec.convert(data, LlmTrace, strict=True)

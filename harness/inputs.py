@@ -3,8 +3,9 @@ files only, of bounded size, never blocking.
 
 A FIFO blocks its reader until something writes to it, and a device such as /dev/zero
 never ends, so a name is checked before it is opened (opening some devices does something
-by itself), opened without blocking, checked again on the open descriptor (the name may
-have been swapped in between), and read no further than one byte past its cap.
+by itself: by `stat`, or by the entry type of the directory listing that just found it),
+opened without blocking, checked again on the open descriptor (the name may have been
+swapped in between), and read no further than one byte past its cap.
 """
 
 from __future__ import annotations
@@ -38,16 +39,46 @@ class InputError(Exception):
         self.special = special
 
 
-def read_bounded(path: Path | str, limit: int) -> bytes:
-    """All of the regular file `path`, refused when it holds more than `limit` bytes."""
-    fd, size = _open_regular(path)
-    with os.fdopen(fd, "rb") as handle:
+def read_bounded(path: Path | str, limit: int, *, regular: bool = False) -> bytes:
+    """All of the regular file `path`, refused when it holds more than `limit` bytes.
+
+    `regular`: the caller has just seen that the name is a regular file (the entry type a
+    directory listing gave, which costs nothing more), so it is not stat'ed again before
+    it is opened; the open descriptor is checked all the same."""
+    fd, size = _open_regular(path, named=regular)
+    try:
         if size > limit:
             raise InputError(f"{size} bytes exceeds the {limit}-byte limit")
-        data = _read(handle, limit + 1)
+        data = _read_whole(fd, size, limit)
+    finally:
+        os.close(fd)
     if len(data) > limit:  # it grew after the check
         raise InputError(f"exceeds the {limit}-byte limit")
     return data
+
+
+# What one read asks for at most once a file turned out larger than it said: no buffer the
+# size of a generous cap is allocated for a file that grew by a few bytes.
+_CHUNK = 1 << 16
+
+
+def _read_whole(fd: int, size: int, limit: int) -> bytes:
+    """The file's bytes up to one past `limit`, in one read when it holds the `size` it
+    said: asked for one byte more, a file that has grown since hands it over, and is read
+    on up to the cap."""
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) == size:
+            return data
+        chunks = [data]
+        total = len(data)
+        while data and total <= limit:
+            data = os.read(fd, min(limit + 1 - total, _CHUNK))
+            chunks.append(data)
+            total += len(data)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    return b"".join(chunks)
 
 
 def read_tail(path: Path | str, limit: int) -> bytes:
@@ -72,18 +103,21 @@ def _read(handle: BinaryIO, size: int) -> bytes:
         raise InputError(f"cannot read: {exc.strerror or exc}") from None
 
 
-def _open_regular(path: Path | str) -> tuple[int, int]:
+def _open_regular(path: Path | str, named: bool = False) -> tuple[int, int]:
     """A read-only descriptor of `path` and its size, once it is known to be a regular
-    file both by name and as opened."""
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        missing = exc.errno == errno.ENOENT
-        raise InputError(f"cannot stat: {exc.strerror or exc}", missing=missing) from None
-    _refuse_special(info.st_mode)
+    file both by name (unless the caller knows it is: `named`) and as opened."""
+    if not named:
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            missing = exc.errno == errno.ENOENT
+            raise InputError(f"cannot stat: {exc.strerror or exc}", missing=missing) from None
+        _refuse_special(info.st_mode)
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
+        if named:  # gone or changed since it was listed: say why as for any other name
+            return _open_regular(path)
         raise InputError(f"cannot read: {exc.strerror or exc}") from None
     try:
         opened = os.fstat(fd)

@@ -27,7 +27,6 @@ import json
 import math
 import random
 import re
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,14 +39,13 @@ from harness.chat_completions import (
     SecretMask,
     Unreadable,
     excerpt,
-    inflater,
     one_line,
     parse_retry_after,
+    read_body,
     request_body,
     scrub_value,
     shape_problem,
     to_step,
-    too_large,
 )
 from harness.config import EvalConfig, live_missing
 from harness.deadline import DeadlineExceeded, within
@@ -55,6 +53,7 @@ from harness.model_boundary import ModelRequest, ModelStep, ProviderFailure
 from harness.provider_limiter import (
     PAUSING_STATUSES,
     NotSent,
+    PauseTooLong,
     ProviderDown,
     ProviderLimiter,
     SharedParts,
@@ -191,6 +190,18 @@ class LiveBackend:
             f"LiveBackend(base_url={s.base_url!r}, model={s.model!r}, "
             f"attempts={self.attempts}, retries={self.retries})"
         )
+
+    async def ready(self, limit: float) -> None:
+        """Before a turn starts: wait out a pause the provider asked for, at most `limit`
+        seconds (what the case's wall clock has left), so that it delays the turn instead
+        of using up the turn's time. A pause longer than that fails the case at once."""
+        try:
+            await self.limiter.wait_out_pause(self._sleep, limit)
+        except PauseTooLong as exc:
+            s = self.settings
+            raise ProviderError(
+                self._scrub(f"model calls to {s.endpoint} (model {s.model!r}) were not sent: {exc}")
+            ) from None
 
     def start_turn(self, index: int) -> None:
         self._turn_started = self.limiter.clock()
@@ -424,28 +435,6 @@ class Reply:
     @property
     def text(self) -> str:
         return self.body.decode("utf-8", "replace")
-
-
-async def read_body(response: httpx.Response, cap: int) -> bytes:
-    """The body of `response` decoded, or `Unreadable` as soon as it passes `cap` bytes:
-    nothing beyond the cap is read or decompressed."""
-    encoding = response.headers.get("content-encoding", "")
-    inflate = inflater(encoding, response.status_code)
-    declared = response.headers.get("content-length", "")
-    if inflate is None and declared.isdigit() and int(declared) > cap:
-        raise Unreadable(too_large(cap), response.status_code)
-    body = bytearray()
-    async for chunk in response.aiter_raw():
-        try:
-            # Never more than one byte past the cap out of the decompressor.
-            body += chunk if inflate is None else inflate(chunk, cap + 1 - len(body))
-        except zlib.error:
-            raise Unreadable(
-                f"a body that is not valid {excerpt(encoding)} data", response.status_code
-            ) from None
-        if len(body) > cap:
-            raise Unreadable(too_large(cap), response.status_code)
-    return bytes(body)
 
 
 def live_backend_factory(

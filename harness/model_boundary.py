@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from harness.deadline import within
 from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from harness.errors import HarnessError
 
@@ -79,9 +80,11 @@ class ModelCallLimit(Divergence):
 class ModelBackend(Protocol):
     """Where model responses come from: a replay script or a provider.
 
-    Optional hooks, called when the backend has them: `start_turn(index)` and
-    `end_turn(index)` around every user turn (a `Divergence` from either is the case's
-    run error), and `async aclose()` once the case is over."""
+    Optional hooks, called when the backend has them: `async ready(limit)` before every
+    user turn, before the turn's clock starts (a provider's pause waits there, at most
+    `limit` seconds), `start_turn(index)` and `end_turn(index)` around every user turn (a
+    `Divergence` from either is the case's run error), and `async aclose()` once the case
+    is over."""
 
     async def respond(self, request: ModelRequest) -> ModelStep: ...
 
@@ -144,6 +147,13 @@ class ModelBoundary:
         if self._on_step is not None:
             self._on_step(answer)  # what the agent got
         return answer
+
+    async def ready(self, limit: float) -> None:
+        """Awaited before each turn's clock starts, for at most `limit` seconds: what the
+        backend must wait for before a turn can begin (a pause its provider asked for)."""
+        hook = getattr(self._backend, "ready", None)
+        if hook is not None:
+            await within(limit, hook(limit))
 
     def start_turn(self, index: int) -> None:
         self._turn, self._turn_calls, self._over_limit = index, 0, None

@@ -54,11 +54,27 @@ MAX_BATCH = 16
 
 
 class Item(NamedTuple):
-    """One case as a worker gets it: its place in the suite, its file and its text."""
+    """One case as a worker gets it: its place in the suite, its file, and the digest of
+    the bytes admitted (the worker reads the file itself) or, for a case that keeps its
+    text, the text."""
 
     place: int
     path: str
-    text: str
+    case_id: str
+    digest: bytes | None
+    text: str | None
+
+    @classmethod
+    def of(cls, place: int, case: Case) -> Item:
+        digest = case.digest
+        text = case.text if digest is None else None
+        return cls(place, str(case.path), case.id, digest, text)
+
+    def case(self) -> Case:
+        if self.digest is not None:
+            return Case.dropped(self.case_id, self.path, self.digest)
+        assert self.text is not None
+        return Case(parse_admitted(self.text), Path(self.path), self.text)
 
 
 class PoolUnavailable(Exception):
@@ -398,7 +414,7 @@ def _serve(conn: Any, spec: WorkerSpec) -> None:
             conn.send(("cpu", time.process_time()))
             return
         items: list[Item] = message[1]
-        cases = [Case(parse_admitted(i.text), Path(i.path), i.text) for i in items]
+        cases = [item.case() for item in items]
         send.index_of = {case.id: item.place for case, item in zip(cases, items, strict=True)}
         spec.run(cases, plan, send)
 

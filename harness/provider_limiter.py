@@ -9,8 +9,9 @@ provider share one `ProviderLimiter` (`harness.live.provider_from_config` makes 
 
 * A 429 or 503 with `Retry-After` pauses the provider: `paused_until` (on the monotonic
   clock) moves out, and every request of every backend, new or retried, waits until then
-  before it is sent. A request whose turn cannot wait that long fails at once
-  (`PauseTooLong`) instead of sleeping into the turn's timeout.
+  before it is sent. A turn not yet begun waits before its clock starts (`wait_out_pause`),
+  so the pause delays it instead of failing it; a request inside a turn that cannot wait
+  that long fails at once (`PauseTooLong`) instead of sleeping into the turn's timeout.
 * `DOWN_AFTER_FAILURES` consecutive connection failures (refused, reset, DNS or TLS failure,
   connect timeout), counted across all backends, declare the provider down: every later
   request fails at once, unsent, with one message (`ProviderDown`). An HTTP response of any
@@ -159,6 +160,26 @@ class ProviderLimiter:
             # Another request was told to wait while this one slept: the pause is longer.
             covered, delay, asked = self.paused_until, 0.0, False
             wait = self.pause_left()
+
+    async def wait_out_pause(self, sleep: Sleep, limit: float) -> None:
+        """Wait until the provider's pause is over, however long others make it meanwhile:
+        for a turn not yet begun, whose clock starts after. `PauseTooLong`, at once, when
+        the pause outlasts `limit` seconds; no wait when the provider is down (the turn's
+        first request says so)."""
+        deadline = self.clock() + limit
+        covered = -math.inf
+        while self.down_message is None and self.paused_until > covered:
+            covered, wait = self.paused_until, self.pause_left()
+            if wait <= 0:
+                return
+            left = deadline - self.clock()
+            if wait > left:
+                raise PauseTooLong(
+                    f"the provider is paused for {wait:.1f}s more (Retry-After on an HTTP "
+                    f"{self.pause_status}), longer than the {max(0.0, left):.1f}s left of "
+                    "the case's wall clock"
+                )
+            await sleep(wait)
 
     def _refuse_if_down(self) -> None:
         if self.down_message is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import os
 import time
 import traceback
@@ -30,7 +31,7 @@ from harness.modes import Mode
 from harness.receipts import fixture_hash
 from harness.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
-from harness.suite import Case
+from harness.suite import Case, FixtureChanged
 from harness.tool_registry import Tool, ToolRegistry
 from harness.transcript import Conversation, Transcript
 from harness.verdict import CaseReport
@@ -140,6 +141,7 @@ class CaseProgress:
         self.wall_clock = wall_clock
         self.grading = False
         self._wall_clock_binds = False  # whether the phase ends at the case's wall clock
+        self._allowed: float | None = None  # what the phase in progress may take
 
     def allowance(self, timeout: float) -> float:
         """Seconds the phase starting now may take: its own timeout, or what is left of the
@@ -147,7 +149,8 @@ class CaseProgress:
         self.started = time.monotonic()
         left = self.wall_clock - (self.started - self.began)
         self._wall_clock_binds = left < timeout
-        return max(left, 0.0) if self._wall_clock_binds else timeout
+        self._allowed = max(left, 0.0) if self._wall_clock_binds else timeout
+        return self._allowed
 
     def overdue(self, timeout: float, grace: float) -> bool:
         """Whether the case has outlived its phase's timeout or its wall clock by `grace`:
@@ -157,7 +160,8 @@ class CaseProgress:
             self._wall_clock_binds = True
             return True
         # Grading has no timeout of its own: the wall clock bounds it.
-        return not self.grading and now - self.started > timeout + grace
+        allowed = timeout if self._allowed is None else self._allowed
+        return not self.grading and now - self.started > allowed + grace
 
     @property
     def turn(self) -> int:
@@ -209,10 +213,19 @@ def errored_report(
 ) -> CaseReport:
     """A run error's report, pointing at the turn in which the run failed."""
     field = f"$.turns[{turn}]" if turn >= 0 else "$.turns"
-    return CaseReport.errored(case.id, fixture, error, record, trace, line_of(case.text, field))
+    return CaseReport.errored(case.id, fixture, error, record, trace, _line(case, field))
+
+
+def _line(case: Case, field: str) -> int | None:
+    try:
+        return line_of(case.text, field)
+    except FixtureChanged:  # the case's error says so; it has no line to point at
+        return None
 
 
 def internal_error(case: Case, fixture: str, exc: BaseException, turn: int = -1) -> CaseReport:
+    if isinstance(exc, FixtureChanged):  # not the harness's fault: said as it is
+        return errored_report(case, fixture, str(exc), None, None, turn)
     return errored_report(
         case,
         fixture,
@@ -276,7 +289,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         view = context.case_workspace.view() if expects.workspace is not None else None
         grades = grade(expects, record, view, plan.agent_tools, conversation_of(progress, plan))
         failing = next((g.field for g in grades if not g.passed), None)
-        line = line_of(case.text, failing) if failing is not None else None
+        line = _line(case, failing) if failing is not None else None
         if failing is not None or plan.keep_transcripts:
             record.transcript = progress.transcript.steps()
         return CaseReport.graded(case.id, progress.fixture, grades, record, line)
@@ -317,6 +330,13 @@ def sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
     second copy of its reports; a report sealed already (by a worker process) is kept."""
     if report.fixture_sha256 is not None:
         return report
+    try:
+        return _sealed(report, case, plan)
+    except FixtureChanged as exc:  # what ran can no longer be vouched for: no hash
+        return internal_error(case, report.fixture, exc)
+
+
+def _sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
     surface = tool_surface(case, plan.surface_tools, plan.allowed_tools)
     # Most cases of a suite share one: they share the list too (reports are read-only).
     surface = plan.surfaces.setdefault(tuple(surface), surface)
@@ -360,6 +380,9 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
 
     session = await within(progress.allowance(timeout), start())
     for index, turn in enumerate(progress.case.trace.turns):
+        # A pause the provider asked for delays the turn instead of using up its time: it
+        # is waited out before the turn's clock starts, within the case's wall clock.
+        await context.model.ready(progress.allowance(math.inf))
         progress.transcript.start_turn(index)
         context.model.start_turn(index)
         # The watchdog times each turn from here, as the deadline does.

@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import hashlib
 import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.admission import admit
 from harness.agent import AgentSurface
-from harness.fixture import LlmTrace, located, parse_admitted, parse_fixture
+from harness.errors import HarnessError
+from harness.fixture import LlmTrace, located, parse_admitted, parse_fixture_bytes
 from harness.inputs import InputError, read_bounded
 from harness.modes import Mode
 from harness.problems import AdmissionError, Problem, escaped, unsafe_name_problem
@@ -21,57 +23,125 @@ from harness.problems import AdmissionError, Problem, escaped, unsafe_name_probl
 MAX_FIXTURE_BYTES = 1 << 20
 
 
+class FixtureChanged(HarnessError):
+    """An admitted fixture that is no longer what admission read: changed, gone or
+    unreadable on disk before its case ran. The case is a run error: it never runs what
+    admission did not see."""
+
+
 @dataclass(frozen=True, slots=True)
 class Case:
     """An admitted fixture: its trace, where it came from, and its text (for line lookups
     and its hash).
 
-    A suite's cases live as long as its run, and a parsed trace takes three times the
-    memory of its text: a case `load_suite` admitted keeps only the text and parses the
-    trace again when asked (the last ones asked for stay parsed). A case built with its
-    trace keeps it (a mutant's need not be its text's).
+    A suite's cases live as long as its run: a case `load_suite` admitted keeps neither
+    its trace nor its text, only a digest of its bytes, and reads the file again when
+    asked for either (the last ones asked for stay read), refusing it if the bytes are
+    no longer those admitted (`FixtureChanged`). A case built with its trace and text
+    keeps them (a mutant's trace need not be its text's).
     """
 
     trace: LlmTrace
     path: Path
     text: str
     _id: str = dataclasses.field(init=False, repr=False, compare=False)
+    # The admitted bytes' digest, for a case that dropped its trace and text; else None.
+    _digest: bytes | None = dataclasses.field(init=False, repr=False, compare=False)
 
     @classmethod
-    def admitted(cls, trace: LlmTrace, path: Path, text: str) -> Case:
-        """A case of a suite: `trace`, parsed from `text`, is dropped until asked for."""
-        case = cls(trace, path, text)
+    def admitted(cls, case_id: str, path: str, data: bytes) -> Case:
+        """A case of a suite, admitted from `data` (the bytes of `path`): its trace and
+        text are read again when asked for."""
+        return cls.dropped(case_id, path, digest_of(data))
+
+    @classmethod
+    def dropped(cls, case_id: str, path: str, digest: bytes) -> Case:
+        """The case admitted from the bytes of `path` with this digest (a worker process
+        gets it so). Its path is kept as text, a third of a `Path`'s memory."""
+        # Its slots filled directly: `__init__` would set each through the frozen
+        # dataclass's guard, and the trace through its descriptor, only to drop it.
+        case = object.__new__(cls)
         _TRACE_SLOT.__set__(case, None)
+        _TEXT_SLOT.__set__(case, None)
+        _ID_SLOT.__set__(case, case_id)
+        _PATH_SLOT.__set__(case, path)
+        _DIGEST_SLOT.__set__(case, digest)
         return case
 
     @property
     def id(self) -> str:
         return self._id
 
+    @property
+    def digest(self) -> bytes | None:
+        """The digest of the admitted bytes, for a case that reads them again; else None."""
+        return self._digest
+
+
+def digest_of(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
 
 class _Trace:
     """A case's `trace` field: the trace it holds, or, for a case that dropped it, its
-    text parsed again (by the parser that admitted it, so the same trace). Setting it (the
-    dataclass's `__init__`, `replace`) also sets the case's id."""
-
-    def __init__(self, slot: Any, id_slot: Any) -> None:
-        self._slot = slot
-        self._id_slot = id_slot
+    file read and parsed again (by the parser that admitted it, so the same trace).
+    Setting it (the dataclass's `__init__`, `replace`) also sets the case's id."""
 
     def __get__(self, case: Case | None, owner: type | None = None) -> Any:
         if case is None:
             return self
-        trace: LlmTrace | None = self._slot.__get__(case)
-        return trace if trace is not None else _parsed(case.text)
+        trace: LlmTrace | None = _TRACE_SLOT.__get__(case)
+        if trace is not None:
+            return trace
+        text: str | None = _TEXT_SLOT.__get__(case)
+        return _parsed(text) if text is not None else _reread(_where(case), case._digest)[1]
 
     def __set__(self, case: Case, trace: LlmTrace) -> None:
-        self._slot.__set__(case, trace)
-        self._id_slot.__set__(case, trace.case_id)
+        _TRACE_SLOT.__set__(case, trace)
+        _ID_SLOT.__set__(case, trace.case_id)
+        _DIGEST_SLOT.__set__(case, None)  # it holds its trace (and its text)
+
+
+class _Text:
+    """A case's `text` field: the text it holds, or its file read again."""
+
+    def __get__(self, case: Case | None, owner: type | None = None) -> Any:
+        if case is None:
+            return self
+        text: str | None = _TEXT_SLOT.__get__(case)
+        return text if text is not None else _reread(_where(case), case._digest)[0]
+
+    def __set__(self, case: Case, text: str) -> None:
+        _TEXT_SLOT.__set__(case, text)
+
+
+class _Path:
+    """A case's `path` field: a `Path`, whether it holds one or its text."""
+
+    def __get__(self, case: Case | None, owner: type | None = None) -> Any:
+        if case is None:
+            return self
+        path: str | Path = _PATH_SLOT.__get__(case)
+        return Path(path) if type(path) is str else path
+
+    def __set__(self, case: Case, path: Path) -> None:
+        _PATH_SLOT.__set__(case, path)
+
+
+def _where(case: Case) -> str:
+    path: str | Path = _PATH_SLOT.__get__(case)
+    return path if type(path) is str else str(path)
 
 
 _TRACE_SLOT = Case.__dict__["trace"]
-# In place of the slot's own descriptor, which it keeps using underneath.
-setattr(Case, "trace", _Trace(_TRACE_SLOT, Case.__dict__["_id"]))  # noqa: B010 (typed as a field)
+_TEXT_SLOT = Case.__dict__["text"]
+_ID_SLOT = Case.__dict__["_id"]
+_PATH_SLOT = Case.__dict__["path"]
+_DIGEST_SLOT = Case.__dict__["_digest"]
+# In place of the slots' own descriptors, which they keep using underneath.
+setattr(Case, "trace", _Trace())  # noqa: B010 (typed as a field)
+setattr(Case, "text", _Text())  # noqa: B010 (typed as a field)
+setattr(Case, "path", _Path())  # noqa: B010 (typed as a field)
 
 
 # Cases run one at a time per worker (or `jobs` at once in one process): this many parsed
@@ -84,16 +154,50 @@ def _parsed(text: str) -> LlmTrace:
     return parse_admitted(text)
 
 
+@functools.lru_cache(maxsize=_PARSED_CASES)
+def _reread(where: str, digest: bytes | None) -> tuple[str, LlmTrace]:
+    """The text and trace of the admitted fixture at `where`, read again; `FixtureChanged`
+    unless its bytes are the ones admitted."""
+    try:
+        data = read_bounded(where, MAX_FIXTURE_BYTES)
+    except InputError as exc:
+        reason = f"{where}: the admitted fixture can no longer be read: {exc.reason}"
+        raise FixtureChanged(reason) from None
+    if digest_of(data) != digest:
+        raise FixtureChanged(
+            f"{where}: the fixture changed after it was admitted; run again to admit it as "
+            "it is now"
+        )
+    text = data.decode("utf-8")  # admitted: it decodes
+    return text, parse_admitted(text)
+
+
 def fixture_paths(directory: Path) -> list[Path]:
     """The suite's fixtures in sorted file-name order; never descends, never opens. A
     single fixture file is a suite of one."""
+    return [listed.path for listed in _listed(directory)]
+
+
+class _Listed(NamedTuple):
+    path: Path
+    name: str
+    where: str  # `str(path)`
+    # The listing said it is a regular file (not a symlink), which it says without a
+    # `stat` on most file systems.
+    regular: bool
+
+
+def _listed(directory: Path) -> list[_Listed]:
+    """`fixture_paths`, each with what the listing said about it."""
     where = str(directory)
     if directory.name.endswith(".json") and directory.is_file():
-        return [directory]
+        return [_Listed(directory, directory.name, where, False)]
     try:
         with os.scandir(directory) as entries:
-            names = sorted(
-                e.name for e in entries if e.name.endswith(".json") and e.name != ".json"
+            found = sorted(
+                (e.name, _regular(e))
+                for e in entries
+                if e.name.endswith(".json") and e.name != ".json"
             )
     except FileNotFoundError:
         raise AdmissionError([Problem(where, "suite", "suite directory does not exist")]) from None
@@ -103,65 +207,62 @@ def fixture_paths(directory: Path) -> list[Path]:
         raise AdmissionError(
             [Problem(where, "suite", f"cannot read suite directory: {exc.strerror or exc}")]
         ) from None
-    return [directory / name for name in names]
+    # A child's text is its directory's followed by its name, as pathlib spells children:
+    # worked out once, not formatted again from its parts for each of thousands.
+    prefix = str(directory / "_")[:-1]
+    return [_Listed(directory / name, name, prefix + name, regular) for name, regular in found]
+
+
+def _regular(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:  # the reader stats it, and says why
+        return False
 
 
 def read_fixture(path: Path) -> str:
     """The text of one fixture; refuses anything that is not a small regular UTF-8 file."""
-    where = str(path)
+    return _read_fixture(str(path))[1]
+
+
+def _read_fixture(where: str, regular: bool = False) -> tuple[bytes, str]:
+    """The bytes and the text of the fixture at `where`; `regular`: as `read_bounded`."""
     try:
-        data = _read(where)
+        data = read_bounded(where, MAX_FIXTURE_BYTES, regular=regular)
     except InputError as exc:
         raise AdmissionError([Problem(where, "$", exc.reason)]) from None
     try:
-        return data.decode("utf-8")
+        return data, data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise AdmissionError(
             [Problem(where, "$", f"not UTF-8: invalid byte at offset {exc.start}")]
         ) from None
 
 
-def _read(path: str) -> bytes:
-    """`read_bounded(path, MAX_FIXTURE_BYTES)`, without its cost for a small file: it
-    reads one byte past the cap it is given, and a buffer the size of the cap costs more
-    than the rest of admitting a fixture. Given the size the file has, it reads that; a
-    file that changed in between is read again under the real cap, which says why."""
-    try:
-        size = os.stat(path).st_size
-    except OSError:
-        size = MAX_FIXTURE_BYTES
-    if size < MAX_FIXTURE_BYTES:
-        try:
-            return read_bounded(path, size)
-        except InputError:
-            pass
-    return read_bounded(path, MAX_FIXTURE_BYTES)
-
-
 def load_case(path: Path, mode: Mode, agent: AgentSurface) -> Case:
     """Admit one fixture or raise `AdmissionError` with every problem in it."""
-    trace, text = _admit(path, mode, agent)
+    trace, _, text = _admit(_Listed(path, path.name, str(path), False), mode, agent)
     return Case(trace, path, text)
 
 
-def _admit(path: Path, mode: Mode, agent: AgentSurface) -> tuple[LlmTrace, str]:
+def _admit(listed: _Listed, mode: Mode, agent: AgentSurface) -> tuple[LlmTrace, bytes, str]:
+    _, name, where, regular = listed
     # Refused before it is read: every other message would carry the name as it is.
-    unsafe = unsafe_name_problem("file name", path.name)
+    unsafe = unsafe_name_problem("file name", name)
     if unsafe is not None:
-        raise AdmissionError([Problem(escaped(str(path)), "$", unsafe)])
-    where = str(path)
-    text = read_fixture(path)
-    trace = parse_fixture(text, where)
-    problems = admit(trace, where, mode, agent)
+        raise AdmissionError([Problem(escaped(where), "$", unsafe)])
+    data, text = _read_fixture(where, regular)
+    trace, finite = parse_fixture_bytes(data, text, where)
+    problems = admit(trace, where, mode, agent, finite=finite)
     if problems:
         raise AdmissionError(located(problems, text))
-    return trace, text
+    return trace, data, text
 
 
 def load_suite(directory: Path, mode: Mode, agent: AgentSurface) -> list[Case]:
     """Admit a whole suite, checking every fixture; refuse with all problems if any."""
-    paths = fixture_paths(directory)
-    if not paths:
+    listed = _listed(directory)
+    if not listed:
         raise AdmissionError(
             [Problem(str(directory), "suite", "no *.json fixtures: an empty suite tests nothing")]
         )
@@ -173,15 +274,15 @@ def load_suite(directory: Path, mode: Mode, agent: AgentSurface) -> list[Case]:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for path in paths:
+        for entry in listed:
             try:
-                trace, text = _admit(path, mode, agent)
+                trace, data, _ = _admit(entry, mode, agent)
             except AdmissionError as exc:
                 problems.extend(exc.problems)
                 continue
             # The field an identity problem points at, known while the trace is at hand.
             field = "$.id" if trace.id is not None else "$.model_name"
-            admitted.append((Case.admitted(trace, path, text), field))
+            admitted.append((Case.admitted(trace.case_id, entry.where, data), field))
     finally:
         if collecting:
             gc.enable()

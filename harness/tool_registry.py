@@ -29,8 +29,9 @@ class ToolFailure(HarnessError):
     """Raised by a tool to report failure; its text is what the model is told."""
 
 
-class RecordedCall(msgspec.Struct, frozen=True):
-    """One dispatch at the tool boundary, the canonical dispatch fact."""
+class RecordedCall(msgspec.Struct, frozen=True, gc=False):
+    """One dispatch at the tool boundary, the canonical dispatch fact. Untracked by the
+    garbage collector (data only): a run keeps every case's."""
 
     name: str
     arguments: str

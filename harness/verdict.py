@@ -6,6 +6,8 @@ reporter reads a fixture or asks another reporter.
 
 from __future__ import annotations
 
+import sys
+
 import msgspec
 
 from harness.baseline import BaselineComparison
@@ -57,6 +59,13 @@ class RepeatStats(msgspec.Struct, kw_only=True, frozen=True):
     runs: list[RunReceipt] = []
 
 
+def _shared(grade: Grade) -> None:
+    """`grade` holding the one copy of each of its strings: a run keeps every case's
+    grades, and across cases most of them repeat (fields, check names, `found`)."""
+    for name in ("check", "detail", "field"):
+        msgspec.structs.force_setattr(grade, name, sys.intern(getattr(grade, name)))
+
+
 class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     """What one case came to. Untracked by the garbage collector (data only, never a
     cycle): a run keeps one per case, and the collector need not walk them all again and
@@ -95,6 +104,8 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         line: int | None = None,
     ) -> CaseReport:
         passed = Attempt(grades).passed
+        for g in grades:
+            _shared(g)
         return cls(
             id=id,
             fixture=fixture,

@@ -38,7 +38,7 @@ from harness.runner import (
     sealed,
     start_case,
 )
-from harness.suite import Case
+from harness.suite import Case, FixtureChanged
 from harness.verdict import CaseReport
 
 # How long past its timeout a run may take to honour cancellation before its thread is
@@ -67,7 +67,8 @@ class _Results:
         self._mode = plan.mode
         self._plan = plan
         self.runs = [runs_of(case, plan.mode, plan.repeat) for case in cases]
-        self._done: list[dict[int, CaseReport]] = [{} for _ in cases]
+        # The runs in of each case not complete yet (a complete case's are in `reports`).
+        self._partial: dict[int, dict[int, CaseReport]] = {}
         self.reports: dict[int, CaseReport] = {}
         self.failed = 0
         self._lock = threading.Lock()
@@ -76,7 +77,7 @@ class _Results:
         return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]
 
     def has(self, unit: Unit) -> bool:
-        return unit.run in self._done[unit.index]
+        return unit.index in self.reports or unit.run in self._partial.get(unit.index, ())
 
     @property
     def stopping(self) -> bool:
@@ -85,19 +86,22 @@ class _Results:
 
     def add(self, unit: Unit, report: CaseReport) -> None:
         with self._lock:
-            runs = self._done[unit.index]
-            if unit.run in runs:  # also run again after an abandoned worker: the first counts
+            if self.has(unit):  # also run again after an abandoned worker: the first counts
                 return
+            runs = self._partial.setdefault(unit.index, {})
             runs[unit.run] = report
             if len(runs) < self.runs[unit.index]:
                 return
+            del self._partial[unit.index]
             # One run of a replay case is its report (replay has no clusters): its trace,
             # dropped since admission, is not parsed again to say so.
             single = self._mode == "replay" and len(runs) == 1
             of = self._cases[unit.index]
-            case = sealed(
-                runs[0] if single else combine(of, [runs[r] for r in sorted(runs)]), of, self._plan
-            )
+            try:
+                whole = runs[0] if single else combine(of, [runs[r] for r in sorted(runs)])
+            except FixtureChanged as exc:  # its cluster could not be read again
+                whole = internal_error(of, runs[0].fixture, exc)
+            case = sealed(whole, of, self._plan)
             self.reports[unit.index] = case
             self.failed += not case.passed
         if self._on_case is not None:
@@ -175,7 +179,7 @@ def _in_workers(
             Unit(index, 0), errored_report(case, display_path(case.path, plan.root), why, None)
         )
 
-    items = [Item(u.index, str(cases[u.index].path), cases[u.index].text) for u in pending]
+    items = [Item.of(u.index, cases[u.index]) for u in pending]
     pool = WorkerPool(spec, jobs, type(plan.adapter).__module__)
     try:
         pool.run(

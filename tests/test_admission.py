@@ -656,6 +656,30 @@ def test_unregistered_tool_for_an_agent_without_tools(tmp_path: Path) -> None:
     )
 
 
+def test_each_agent_and_mode_is_answered_for_itself_fixture_after_fixture() -> None:
+    """Admission remembers its answers about tool names per agent and mode: agents asked
+    in turn, equal or not, each get their own, however often each is asked."""
+    from harness.admission import check_trace
+
+    trace = trace_of(replay_trace())
+    lookup = AgentSurface("lookup-agent", frozenset({"lookup"}))
+    same_as_builtin = AgentSurface("openai-agents", BUILTIN_SURFACE.tools)
+    for agent, refused_echo in [
+        (BUILTIN_SURFACE, False),
+        (lookup, True),
+        (BUILTIN_SURFACE, False),
+        (same_as_builtin, False),
+        (lookup, True),
+        (AgentSurface("lookup-agent", frozenset({"lookup", "echo"})), False),
+    ]:
+        for _ in range(2):
+            problems = check_trace(trace, "a.json", "replay", agent)
+            assert [p.field for p in problems] == ([f"{CALL}.name"] if refused_echo else [])
+    assert [p.field for p in check_trace(trace, "a.json", "live", BUILTIN_SURFACE)] == [
+        "$.turns[0].steps"
+    ]
+
+
 def test_scripted_call_to_a_tool_of_a_custom_agent_is_admitted(tmp_path: Path) -> None:
     data = mutated(lambda d: _call(d).update(name="lookup"))
     data["expects"] = {"tools_used": ["lookup"]}

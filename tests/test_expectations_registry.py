@@ -139,3 +139,64 @@ def test_a_kind_left_unset_asserts_and_refuses_nothing() -> None:
     unset = views(expects())
     assert [type(v) for v in unset] == [span.kind for span in _LAYOUT]
     assert all(v is span.unset for v, span in zip(unset, _LAYOUT, strict=True))
+
+
+# --- the empty run, as admission grades it --------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+# Blocks a dead agent passes, fails, or that assert nothing, one kind or several.
+BLOCKS: list[dict[str, object]] = [
+    {},
+    {"response_contains": ["x"]},
+    {"response_not_contains": ["x"]},
+    {"response_not_contains": ["x"], "max_tool_calls": 0},
+    {"response_not_contains": ["x"], "max_tool_calls": 0, "response_matches": ["\\Ax\\z"]},
+    {"tools_not_used": ["fail"], "max_tool_calls": 0, "min_tool_calls": 0},
+    {"exact_tool_calls": 0, "all_tools_succeeded": True},
+    {"all_tools_succeeded": False, "tool_results_contain": [{"tool": "fail", "needle": "x"}]},
+    {"budget": {"max_llm_calls": 2}, "workspace": {"file_absent": ["a.txt"]}},
+    {"workspace": {"file_exists": ["a.txt"]}, "response_json": {"/a": 1}},
+    {"tools_used": [], "response_contains": [], "loop_exempt": {}},
+    {"request_contains": [{"turn": 0, "role": "user", "needle": "x"}]},
+    {"tools_not_offered": ["fail"], "instructions_contain": ["x"]},
+    {"loop_exempt": {"history": "why"}, "max_tool_calls": 5},
+    RICH,
+]
+
+
+def _blocks() -> list[dict[str, object]]:
+    committed = [*REPO.glob("evals/*/*.json"), *REPO.glob("examples/*/evals/*.json")]
+    found = [json.loads(p.read_text("utf-8")).get("expects", {}) for p in sorted(committed)]
+    assert found
+    return [*BLOCKS, *found]
+
+
+def test_the_empty_run_says_what_grading_it_whole_says() -> None:
+    """Admission grades the empty run no further than its first failing check: whether the
+    block declares a check and whether a dead agent passes it are what every grade says."""
+    from harness.expectations.base import Evidence
+    from harness.expectations.registry import all_grades, empty_run, views
+    from harness.workspace import FilesView
+
+    unset = views(expects())
+    for data in _blocks():
+        block = expects(**data)
+        for files in ({}, {"a.txt": "x"}):
+            every = list(all_grades(block, Evidence(RunRecord(), FilesView(files))))
+            empty = empty_run(block, files)
+            assert empty.declares == bool(every), data
+            assert empty.passes == (bool(every) and all(g.passed for g in every)), data
+            # The views it asks: each kind set, and every kind when there are setup files.
+            asked = [v for v, u in zip(views(block), unset, strict=True) if files or v != u]
+            assert empty.views == asked, data
+
+
+def test_a_view_holds_its_kind_s_values_whatever_the_block_sets() -> None:
+    from harness.expectations.registry import KINDS, views
+
+    for data in _blocks():
+        block = expects(**data)
+        for kind, view in zip(KINDS, views(block), strict=True):
+            assert type(view) is kind
+            for name in kind.__struct_fields__:
+                assert getattr(view, name) == getattr(block, name), (data, name)

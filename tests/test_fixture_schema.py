@@ -380,6 +380,8 @@ def test_schema_admits_what_only_the_parser_refuses(text: str, field: str) -> No
         '{"\\u003ab": 1, "c": 2, "c": 3}',
         '{"a": "x\\":y", "a": 1}',
         '{"a": "\\\\", "b": "\\\\\\"", "b": 1}',
+        '{"\\u0030": 1, "0": 2}',  # an escape of a digit, which nothing writes
+        '{"model_name": "a\ud800", "turns": []}',  # a lone surrogate: no UTF-8 holds it
         '{"n": NaN}',
         '{"n": 1e999}',
         '{"n": ' + "1" * 5000 + "}",
@@ -394,6 +396,26 @@ def test_the_one_pass_decoding_refuses_what_the_exact_parser_refuses(text: str) 
     from harness.fixture import _parse_fast
 
     assert _parse_fast(text) is None
+    assert _parse_fast(text.encode("utf-8", "surrogatepass")) is None  # as read from a file
+
+
+def test_text_holding_a_lone_surrogate_is_parsed_and_its_id_refused() -> None:
+    """Text given through the API may hold what no file's UTF-8 can: the exact parser reads
+    it (never a `UnicodeEncodeError` from the quick path), and admission refuses the id."""
+    from harness.admission import check_trace
+
+    data = {
+        "model_name": "a\ud800",
+        "turns": [{"user_input": "hi", "steps": [{"response": {"type": "text", "content": "x"}}]}],
+        "expects": {"response_contains": ["x"]},
+    }
+    trace = parse_fixture(json.dumps(data, ensure_ascii=False), "a.json")
+    assert trace.model_name == "a\ud800"
+    [problem] = check_trace(trace, "a.json", "replay", BUILTIN_SURFACE)
+    assert (problem.field, "holds control or format characters" in problem.message) == (
+        "$.model_name",
+        True,
+    )
 
 
 def test_the_one_pass_decoding_reads_every_committed_fixture_as_the_exact_parser() -> None:
@@ -406,6 +428,7 @@ def test_the_one_pass_decoding_reads_every_committed_fixture_as_the_exact_parser
         text = path.read_text(encoding="utf-8")
         exact = convert(_decode(text, str(path)), LlmTrace)
         assert _parse_fast(text) == exact == parse_admitted(text), path
+        assert _parse_fast(path.read_bytes()) == exact, path
         # As written by other tools: compact, every non-ASCII character escaped.
         compact = json.dumps(json.loads(text))
         assert _parse_fast(compact) in (None, exact) and parse_admitted(compact) == exact

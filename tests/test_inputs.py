@@ -101,6 +101,77 @@ def test_a_socket_is_refused(tmp_path: Path) -> None:
         server.close()
 
 
+# --- read_bounded of a name a directory listing said is a regular file -----------------------
+# The listing is the check before opening; the open descriptor is checked all the same, so a
+# name swapped for something else in between is refused without blocking or reading it.
+
+
+def test_a_listed_regular_file_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"x" * 10)
+    assert read_bounded(path, 10, regular=True) == b"x" * 10
+    error = refusal(lambda: read_bounded(path, 9, regular=True))
+    assert error.reason == "10 bytes exceeds the 9-byte limit"
+
+
+def test_a_listed_file_gone_since_is_told_apart_as_any_missing_one(tmp_path: Path) -> None:
+    error = refusal(lambda: read_bounded(tmp_path / "gone", 10, regular=True))
+    assert (error.reason, error.missing) == ("cannot stat: No such file or directory", True)
+
+
+@FIFO
+@BOUNDED
+def test_a_fifo_swapped_in_after_the_listing_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = fifo_at(tmp_path / "f")
+    code = (
+        "from harness.inputs import InputError, read_bounded\n"
+        "try:\n"
+        f"    read_bounded({str(fifo)!r}, 10, regular=True)\n"
+        "except InputError as exc:\n"
+        "    print(exc.reason, exc.special)\n"
+    )
+    result = run_limited("-c", code, cwd=tmp_path)
+    assert result.stdout == "not a regular file (FIFO) True\n", result.stderr
+
+
+@DEV_ZERO
+def test_a_device_swapped_in_after_the_listing_is_refused_unread(tmp_path: Path) -> None:
+    link = tmp_path / "z"
+    link.symlink_to("/dev/zero")
+    error = refusal(lambda: read_bounded(link, 10, regular=True))
+    assert (error.reason, error.special) == ("not a regular file (character device)", True)
+
+
+def test_a_listed_directory_is_refused(tmp_path: Path) -> None:
+    error = refusal(lambda: read_bounded(tmp_path, 10, regular=True))
+    assert (error.reason, error.special) == ("not a regular file (directory)", True)
+
+
+@pytest.mark.parametrize(
+    ("written", "size", "limit", "read"),
+    [
+        (b"x" * 10, 10, 20, b"x" * 10),  # as big as it said: one read
+        (b"x" * 15, 10, 20, b"x" * 15),  # grew since: read on to its end
+        (b"x" * 30, 10, 20, b"x" * 21),  # grew past the cap: read to one byte past it
+        (b"x" * 4, 10, 20, b"x" * 4),  # shrank since: what is there
+        (b"", 0, 20, b""),
+    ],
+)
+def test_a_file_is_read_whole_however_its_size_changed_since_it_was_checked(
+    written: bytes, size: int, limit: int, read: bytes
+) -> None:
+    from harness.inputs import _read_whole
+
+    # A pipe hands over what was written, as a file does that changed after `fstat`.
+    reader, writer = os.pipe()
+    try:
+        os.write(writer, written)
+        os.close(writer)
+        assert _read_whole(reader, size, limit) == read
+    finally:
+        os.close(reader)
+
+
 # --- read_tail -----------------------------------------------------------------------------
 
 

@@ -23,11 +23,26 @@ from typing import Any
 import httpx
 import pytest
 from _openai_server import Action, OpenAIServer, status, text_reply
-from conftest import ECHO_INPUT, Cli, Runs, assert_key_kept_out, live_case, make_project, report_of
+from conftest import (
+    ECHO_INPUT,
+    Cli,
+    Runs,
+    assert_key_kept_out,
+    live_case,
+    make_project,
+    report_of,
+    tiny_model,
+)
 
 from harness.config import EvalConfig
 from harness.live import LiveBackend, LiveSettings, ProviderError, live_backend_factory
-from harness.model_boundary import Message, ModelRequest, ModelStep, ProviderFailure
+from harness.model_boundary import (
+    Message,
+    ModelBoundary,
+    ModelRequest,
+    ModelStep,
+    ProviderFailure,
+)
 from harness.provider_limiter import DOWN_AFTER_FAILURES, ProviderLimiter, connection_failure
 
 KEY = "sk-test-SECRET-limiter-77"
@@ -473,3 +488,120 @@ def test_a_dead_provider_gives_every_case_the_run_error_quickly(
     # the five cases spent its own.
     assert elapsed < 15, elapsed
     assert_key_kept_out(runs)
+
+
+# --- a pause before a turn begins ---------------------------------------------------------
+
+
+class Clock:
+    """A monotonic clock that only sleeping moves: `sleep` advances it (and records the
+    delays); `during_sleep` runs at each sleep, as other requests would meanwhile."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.delays: list[float] = []
+        self.during_sleep: list[Any] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        self.now += seconds
+        if self.during_sleep:
+            self.during_sleep.pop(0)()
+
+
+def waiting_backend(clock: Clock) -> LiveBackend:
+    limiter = ProviderLimiter("http://127.0.0.1:9/v1", clock=clock)
+    settings = settings_for("http://127.0.0.1:9/v1", turn_timeout=1.0)
+    return LiveBackend(settings, limiter=limiter, sleep=clock.sleep)
+
+
+def test_a_turn_not_yet_begun_waits_out_the_pause_before_its_clock_starts() -> None:
+    clock = Clock()
+    backend = waiting_backend(clock)
+    backend.limiter.pause(5.0, 429)
+    # Another request is told to wait longer while this one waits: it waits again.
+    clock.during_sleep.append(lambda: backend.limiter.pause(2.0, 429))
+    boundary = ModelBoundary(backend)
+    asyncio.run(boundary.ready(600.0))
+    assert clock.delays == [5.0, 2.0]
+    backend.start_turn(0)
+    assert backend._turn_left() == 1.0  # the whole turn is left: its clock started after
+    asyncio.run(boundary.ready(600.0))  # not paused: no wait
+    assert clock.delays == [5.0, 2.0]
+
+
+def test_a_pause_longer_than_the_case_has_left_fails_it_at_once() -> None:
+    clock = Clock()
+    backend = waiting_backend(clock)
+    backend.limiter.pause(30.0, 503)
+    with pytest.raises(ProviderError) as info:
+        asyncio.run(backend.ready(12.0))
+    assert str(info.value) == (
+        "model calls to http://127.0.0.1:9/v1/chat/completions (model 'loopback-gpt') were "
+        "not sent: the provider is paused for 30.0s more (Retry-After on an HTTP 503), longer "
+        "than the 12.0s left of the case's wall clock"
+    )
+    assert clock.delays == []
+
+
+def test_a_turn_does_not_wait_for_a_provider_that_is_down() -> None:
+    clock = Clock()
+    backend = waiting_backend(clock)
+    backend.limiter.pause(30.0, 429)
+    for _ in range(DOWN_AFTER_FAILURES):
+        backend.limiter.unreachable("connection refused")
+    asyncio.run(backend.ready(600.0))  # its first request says the provider is down
+    assert clock.delays == []
+    with pytest.raises(ProviderError, match="is down"):
+        asyncio.run(backend.respond(user()))
+
+
+def test_a_backend_without_the_hook_starts_its_turns_at_once() -> None:
+    class Scripted:
+        async def respond(self, request: ModelRequest) -> ModelStep:
+            return ModelStep(text="ok")
+
+    asyncio.run(ModelBoundary(Scripted()).ready(0.0))
+
+
+@pytest.mark.parametrize("agent", ["openai-agents", "pydantic-ai"])
+def test_a_pause_longer_than_the_turn_delays_the_cases_not_yet_started(
+    run_cli: Cli, tmp_path: Path, agent: str
+) -> None:
+    # The first request gets a 429 whose Retry-After (3 s) is longer than a turn may take
+    # (1.5 s); every other request is answered. Two cases run at once: the one told to
+    # wait cannot, nor can the other if its turn needs the provider during the pause. The
+    # cases not yet begun wait for the pause to end before their turn's clock starts; the
+    # wait is longer than a turn and the watchdog's grace (1 s), and no case is abandoned.
+    pause = 3.0
+    expects = {"tools_used": ["echo"], "response_contains": ["zeroclaw-probe-7"]}
+    cases = {
+        f"{i}_echo.json": live_case(f"echo-{i}", ECHO_INPUT, tools=["echo"], expects=expects)
+        for i in range(6)
+    }
+    too_many = status(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": "3"})
+    with OpenAIServer([too_many], responder=tiny_model) as server:
+        project = make_project(tmp_path / "project", server.base_url, cases, timeout=1.5)
+        runs = Runs(run_cli, project)
+        start = time.monotonic()
+        result = runs.live(agent, "--jobs", "2")
+        elapsed = time.monotonic() - start
+        requests = server.requests
+    report = report_of(result)
+    by_id = {case["id"]: case for case in report["cases"]}
+    started_first = [by_id["echo-0"], by_id["echo-1"]]
+    errors = [case["error"] for case in started_first if not case["passed"]]
+    assert errors, "the case told to wait passed"
+    assert any("asked it to wait 3.0s (Retry-After), longer than the" in e for e in errors)
+    assert all("was not sent" in e and "left of its turn" in e for e in errors), errors
+    later = [by_id[f"echo-{i}"] for i in range(2, 6)]
+    assert [(c["passed"], c["error"]) for c in later] == [(True, None)] * 4
+    # The first request got the 429; the other case's first one may have been on its way
+    # already. Nothing else went out before the pause was over.
+    told = requests[0].arrived
+    assert all(r.arrived > told + pause - 0.1 for r in requests[2:]), "sent during the pause"
+    assert pause <= elapsed < pause + 20, elapsed
+    assert_key_kept_out(runs, server)

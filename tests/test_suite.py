@@ -24,6 +24,7 @@ from conftest import (
     write_fixture,
 )
 
+from harness import suite as suite_module
 from harness.problems import AdmissionError, Problem
 from harness.suite import MAX_FIXTURE_BYTES, Case, fixture_paths, load_suite
 
@@ -464,9 +465,10 @@ def test_empty_suite_flag_is_refused_not_the_default_suite(
     assert result.stdout == ""  # nothing admitted, nothing run
 
 
-def test_a_suite_s_cases_keep_their_text_not_their_parsed_trace(tmp_path: Path) -> None:
-    """A run keeps its cases to the end: each holds its text, and parses its trace again
-    when asked (the same trace admission parsed); a case built with its trace keeps it."""
+def test_a_suite_s_cases_keep_neither_text_nor_trace_and_read_them_again(tmp_path: Path) -> None:
+    """A run keeps its cases to the end: each holds the digest of its bytes, and reads
+    its file again when asked for its text or trace (the same trace admission parsed); a
+    case built with its trace and text keeps them."""
     import dataclasses
 
     from harness.fixture import parse_fixture
@@ -474,11 +476,42 @@ def test_a_suite_s_cases_keep_their_text_not_their_parsed_trace(tmp_path: Path) 
     path = write_fixture(tmp_path, "a.json", replay_trace(id="stable"))
     [case] = load(tmp_path)
     assert not hasattr(case, "__dict__")  # slots only: a small object per case
-    assert Case.__dict__["trace"]._slot.__get__(case) is None  # dropped
+    for field in ("trace", "text"):  # dropped: the slots underneath hold nothing
+        assert suite_module.__dict__[f"_{field.upper()}_SLOT"].__get__(case) is None
+    assert case.digest is not None and case.text == path.read_text("utf-8")
     assert case.trace == parse_fixture(case.text, str(path))
     moved = dataclasses.replace(case, path=tmp_path / "b.json")
     assert moved.id == "stable" and moved.trace == case.trace and moved.text == case.text
+    assert moved.digest is None  # built with its trace and text: it holds them
     built = Case(case.trace, path, case.text)
     assert built == case and built.trace is built.trace  # held, not parsed again
     with pytest.raises(dataclasses.FrozenInstanceError):
         case.text = ""  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("change", ["edited", "removed"])
+def test_a_fixture_changed_after_admission_is_that_case_s_run_error(
+    tmp_path: Path, change: str, jobs: int
+) -> None:
+    # Admission vouched for the bytes it read: a case never runs others (in this process
+    # or in a worker), whoever changed the file in between.
+    from harness.agent_registry import resolve_agent
+    from harness.pipeline import run_cases
+
+    for name in ("a", "b", "c"):
+        write_fixture(tmp_path, f"{name}.json", replay_trace(id=name))
+    cases = load(tmp_path)
+    target = tmp_path / "b.json"
+    if change == "edited":
+        target.write_text(target.read_text("utf-8").replace('"b"', '"b2"'), "utf-8")
+    else:
+        target.unlink()
+    adapter = resolve_agent("openai-agents")
+    report = run_cases(cases, adapter, suite="s", jobs=jobs, root=tmp_path)
+    assert [c.passed for c in report.cases] == [True, False, True]
+    error = report.cases[1].error
+    said = "changed after it was admitted" if change == "edited" else "can no longer be read"
+    assert error is not None and f"b.json: the {'' if change == 'edited' else 'admitted '}" in error
+    assert said in error and "internal error" not in error and report.cases[1].traceback is None
+    assert int(report.exit_code()) == 1

@@ -53,7 +53,9 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
     def start(self, context: AgentContext) -> _Session:
         if self._factory is None:
             agent: Agent[Any, Any] = Agent(
-                name=f"zeroclaw-eval:{context.case_id}",
+                # One name for every case: pydantic-ai builds an agent's graph once per name
+                # (a few milliseconds of CPU), so a name per case would build one per case.
+                name="zeroclaw-eval",
                 tools=[_pai_tool(tool, context.tools) for tool in context.tools.tools.values()],
             )
             return _Session(agent, context, toolsets=None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -21,7 +21,10 @@ Category = Literal["response", "tool", "side_effect", "budget", "request", "run"
 EXPECTS = "$.expects"
 
 
-class Grade(msgspec.Struct, frozen=True):
+class Grade(msgspec.Struct, frozen=True, gc=False):
+    """One check's outcome. Untracked by the garbage collector (data only): a run keeps
+    every case's."""
+
     check: str
     passed: bool
     detail: str
@@ -83,13 +86,10 @@ class Kind(Strict):
 NonNegative = msgspec.Meta(ge=0)
 
 
-def q(text: str) -> str:
-    """A string quoted for a check name or detail, escapes visible: what
-    `json.dumps(text, ensure_ascii=False)` writes, without building an encoder per call."""
-    return _quoted(text)
-
-
-_quoted = json.encoder.encode_basestring
+# A string quoted for a check name or detail, escapes visible: what
+# `json.dumps(text, ensure_ascii=False)` writes, without building an encoder per call (nor
+# a call of ours around it: every grade quotes something).
+q: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def clip(text: str, limit: int = 500) -> str:
@@ -97,13 +97,25 @@ def clip(text: str, limit: int = 500) -> str:
 
 
 def q_list(items: list[str]) -> str:
+    if not items:  # what the empty run shows, for every fixture admitted
+        return "[]"
     return "[" + ", ".join(q(clip(i, 200)) for i in items) + "]"
+
+
+def is_blank(text: str) -> bool:
+    """Zero-length or whitespace-only: `not text.strip()`, without copying a long text to
+    find out."""
+    return not text or text.isspace()
 
 
 def blank_entries(family: str, entries: list[str]) -> Iterable[Fault]:
     """A zero-length or whitespace-only entry in a string family asserts nothing."""
-    # Most families of a fixture are empty: no generator for them (admission's hot path).
-    return _blank_entries(family, entries) if entries else ()
+    # Admission asks it of every family of every fixture, and they hold no blank entry:
+    # that is found in C (`strip` hands back an entry with nothing to strip, uncopied),
+    # and only a family holding one is walked to say where.
+    if all(map(str.strip, entries)):
+        return ()
+    return _blank_entries(family, entries)
 
 
 def _blank_entries(family: str, entries: list[str]) -> Iterator[Fault]:
@@ -119,15 +131,21 @@ def misspelt_absent_tools(
     names: list[str],
     context: Context,
     why: str = "a check on a tool it does not have can never fail in replay",
-) -> Iterator[Fault]:
+) -> Iterable[Fault]:
     """A name in a list of tools that must be absent (`tools_not_used`, `tools_not_offered`)
     that the agent does not have can never be violated by the agent's own tools, so a typo
     of one it has (`ecoh` for `echo`) would silently certify nothing: refused, saying `why`.
     A name far from all of them stays: it guards against a tool that is not the agent's
     known ones (a model inventing `shell`, a toolset only known at run time)."""
     tools = context.agent_tools
-    if not tools:
-        return
+    if not tools or tools.issuperset(names):  # mostly the agent's own tools, seen in C
+        return ()
+    return _misspelt(family, names, tools, context.agent, why)
+
+
+def _misspelt(
+    family: str, names: list[str], tools: frozenset[str], agent: str, why: str
+) -> Iterator[Fault]:
     for i, name in enumerate(names):
         if not name.strip() or name in tools:
             continue
@@ -135,7 +153,7 @@ def misspelt_absent_tools(
         if close:
             yield Fault(
                 f"{EXPECTS}.{family}[{i}]",
-                f"{name!r} is not a tool of {context.agent} (did you mean {close[0]}?): {why}",
+                f"{name!r} is not a tool of {agent} (did you mean {close[0]}?): {why}",
             )
 
 

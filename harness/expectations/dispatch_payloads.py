@@ -14,6 +14,7 @@ from harness.expectations.base import (
     NonNegative,
     Strict,
     clip,
+    is_blank,
     q,
     q_list,
 )
@@ -38,13 +39,19 @@ class DispatchPayloads(Kind):
     all_tools_succeeded: bool | None = None
 
     def problems(self, context: Context) -> Iterator[Fault]:
+        # A list, not a generator: admission asks it of many fixtures, which it admits.
+        faults = []
         for family, entries in self._families():
             for i, payload in enumerate(entries):
-                for key in ("tool", "needle"):
-                    if not getattr(payload, key).strip():
-                        yield Fault(
-                            f"{EXPECTS}.{family}[{i}].{key}", f"empty {key} asserts nothing"
-                        )
+                if is_blank(payload.tool):
+                    faults.append(
+                        Fault(f"{EXPECTS}.{family}[{i}].tool", "empty tool asserts nothing")
+                    )
+                if is_blank(payload.needle):
+                    faults.append(
+                        Fault(f"{EXPECTS}.{family}[{i}].needle", "empty needle asserts nothing")
+                    )
+        return iter(faults)
 
     def _families(self) -> tuple[tuple[str, list[PayloadExpect]], ...]:
         return (

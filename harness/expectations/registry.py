@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import operator
 import pkgutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -94,6 +96,18 @@ class _Span(NamedTuple):
     # Unset, it asserts nothing against the empty run (without setup files) and refuses
     # nothing: admission need not ask it (every kind so far; one that did is asked).
     inert: bool
+    # The kind built from the values of an `Expects` (`msgspec.structs.astuple`).
+    build: Callable[[tuple[Any, ...]], Kind]
+
+
+def _builder(kind: type[Kind], names: tuple[str, ...], start: int) -> Callable[..., Kind]:
+    """`kind` built from its span of an `Expects`'s values, keywords spelt out: a dict of
+    them unpacked into the call costs several times the call, and a view is built for
+    every kind set in every fixture admitted."""
+    assert all(name.isidentifier() for name in names)  # field names: nothing else is run
+    arguments = ", ".join(f"{name}=values[{start + i}]" for i, name in enumerate(names))
+    built: Callable[..., Kind] = eval(f"lambda values: kind({arguments})", {"kind": kind})
+    return built
 
 
 def _layout() -> tuple[_Span, ...]:
@@ -106,13 +120,18 @@ def _layout() -> tuple[_Span, ...]:
         end = start + len(names)
         inert = not any(unset.grades(empty)) and not any(unset.problems(Context()))
         defaults = msgspec.structs.astuple(unset)
-        spans.append(_Span(kind, names, start, end, defaults, unset, inert))
+        build = _builder(kind, names, start)
+        spans.append(_Span(kind, names, start, end, defaults, unset, inert, build))
         start = end
     assert start == len(Expects.__struct_fields__)
     return tuple(spans)
 
 
 _LAYOUT = _layout()
+# Per field of `Expects`: its default, and the index of its kind's span.
+_DEFAULTS = tuple(default for span in _LAYOUT for default in span.defaults)
+_FIELD_SPANS = tuple(i for i, span in enumerate(_LAYOUT) for _ in span.names)
+_ALL_INERT = all(span.inert for span in _LAYOUT)
 
 
 def views(expects: Expects) -> list[Kind]:
@@ -120,25 +139,25 @@ def views(expects: Expects) -> list[Kind]:
     fixture leaves unset is one shared instance: most fixtures use a few kinds, and views
     are only ever read."""
     values = msgspec.structs.astuple(expects)
-    return [_view(span, values[span.start : span.end]) for span in _LAYOUT]
-
-
-def _view(span: _Span, values: tuple[Any, ...]) -> Kind:
-    if values == span.defaults:
-        return span.unset
-    return span.kind(**dict(zip(span.names, values, strict=True)))
+    return [
+        span.unset if values[span.start : span.end] == span.defaults else span.build(values)
+        for span in _LAYOUT
+    ]
 
 
 def _asked(expects: Expects, setup: bool) -> list[Kind]:
     """The views admission asks: all but the unset, inert ones (those with setup files
     too: an unset kind is known inert only for a workspace holding nothing)."""
     values = msgspec.structs.astuple(expects)
-    asked = []
-    for span in _LAYOUT:
-        mine = values[span.start : span.end]
-        if setup or not span.inert or mine != span.defaults:
-            asked.append(_view(span, mine))
-    return asked
+    # The spans holding a field off its default, in order: found in C, field by field.
+    changed = dict.fromkeys(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+    if _ALL_INERT and not setup:
+        return [_LAYOUT[i].build(values) for i in changed]
+    return [
+        span.build(values) if i in changed else span.unset
+        for i, span in enumerate(_LAYOUT)
+        if i in changed or setup or not span.inert
+    ]
 
 
 def all_grades(expects: Expects | list[Kind], evidence: Evidence) -> Iterator[Grade]:
@@ -188,41 +207,51 @@ def expects_problems(
     expects: Expects | None,
     context: Context | None = None,
     empty: EmptyRun | None = None,
-) -> Iterator[Fault]:
+) -> list[Fault]:
     """Admission of an `expects` block: present, asserting something, every kind's rules.
     `empty` is the block's `empty_run`, when the caller graded it already."""
     if expects is None:
-        yield Fault(EXPECTS, "missing: a case that asserts nothing would pass vacuously")
-        return
+        return [Fault(EXPECTS, "missing: a case that asserts nothing would pass vacuously")]
     if empty is None:
         empty = empty_run(expects, {})
-    if not empty.grades:
-        yield Fault(
-            EXPECTS,
-            "declares no effective assertion: a case that asserts nothing would pass vacuously",
+    faults = []
+    if not empty.declares:
+        faults.append(
+            Fault(
+                EXPECTS,
+                "declares no effective assertion: a case that asserts nothing would pass vacuously",
+            )
         )
     context = context or Context()
     for view in empty.views:
-        yield from view.problems(context)
+        faults += view.problems(context)
+    return faults
 
 
 class EmptyRun:
     """An `expects` block taken apart (the views admission asks: its kinds set, and any
-    that would answer unset) and graded against the empty run: how many assertions it
-    declares (the number of grades, whatever the workspace holds) and whether a dead agent
-    would pass it. Admission grades it once for both questions."""
+    that would answer unset) and graded against the empty run: whether it declares an
+    assertion (a grade, whatever the workspace holds) and whether a dead agent would pass
+    it. Admission grades it once for both questions.
 
-    __slots__ = ("grades", "views")
+    Graded no further than its first failing check, which answers both: an admitted
+    fixture fails one, mostly its first, and the details of the rest would be thrown
+    away unread."""
 
-    def __init__(self, kinds: list[Kind], grades: list[Grade]) -> None:
+    __slots__ = ("declares", "passes", "views")
+
+    def __init__(self, kinds: list[Kind], evidence: Evidence) -> None:
         self.views = kinds
-        self.grades = grades
-
-    @property
-    def passes(self) -> bool:
-        """Every check passed (and there was one): the block cannot tell a working agent
-        from a dead one."""
-        return bool(self.grades) and all(g.passed for g in self.grades)
+        self.declares = False
+        # Every check passed (and there was one): the block cannot tell a working agent
+        # from a dead one.
+        self.passes = False
+        for view in kinds:
+            for g in view.grades(evidence):
+                self.declares = True
+                if not g.passed:
+                    return
+        self.passes = self.declares
 
 
 def empty_run(expects: Expects, setup_files: Mapping[str, str]) -> EmptyRun:
@@ -231,7 +260,7 @@ def empty_run(expects: Expects, setup_files: Mapping[str, str]) -> EmptyRun:
     the agent does), in memory."""
     kinds = _asked(expects, bool(setup_files))
     evidence = Evidence(EMPTY_RUN, FilesView(setup_files)) if setup_files else _NOTHING
-    return EmptyRun(kinds, list(all_grades(kinds, evidence)))
+    return EmptyRun(kinds, evidence)
 
 
 # The empty run of a case without setup files, shared (graders only read it).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from harness.expectations.base import (
@@ -15,6 +16,7 @@ from harness.expectations.base import (
     Kind,
     blank_entries,
     clip,
+    is_blank,
     q,
 )
 from harness.validation import Fault
@@ -29,8 +31,10 @@ class ResponseText(Kind):
     response_not_contains: list[str] = []
 
     def problems(self, context: Context) -> Iterator[Fault]:
-        yield from blank_entries("response_contains", self.response_contains)
-        yield from blank_entries("response_not_contains", self.response_not_contains)
+        return chain(
+            blank_entries("response_contains", self.response_contains),
+            blank_entries("response_not_contains", self.response_not_contains),
+        )
 
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         response = evidence.record.final_response
@@ -94,15 +98,18 @@ class ResponsePattern(Kind):
     response_matches: list[str] = []
 
     def problems(self, context: Context) -> Iterator[Fault]:
-        yield from blank_entries("response_matches", self.response_matches)
+        faults = list(blank_entries("response_matches", self.response_matches))
         for i, pattern in enumerate(self.response_matches):
-            if pattern.strip():
+            if not is_blank(pattern):
                 try:
                     compiled(pattern)
                 except PatternError as exc:
-                    yield Fault(
-                        f"{EXPECTS}.response_matches[{i}]", f"pattern does not compile: {exc}"
+                    faults.append(
+                        Fault(
+                            f"{EXPECTS}.response_matches[{i}]", f"pattern does not compile: {exc}"
+                        )
                     )
+        return iter(faults)
 
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         response = evidence.record.final_response

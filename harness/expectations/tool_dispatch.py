@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -38,37 +37,48 @@ class ToolDispatch(Kind):
         return self.min_tool_calls or None
 
     def problems(self, context: Context) -> Iterator[Fault]:
-        yield from blank_entries("tools_used", self.tools_used)
-        yield from blank_entries("tools_not_used", self.tools_not_used)
-        yield from misspelt_absent_tools("tools_not_used", self.tools_not_used, context)
+        # A list, not a generator: admission asks it of most fixtures, which it admits.
+        faults = [
+            *blank_entries("tools_used", self.tools_used),
+            *blank_entries("tools_not_used", self.tools_not_used),
+            *misspelt_absent_tools("tools_not_used", self.tools_not_used, context),
+        ]
         lo, hi, exact = self.min_tool_calls, self.max_tool_calls, self.exact_tool_calls
         if lo is not None and self.effective_min is None:
-            yield Fault(
-                f"{EXPECTS}.min_tool_calls", "0 is vacuous: every run makes at least 0 calls"
+            faults.append(
+                Fault(f"{EXPECTS}.min_tool_calls", "0 is vacuous: every run makes at least 0 calls")
             )
         if lo is not None and hi is not None and lo > hi:
-            yield Fault(
-                f"{EXPECTS}.min_tool_calls",
-                f"min_tool_calls ({lo}) exceeds max_tool_calls ({hi}): no run can pass",
+            faults.append(
+                Fault(
+                    f"{EXPECTS}.min_tool_calls",
+                    f"min_tool_calls ({lo}) exceeds max_tool_calls ({hi}): no run can pass",
+                )
             )
         if exact is not None and hi is not None and exact > hi:
-            yield Fault(
-                f"{EXPECTS}.exact_tool_calls",
-                f"exact_tool_calls ({exact}) exceeds max_tool_calls ({hi}): no run can pass",
+            faults.append(
+                Fault(
+                    f"{EXPECTS}.exact_tool_calls",
+                    f"exact_tool_calls ({exact}) exceeds max_tool_calls ({hi}): no run can pass",
+                )
             )
         if exact is not None and lo is not None and exact < lo:
-            yield Fault(
-                f"{EXPECTS}.exact_tool_calls",
-                f"exact_tool_calls ({exact}) is below min_tool_calls ({lo}): no run can pass",
+            faults.append(
+                Fault(
+                    f"{EXPECTS}.exact_tool_calls",
+                    f"exact_tool_calls ({exact}) is below min_tool_calls ({lo}): no run can pass",
+                )
             )
+        return iter(faults)
 
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         names = evidence.record.tools_called
         count = len(names)
-        calls = f"{count} tool call(s): {q_list(names)}"
+        shown = q_list(names)
+        calls = f"{count} tool call(s): {shown}"
         for i, name in enumerate(self.tools_used):
             ok = name in names
-            detail = "called" if ok else f"not called; tools called: {q_list(names)}"
+            detail = "called" if ok else f"not called; tools called: {shown}"
             yield Grade(f"tools_used({q(name)})", ok, detail, "tool", f"{EXPECTS}.tools_used[{i}]")
         unknown = evidence.agent_tools
         for i, name in enumerate(self.tools_not_used):
@@ -80,11 +90,12 @@ class ToolDispatch(Kind):
                 detail += " (not a tool the agent registers)"
             field = f"{EXPECTS}.tools_not_used[{i}]"
             yield Grade(f"tools_not_used({q(name)})", ok, detail, "tool", field)
-        for name, bound, holds in (
-            ("max_tool_calls", self.max_tool_calls, operator.le),
-            ("min_tool_calls", self.effective_min, operator.ge),
-            ("exact_tool_calls", self.exact_tool_calls, operator.eq),
-        ):
-            if bound is not None:
-                ok = holds(count, bound)
-                yield Grade(f"{name}({bound})", ok, calls, "tool", f"{EXPECTS}.{name}")
+        if (bound := self.max_tool_calls) is not None:
+            yield Grade(f"max_tool_calls({bound})", count <= bound, calls, "tool", _MAX)
+        if (bound := self.effective_min) is not None:
+            yield Grade(f"min_tool_calls({bound})", count >= bound, calls, "tool", _MIN)
+        if (bound := self.exact_tool_calls) is not None:
+            yield Grade(f"exact_tool_calls({bound})", count == bound, calls, "tool", _EXACT)
+
+
+_MAX, _MIN, _EXACT = (f"{EXPECTS}.{name}_tool_calls" for name in ("max", "min", "exact"))

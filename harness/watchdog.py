@@ -143,6 +143,12 @@ def run_watched(
     return [results.reports[i] for i in range(len(cases))]
 
 
+# Live runs going at once start this many seconds apart, not in one burst: a provider
+# sees their requests spread out instead of N at the same instant (a burst is what rate
+# limits answer with 429s), and their CPU on the one event loop interleaves with the
+# others' waits instead of queueing behind them. Sixteen cases take 30 ms to start.
+LIVE_START_SPACING = 0.002
+
 # Starting worker processes costs a second or so (the fork server, the agent framework's
 # imports), about what 200 replayed cases take on one core: below that "auto" runs the
 # cases here. A number of jobs the user gave is taken as it is.
@@ -285,6 +291,7 @@ class _SuiteWorker:
         self._loop = asyncio.get_running_loop()
         queue = list(reversed(self._pending))
         jobs = jobs_of(self._plan.jobs)
+        spacing = LIVE_START_SPACING if self._plan.mode == "live" else 0.0
         started = {u.index for u in self._pending if self._results.has(u)}
         tasks: set[asyncio.Task[None]] = set()
         while queue or tasks:
@@ -296,6 +303,8 @@ class _SuiteWorker:
                 task = self._loop.create_task(self._one(unit))
                 self._units[task] = unit
                 tasks.add(task)
+                if spacing and queue and len(tasks) < jobs:
+                    await asyncio.sleep(spacing)
             if not tasks:
                 break
             done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

@@ -4,6 +4,7 @@ stops the run early and the cases never started are reported as not run."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ SLOW_LOOP = (
     FAITHFUL_LOOP
     + """
 import asyncio
+import itertools
 import time
 
 
@@ -164,6 +166,7 @@ LATE_BLOCKER = (
     FAITHFUL_LOOP
     + """
 import asyncio
+import itertools
 import time
 
 
@@ -196,3 +199,31 @@ def test_the_run_blocking_the_thread_is_abandoned_not_the_one_it_keeps_waiting(
     healthy, blocker = report.cases
     assert healthy.passed, healthy.first_failure()  # waited on the blocker, then ran again
     assert blocker.error is not None and "blocked its thread" in blocker.error
+
+
+def test_live_runs_going_at_once_start_spaced_not_in_one_burst(tmp_path: Path) -> None:
+    # A provider sees N cases' first requests spread over a few milliseconds, not at one
+    # instant (the burst a rate limit answers with 429s).
+    from conftest import BUILTIN_SURFACE
+
+    from harness.agent_registry import resolve_agent
+    from harness.model_boundary import ModelBackend
+    from harness.runner import CasePlan, replay_backend
+    from harness.suite import Case, load_suite
+    from harness.watchdog import LIVE_START_SPACING, run_watched
+
+    suite = write_suite(tmp_path / "suite", {f"{n}.json": says_hi(f"c{n}") for n in range(5)})
+    cases = load_suite(suite, "replay", BUILTIN_SURFACE)
+    started: list[float] = []
+
+    def backend(case: Case) -> ModelBackend:
+        started.append(time.monotonic())
+        return replay_backend(case)
+
+    adapter = resolve_agent("openai-agents")
+    plan = CasePlan(adapter, "live", backend, None, 30.0, tmp_path, jobs=5)
+    reports = run_watched(cases, plan, None)
+    assert all(r.passed for r in reports), [r.first_failure() for r in reports]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(started)]
+    assert LIVE_START_SPACING >= 0.002  # two milliseconds apart at least
+    assert len(gaps) == 4 and min(gaps) >= 0.0019, gaps

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -1016,3 +1017,23 @@ def assert_key_kept_out(runs: Runs, server: OpenAIServer | None = None) -> None:
         assert server.requests, "the server was never asked"
         for request in server.requests:
             assert request.headers.get("authorization") == f"Bearer {LIVE_KEY}"
+
+
+def finishes_within(seconds: float, action: Callable[[], Any]) -> Any:
+    """Run `action` on a worker thread; fail the test (instead of hanging it) if it blocks."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = action()
+        except BaseException as exc:  # handed back to the test thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(timeout=seconds)
+    if worker.is_alive():
+        pytest.fail(f"did not finish within {seconds}s: it blocked")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

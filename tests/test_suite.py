@@ -7,10 +7,7 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import (
@@ -18,6 +15,7 @@ from conftest import (
     REPO,
     SHARED_FIXTURES,
     Cli,
+    finishes_within,
     lines,
     project,
     replay_trace,
@@ -41,26 +39,6 @@ def refused(directory: Path) -> list[str]:
         load(directory)
     assert str(caught.value) == "\n".join(lines(caught.value.problems))
     return lines(caught.value.problems)
-
-
-def finishes_within(seconds: float, action: Callable[[], Any]) -> Any:
-    """Run `action` on a worker thread; fail the test (instead of hanging it) if it blocks."""
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = action()
-        except BaseException as exc:  # handed back to the test thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(timeout=seconds)
-    if worker.is_alive():
-        pytest.fail(f"did not finish within {seconds}s: it blocked")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 # --- the suite directory -------------------------------------------------------------------

@@ -6,12 +6,10 @@ problems carry are the paths' own."""
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import BUILTIN_SURFACE, lines, replay_trace, write_fixture
+from conftest import BUILTIN_SURFACE, finishes_within, lines, replay_trace, write_fixture
 
 from harness import suite
 from harness.problems import AdmissionError
@@ -33,25 +31,6 @@ def listed_as_regular(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(suite, "_regular", lambda entry: True)
 
 
-def within(seconds: float, action: Any) -> Any:
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = action()
-        except BaseException as exc:  # handed back to the test thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(timeout=seconds)
-    if worker.is_alive():
-        pytest.fail(f"did not finish within {seconds}s: it blocked")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
 @FIFO
 @pytest.mark.usefixtures("listed_as_regular")
 def test_a_fifo_listed_as_a_file_is_refused_without_blocking(tmp_path: Path) -> None:
@@ -59,7 +38,9 @@ def test_a_fifo_listed_as_a_file_is_refused_without_blocking(tmp_path: Path) -> 
     fifo = tmp_path / "b.json"
     os.mkfifo(fifo)
     try:
-        assert within(5, lambda: refused(tmp_path)) == [f"{fifo}: $: not a regular file (FIFO)"]
+        assert finishes_within(5, lambda: refused(tmp_path)) == [
+            f"{fifo}: $: not a regular file (FIFO)"
+        ]
     finally:
         fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader that blocked would return
         os.close(fd)

@@ -247,24 +247,6 @@ def run_cases(
     return report
 
 
-def _finish(report: SuiteReport, reporters: Sequence[Reporter], broken: dict[int, str]) -> None:
-    """Every reporter's `finish`; a report that cannot be written does not keep the others
-    from being written, and is raised (all of them) at the end."""
-    failures: list[str] = []
-    for index, reporter in enumerate(reporters):
-        if index in broken:
-            failures.append(broken[index])
-            continue
-        try:
-            reporter.finish(report)
-        except ReportWriteError as exc:
-            failures.append(str(exc))
-        except (OSError, ValueError) as exc:  # a stream reporter's closed pipe, full disk
-            failures.append(_stream_failure(exc))
-    if failures:
-        raise ReportWriteError("\n".join(failures))
-
-
 def run_suite(
     suite_dir: str | Path,
     *,
@@ -357,7 +339,21 @@ class _Delivery:
         self._each(lambda reporter: reporter.case_done(case))
 
     def finish(self, report: SuiteReport) -> None:
-        _finish(report, self._reporters, self._broken)
+        """Every reporter's `finish`; a report that cannot be written does not keep the
+        others from being written, and is raised (all of them) at the end."""
+        failures: list[str] = []
+        for index, reporter in enumerate(self._reporters):
+            if index in self._broken:
+                failures.append(self._broken[index])
+                continue
+            try:
+                reporter.finish(report)
+            except ReportWriteError as exc:
+                failures.append(str(exc))
+            except (OSError, ValueError) as exc:  # a stream reporter's closed pipe, full disk
+                failures.append(_stream_failure(exc))
+        if failures:
+            raise ReportWriteError("\n".join(failures))
 
     def abandon(self) -> None:
         for reporter in self._reporters:

@@ -349,23 +349,22 @@ def tool_surface(case: Case, tools: frozenset[str], allowed: frozenset[str] | No
     """The sorted names of the tools `case` could use: the agent's (`tools`), narrowed by
     the fixture's `tools` and, in live mode, by `allowed`. A baseline keeps it, so a case
     whose tools changed is not compared with a verdict reached with other tools."""
-    named = case.trace.tools
-    return sorted(
-        name
-        for name in tools
-        if (named is None or name in named) and (allowed is None or name in allowed)
-    )
+    usable = _usable(case, allowed)
+    return sorted(name for name in tools if usable(name))
 
 
 def case_tools(tools: list[Tool], case: Case, allowed: frozenset[str] | None) -> list[Tool]:
     """The adapter's tools a case may use: those it names in `tools` (all when it names
     none), and in live mode only those `live_allowed_tools` allows."""
+    usable = _usable(case, allowed)
+    return [t for t in tools if usable(t.name)]
+
+
+def _usable(case: Case, allowed: frozenset[str] | None) -> Callable[[str], bool]:
+    """Whether a tool of the agent is one `case` may use: named in its `tools` (any, when
+    it names none) and, in live mode, allowed."""
     named = case.trace.tools
-    return [
-        t
-        for t in tools
-        if (named is None or t.name in named) and (allowed is None or t.name in allowed)
-    ]
+    return lambda name: (named is None or name in named) and (allowed is None or name in allowed)
 
 
 async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) -> None:

@@ -83,37 +83,36 @@ def digest_of(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-class _Trace:
-    """A case's `trace` field: the trace it holds, or, for a case that dropped it, its
-    file read and parsed again (by the parser that admitted it, so the same trace).
-    Setting it (the dataclass's `__init__`, `replace`) also sets the case's id."""
+class _Dropped:
+    """A field an admitted case drops (`part` of what `_reread` gives: 0 its text, 1 its
+    trace): the value it holds, or, for a case that dropped it, its file read again (and
+    parsed by the parser that admitted it, so the same trace)."""
+
+    part = 0
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot
 
     def __get__(self, case: Case | None, owner: type | None = None) -> Any:
         if case is None:
             return self
-        trace: LlmTrace | None = _TRACE_SLOT.__get__(case)
-        if trace is not None:
-            return trace
-        text: str | None = _TEXT_SLOT.__get__(case)
-        return _parsed(text) if text is not None else _reread(_where(case), case._digest)[1]
+        held = self._slot.__get__(case)
+        return held if held is not None else _reread(_where(case), case._digest)[self.part]
+
+    def __set__(self, case: Case, value: Any) -> None:
+        self._slot.__set__(case, value)
+
+
+class _Trace(_Dropped):
+    """The `trace` field; setting it (the dataclass's `__init__`, `replace`) also sets the
+    case's id, and makes it a case that holds its trace and text."""
+
+    part = 1
 
     def __set__(self, case: Case, trace: LlmTrace) -> None:
-        _TRACE_SLOT.__set__(case, trace)
+        self._slot.__set__(case, trace)
         _ID_SLOT.__set__(case, trace.case_id)
-        _DIGEST_SLOT.__set__(case, None)  # it holds its trace (and its text)
-
-
-class _Text:
-    """A case's `text` field: the text it holds, or its file read again."""
-
-    def __get__(self, case: Case | None, owner: type | None = None) -> Any:
-        if case is None:
-            return self
-        text: str | None = _TEXT_SLOT.__get__(case)
-        return text if text is not None else _reread(_where(case), case._digest)[0]
-
-    def __set__(self, case: Case, text: str) -> None:
-        _TEXT_SLOT.__set__(case, text)
+        _DIGEST_SLOT.__set__(case, None)
 
 
 class _Path:
@@ -140,19 +139,14 @@ _ID_SLOT = Case.__dict__["_id"]
 _PATH_SLOT = Case.__dict__["path"]
 _DIGEST_SLOT = Case.__dict__["_digest"]
 # In place of the slots' own descriptors, which they keep using underneath.
-setattr(Case, "trace", _Trace())  # noqa: B010 (typed as a field)
-setattr(Case, "text", _Text())  # noqa: B010 (typed as a field)
+setattr(Case, "trace", _Trace(_TRACE_SLOT))  # noqa: B010 (typed as a field)
+setattr(Case, "text", _Dropped(_TEXT_SLOT))  # noqa: B010 (typed as a field)
 setattr(Case, "path", _Path())  # noqa: B010 (typed as a field)
 
 
-# Cases run one at a time per worker (or `jobs` at once in one process): this many parsed
-# traces cover every case in flight, and ask nothing of memory.
+# Cases run one at a time per worker (or `jobs` at once in one process): this many fixtures
+# read again cover every case in flight, and ask nothing of memory.
 _PARSED_CASES = 256
-
-
-@functools.lru_cache(maxsize=_PARSED_CASES)
-def _parsed(text: str) -> LlmTrace:
-    return parse_admitted(text)
 
 
 @functools.lru_cache(maxsize=_PARSED_CASES)

@@ -63,8 +63,6 @@ class _Results:
     def __init__(self, cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> None:
         self._cases = cases
         self._on_case = on_case
-        self._maxfail = plan.maxfail
-        self._mode = plan.mode
         self._plan = plan
         self.runs = [runs_of(case, plan.mode, plan.repeat) for case in cases]
         # The runs in of each case not complete yet (a complete case's are in `reports`).
@@ -82,7 +80,8 @@ class _Results:
     @property
     def stopping(self) -> bool:
         """Enough cases failed (`--maxfail`): no new case starts."""
-        return self._maxfail is not None and self.failed >= self._maxfail
+        maxfail = self._plan.maxfail
+        return maxfail is not None and self.failed >= maxfail
 
     def add(self, unit: Unit, report: CaseReport) -> None:
         with self._lock:
@@ -95,7 +94,7 @@ class _Results:
             del self._partial[unit.index]
             # One run of a replay case is its report (replay has no clusters): its trace,
             # dropped since admission, is not parsed again to say so.
-            single = self._mode == "replay" and len(runs) == 1
+            single = self._plan.mode == "replay" and len(runs) == 1
             of = self._cases[unit.index]
             try:
                 whole = runs[0] if single else combine(of, [runs[r] for r in sorted(runs)])

@@ -74,6 +74,12 @@ def says_hi(name: str, user_input: str = "Say hi") -> dict[str, Any]:
     return fixture(name, [turn(user_input, text_step("hi there"))], {"response_contains": ["hi"]})
 
 
+def inputs_suite(tmp_path: Path, **inputs: str) -> Path:
+    """A suite of `says_hi` cases, one per keyword (its id) with that user input, in order."""
+    cases = {f"{n}.json": says_hi(name, text) for n, (name, text) in enumerate(inputs.items())}
+    return write_suite(tmp_path / "suite", cases)
+
+
 def hostile_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.syspath_prepend(str(tmp_path))
     return f"{write_module(tmp_path, HOSTILE_LOOP)}:hostile"
@@ -134,14 +140,7 @@ def test_a_segfault_is_that_case_s_run_error_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = hostile_agent(tmp_path, monkeypatch)
-    suite = write_suite(
-        tmp_path / "suite",
-        {
-            "0.json": says_hi("first", "crash now"),
-            "1.json": says_hi("second", "crash now"),
-            "2.json": says_hi("third"),
-        },
-    )
+    suite = inputs_suite(tmp_path, first="crash now", second="crash now", third="Say hi")
     report = run_suite(suite, agent=spec, jobs=2)
     first, second, third = report.cases
     assert first.error == second.error == "the worker running the case died (killed by SIGSEGV)"
@@ -152,14 +151,7 @@ def test_the_case_timeout_and_the_watchdog_hold_in_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = hostile_agent(tmp_path, monkeypatch)
-    suite = write_suite(
-        tmp_path / "suite",
-        {
-            "0.json": says_hi("slow", "nap 30"),
-            "1.json": says_hi("blocking", "block now"),
-            "2.json": says_hi("fine"),
-        },
-    )
+    suite = inputs_suite(tmp_path, slow="nap 30", blocking="block now", fine="Say hi")
     started = time.monotonic()
     report = run_suite(suite, agent=spec, jobs=2, case_timeout=1.0)
     assert time.monotonic() - started < 20

@@ -170,11 +170,10 @@ def _reread(where: str, digest: bytes | None) -> tuple[str, LlmTrace]:
 def fixture_paths(directory: Path) -> list[Path]:
     """The suite's fixtures in sorted file-name order; never descends, never opens. A
     single fixture file is a suite of one."""
-    return [listed.path for listed in _listed(directory)]
+    return [Path(listed.where) for listed in _listed(directory)]
 
 
 class _Listed(NamedTuple):
-    path: Path
     name: str
     where: str  # `str(path)`
     # The listing said it is a regular file (not a symlink), which it says without a
@@ -186,7 +185,7 @@ def _listed(directory: Path) -> list[_Listed]:
     """`fixture_paths`, each with what the listing said about it."""
     where = str(directory)
     if directory.name.endswith(".json") and directory.is_file():
-        return [_Listed(directory, directory.name, where, False)]
+        return [_Listed(directory.name, where, False)]
     try:
         with os.scandir(directory) as entries:
             found = sorted(
@@ -205,7 +204,7 @@ def _listed(directory: Path) -> list[_Listed]:
     # A child's text is its directory's followed by its name, as pathlib spells children:
     # worked out once, not formatted again from its parts for each of thousands.
     prefix = str(directory / "_")[:-1]
-    return [_Listed(directory / name, name, prefix + name, regular) for name, regular in found]
+    return [_Listed(name, prefix + name, regular) for name, regular in found]
 
 
 def _regular(entry: os.DirEntry[str]) -> bool:
@@ -236,12 +235,12 @@ def _read_fixture(where: str, regular: bool = False) -> tuple[bytes, str]:
 
 def load_case(path: Path, mode: Mode, agent: AgentSurface) -> Case:
     """Admit one fixture or raise `AdmissionError` with every problem in it."""
-    trace, _, text = _admit(_Listed(path, path.name, str(path), False), mode, agent)
+    trace, _, text = _admit(_Listed(path.name, str(path), False), mode, agent)
     return Case(trace, path, text)
 
 
 def _admit(listed: _Listed, mode: Mode, agent: AgentSurface) -> tuple[LlmTrace, bytes, str]:
-    _, name, where, regular = listed
+    name, where, regular = listed
     # Refused before it is read: every other message would carry the name as it is.
     unsafe = unsafe_name_problem("file name", name)
     if unsafe is not None:

@@ -46,10 +46,7 @@ RAISED_BY_AGENT_CODE: tuple[type[BaseException], ...] = (BaseException,)
 
 
 def describe(exc: BaseException) -> str:
-    """`Type: message` for an exception agent code raised, even when its `__str__` raises;
-    a SystemExit or KeyboardInterrupt a task raised is shown as itself."""
-    shown = getattr(exc, "original", None) if type(exc).__name__ == "RaisedInTask" else None
-    exc = shown if isinstance(shown, BaseException) else exc
+    """`Type: message` for an exception agent code raised, even when its `__str__` raises."""
     try:
         return f"{type(exc).__name__}: {exc}"
     except RAISED_BY_AGENT_CODE:

@@ -57,44 +57,41 @@ class DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
         self._closed = True
 
 
-class RaisedInTask(Exception):
-    """A SystemExit or KeyboardInterrupt that code running in a task raised, carried as an
-    ordinary exception: asyncio lets those two out of the event loop itself, which would
-    end every case of the run at once (and a SystemExit(0) would end it green)."""
+def _until_done(loop: asyncio.AbstractEventLoop, task: asyncio.Future[T]) -> T:
+    """`loop.run_until_complete(task)`, through any SystemExit or KeyboardInterrupt that
+    agent code raises in a task or callback of its own.
 
-    def __init__(self, original: BaseException) -> None:
-        super().__init__(f"{type(original).__name__}: {original}")
-        self.original = original
-
-
-async def _contained(work: Coroutine[Any, Any, T]) -> T:
-    try:
-        return await work
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise RaisedInTask(exc) from exc
-
-
-def _task_factory(
-    loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, Any], **kwargs: Any
-) -> asyncio.Task[Any]:
-    return asyncio.Task(_contained(work), loop=loop, **kwargs)
+    asyncio lets those two out of the loop itself, which would end every case of the run at
+    once (and a SystemExit(0) would end it green). The task that raised keeps the exception
+    as its result, so whoever awaits it (the case) sees it raised there, and the loop goes
+    on. Catching the
+    escape here instead of wrapping every task's coroutine costs nothing per task: an agent
+    loop creates dozens of tasks per case."""
+    # Only where cases run: on the main thread, a KeyboardInterrupt is the user's Ctrl-C.
+    resume = threading.current_thread() is not threading.main_thread()
+    while True:
+        try:
+            return loop.run_until_complete(task)
+        except (SystemExit, KeyboardInterrupt):
+            if task.done() or not resume:
+                raise
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)`, except that nothing left running can hold the caller (worker
     threads are daemons, and tasks the agent left get `CLEANUP_SECS` to end), and no task
-    can stop the loop by raising SystemExit or KeyboardInterrupt (`RaisedInTask`)."""
+    can stop the loop by raising SystemExit or KeyboardInterrupt (`_until_done`)."""
     loop = asyncio.new_event_loop()
-    loop.set_task_factory(_task_factory)  # type: ignore[arg-type]
     executor = DaemonExecutor()
     loop.set_default_executor(executor)
     try:
-        return loop.run_until_complete(main)
+        return _until_done(loop, loop.create_task(main))
     finally:
         try:
             _cancel_leftovers(loop)
             with contextlib.suppress(Exception):
-                loop.run_until_complete(asyncio.wait_for(loop.shutdown_asyncgens(), CLEANUP_SECS))
+                cleanup = asyncio.wait_for(loop.shutdown_asyncgens(), CLEANUP_SECS)
+                _until_done(loop, loop.create_task(cleanup))
         finally:
             executor.shutdown(wait=False)
             loop.close()
@@ -107,7 +104,7 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
     for task in tasks:
         task.cancel()
     # A task that ignores cancellation is left pending; the loop is closed regardless.
-    loop.run_until_complete(asyncio.wait(tasks, timeout=CLEANUP_SECS))
+    _until_done(loop, loop.create_task(asyncio.wait(tasks, timeout=CLEANUP_SECS)))
     for task in tasks:
         if not task.done():
             # Its "destroyed but pending" warning would print the agent's coroutine.

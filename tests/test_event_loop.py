@@ -4,6 +4,7 @@ left behind, and bounded calls give up on code that blocks."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 
@@ -65,6 +66,76 @@ def test_a_task_ignoring_cancellation_cannot_hold_the_loop_open() -> None:
     started = time.monotonic()
     event_loop.run(main())
     assert time.monotonic() - started < event_loop.CLEANUP_SECS + 3
+
+
+def _on_a_thread(work: object) -> object:
+    # Cases run off the main thread; `run` is called there the way the watchdog calls it.
+    out: list[object] = []
+
+    def main() -> None:
+        try:
+            out.append(event_loop.run(work))  # type: ignore[arg-type]
+        except BaseException as exc:  # what escaped the loop, for the test to see
+            out.append(exc)
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive()
+    return out[0]
+
+
+@pytest.mark.parametrize("raised", [SystemExit(0), KeyboardInterrupt("by agent code")])
+def test_a_task_s_system_exit_reaches_its_awaiter_and_the_loop_goes_on(
+    raised: BaseException,
+) -> None:
+    async def tool() -> None:
+        raise raised
+
+    async def linger() -> None:
+        await asyncio.sleep(60)
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        loop.create_task(linger())  # left behind, and cancelled as ever
+        try:
+            await asyncio.gather(loop.create_task(tool()))
+        except (SystemExit, KeyboardInterrupt) as exc:
+            seen = f"awaiter saw {type(exc).__name__}"
+        loop.call_soon(lambda: sys.exit(3))  # a callback's is dropped with the callback
+        await asyncio.sleep(0.01)
+        return seen + ", loop went on"
+
+    assert _on_a_thread(main()) == f"awaiter saw {type(raised).__name__}, loop went on"
+
+
+def test_a_left_task_raising_system_exit_when_cancelled_does_not_escape() -> None:
+    async def stubborn_exit() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            sys.exit(0)
+
+    async def main() -> int:
+        asyncio.get_running_loop().create_task(stubborn_exit())
+        await asyncio.sleep(0)
+        return 5
+
+    assert _on_a_thread(main()) == 5
+
+
+def test_on_the_main_thread_a_keyboard_interrupt_still_stops_the_loop() -> None:
+    # There it is the user's Ctrl-C, which must stop the run.
+    async def main() -> str:
+        async def pressed() -> None:
+            raise KeyboardInterrupt
+
+        asyncio.get_running_loop().create_task(pressed())
+        await asyncio.sleep(1)
+        return "went on"
+
+    with pytest.raises(KeyboardInterrupt):
+        event_loop.run(main())
 
 
 def test_call_within_gives_up_on_a_call_that_blocks() -> None:

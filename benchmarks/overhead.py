@@ -42,15 +42,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "evals" / "regression"
 
 
-def make_cases(n: int, directory: Path, suite: Path = SUITE) -> list[dict[str, Any]]:
-    """N fixtures cycling over a suite's fixtures, each under a unique id."""
+def scripted_cases(n: int, suite: Path = SUITE) -> list[dict[str, Any]]:
+    """N cases cycling over a suite's fixtures, each under a unique id."""
     templates = [json.loads(p.read_text("utf-8")) for p in sorted(suite.glob("*.json"))]
-    cases = []
-    for i in range(n):
-        case = dict(templates[i % len(templates)])
-        case["id"] = f"bench-{i:05d}"
+    return [dict(templates[i % len(templates)], id=f"bench-{i:05d}") for i in range(n)]
+
+
+def make_cases(n: int, directory: Path, suite: Path = SUITE) -> list[dict[str, Any]]:
+    """`scripted_cases`, each also written to `directory` as a fixture."""
+    cases = scripted_cases(n, suite)
+    for i, case in enumerate(cases):
         (directory / f"case_{i:05d}.json").write_text(json.dumps(case), "utf-8")
-        cases.append(case)
     return cases
 
 

@@ -166,7 +166,8 @@ def _context(spec: WorkerSpec, adapter_module: str) -> Any:
     # would be the one every later run got, whatever had changed on disk since.
     preload = ["__main__", __name__, spec.run.__module__]
     if adapter_module.startswith("harness."):
-        preload.append(adapter_module)
+        # Then one case through it, in the server: workers start with the framework warm.
+        preload += [adapter_module, "harness.worker_warmup"]
     context.set_forkserver_preload(preload)  # ignored once the server runs
     return context
 

@@ -62,8 +62,8 @@ def _parallel(posargs: list[str]) -> list[str]:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Lint: ruff check, ruff format --check, mypy --strict over the package; actionlint and
-    zizmor's offline audits over the workflows."""
+    """Lint: ruff check, ruff format --check, mypy --strict over the package and the
+    benchmarks; actionlint and zizmor's offline audits over the workflows."""
     session.install(ALL_AGENTS, *nox.project.dependency_groups(PYPROJECT, "lint", "test"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")

@@ -114,7 +114,7 @@ async def _unused(_ctx: Any, arguments: str) -> str:
     return ""
 
 
-def _tools() -> list[FunctionTool]:
+def _tools() -> list[Any]:
     """The same tool definitions (names, descriptions, schemas) the harness gives its agent,
     so both sides run the same agent; only the implementations are the bare minimum."""
     invoke = {"echo": _echo, "fail": _fail}

@@ -68,7 +68,7 @@ class Item(NamedTuple):
     def of(cls, place: int, case: Case) -> Item:
         digest = case.digest
         text = case.text if digest is None else None
-        return cls(place, str(case.path), case.id, digest, text)
+        return cls(place, case.where, case.id, digest, text)
 
     def case(self) -> Case:
         if self.digest is not None:

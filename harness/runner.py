@@ -108,7 +108,7 @@ def jobs_of(jobs: Jobs) -> int:
     return int(count() or 1)
 
 
-def display_path(path: Path, root: Path) -> str:
+def display_path(path: str | Path, root: Path) -> str:
     """The fixture path relative to the project root, as CI annotations want it."""
     # abspath, not resolve(): no file-system walk per case, and the path the user gave is
     # the one to show (a symlinked suite keeps its own name).

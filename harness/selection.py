@@ -9,6 +9,7 @@ run, and a regression suite run on a selection is marked partial in every report
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -168,7 +169,7 @@ def choose(cases: Sequence[Case], selection: Selection) -> list[Case]:
             f"--case {', '.join(repr(u) for u in unknown)}: no such case in the suite"
         )
     selected = selection.matcher()
-    chosen = [case for case in cases if selected(case.id, case.path.name)]
+    chosen = [case for case in cases if selected(case.id, os.path.basename(case.where))]
     only_shard = selection.keyword is None and not selection.case_ids
     if not chosen and not only_shard:  # a shard of a small suite may hold no case
         raise EmptySelection(

@@ -73,6 +73,12 @@ class Case:
         return self._id
 
     @property
+    def where(self) -> str:
+        """Its path as text, as admitted: what a report shows and a worker opens, without
+        making a `Path` of it for each case."""
+        return _where(self)
+
+    @property
     def digest(self) -> bytes | None:
         """The digest of the admitted bytes, for a case that reads them again; else None."""
         return self._digest

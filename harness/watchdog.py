@@ -134,7 +134,7 @@ def run_watched(
     reason = f"the run stopped after {plan.maxfail} failing case(s) (--maxfail)"
     for index, case in enumerate(cases):
         if index not in results.reports:  # never started: the run stopped early
-            unrun = CaseReport.unrun(case.id, display_path(case.path, plan.root), reason)
+            unrun = CaseReport.unrun(case.id, display_path(case.where, plan.root), reason)
             report = sealed(unrun, case, plan)
             results.reports[index] = report
             if on_case is not None:
@@ -181,7 +181,7 @@ def _in_workers(
     def died(index: int, why: str) -> None:
         case = cases[index]
         results.add(
-            Unit(index, 0), errored_report(case, display_path(case.path, plan.root), why, None)
+            Unit(index, 0), errored_report(case, display_path(case.where, plan.root), why, None)
         )
 
     items = [Item.of(u.index, cases[u.index]) for u in pending]
@@ -313,7 +313,7 @@ class _SuiteWorker:
 
     async def _one(self, unit: Unit) -> None:
         plan, case = self._plan, self._cases[unit.index]
-        fixture = display_path(case.path, plan.root)
+        fixture = display_path(case.where, plan.root)
         try:
             progress = start_case(case, plan, fixture)
         except RAISED_BY_AGENT_CODE as exc:  # e.g. an adapter's tools() raising

@@ -127,17 +127,12 @@ class _Surface:
 def _surface(mode: Mode, agent: AgentSurface) -> _Surface:
     # The one a suite asks for each of its fixtures, known by identity (the surface holds
     # its agent, so no other object can have its id meanwhile): hashing the agent for
-    # every fixture costs more than what it looks up.
+    # every fixture costs more than what it looks up, and another agent's is made anew.
     last = _LAST[0]
     if last is not None and last.agent is agent and last.mode == mode:
         return last
-    _LAST[0] = surface = _surfaces(mode, agent)
+    _LAST[0] = surface = _Surface(mode, agent)
     return surface
-
-
-@functools.lru_cache(maxsize=16)
-def _surfaces(mode: Mode, agent: AgentSurface) -> _Surface:
-    return _Surface(mode, agent)
 
 
 _LAST: list[_Surface | None] = [None]

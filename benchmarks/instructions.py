@@ -5,7 +5,8 @@ figure of the harness's own cost that a shared, noisy machine cannot move.
 
 CPU time on shared cores varies from round to round by more than the harness's whole cost
 (`benchmarks/scale.py` quotes the median of interleaved rounds for that reason). Counting
-instructions instead gives the same number on every run: each side (`run_suite` and the
+instructions instead gives nearly the same number on every run (one hash seed for all; the
+temporary paths still differ, which moves it by about a tenth of a percent): each side (`run_suite` and the
 bare loop of `benchmarks/overhead.py`, on the same cases) runs under `valgrind
 --tool=cachegrind --cache-sim=no` twice, over n/3 and n cases, and the difference of the two
 counts, per case, is what one more case costs, with start-up, imports and the run's fixed
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import subprocess
@@ -66,7 +68,10 @@ def count(side: str, directory: Path, warm: Path) -> int:
         str(directory),
         str(warm),
     ]
-    done = subprocess.run(command, capture_output=True, text=True)
+    # One hash seed for every run: string hashes steer dict and set probing, which would
+    # move the count between runs of the same code.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if done.returncode != 0 or found is None:
         sys.exit(f"valgrind run of the {side} side failed:\n{done.stderr[-2000:]}")

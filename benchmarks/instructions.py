@@ -6,12 +6,12 @@ figure of the harness's own cost that a shared, noisy machine cannot move.
 CPU time on shared cores varies from round to round by more than the harness's whole cost
 (`benchmarks/scale.py` quotes the median of interleaved rounds for that reason). Counting
 instructions instead gives nearly the same number on every run (one hash seed for all; the
-temporary paths still differ, which moves it by about a tenth of a percent): each side (`run_suite` and the
-bare loop of `benchmarks/overhead.py`, on the same cases) runs under `valgrind
---tool=cachegrind --cache-sim=no` twice, over n/3 and n cases, and the difference of the two
-counts, per case, is what one more case costs, with start-up, imports and the run's fixed
-costs taken off. The four counts run two at a time. Needs valgrind (Debian's `valgrind`);
-about 50 times slower than native, so a few minutes.
+temporary paths still differ, which moves it by about a tenth of a percent): each side
+(`run_suite` and the bare loop of `benchmarks/overhead.py`, on the same cases) runs under
+`valgrind --tool=cachegrind --cache-sim=no` twice, over n/3 and n cases, and the difference
+of the two counts, per case, is what one more case costs, with start-up, imports and the
+run's fixed costs taken off. The four counts run two at a time. Needs valgrind (Debian's
+`valgrind`); about 50 times slower than native, so a few minutes.
 
 Instructions are not time: memory stalls and system calls count for nothing here, so the
 CPU-time ratio can be higher than this one. What this measures is the work the harness adds.

@@ -1,4 +1,5 @@
-"""The one deadline primitive: `await within(seconds, coro)`.
+"""The deadline primitive: `await within(seconds, coro)`, and `WatchedDeadline`, the same
+deadline with its clock kept by a watching thread instead of the event loop.
 
 It tells its own expiry (`DeadlineExceeded`) from a `TimeoutError` the awaited code raises
 itself, and it bounds the whole await, not one phase of it. On Python 3.11+ it is asyncio's
@@ -10,9 +11,13 @@ deadline: that is the runner's watchdog's job.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import sys
-from collections.abc import Awaitable
-from typing import TypeVar
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol, TypeVar
 
 from harness.errors import HarnessError
 
@@ -41,6 +46,110 @@ async def within(seconds: float, work: Awaitable[T]) -> T:
             raise DeadlineExceeded
         return result
     return await _within_310(seconds, work)  # pragma: no cover - Python 3.10 only
+
+
+class _Phase(Protocol):
+    """What is used of `asyncio.Timeout` (3.11+; the stubs for 3.10 have no such name)."""
+
+    def reschedule(self, when: float | None) -> None: ...
+
+
+class WatchedDeadline:
+    """`within`, for phases one after another, expired by a thread that watches them
+    (`DeadlineWatch`) rather than by a timer of the event loop.
+
+    A timer pending on a loop costs every turn of that loop a look at its timer heap: over
+    a replayed case's seventy-odd turns of the loop that is about one percent of the case,
+    for a timer that almost never fires. The runner's watchdog looks at every case in
+    flight anyway, so it keeps these clocks instead. `on_start` hears each phase's due
+    time (`time.monotonic()`) as it starts."""
+
+    def __init__(self, on_start: Callable[[float], None] | None = None) -> None:
+        self._on_start = on_start
+        # The phase in progress, its loop and its due time, as one value: the watching
+        # thread reads it while the loop's thread may be moving on to the next phase.
+        self._current: tuple[_Phase, asyncio.AbstractEventLoop, float] | None = None
+        self._expired: _Phase | None = None  # the phase last expired
+
+    async def within(self, seconds: float, work: Awaitable[T]) -> T:
+        if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 only
+            return await _within_310(seconds, work)
+        # No expiry of its own: `expire_if_due` gives it one.
+        timeout = asyncio.timeout(None)
+        try:
+            async with timeout:
+                due = time.monotonic() + seconds
+                self._current = (timeout, asyncio.get_running_loop(), due)
+                if self._on_start is not None:
+                    self._on_start(due)
+                result = await work
+        except TimeoutError:
+            if timeout.expired():
+                raise DeadlineExceeded from None
+            raise
+        finally:
+            self._current = None
+        if timeout.expired():
+            raise DeadlineExceeded
+        return result
+
+    @property
+    def due(self) -> float:
+        """When the phase in progress ends (`time.monotonic()`); inf: none in progress."""
+        current = self._current
+        return math.inf if current is None else current[2]
+
+    def expire_if_due(self, now: float) -> float:
+        """From the watching thread: expire the phase in progress if `now` is past its due
+        time. When the watcher needs to look again: that time (inf: no phase in progress,
+        or it is expired already)."""
+        current = self._current
+        if current is None or current[0] is self._expired:
+            return math.inf
+        phase, loop, due = current
+        if now < due:
+            return due
+        self._expired = phase
+        # A loop closed meanwhile has nothing left to expire.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._expire, phase, loop)
+        return math.inf
+
+    def _expire(self, phase: _Phase, loop: asyncio.AbstractEventLoop) -> None:
+        # On the loop's thread, where the phase may have ended since the watcher looked.
+        current = self._current
+        if current is not None and current[0] is phase:
+            phase.reschedule(loop.time())
+
+
+class DeadlineWatch:
+    """The clock of `WatchedDeadline`s, kept by one watching thread: each `look` expires
+    those due and sleeps until the next falls due, or at most `poll`. A phase that starts
+    meanwhile and falls due sooner wakes it, as does `wake`."""
+
+    def __init__(self) -> None:
+        self._woken = threading.Event()
+        self._wake_at = math.inf  # when the sleeping watcher wakes by itself
+
+    def deadline(self) -> WatchedDeadline:
+        return WatchedDeadline(self._phase_started)
+
+    def wake(self) -> None:
+        self._woken.set()
+
+    def look(self, deadlines: Iterable[WatchedDeadline], poll: float) -> None:
+        now = time.monotonic()
+        # Published before the scan: a phase starting from here on sees it (and wakes
+        # this thread if it falls due sooner); one that started before is in the scan.
+        self._wake_at = now + poll
+        due = min((d.expire_if_due(now) for d in deadlines), default=math.inf)
+        self._woken.wait(max(min(poll, due - now), 0.0))
+        # A phase that woke it after the wait is seen by the next look's scan.
+        self._woken.clear()
+
+    def _phase_started(self, due: float) -> None:
+        if due < self._wake_at:
+            self._woken.set()
 
 
 async def _within_310(seconds: float, work: Awaitable[T]) -> T:  # pragma: no cover

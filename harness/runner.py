@@ -13,15 +13,15 @@ import math
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from harness.agent import AgentAdapter, AgentContext
-from harness.deadline import DeadlineExceeded, within
+from harness.deadline import DeadlineExceeded, WatchedDeadline, within
 from harness.defaults import DEFAULT_CASE_WALL_CLOCK, DEFAULT_JOBS, DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from harness.errors import RAISED_BY_AGENT_CODE, describe
 from harness.expectations.registry import grade
@@ -38,6 +38,7 @@ from harness.verdict import CaseReport
 from harness.workspace import set_current_workspace
 
 BackendFactory = Callable[[Case], ModelBackend]
+T = TypeVar("T")
 _AGENT_FAILURES: tuple[type[BaseException], ...] = RAISED_BY_AGENT_CODE
 
 
@@ -142,6 +143,8 @@ class CaseProgress:
         self.grading = False
         self._wall_clock_binds = False  # whether the phase ends at the case's wall clock
         self._allowed: float | None = None  # what the phase in progress may take
+        # Set by a watchdog that keeps the phases' clocks (else each phase has a timer).
+        self.watched: WatchedDeadline | None = None
 
     def allowance(self, timeout: float) -> float:
         """Seconds the phase starting now may take: its own timeout, or what is left of the
@@ -151,6 +154,13 @@ class CaseProgress:
         self._wall_clock_binds = left < timeout
         self._allowed = max(left, 0.0) if self._wall_clock_binds else timeout
         return self._allowed
+
+    async def within(self, timeout: float, work: Awaitable[T]) -> T:
+        """`await work` as the phase starting now, bounded by its `allowance`."""
+        allowed = self.allowance(timeout)
+        if self.watched is None:
+            return await within(allowed, work)
+        return await self.watched.within(allowed, work)
 
     def overdue(self, timeout: float, grace: float) -> bool:
         """Whether the case has outlived its phase's timeout or its wall clock by `grace`:
@@ -377,7 +387,7 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
         session = adapter.start(context)
         return await session if inspect.isawaitable(session) else session
 
-    session = await within(progress.allowance(timeout), start())
+    session = await progress.within(timeout, start())
     for index, turn in enumerate(progress.case.trace.turns):
         # A pause the provider asked for delays the turn instead of using up its time: it
         # is waited out before the turn's clock starts, within the case's wall clock.
@@ -385,7 +395,7 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
         progress.transcript.start_turn(index)
         context.model.start_turn(index)
         # The watchdog times each turn from here, as the deadline does.
-        response = await within(progress.allowance(timeout), _turn(session, turn.user_input))
+        response = await progress.within(timeout, _turn(session, turn.user_input))
         progress.responses.append(response)
         context.model.end_turn(index)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness import event_loop
+from harness.deadline import DeadlineWatch
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.process_pool import Item, PoolUnavailable, WorkerPool, worker_spec
 from harness.repeats import combine, runs_of
@@ -224,6 +225,7 @@ class _SuiteWorker:
         self._lock = threading.Lock()
         self._abandoned = False
         self._done = threading.Event()
+        self.clock = DeadlineWatch()  # the clocks of the runs' phases, kept by `watch`
         self._failure: BaseException | None = None
         self.running: dict[Unit, CaseProgress] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -234,10 +236,16 @@ class _SuiteWorker:
             threading.Thread(target=self._main, name="zeroclaw-eval-cases", daemon=True).start()
 
     def watch(self) -> tuple[Unit, CaseProgress] | None:
-        """Wait for the worker; the run it abandoned, if any."""
+        """Wait for the worker, expiring its runs' phases as they fall due (their clocks
+        are kept here: `DeadlineWatch`); the run it abandoned, if any."""
         timeout = self._plan.timeout
         poll = min(1.0, timeout / 4, self._plan.case_wall_clock / 4)
-        while not self._done.wait(poll):
+        while True:
+            with self._lock:
+                watched = [p.watched for p in self.running.values() if p.watched is not None]
+            self.clock.look(watched, poll)
+            if self._done.is_set():
+                break
             with self._lock:
                 overdue = [
                     (u, p) for u, p in self.running.items() if p.overdue(timeout, GRACE_SECS)
@@ -285,6 +293,7 @@ class _SuiteWorker:
             self._failure = exc
         finally:
             self._done.set()
+            self.clock.wake()
 
     async def _run_all(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -319,6 +328,7 @@ class _SuiteWorker:
         except RAISED_BY_AGENT_CODE as exc:  # e.g. an adapter's tools() raising
             report = internal_error(case, fixture, exc)
         else:
+            progress.watched = self.clock.deadline()
             with self._lock:
                 self.running[unit] = progress
             report = await run_case(progress, plan)

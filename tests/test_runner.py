@@ -230,6 +230,30 @@ def test_hanging_async_agent_times_out_and_the_suite_continues(
     assert report.exit_code() == 1
 
 
+def test_a_replayed_case_keeps_no_timer_on_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watchdog keeps the turns' clocks: a timer pending on the loop would make every
+    # turn of the loop look at the timer heap, about a percent of a replayed case.
+    import asyncio
+
+    timers: list[str] = []
+    real = asyncio.BaseEventLoop.call_at
+
+    def call_at(
+        self: asyncio.BaseEventLoop, when: float, callback: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        timers.append(getattr(callback, "__qualname__", repr(callback)))
+        return real(self, when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "call_at", call_at)
+    suite = write_suite(tmp_path / "suite", {"a.json": echo_fixture("one", "hi")})
+    (case,) = run(suite, agent="openai-agents").cases
+    assert case.passed, (case.error, failing(case))
+    # The one timer: the bound on the loop's clean-up once its cases are done.
+    assert timers == ["_release_waiter"]
+
+
 def test_thread_blocking_agent_times_out_and_the_suite_continues(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,7 +32,7 @@ from harness.receipts import fixture_hash
 from harness.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
 from harness.suite import Case, FixtureChanged
-from harness.tool_registry import Tool, ToolRegistry
+from harness.tool_registry import ToolRegistry
 from harness.transcript import Conversation, Transcript
 from harness.verdict import CaseReport
 from harness.workspace import set_current_workspace
@@ -80,6 +80,11 @@ class CasePlan:
     @functools.cached_property
     def surfaces(self) -> dict[tuple[str, ...], list[str]]:
         return {}
+
+    @functools.cached_property
+    def whole_surface(self) -> list[str]:
+        """The surface of a case that narrows no tool: every one of the agent's."""
+        return sorted(self.surface_tools)
 
     @functools.cached_property
     def surface_tools(self) -> frozenset[str]:
@@ -133,6 +138,8 @@ class CaseProgress:
         wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
     ) -> None:
         self.case = case
+        # Read once: an admitted case dropped its trace, and each read finds it again.
+        self.trace = case.trace
         self.fixture = fixture
         self.context = context
         self.transcript = transcript
@@ -248,8 +255,12 @@ def internal_error(case: Case, fixture: str, exc: BaseException, turn: int = -1)
 
 def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     """A fresh context for `case`: backend, boundary, registry, workspace."""
-    tools = ToolRegistry.of(case_tools(plan.adapter.tools(), case, plan.allowed_tools))
-    transcript = Transcript(tools)
+    # The adapter's tools the case may use: those it names in `tools` (all when it names
+    # none), and in live mode only those `live_allowed_tools` allows.
+    usable = _usable(case.trace.tools, plan.allowed_tools)
+    tools = plan.adapter.tools()
+    registry = ToolRegistry.of(tools if usable is None else [t for t in tools if usable(t.name)])
+    transcript = Transcript(registry)
     boundary = ModelBoundary(
         plan.backend(case),
         keep_steps=plan.mode == "live",
@@ -257,7 +268,7 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         on_step=transcript.answered,
         max_calls_per_turn=plan.max_model_calls_per_turn,
     )
-    context = AgentContext(case.id, boundary, tools)
+    context = AgentContext(case.id, boundary, registry)
     if plan.prepare is not None:
         plan.prepare(case, context)
     return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock)
@@ -291,7 +302,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             return progress.errored(error, progress.record(), trace_text)
         # Graded without its transcript: no grade reads it (they read the conversation).
         record = progress.record(transcript=False)
-        expects = case.trace.expects
+        expects = progress.trace.expects
         assert expects is not None  # admission guarantees it
         progress.grading = True  # bounded by the wall clock, through the watchdog
         # Graded while the workspace still exists: graders inspect what the agent left
@@ -324,7 +335,7 @@ def _restore_cwd(cwd: str) -> None:
 def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
     """The conversation of the run: what the agent sent and, in replay, what the script
     implies it should have."""
-    turns = progress.case.trace.turns
+    turns = progress.trace.turns
     return Conversation(
         user_inputs=tuple(t.user_input for t in turns),
         script=tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns),
@@ -347,39 +358,33 @@ def sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
 
 
 def _sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
-    surface = tool_surface(case, plan.surface_tools, plan.allowed_tools)
-    # Most cases of a suite share one: they share the list too (reports are read-only).
-    surface = plan.surfaces.setdefault(tuple(surface), surface)
+    # The sorted names of the tools the case could use: a baseline keeps them, so a case
+    # whose tools changed is not compared with a verdict reached with other tools.
+    usable = _usable(case.trace.tools, plan.allowed_tools)
+    if usable is None:
+        surface = plan.whole_surface
+    else:
+        surface = sorted(filter(usable, plan.surface_tools))
+        # Most cases of a suite share one: they share the list too (reports are read-only).
+        surface = plan.surfaces.setdefault(tuple(surface), surface)
     return msgspec.structs.replace(
         report, fixture_sha256=fixture_hash(case.text), tool_surface=surface
     )
 
 
-def tool_surface(case: Case, tools: frozenset[str], allowed: frozenset[str] | None) -> list[str]:
-    """The sorted names of the tools `case` could use: the agent's (`tools`), narrowed by
-    the fixture's `tools` and, in live mode, by `allowed`. A baseline keeps it, so a case
-    whose tools changed is not compared with a verdict reached with other tools."""
-    usable = _usable(case, allowed)
-    return sorted(name for name in tools if usable(name))
-
-
-def case_tools(tools: list[Tool], case: Case, allowed: frozenset[str] | None) -> list[Tool]:
-    """The adapter's tools a case may use: those it names in `tools` (all when it names
-    none), and in live mode only those `live_allowed_tools` allows."""
-    usable = _usable(case, allowed)
-    return [t for t in tools if usable(t.name)]
-
-
-def _usable(case: Case, allowed: frozenset[str] | None) -> Callable[[str], bool]:
-    """Whether a tool of the agent is one `case` may use: named in its `tools` (any, when
-    it names none) and, in live mode, allowed."""
-    named = case.trace.tools
+def _usable(
+    named: list[str] | None, allowed: frozenset[str] | None
+) -> Callable[[str], bool] | None:
+    """Whether a tool of the agent is one a case may use: named in its `tools` (`named`;
+    any, when it names none) and, in live mode, allowed. None: every tool is."""
+    if named is None and allowed is None:
+        return None
     return lambda name: (named is None or name in named) and (allowed is None or name in allowed)
 
 
 async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) -> None:
     context = progress.context
-    setup = progress.case.trace.setup
+    setup = progress.trace.setup
     if setup is not None and setup.workspace_files:
         context.case_workspace.write_setup_files(setup.workspace_files)
 
@@ -388,7 +393,7 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
         return await session if inspect.isawaitable(session) else session
 
     session = await progress.within(timeout, start())
-    for index, turn in enumerate(progress.case.trace.turns):
+    for index, turn in enumerate(progress.trace.turns):
         # A pause the provider asked for delays the turn instead of using up its time: it
         # is waited out before the turn's clock starts, within the case's wall clock.
         await context.model.ready(progress.allowance(math.inf))

@@ -59,11 +59,14 @@ class RepeatStats(msgspec.Struct, kw_only=True, frozen=True):
     runs: list[RunReceipt] = []
 
 
-def _shared(grade: Grade) -> None:
-    """`grade` holding the one copy of each of its strings: a run keeps every case's
+def _shared(grades: list[Grade]) -> None:
+    """`grades` holding the one copy of each of their strings: a run keeps every case's
     grades, and across cases most of them repeat (fields, check names, `found`)."""
-    for name in ("check", "detail", "field"):
-        msgspec.structs.force_setattr(grade, name, sys.intern(getattr(grade, name)))
+    intern, set_field = sys.intern, msgspec.structs.force_setattr
+    for g in grades:
+        set_field(g, "check", intern(g.check))
+        set_field(g, "detail", intern(g.detail))
+        set_field(g, "field", intern(g.field))
 
 
 class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
@@ -104,8 +107,7 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         line: int | None = None,
     ) -> CaseReport:
         passed = Attempt(grades).passed
-        for g in grades:
-            _shared(g)
+        _shared(grades)
         return cls(
             id=id,
             fixture=fixture,

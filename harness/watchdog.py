@@ -315,6 +315,16 @@ class _SuiteWorker:
                     await asyncio.sleep(spacing)
             if not tasks:
                 break
+            if len(tasks) == 1:
+                # The one run in flight (always, with one job): awaited as it is. `wait`
+                # adds a future and two callbacks, a third of a percent of a replayed case.
+                (task,) = tasks
+                tasks = set()
+                try:
+                    await task  # a harness bug surfaces in the watching thread
+                finally:
+                    self._units.pop(task, None)
+                continue
             done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 self._units.pop(task, None)

@@ -5,13 +5,19 @@ figure of the harness's own cost that a shared, noisy machine cannot move.
 
 CPU time on shared cores varies from round to round by more than the harness's whole cost
 (`benchmarks/scale.py` quotes the median of interleaved rounds for that reason). Counting
-instructions instead gives nearly the same number on every run (one hash seed for all; the
-temporary paths still differ, which moves it by about a tenth of a percent): each side
-(`run_suite` and the bare loop of `benchmarks/overhead.py`, on the same cases) runs under
+instructions instead gives nearly the same number on every run: each side (`run_suite` and
+the bare loop of `benchmarks/overhead.py`, on the same cases) runs under
 `valgrind --tool=cachegrind --cache-sim=no` twice, over n/3 and n cases, and the difference
 of the two counts, per case, is what one more case costs, with start-up, imports and the
 run's fixed costs taken off. The four counts run two at a time. Needs valgrind (Debian's
 `valgrind`); about 50 times slower than native, so a few minutes.
+
+What would move the count between runs of the same code is kept still: one hash seed for
+all (string hashes steer dict and set probing), and the garbage collector off on both sides.
+With it on, whether a full collection falls in one run or the other depends on when the
+harness's watching thread allocates, and one collection more or less moved the harness's
+figure by 3%. Collection is under half a percent of either side's CPU time, which
+`scale.py` measures with it on. The temporary paths still differ, by a tenth of a percent.
 
 Instructions are not time: memory stalls and system calls count for nothing here, so the
 CPU-time ratio can be higher than this one. What this measures is the work the harness adds.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import re
 import shutil
@@ -43,6 +50,7 @@ WARM = 21  # one of each regression fixture, run before the counted part (caches
 def one_side(side: str, directory: Path, warm: Path) -> None:
     """What one valgrind run executes: the warm-up, then the side over `directory`'s cases
     (the bare side makes the same cases in memory: it reads no fixture)."""
+    gc.disable()  # see the module's docstring
     if side == "bare":
         cases = scripted_cases(len(list(directory.glob("*.json"))))
         asyncio.run(bare(scripted_cases(WARM)))

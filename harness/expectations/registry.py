@@ -175,10 +175,17 @@ def grade(
 ) -> list[Grade]:
     """Grade a run against `expects`, one grade per entry, kind by kind in grading order.
     `workspace` is the case's workspace as the run left it (None: workspace checks fail,
-    having nothing to inspect)."""
+    having nothing to inspect). Check names are unique: a repeated entry's check gets
+    ` #2`, ` #3`, ..."""
     view = DirectoryView(workspace) if isinstance(workspace, Path) else workspace
     evidence = Evidence(record, view, agent_tools, conversation)
-    grades = _unique_checks(all_grades(expects, evidence))
+    grades: list[Grade] = []
+    seen: dict[str, int] = {}
+    # One loop, not `all_grades` under a renaming pass: every case is graded.
+    for kind in views(expects):
+        for g in kind.grades(evidence):
+            seen[g.check] = n = seen.get(g.check, 0) + 1
+            grades.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from
         # ever passing even when graded directly through the API.
@@ -186,16 +193,6 @@ def grade(
             Grade("declared_assertions", False, "the case declares no effective check", "run")
         )
     return grades
-
-
-def _unique_checks(grades: Iterator[Grade]) -> list[Grade]:
-    """Grades with unique check names: a repeated entry's check gets ` #2`, ` #3`, ..."""
-    seen: dict[str, int] = {}
-    out: list[Grade] = []
-    for g in grades:
-        seen[g.check] = n = seen.get(g.check, 0) + 1
-        out.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
-    return out
 
 
 def assertion_count(expects: Expects) -> int:

@@ -169,7 +169,7 @@ def main() -> None:
         bare_dir = Path(tmp, "bare")
         bare_dir.mkdir()
         # More rounds than the other figures: on shared cores one round's ratio varies by
-        # more than the harness's whole cost (`benchmarks/instructions.py` counts it exactly).
+        # more than the harness's whole cost (`benchmarks/instructions.py` counts it steadily).
         pairs = overhead(bare_dir, 1000, max(2 * rounds - 1, 2), args.suite)
         print(
             f"harness/bare SDK loop at 1,000 cases, CPU: "

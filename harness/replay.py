@@ -20,11 +20,9 @@ class ReplayBackend:
 
     def __init__(self, trace: LlmTrace) -> None:
         self._case = trace.case_id
-        # Each turn's scripted steps, as the conversation's grades read them.
-        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(
-            tuple(to_step(step.response) for step in (turn.steps or ())) for turn in trace.turns
-        )
-        self._queues = [deque(steps) for steps in self.script]
+        self._queues: list[deque[ModelStep]] = [
+            deque(to_step(step.response) for step in (turn.steps or ())) for turn in trace.turns
+        ]
         self._turn = -1
         self._last: ModelStep | None = None  # the step last answered in this turn
 

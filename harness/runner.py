@@ -336,14 +336,9 @@ def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
     """The conversation of the run: what the agent sent and, in replay, what the script
     implies it should have."""
     turns = progress.trace.turns
-    backend = progress.context.model.backend
-    if isinstance(backend, ReplayBackend):  # it made the steps already
-        script = backend.script
-    else:
-        script = tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns)
     return Conversation(
         user_inputs=tuple(t.user_input for t in turns),
-        script=script,
+        script=tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns),
         exchanges=tuple(progress.transcript.exchanges),
         calls=tuple(progress.context.tools.calls),
         scripted=plan.mode == "replay",

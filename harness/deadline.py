@@ -137,12 +137,13 @@ class DeadlineWatch:
     def wake(self) -> None:
         self._woken.set()
 
-    def look(self, deadlines: Iterable[WatchedDeadline], poll: float) -> None:
+    def look(self, deadlines: Callable[[], Iterable[WatchedDeadline]], poll: float) -> None:
+        """Expire the phases of `deadlines()` that are due, then sleep."""
         now = time.monotonic()
-        # Published before the scan: a phase starting from here on sees it (and wakes
-        # this thread if it falls due sooner); one that started before is in the scan.
+        # Published before the deadlines are listed: a phase starting from here on sees it
+        # (and wakes this thread if it falls due sooner); one that started before is listed.
         self._wake_at = now + poll
-        due = min((d.expire_if_due(now) for d in deadlines), default=math.inf)
+        due = min((d.expire_if_due(now) for d in deadlines()), default=math.inf)
         self._woken.wait(max(min(poll, due - now), 0.0))
         # A phase that woke it after the wait is seen by the next look's scan.
         self._woken.clear()

@@ -16,6 +16,7 @@ limiter, which is per process.
 from __future__ import annotations
 
 import asyncio
+import math
 import queue
 import sys
 import threading
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness import event_loop
-from harness.deadline import DeadlineWatch
+from harness.deadline import DeadlineWatch, WatchedDeadline
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.process_pool import Item, PoolUnavailable, WorkerPool, worker_spec
 from harness.repeats import combine, runs_of
@@ -241,9 +242,7 @@ class _SuiteWorker:
         timeout = self._plan.timeout
         poll = min(1.0, timeout / 4, self._plan.case_wall_clock / 4)
         while True:
-            with self._lock:
-                watched = [p.watched for p in self.running.values() if p.watched is not None]
-            self.clock.look(watched, poll)
+            self.clock.look(self._watched, poll)
             if self._done.is_set():
                 break
             with self._lock:
@@ -265,10 +264,18 @@ class _SuiteWorker:
                 for other in self.running.values():
                     if other is not progress:
                         other.context.remove_workspace()
+                    # Should the loop run again, its runs end at once (they are run again
+                    # elsewhere, and nothing watches this loop's clocks any more).
+                    if other.watched is not None:
+                        other.watched.expire_if_due(math.inf)
                 return unit, progress
         if self._failure is not None:
             raise self._failure
         return None
+
+    def _watched(self) -> list[WatchedDeadline]:
+        with self._lock:
+            return [p.watched for p in self.running.values() if p.watched is not None]
 
     def abandon(self) -> None:
         """Give up every run in flight, removing their workspaces."""
@@ -303,7 +310,8 @@ class _SuiteWorker:
         started = {u.index for u in self._pending if self._results.has(u)}
         tasks: set[asyncio.Task[None]] = set()
         while queue or tasks:
-            while queue and len(tasks) < jobs:
+            # An abandoned loop starts nothing more: its runs are run again elsewhere.
+            while queue and len(tasks) < jobs and not self._abandoned:
                 unit = queue.pop()
                 if unit.index not in started and self._results.stopping:
                     continue  # a case not yet begun is not begun once the run stops

@@ -3,6 +3,8 @@ users' own loops: run errors, timeouts, isolation, a fresh workspace per case.""
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ MISBEHAVING_LOOP = (
     FAITHFUL_LOOP
     + """
 import asyncio
+import os
 import time
 
 
@@ -42,8 +45,13 @@ class Misbehaving(Session):
             await asyncio.sleep(3600)
         if "slow" in user_input:
             await asyncio.sleep(0.4)
-        if "block" in user_input:
+        if "block briefly" in user_input:
+            time.sleep(2)
+        elif "block" in user_input:
             time.sleep(20)
+        if "count me" in user_input:
+            with open(os.environ["ZEROCLAW_TEST_STARTS"], "a") as starts:
+                starts.write("counted\\n")
         if "explode" in user_input:
             raise ValueError("adapter exploded")
         if "upstream" in user_input:
@@ -230,6 +238,9 @@ def test_hanging_async_agent_times_out_and_the_suite_continues(
     assert report.exit_code() == 1
 
 
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="3.10 has no asyncio.timeout: its deadlines are timers"
+)
 def test_a_replayed_case_keeps_no_timer_on_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,21 +248,47 @@ def test_a_replayed_case_keeps_no_timer_on_the_event_loop(
     # turn of the loop look at the timer heap, about a percent of a replayed case.
     import asyncio
 
+    import harness.runner
+
     timers: list[str] = []
-    real = asyncio.BaseEventLoop.call_at
+    by_grading: list[list[str]] = []  # the timers set while the agent ran
+    real_call_at, real_grade = asyncio.BaseEventLoop.call_at, harness.runner.grade
 
     def call_at(
         self: asyncio.BaseEventLoop, when: float, callback: Any, *args: Any, **kwargs: Any
     ) -> Any:
         timers.append(getattr(callback, "__qualname__", repr(callback)))
-        return real(self, when, callback, *args, **kwargs)
+        return real_call_at(self, when, callback, *args, **kwargs)
+
+    def grade(*args: Any, **kwargs: Any) -> Any:
+        by_grading.append(list(timers))
+        return real_grade(*args, **kwargs)
 
     monkeypatch.setattr(asyncio.BaseEventLoop, "call_at", call_at)
+    monkeypatch.setattr(harness.runner, "grade", grade)
     suite = write_suite(tmp_path / "suite", {"a.json": echo_fixture("one", "hi")})
     (case,) = run(suite, agent="openai-agents").cases
     assert case.passed, (case.error, failing(case))
-    # The one timer: the bound on the loop's clean-up once its cases are done.
-    assert timers == ["_release_waiter"]
+    assert by_grading == [[]]
+
+
+def test_an_abandoned_loop_starts_no_more_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The loop whose thread a run blocked carries on once it unblocks; the runs it has not
+    # started are run on the fresh thread, so it must not start them too.
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv("ZEROCLAW_TEST_STARTS", str(starts))
+    spec = user_agent(tmp_path, monkeypatch, MISBEHAVING_LOOP, "misbehaving")
+    block = fixture("blocks", [turn("block briefly", text_step("x"))], {"response_contains": ["x"]})
+    suite = write_suite(
+        tmp_path / "suite", {"a.json": block, "b.json": echo_fixture("counted", "count me")}
+    )
+    cases = by_id(run(suite, agent=spec, case_timeout=0.3))
+    assert "blocked its thread and was abandoned" in (cases["blocks"].error or "")
+    assert cases["counted"].passed, (cases["counted"].error, failing(cases["counted"]))
+    time.sleep(2.5)  # the blocked thread wakes after 2 s, and its loop goes on
+    assert starts.read_text().splitlines() == ["counted"]
 
 
 def test_thread_blocking_agent_times_out_and_the_suite_continues(

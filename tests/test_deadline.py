@@ -27,18 +27,19 @@ def test_work_that_finishes_in_time_returns_its_result() -> None:
     assert run(within(5, quick())) == "done"
 
 
+async def _slow(cancelled: list[bool]) -> None:
+    """Work that would take 30 s, noting in `cancelled` that it was cancelled."""
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        cancelled.append(True)
+        raise
+
+
 def test_work_that_outlives_the_deadline_is_cancelled_and_reported() -> None:
-    cancelled = []
-
-    async def slow() -> None:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.append(True)
-            raise
-
+    cancelled: list[bool] = []
     with pytest.raises(DeadlineExceeded):
-        run(within(0.05, slow()))
+        run(within(0.05, _slow(cancelled)))
     assert cancelled == [True]
 
 
@@ -119,17 +120,9 @@ def _watched(seconds: float, work: Any, watch: DeadlineWatch, poll: float = 5.0)
 
 @watched_only
 def test_a_watched_deadline_expires_when_the_watcher_finds_it_due() -> None:
-    cancelled = []
-
-    async def slow() -> None:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.append(True)
-            raise
-
+    cancelled: list[bool] = []
     with pytest.raises(DeadlineExceeded):
-        _watched(0.05, slow(), DeadlineWatch(), poll=0.01)
+        _watched(0.05, _slow(cancelled), DeadlineWatch(), poll=0.01)
     assert cancelled == [True]
 
 

@@ -16,8 +16,9 @@ What would move the count between runs of the same code is kept still: one hash 
 all (string hashes steer dict and set probing), and the garbage collector off on both sides.
 With it on, whether a full collection falls in one run or the other depends on when the
 harness's watching thread allocates, and one collection more or less moved the harness's
-figure by 3%. Collection is under half a percent of either side's CPU time, which
-`scale.py` measures with it on. The temporary paths still differ, by a tenth of a percent.
+figure by 3%. Collection is under half a percent of either side's CPU time (the harness
+leaves the heap it started with alone, `harness.collector`), which `scale.py` measures
+with it on. The temporary paths still differ, by a few tenths of a percent.
 
 Instructions are not time: memory stalls and system calls count for nothing here, so the
 CPU-time ratio can be higher than this one. What this measures is the work the harness adds.

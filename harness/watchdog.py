@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness import event_loop
+from harness.collector import heap_frozen
 from harness.deadline import DeadlineWatch, WatchedDeadline
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.process_pool import Item, PoolUnavailable, WorkerPool, worker_spec
@@ -115,6 +116,13 @@ def run_watched(
     """Every case's report, in fixture order; `on_case` hears each as it finishes.
     `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
     free (`run_batch`)."""
+    with heap_frozen():
+        return _run_watched(cases, plan, on_case, reuse_thread)
+
+
+def _run_watched(
+    cases: list[Case], plan: CasePlan, on_case: OnCase | None, reuse_thread: bool
+) -> list[CaseReport]:
     results = _Results(cases, plan, on_case)
     pending = results.units()
     if _pays_for_workers(plan, len(pending)):

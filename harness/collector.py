@@ -1,0 +1,29 @@
+"""What the garbage collector walks while a run goes on: not what the process held as the
+run started."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def heap_frozen() -> Iterator[None]:
+    """The objects alive now left alone by the collector until the block ends.
+
+    What a process holds as a run starts (the agent framework's imports, the admitted
+    suite) is not the run's garbage, yet the first full collection of a run walks all of
+    it: about 90 ms, 2% of 1,000 replayed cases, for a heap the run never frees. A worker
+    process freezes its heap for good as it starts; this is the same for the run's own
+    process, for the run only. Objects that die meanwhile are still freed (reference
+    counting); only a cycle among them waits for the block to end. Nothing is done when
+    the heap is frozen already (a worker, or whoever called the harness)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from harness.errors import HarnessError
 
@@ -34,24 +34,39 @@ async def within(seconds: float, work: Awaitable[T]) -> T:
     Work that swallows the cancellation and finishes anyway is still too late: the result
     is dropped and the deadline reported."""
     if sys.version_info >= (3, 11):
-        timeout = asyncio.timeout(seconds)
-        try:
-            async with timeout:
-                result = await work
-        except TimeoutError:
-            if timeout.expired():
-                raise DeadlineExceeded from None
-            raise
-        if timeout.expired():
-            raise DeadlineExceeded
-        return result
+        return await _bounded(asyncio.timeout(seconds), work)
     return await _within_310(seconds, work)  # pragma: no cover - Python 3.10 only
 
 
 class _Phase(Protocol):
     """What is used of `asyncio.Timeout` (3.11+; the stubs for 3.10 have no such name)."""
 
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc_info: Any) -> Any: ...
+
+    def expired(self) -> bool: ...
+
     def reschedule(self, when: float | None) -> None: ...
+
+
+async def _bounded(
+    timeout: _Phase, work: Awaitable[T], entered: Callable[[], None] | None = None
+) -> T:
+    """`await work` under `timeout` (`entered()` once inside it), its expiry told from a
+    `TimeoutError` of the work's own."""
+    try:
+        async with timeout:
+            if entered is not None:
+                entered()
+            result = await work
+    except TimeoutError:
+        if timeout.expired():
+            raise DeadlineExceeded from None
+        raise
+    if timeout.expired():
+        raise DeadlineExceeded
+    return result
 
 
 class WatchedDeadline:
@@ -76,22 +91,17 @@ class WatchedDeadline:
             return await _within_310(seconds, work)
         # No expiry of its own: `expire_if_due` gives it one.
         timeout = asyncio.timeout(None)
+
+        def entered() -> None:
+            due = time.monotonic() + seconds
+            self._current = (timeout, asyncio.get_running_loop(), due)
+            if self._on_start is not None:
+                self._on_start(due)
+
         try:
-            async with timeout:
-                due = time.monotonic() + seconds
-                self._current = (timeout, asyncio.get_running_loop(), due)
-                if self._on_start is not None:
-                    self._on_start(due)
-                result = await work
-        except TimeoutError:
-            if timeout.expired():
-                raise DeadlineExceeded from None
-            raise
+            return await _bounded(timeout, work, entered)
         finally:
             self._current = None
-        if timeout.expired():
-            raise DeadlineExceeded
-        return result
 
     @property
     def due(self) -> float:

@@ -64,9 +64,8 @@ def _until_done(loop: asyncio.AbstractEventLoop, task: asyncio.Future[T]) -> T:
     asyncio lets those two out of the loop itself, which would end every case of the run at
     once (and a SystemExit(0) would end it green). The task that raised keeps the exception
     as its result, so whoever awaits it (the case) sees it raised there, and the loop goes
-    on. Catching the
-    escape here instead of wrapping every task's coroutine costs nothing per task: an agent
-    loop creates dozens of tasks per case."""
+    on. Catching the escape here instead of wrapping every task's coroutine costs nothing
+    per task: an agent loop creates dozens of tasks per case."""
     # Only where cases run: on the main thread, a KeyboardInterrupt is the user's Ctrl-C.
     resume = threading.current_thread() is not threading.main_thread()
     while True:

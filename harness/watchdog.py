@@ -110,19 +110,14 @@ class _Results:
             self._on_case(case)
 
 
+@heap_frozen()
 def run_watched(
     cases: list[Case], plan: CasePlan, on_case: OnCase | None, *, reuse_thread: bool = False
 ) -> list[CaseReport]:
     """Every case's report, in fixture order; `on_case` hears each as it finishes.
     `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
-    free (`run_batch`)."""
-    with heap_frozen():
-        return _run_watched(cases, plan, on_case, reuse_thread)
-
-
-def _run_watched(
-    cases: list[Case], plan: CasePlan, on_case: OnCase | None, reuse_thread: bool
-) -> list[CaseReport]:
+    free (`run_batch`). The heap the run starts with is left to the collector's frozen
+    generation meanwhile (`heap_frozen`)."""
     results = _Results(cases, plan, on_case)
     pending = results.units()
     if _pays_for_workers(plan, len(pending)):

@@ -181,11 +181,9 @@ def grade(
     evidence = Evidence(record, view, agent_tools, conversation)
     grades: list[Grade] = []
     seen: dict[str, int] = {}
-    # One loop, not `all_grades` under a renaming pass: every case is graded.
-    for kind in views(expects):
-        for g in kind.grades(evidence):
-            seen[g.check] = n = seen.get(g.check, 0) + 1
-            grades.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
+    for g in all_grades(expects, evidence):
+        seen[g.check] = n = seen.get(g.check, 0) + 1
+        grades.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from
         # ever passing even when graded directly through the API.

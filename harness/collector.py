@@ -7,6 +7,18 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
+# Whether this module froze the heap and it is still frozen (for good, or for a block):
+# asked instead of `gc.get_freeze_count()`, which counts the frozen objects one by one. In
+# a worker forked with a framework loaded that is ~20 ms, paid by each batch of cases.
+_held = [False]
+
+
+def freeze_for_good() -> None:
+    """Leave every object alive now to the collector's frozen generation for the rest of
+    the process (a worker, whose heap is its fork server's)."""
+    gc.freeze()
+    _held[0] = True
+
 
 @contextlib.contextmanager
 def heap_frozen() -> Iterator[None]:
@@ -15,15 +27,18 @@ def heap_frozen() -> Iterator[None]:
     What a process holds as a run starts (the agent framework's imports, the admitted
     suite) is not the run's garbage, yet the first full collection of a run walks all of
     it: about 90 ms, 2% of 1,000 replayed cases, for a heap the run never frees. A worker
-    process freezes its heap for good as it starts; this is the same for the run's own
-    process, for the run only. Objects that die meanwhile are still freed (reference
-    counting); only a cycle among them waits for the block to end. Nothing is done when
-    the heap is frozen already (a worker, or whoever called the harness)."""
-    if gc.get_freeze_count():
+    process freezes its heap for good as it starts (`freeze_for_good`); this is the same
+    for the run's own process, for the run only. Objects that die meanwhile are still
+    freed (reference counting); only a cycle among them waits for the block to end.
+    Nothing is done when the heap is frozen already (a worker, an enclosing block, or
+    whoever called the harness)."""
+    if _held[0] or gc.get_freeze_count():
         yield
         return
     gc.freeze()
+    _held[0] = True
     try:
         yield
     finally:
+        _held[0] = False
         gc.unfreeze()

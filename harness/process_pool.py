@@ -18,7 +18,6 @@ only one process can do; neither does a run whose cases are prepared in this pro
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 import os
 import pickle
@@ -38,6 +37,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from harness.agent_registry import resolve_within
+from harness.collector import freeze_for_good
 from harness.errors import describe
 from harness.fixture import parse_admitted
 from harness.runner import CasePlan, replay_backend
@@ -379,7 +379,7 @@ def _worker_main(conn: Any, spec: WorkerSpec) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # What the fork server had loaded is never garbage: the collector leaves it alone, so
     # it neither spends time on it nor copies the pages it would touch.
-    gc.freeze()
+    freeze_for_good()
     code = 0
     try:
         _serve(conn, spec)

@@ -8,6 +8,7 @@ the schema cannot say (blank inputs, ids, tools, vacuous expectations) is `admis
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import sys
 from typing import Annotated, Any
@@ -168,15 +169,17 @@ def parse_fixture(text: str, file: str) -> LlmTrace:
     return parse_fixture_bytes(data, text, file)[0]
 
 
-def parse_fixture_bytes(data: bytes, text: str, file: str) -> tuple[LlmTrace, bool]:
+def parse_fixture_bytes(data: bytes, text: str, file: str) -> tuple[LlmTrace, bool, bytes | None]:
     """`parse_fixture(text, file)` of the `text` that the UTF-8 `data` decodes to, read
-    from the bytes (msgspec reads them without making a UTF-8 copy of the text first); and
-    whether msgspec read it. Then it holds no number JSON has not (NaN, the infinities),
-    which the exact parser reads and admission must look for and refuse."""
-    trace = _parse_fast(data)
-    if trace is not None:
-        return trace, True
-    return _parse_exact(text, file), False
+    from the bytes (msgspec reads them without making a UTF-8 copy of the text first);
+    whether msgspec read it (then it holds no number JSON has not: NaN, the infinities,
+    which the exact parser reads and admission must look for and refuse); and the digest
+    `fixture_hash` gives, made from the same decoding where that spells it as `json`
+    does (no float in it), else None."""
+    fast = _parse_fast(data)
+    if fast is not None:
+        return fast[0], True, fast[1]
+    return _parse_exact(text, file), False, None
 
 
 def _parse_exact(text: str, file: str) -> LlmTrace:
@@ -203,6 +206,19 @@ def parse_admitted(text: str) -> LlmTrace:
 
 
 _TRACE = msgspec.json.Decoder(LlmTrace, strict=True)
+
+
+class _HoldsFloat(Exception):
+    pass
+
+
+def _no_float(literal: str) -> float:
+    raise _HoldsFloat
+
+
+# msgspec spells a document sorted as `json` does (the canonical form) in a quarter of
+# the time, but for floats (`1e-05` against `0.00001`): this decoder refuses them.
+_NO_FLOAT = msgspec.json.Decoder(float_hook=_no_float)
 _ANY = msgspec.json.Decoder()
 # A document with more brackets than this may nest deeper than `json` can read: the exact
 # path below decides it. Real fixtures hold a few dozen.
@@ -210,8 +226,33 @@ _FAST_BRACKETS = 400
 _NOT_MARKS = bytes(set(range(256)) - set(b"{[:"))
 
 
-def _parse_fast(text: bytes | str) -> LlmTrace | None:
-    """The trace of a fixture that is valid and repeats no key, decoded by msgspec in C;
+def fixture_hash(text: str) -> str:
+    """SHA-256 of the fixture's canonical JSON: keys sorted, compact, UTF-8. Formatting,
+    key order and escapes do not change it; any value does. Admission makes the same
+    digest as it parses (`parse_fixture_bytes`)."""
+    canonical = canonical_json(text)
+    if canonical is None:
+        spelt = json.dumps(
+            json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        # surrogatepass: a lone surrogate escaped in the JSON still hashes, deterministically.
+        canonical = spelt.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def canonical_json(text: str | bytes) -> bytes | None:
+    """The canonical form as `json` spells it, made by msgspec; None where the two may
+    differ: a document holding a float, told by the decoder as it meets one, and what
+    msgspec refuses but `json` reads (NaN, lone surrogates)."""
+    try:
+        return msgspec.json.encode(_NO_FLOAT.decode(text), order="sorted")
+    except (msgspec.DecodeError, msgspec.EncodeError, _HoldsFloat):
+        return None
+
+
+def _parse_fast(text: bytes | str) -> tuple[LlmTrace, bytes | None] | None:
+    """The trace of a fixture that is valid and repeats no key, decoded by msgspec in C,
+    and the digest of its canonical form where msgspec spells that (`fixture_hash`);
     None whenever anything may be wrong (the exact path then says what).
 
     msgspec refuses what `json` reads but JSON has not (NaN, Infinity, 1e999, lone
@@ -221,7 +262,8 @@ def _parse_fast(text: bytes | str) -> LlmTrace | None:
     a document whose colons fall in number on re-encoding repeated a key, unless an escape
     spelt a colon (so the exact path decides for any `\\u003X`: digits and `:;<=>?`, which
     nothing writes as escapes). Counted in the UTF-8 bytes: no byte of a multi-byte
-    character is ASCII, so they hold the same brackets and colons as the text."""
+    character is ASCII, so they hold the same brackets and colons as the text. The
+    re-encoding is the sorted one, the canonical form itself when there is no float."""
     if isinstance(text, str):
         try:
             text = text.encode("utf-8")
@@ -231,18 +273,27 @@ def _parse_fast(text: bytes | str) -> LlmTrace | None:
     colons = marks.count(b":")
     if len(marks) - colons > _FAST_BRACKETS:
         return None
+    canonical = True
     try:
-        data = _ANY.decode(text)
+        data = _NO_FLOAT.decode(text)
+    except _HoldsFloat:
+        canonical = False
+        try:
+            data = _ANY.decode(text)
+        except msgspec.DecodeError:
+            return None
     except msgspec.DecodeError:
         return None
     if type(data) is not dict or b"\\u003" in text:
         return None
-    if msgspec.json.encode(data).count(b":") != colons:
+    encoded = msgspec.json.encode(data, order="sorted")
+    if encoded.count(b":") != colons:
         return None
     try:
-        return msgspec.convert(data, LlmTrace, strict=True)
+        trace = msgspec.convert(data, LlmTrace, strict=True)
     except msgspec.ValidationError:
         return None
+    return trace, hashlib.sha256(encoded).digest() if canonical else None
 
 
 def _decode(text: str, file: str) -> Any:

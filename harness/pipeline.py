@@ -93,7 +93,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     selection = chosen if chosen.active else None
     if selection is not None:
         # The whole suite's digest, so shards (and partial runs) say which suite they are of.
-        shown = [(display_path(case.where, root), case.text) for case in admitted]
+        shown = [(display_path(case.where, root), case.fixture_sha256) for case in admitted]
         selection = dataclasses.replace(selection, suite_sha256=suite_hash(shown))
     suite = options.name if options.name is not None else display_path(options.suite, root)
     return run_cases(

@@ -54,25 +54,26 @@ MAX_BATCH = 16
 
 
 class Item(NamedTuple):
-    """One case as a worker gets it: its place in the suite, its file, and the digest of
-    the bytes admitted (the worker reads the file itself) or, for a case that keeps its
-    text, the text."""
+    """One case as a worker gets it: its place in the suite, its file, and the digests of
+    the bytes admitted (the worker reads the file itself) and of their canonical form
+    (None: not made yet) or, for a case that keeps its text, the text."""
 
     place: int
     path: str
     case_id: str
     digest: bytes | None
     text: str | None
+    canonical: bytes | None = None
 
     @classmethod
     def of(cls, place: int, case: Case) -> Item:
         digest = case.digest
         text = case.text if digest is None else None
-        return cls(place, case.where, case.id, digest, text)
+        return cls(place, case.where, case.id, digest, text, case.canonical)
 
     def case(self) -> Case:
         if self.digest is not None:
-            return Case.dropped(self.case_id, self.path, self.digest)
+            return Case.dropped(self.case_id, self.path, self.digest, self.canonical)
         assert self.text is not None
         return Case(parse_admitted(self.text), Path(self.path), self.text)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import platform
 import subprocess
 from collections.abc import Iterable
@@ -62,41 +61,6 @@ class SuiteReceipt(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def partial(self) -> bool:
         return self.selection is not None
-
-
-def fixture_hash(text: str) -> str:
-    """SHA-256 of the fixture's canonical JSON: keys sorted, compact, UTF-8. Formatting,
-    key order and escapes do not change it; any value does."""
-    canonical = _canonical_fast(text)
-    if canonical is None:
-        spelt = json.dumps(
-            json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
-        # surrogatepass: a lone surrogate escaped in the JSON still hashes, deterministically.
-        canonical = spelt.encode("utf-8", "surrogatepass")
-    return hashlib.sha256(canonical).hexdigest()
-
-
-def _canonical_fast(text: str) -> bytes | None:
-    """The canonical form as `json` spells it, made by msgspec in a quarter of the time;
-    None where the two may differ. They spell everything alike but floats (`1e-05` against
-    `0.00001`), and msgspec refuses what only `json` reads (NaN, lone surrogates): so a
-    document holding a float takes the `json` path, told by the decoder as it meets one."""
-    try:
-        return msgspec.json.encode(_ANY(text), order="sorted")
-    except (msgspec.DecodeError, msgspec.EncodeError, _HoldsFloat):
-        return None
-
-
-class _HoldsFloat(Exception):
-    pass
-
-
-def _no_float(literal: str) -> float:
-    raise _HoldsFloat
-
-
-_ANY = msgspec.json.Decoder(float_hook=_no_float).decode
 
 
 def policy_of(kind: SuiteKind, fail_on_regression: bool = False) -> Policy:
@@ -186,9 +150,9 @@ def suite_receipt(
 
 def suite_hash(fixtures: Iterable[tuple[str, str]]) -> str:
     """SHA-256 over a whole admitted suite: each fixture's path (as reports show it) and
-    canonical hash, in suite order."""
+    canonical hash (`harness.fixture.fixture_hash`), in suite order."""
     digest = hashlib.sha256()
-    for shown, text in fixtures:
+    for shown, sha256 in fixtures:
         digest.update(shown.encode("utf-8", "surrogatepass") + b"\0")
-        digest.update(fixture_hash(text).encode("ascii") + b"\n")
+        digest.update(sha256.encode("ascii") + b"\n")
     return digest.hexdigest()

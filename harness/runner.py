@@ -28,7 +28,6 @@ from harness.expectations.registry import grade
 from harness.json_paths import line_of
 from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
 from harness.modes import Mode
-from harness.receipts import fixture_hash
 from harness.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
 from harness.suite import Case, FixtureChanged
@@ -367,9 +366,7 @@ def _sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
         surface = sorted(filter(usable, plan.surface_tools))
         # Most cases of a suite share one: they share the list too (reports are read-only).
         surface = plan.surfaces.setdefault(tuple(surface), surface)
-    return msgspec.structs.replace(
-        report, fixture_sha256=fixture_hash(case.text), tool_surface=surface
-    )
+    return msgspec.structs.replace(report, fixture_sha256=case.fixture_sha256, tool_surface=surface)
 
 
 def _usable(

@@ -15,7 +15,13 @@ from typing import Any, NamedTuple
 from harness.admission import admit
 from harness.agent import AgentSurface
 from harness.errors import HarnessError
-from harness.fixture import LlmTrace, located, parse_admitted, parse_fixture_bytes
+from harness.fixture import (
+    LlmTrace,
+    fixture_hash,
+    located,
+    parse_admitted,
+    parse_fixture_bytes,
+)
 from harness.inputs import InputError, read_bounded
 from harness.modes import Mode
 from harness.problems import AdmissionError, Problem, escaped, unsafe_name_problem
@@ -47,15 +53,20 @@ class Case:
     _id: str = dataclasses.field(init=False, repr=False, compare=False)
     # The admitted bytes' digest, for a case that dropped its trace and text; else None.
     _digest: bytes | None = dataclasses.field(init=False, repr=False, compare=False)
+    # The digest of its canonical form, where admission made it as it parsed; else None.
+    _canonical: bytes | None = dataclasses.field(init=False, repr=False, compare=False)
 
     @classmethod
-    def admitted(cls, case_id: str, path: str, data: bytes) -> Case:
-        """A case of a suite, admitted from `data` (the bytes of `path`): its trace and
-        text are read again when asked for."""
-        return cls.dropped(case_id, path, digest_of(data))
+    def admitted(cls, case_id: str, path: str, data: bytes, canonical: bytes | None) -> Case:
+        """A case of a suite, admitted from `data` (the bytes of `path`) whose canonical
+        form has the digest `canonical` (None: not known yet): its trace and text are read
+        again when asked for."""
+        return cls.dropped(case_id, path, digest_of(data), canonical)
 
     @classmethod
-    def dropped(cls, case_id: str, path: str, digest: bytes) -> Case:
+    def dropped(
+        cls, case_id: str, path: str, digest: bytes, canonical: bytes | None = None
+    ) -> Case:
         """The case admitted from the bytes of `path` with this digest (a worker process
         gets it so). Its path is kept as text, a third of a `Path`'s memory."""
         # Its slots filled directly: `__init__` would set each through the frozen
@@ -66,6 +77,7 @@ class Case:
         _ID_SLOT.__set__(case, case_id)
         _PATH_SLOT.__set__(case, path)
         _DIGEST_SLOT.__set__(case, digest)
+        _CANONICAL_SLOT.__set__(case, canonical)
         return case
 
     @property
@@ -82,6 +94,19 @@ class Case:
     def digest(self) -> bytes | None:
         """The digest of the admitted bytes, for a case that reads them again; else None."""
         return self._digest
+
+    @property
+    def canonical(self) -> bytes | None:
+        """The SHA-256 digest of its canonical form as admission made it; None where
+        admission did not (a float in it, a case built from its text)."""
+        return self._canonical
+
+    @property
+    def fixture_sha256(self) -> str:
+        """`fixture_hash` of its text: what receipts and baselines know it by. Made by
+        admission for most cases, from the same decoding as the trace (no third parse)."""
+        canonical = self._canonical
+        return canonical.hex() if canonical is not None else fixture_hash(self.text)
 
 
 def digest_of(data: bytes) -> bytes:
@@ -111,7 +136,8 @@ class _Dropped:
 
 class _Trace(_Dropped):
     """The `trace` field; setting it (the dataclass's `__init__`, `replace`) also sets the
-    case's id, and makes it a case that holds its trace and text."""
+    case's id, and makes it a case that holds its trace and text (its canonical digest
+    made from the text when asked for)."""
 
     part = 1
 
@@ -119,6 +145,7 @@ class _Trace(_Dropped):
         self._slot.__set__(case, trace)
         _ID_SLOT.__set__(case, trace.case_id)
         _DIGEST_SLOT.__set__(case, None)
+        _CANONICAL_SLOT.__set__(case, None)
 
 
 class _Path:
@@ -144,6 +171,7 @@ _TEXT_SLOT = Case.__dict__["text"]
 _ID_SLOT = Case.__dict__["_id"]
 _PATH_SLOT = Case.__dict__["path"]
 _DIGEST_SLOT = Case.__dict__["_digest"]
+_CANONICAL_SLOT = Case.__dict__["_canonical"]
 # In place of the slots' own descriptors, which they keep using underneath.
 setattr(Case, "trace", _Trace(_TRACE_SLOT))  # noqa: B010 (typed as a field)
 setattr(Case, "text", _Dropped(_TEXT_SLOT))  # noqa: B010 (typed as a field)
@@ -241,22 +269,24 @@ def _read_fixture(where: str, regular: bool = False) -> tuple[bytes, str]:
 
 def load_case(path: Path, mode: Mode, agent: AgentSurface) -> Case:
     """Admit one fixture or raise `AdmissionError` with every problem in it."""
-    trace, _, text = _admit(_Listed(path.name, str(path), False), mode, agent)
+    trace, _, text, _ = _admit(_Listed(path.name, str(path), False), mode, agent)
     return Case(trace, path, text)
 
 
-def _admit(listed: _Listed, mode: Mode, agent: AgentSurface) -> tuple[LlmTrace, bytes, str]:
+def _admit(
+    listed: _Listed, mode: Mode, agent: AgentSurface
+) -> tuple[LlmTrace, bytes, str, bytes | None]:
     name, where, regular = listed
     # Refused before it is read: every other message would carry the name as it is.
     unsafe = unsafe_name_problem("file name", name)
     if unsafe is not None:
         raise AdmissionError([Problem(escaped(where), "$", unsafe)])
     data, text = _read_fixture(where, regular)
-    trace, finite = parse_fixture_bytes(data, text, where)
+    trace, finite, canonical = parse_fixture_bytes(data, text, where)
     problems = admit(trace, where, mode, agent, finite=finite)
     if problems:
         raise AdmissionError(located(problems, text))
-    return trace, data, text
+    return trace, data, text, canonical
 
 
 def load_suite(directory: Path, mode: Mode, agent: AgentSurface) -> list[Case]:
@@ -276,13 +306,14 @@ def load_suite(directory: Path, mode: Mode, agent: AgentSurface) -> list[Case]:
     try:
         for entry in listed:
             try:
-                trace, data, _ = _admit(entry, mode, agent)
+                trace, data, _, canonical = _admit(entry, mode, agent)
             except AdmissionError as exc:
                 problems.extend(exc.problems)
                 continue
             # The field an identity problem points at, known while the trace is at hand.
             field = "$.id" if trace.id is not None else "$.model_name"
-            admitted.append((Case.admitted(trace.case_id, entry.where, data), field))
+            case = Case.admitted(trace.case_id, entry.where, data, canonical)
+            admitted.append((case, field))
     finally:
         if collecting:
             gc.enable()

@@ -18,10 +18,11 @@ from typing import Any
 import msgspec
 
 from harness.errors import HarnessError
+from harness.fixture import fixture_hash
 from harness.inputs import InputError, read_bounded
 from harness.modes import SuiteKind, kind_of_directory
 from harness.policy import Attempt, policy_for
-from harness.receipts import fixture_hash, policy_of
+from harness.receipts import policy_of
 from harness.runner import display_path
 from harness.suite import fixture_paths
 from harness.verdict import SCHEMA, CaseReport, SuiteReport

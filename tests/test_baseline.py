@@ -44,8 +44,8 @@ from harness.baseline import (
 )
 from harness.errors import ExitCode
 from harness.expectations.base import Grade
+from harness.fixture import fixture_hash
 from harness.policy import regression_gate
-from harness.receipts import fixture_hash
 from harness.repeats import combine
 from harness.run_record import RunRecord
 from harness.statistics import fisher_one_sided

@@ -9,8 +9,8 @@ from conftest import greeting_fixture, write_suite
 from harness.agent import AgentSurface
 from harness.agent_registry import resolve_agent
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
+from harness.fixture import fixture_hash
 from harness.pipeline import RunOptions, run, run_cases, run_suite
-from harness.receipts import fixture_hash
 from harness.suite import load_suite
 from harness.verdict import CaseReport
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli, echo_fixture, green_project
 
-from harness.receipts import _canonical_fast, fixture_hash, git_state, provider_ref
+from harness.fixture import canonical_json, fixture_hash
+from harness.receipts import git_state, provider_ref
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +49,7 @@ def test_the_fast_canonical_form_is_the_json_one_or_none(text: str) -> None:
     # Hashes already in reports and baselines were made with `json`: the fast path must
     # spell every document as it did, or step aside.
     spelt = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    fast = _canonical_fast(text)
+    fast = canonical_json(text)
     assert fast is None or fast == spelt.encode("utf-8")
     assert fixture_hash(text) == hashlib.sha256(spelt.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -62,7 +63,7 @@ def test_the_fast_canonical_form_covers_the_suites_fixtures() -> None:
     for text in regression:
         floats.clear()
         json.loads(text, parse_float=floats.append)
-        assert (_canonical_fast(text) is None) == bool(floats)
+        assert (canonical_json(text) is None) == bool(floats)
     for text in texts:
         spelt = json.dumps(
             json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import (
@@ -15,15 +16,20 @@ from conftest import (
     REPO,
     SHARED_FIXTURES,
     Cli,
+    echo_fixture,
     finishes_within,
     lines,
     project,
     replay_trace,
     write_fixture,
+    write_suite,
 )
 
+from harness import run_suite
 from harness import suite as suite_module
+from harness.fixture import fixture_hash
 from harness.problems import AdmissionError, Problem
+from harness.receipts import suite_hash
 from harness.suite import MAX_FIXTURE_BYTES, Case, fixture_paths, load_suite
 
 NOT_ROOT = pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
@@ -493,3 +499,53 @@ def test_a_fixture_changed_after_admission_is_that_case_s_run_error(
     assert error is not None and f"b.json: the {'' if change == 'edited' else 'admitted '}" in error
     assert said in error and "internal error" not in error and report.cases[1].traceback is None
     assert int(report.exit_code()) == 1
+
+
+def _with_a_float(model_name: str) -> dict[str, Any]:
+    data = echo_fixture(model_name)
+    # A float literal anywhere (here a scripted call's argument): msgspec spells floats
+    # otherwise than `json`, so its canonical hash is made from the text, as before.
+    data["turns"][0]["steps"][0]["response"]["tool_calls"][0]["arguments"]["weight"] = 0.5
+    return data
+
+
+def test_admission_makes_each_case_s_canonical_hash_as_it_parses(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "s", {"a.json": echo_fixture("a"), "b.json": _with_a_float("b")})
+    a, b = load(suite)
+    texts = [(suite / name).read_text("utf-8") for name in ("a.json", "b.json")]
+    assert a.canonical is not None and a.canonical.hex() == fixture_hash(texts[0])
+    assert b.canonical is None  # made from its text when asked for
+    assert [a.fixture_sha256, b.fixture_sha256] == [fixture_hash(t) for t in texts]
+    built = Case(a.trace, a.path, a.text)  # built from its text: nothing made yet
+    assert built.canonical is None and built.fixture_sha256 == a.fixture_sha256
+
+
+def test_a_run_hashes_no_admitted_fixture_again(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A third decoding of every fixture (after admission's and the run's) was 8 us a case:
+    # only the one holding a float is hashed from its text, for every report and receipt.
+    root = project(tmp_path, {"a.json": echo_fixture("a"), "b.json": _with_a_float("b")})
+    suite = root / "evals" / "regression"
+    texts = [(suite / name).read_text("utf-8") for name in ("a.json", "b.json")]
+    hashes = [fixture_hash(t) for t in texts]
+    hashed: list[str] = []
+
+    def counted(text: str) -> str:
+        hashed.append(text)
+        return fixture_hash(text)
+
+    monkeypatch.setattr(suite_module, "fixture_hash", counted)
+    report = run_suite(suite, agent="openai-agents", root=root)
+    assert report.exit_code() == 0
+    assert [c.fixture_sha256 for c in report.cases] == hashes
+    assert hashed == [texts[1]]
+    hashed.clear()
+    # A selection's receipt names the whole suite by every fixture's path and hash.
+    result = run_cli("eval", "run", "--case", "a", "--format", "json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert [c["fixture_sha256"] for c in document["cases"]] == hashes[:1]
+    shown = [("evals/regression/a.json", hashes[0]), ("evals/regression/b.json", hashes[1])]
+    assert document["receipt"]["suite_sha256"] == suite_hash(shown)
+    assert hashed == [texts[1]]

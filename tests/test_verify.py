@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import Cli, echo_fixture, red_project, write_fixture
 
-from harness.receipts import fixture_hash
+from harness.fixture import fixture_hash
 
 
 def reported(run_cli: Cli, root: Path) -> Path:

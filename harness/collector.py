@@ -7,9 +7,10 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-# Whether this module froze the heap and it is still frozen (for good, or for a block):
-# asked instead of `gc.get_freeze_count()`, which counts the frozen objects one by one. In
-# a worker forked with a framework loaded that is ~20 ms, paid by each batch of cases.
+# Whether this module froze the heap (for good, or for the block it is in), asked instead
+# of `gc.get_freeze_count()`, which counts the frozen objects one by one: in a worker
+# forked with a framework loaded, ~20 ms for each batch of cases. Whoever thaws the heap
+# meanwhile only makes the next blocks slower: they do not freeze it again.
 _held = [False]
 
 

@@ -148,11 +148,11 @@ def suite_receipt(
     )
 
 
-def suite_hash(fixtures: Iterable[tuple[str, str]]) -> str:
+def suite_hash(hashes: Iterable[tuple[str, str]]) -> str:
     """SHA-256 over a whole admitted suite: each fixture's path (as reports show it) and
-    canonical hash (`harness.fixture.fixture_hash`), in suite order."""
+    canonical hash (`harness.fixture.fixture_hash`, in hex), in suite order."""
     digest = hashlib.sha256()
-    for shown, sha256 in fixtures:
+    for shown, sha256 in hashes:
         digest.update(shown.encode("utf-8", "surrogatepass") + b"\0")
         digest.update(sha256.encode("ascii") + b"\n")
     return digest.hexdigest()

@@ -92,7 +92,7 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     cluster: str | None = None
     # Why the run stopped (`--maxfail`) before this case started: never run, never passed.
     not_run: str | None = None
-    # SHA-256 of the canonical fixture the case ran (`harness.receipts.fixture_hash`).
+    # SHA-256 of the canonical fixture the case ran (`harness.fixture.fixture_hash`).
     fixture_sha256: str | None = None
     # The sorted names of the tools the case could use, for baselines; None: not known.
     tool_surface: list[str] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -25,11 +26,11 @@ from conftest import (
     write_suite,
 )
 
+from harness import fixture as fixture_module
 from harness import run_suite
 from harness import suite as suite_module
 from harness.fixture import fixture_hash
 from harness.problems import AdmissionError, Problem
-from harness.receipts import suite_hash
 from harness.suite import MAX_FIXTURE_BYTES, Case, fixture_paths, load_suite
 
 NOT_ROOT = pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
@@ -529,13 +530,15 @@ def test_a_run_hashes_no_admitted_fixture_again(
     suite = root / "evals" / "regression"
     texts = [(suite / name).read_text("utf-8") for name in ("a.json", "b.json")]
     hashes = [fixture_hash(t) for t in texts]
-    hashed: list[str] = []
+    hashed: list[str | bytes] = []
+    real = fixture_module.canonical_json
 
-    def counted(text: str) -> str:
+    def counted_canonical(text: str | bytes) -> bytes | None:
         hashed.append(text)
-        return fixture_hash(text)
+        return real(text)
 
-    monkeypatch.setattr(suite_module, "fixture_hash", counted)
+    # Every hash made from a text goes through this, whichever module asks.
+    monkeypatch.setattr(fixture_module, "canonical_json", counted_canonical)
     report = run_suite(suite, agent="openai-agents", root=root)
     assert report.exit_code() == 0
     assert [c.fixture_sha256 for c in report.cases] == hashes
@@ -546,6 +549,9 @@ def test_a_run_hashes_no_admitted_fixture_again(
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert [c["fixture_sha256"] for c in document["cases"]] == hashes[:1]
-    shown = [("evals/regression/a.json", hashes[0]), ("evals/regression/b.json", hashes[1])]
-    assert document["receipt"]["suite_sha256"] == suite_hash(shown)
+    whole = b"".join(
+        f"evals/regression/{name}".encode() + b"\0" + sha256.encode() + b"\n"
+        for name, sha256 in zip(("a.json", "b.json"), hashes, strict=True)
+    )
+    assert document["receipt"]["suite_sha256"] == hashlib.sha256(whole).hexdigest()
     assert hashed == [texts[1]]

@@ -23,9 +23,11 @@ one, the `default` action answers (a 500 saying the script is exhausted). Action
   up; `Reply(..., headers={"Content-Encoding": "gzip"})` sends a compressed body as it is.
 
 Every request is recorded (`requests`: method, path, lower-cased headers, text, parsed JSON,
-and when it arrived on the monotonic clock), whatever it got. The server runs in a daemon
-thread on 127.0.0.1 with a free port; `close()` (or leaving the `with` block) stops it
-promptly, even mid-hang.
+when it arrived on the monotonic clock, and the connection it came on), whatever it got.
+It speaks HTTP/1.1 and keeps a connection open after a reply, as providers do; a dropped
+hang, a disconnect and a stream end theirs. The server runs in a daemon thread on
+127.0.0.1 with a free port; `close()` (or leaving the `with` block) stops it promptly,
+even mid-hang.
 """
 
 from __future__ import annotations
@@ -218,6 +220,9 @@ class RecordedRequest:
     text: str
     json: Any  # the parsed body; None when it was not JSON
     arrived: float = 0.0  # time.monotonic() once the whole request was read
+    # The connection it came on (its client's port): requests on one kept-alive connection
+    # share it.
+    connection: int = 0
 
 
 class OpenAIServer:
@@ -357,6 +362,12 @@ class OpenAIServer:
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "openai-loopback/1"
+    # As providers answer: connections stay open for the next request unless an action
+    # ends them (a hang dropped, a disconnect, a stream).
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm the body would wait
+    # for the client's delayed acknowledgement of the headers, 40 ms a reply.
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:
         self._serve()
@@ -382,6 +393,7 @@ class _Handler(BaseHTTPRequestHandler):
             text=text,
             json=document,
             arrived=time.monotonic(),
+            connection=int(self.client_address[1]),
         )
         action = owner._next_action(request)
         if isinstance(action, Hang):
@@ -422,11 +434,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(reply.body)))
-            self.send_header("Connection", "close")
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(reply.body)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (e.g. timed out) first
-        self.close_connection = True
+            self.close_connection = True  # the client gave up (e.g. timed out) first

@@ -842,6 +842,19 @@ def test_live_suite_passes_through_both_frameworks(
     assert_key_kept_out(runs, tiny_server)
 
 
+@pytest.mark.parametrize("agent", AGENTS)
+def test_cases_one_after_another_share_the_provider_s_kept_alive_connection(
+    run_cli: Cli, tmp_path: Path, tiny_server: OpenAIServer, agent: str
+) -> None:
+    # The server keeps connections open as providers do: a case connecting anew would pay
+    # a TLS handshake per case against a real one.
+    project = make_project(tmp_path / "project", tiny_server.base_url, SUITE)
+    result = Runs(run_cli, project).live(agent, "--jobs", "1")
+    assert result.returncode == 0, result.stderr
+    assert len(tiny_server.requests) == 6
+    assert len({r.connection for r in tiny_server.requests}) == 1
+
+
 # --- fault injection ------------------------------------------------------------------------
 
 

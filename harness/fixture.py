@@ -173,9 +173,9 @@ def parse_fixture_bytes(data: bytes, text: str, file: str) -> tuple[LlmTrace, bo
     """`parse_fixture(text, file)` of the `text` that the UTF-8 `data` decodes to, read
     from the bytes (msgspec reads them without making a UTF-8 copy of the text first);
     whether msgspec read it (then it holds no number JSON has not: NaN, the infinities,
-    which the exact parser reads and admission must look for and refuse); and the digest
-    `fixture_hash` gives, made from the same decoding where that spells it as `json`
-    does (no float in it), else None."""
+    which the exact parser reads and admission must look for and refuse); and the SHA-256
+    digest whose hex `fixture_hash` gives, made from the same decoding where that spells
+    the document as `json` does (no float in it), else None."""
     fast = _parse_fast(data)
     if fast is not None:
         return fast[0], True, fast[1]

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 # meanwhile only makes the next blocks slower: they do not freeze it again.
 _held = [False]
 # What the interpreter keeps frozen of its own: nothing, but 3.12 puts its immortal tuples
-# there (hundreds, and back again after any collection): more than this is a freeze.
+# there (hundreds, and back again after any collection): more than this is a freeze. A
+# caller's freeze made before the harness was imported is counted in it, so a run thaws
+# that one as it ends (a caller freezing at start-up imports the harness first).
 _OWN = gc.get_freeze_count()
 
 

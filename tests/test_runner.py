@@ -636,6 +636,11 @@ def test_grading_is_bounded_by_the_wall_clock(
 TASK_RAISING_LOOP = """
 import asyncio
 
+try:
+    BaseExceptionGroup
+except NameError:  # Python 3.10: the backport, which anyio (httpx's) brings there
+    from exceptiongroup import BaseExceptionGroup
+
 
 class Boom(BaseException):
     pass

@@ -63,7 +63,7 @@ class Item(NamedTuple):
     case_id: str
     digest: bytes | None
     text: str | None
-    canonical: bytes | None = None
+    canonical: bytes | None
 
     @classmethod
     def of(cls, place: int, case: Case) -> Item:

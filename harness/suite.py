@@ -98,7 +98,7 @@ class Case:
     @property
     def canonical(self) -> bytes | None:
         """The SHA-256 digest of its canonical form as admission made it; None where
-        admission did not (a float in it, a case built from its text)."""
+        admission did not (a float in it, a case built as `Case(trace, path, text)`)."""
         return self._canonical
 
     @property
@@ -269,8 +269,10 @@ def _read_fixture(where: str, regular: bool = False) -> tuple[bytes, str]:
 
 def load_case(path: Path, mode: Mode, agent: AgentSurface) -> Case:
     """Admit one fixture or raise `AdmissionError` with every problem in it."""
-    trace, _, text, _ = _admit(_Listed(path.name, str(path), False), mode, agent)
-    return Case(trace, path, text)
+    trace, _, text, canonical = _admit(_Listed(path.name, str(path), False), mode, agent)
+    case = Case(trace, path, text)
+    _CANONICAL_SLOT.__set__(case, canonical)  # made as it was admitted: not made again
+    return case
 
 
 def _admit(

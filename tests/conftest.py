@@ -50,6 +50,10 @@ SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "zeroclaw"
 # What admission knows of the default agent: the built-in tools (`echo`, `fail`, the
 # workspace file tools).
 BUILTIN_SURFACE = AgentSurface("openai-agents", BUILTIN_TOOL_NAMES)
+# Python 3.10 has no `asyncio.timeout`: a watched deadline is a timer there, as `within` is.
+WATCHED_ONLY = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="3.10 has no asyncio.timeout: its deadlines are timers"
+)
 # Every built-in agent framework.
 AGENTS = ("openai-agents", "pydantic-ai")
 

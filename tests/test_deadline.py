@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-import sys
 import threading
 import time
 from typing import Any
 
 import pytest
+from conftest import WATCHED_ONLY
 
 from harness.deadline import DeadlineExceeded, DeadlineWatch, WatchedDeadline, within
 
@@ -91,12 +91,6 @@ def test_after_a_deadline_the_task_can_await_again() -> None:
     assert run(twice()) == "again"
 
 
-# Python 3.10 has no `asyncio.timeout`: a watched deadline is a timer there, as `within` is.
-watched_only = pytest.mark.skipif(
-    sys.version_info < (3, 11), reason="3.10 has no asyncio.timeout: its deadlines are timers"
-)
-
-
 def _watched(seconds: float, work: Any, watch: DeadlineWatch, poll: float = 5.0) -> Any:
     """`work` under a `WatchedDeadline` of `watch`, with a thread looking every `poll`."""
     stop = threading.Event()
@@ -118,7 +112,7 @@ def _watched(seconds: float, work: Any, watch: DeadlineWatch, poll: float = 5.0)
     return run(main())
 
 
-@watched_only
+@WATCHED_ONLY
 def test_a_watched_deadline_expires_when_the_watcher_finds_it_due() -> None:
     cancelled: list[bool] = []
     with pytest.raises(DeadlineExceeded):
@@ -126,7 +120,7 @@ def test_a_watched_deadline_expires_when_the_watcher_finds_it_due() -> None:
     assert cancelled == [True]
 
 
-@watched_only
+@WATCHED_ONLY
 def test_a_phase_due_before_the_watcher_would_wake_wakes_it() -> None:
     # The watcher sleeps up to 30 s between looks; a phase due in 50 ms must not wait
     # for that.
@@ -136,7 +130,7 @@ def test_a_phase_due_before_the_watcher_would_wake_wakes_it() -> None:
     assert time.monotonic() - started < 10
 
 
-@watched_only
+@WATCHED_ONLY
 def test_a_watched_deadline_puts_no_timer_on_the_loop() -> None:
     # A pending timer makes every turn of the loop look at the timer heap: the point of
     # keeping the clock on the watching thread.
@@ -167,7 +161,7 @@ def test_a_watched_deadline_tells_the_works_own_timeout_error() -> None:
     assert not isinstance(caught.value, DeadlineExceeded)
 
 
-@watched_only
+@WATCHED_ONLY
 def test_expire_if_due_answers_when_to_look_again() -> None:
     async def main() -> None:
         deadline = DeadlineWatch().deadline()
@@ -189,7 +183,7 @@ def test_expire_if_due_answers_when_to_look_again() -> None:
     run(main())
 
 
-@watched_only
+@WATCHED_ONLY
 def test_an_expiry_that_arrives_after_its_phase_ended_expires_nothing() -> None:
     async def main() -> str:
         deadline = DeadlineWatch().deadline()

@@ -3,7 +3,6 @@ users' own loops: run errors, timeouts, isolation, a fresh workspace per case.""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 from conftest import (
     DROPPING_LOOP,
     FAITHFUL_LOOP,
+    WATCHED_ONLY,
     call,
     case_of,
     echo_fixture,
@@ -238,9 +238,7 @@ def test_hanging_async_agent_times_out_and_the_suite_continues(
     assert report.exit_code() == 1
 
 
-@pytest.mark.skipif(
-    sys.version_info < (3, 11), reason="3.10 has no asyncio.timeout: its deadlines are timers"
-)
+@WATCHED_ONLY
 def test_a_replayed_case_keeps_no_timer_on_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from harness.errors import ExitCode, HarnessError
+from harness.errors import ExitCode, HarnessError, UsageError
 from harness.options import Option
 from harness.reporters.atomic import ReportFiles
 from harness.reporters.text import clean, inert
@@ -306,6 +307,13 @@ def _merge(command: Invocation) -> int:
     from harness.reporters import registry
 
     reporters = registry.build(command.output(command.args.format))
+    merged = {os.path.realpath(path): path for path in command.args.reports}
+    for key, given in command.files.planned.items():
+        if key in merged:
+            raise UsageError(
+                f"{given}: names a shard's report being merged ({merged[key]}): "
+                "write the merged report to a file of its own"
+            )
     report = merge(command.args.reports)
     pipeline.deliver(report, reporters)
     return report.exit_code()

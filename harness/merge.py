@@ -2,24 +2,30 @@
 combined into the one report of the whole suite, or refused.
 
 Merging proves completeness from the receipts: every shard 1..N exactly once, all of one
-suite (the digest of the whole admitted suite), one policy, one harness version, agent and
-mode, and no case twice. Then the merged report is the suite's: its verdict, counts, case
-reports and exit code are those of an unsharded run (timings aside).
+suite (the digest of the whole admitted suite), one policy, one harness version, agent,
+mode and commit, no case twice, and the merged cases' fixtures hash to that digest (so no
+case was dropped from a shard's report either). Each shard's report must agree with itself
+as `zeroclaw eval verify` checks it. Then the merged report is the suite's: its verdict,
+counts, case reports and exit code are those of an unsharded run (timings aside).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
-from harness.baseline import BaselineComparison, CaseComparison
+from harness.baseline import STATUSES, BaselineComparison, CaseComparison
 from harness.errors import HarnessError
-from harness.receipts import SuiteReceipt
-from harness.selection import shard_of
-from harness.verdict import SuiteReport
-from harness.verify import read_report
+from harness.receipts import SuiteReceipt, suite_hash
+from harness.selection import MAX_SHARDS, shard_of
+from harness.verdict import CaseReport, SuiteReport
+from harness.verify import VerifyError, consistency_problems, read_report
+
+# A shard count's missing shards named one by one up to this many, then counted.
+_NAMED = 20
 
 # What every shard must agree on, read from its receipt or report.
 _SAME = (
@@ -30,6 +36,7 @@ _SAME = (
     ("fixtures (the suite's digest)", lambda r: r.receipt.suite_sha256),
     ("policy", lambda r: msgspec.structs.astuple(r.receipt.policy)),
     ("harness version", lambda r: r.receipt.harness_version),
+    ("git commit", lambda r: r.receipt.git_commit),
     ("framework version", lambda r: r.receipt.framework_version),
     ("provider", lambda r: r.receipt.provider),
     ("shard count", lambda r: r.receipt.shard[1]),
@@ -49,15 +56,21 @@ def merge(paths: Sequence[Path]) -> SuiteReport:
     every reason it cannot be."""
     if not paths:
         raise MergeError("name the shards' JSON reports")
-    shards = [(path, read_report(path)[0]) for path in paths]
-    problems = [p for path, report in shards for p in _shard_problems(path, report)]
+    shards, problems = _read(paths)
+    for path, report, raw in shards:
+        problems += _shard_problems(path, report, raw)
     if not problems:
-        problems = _agreement_problems(shards) + _coverage_problems(shards)
+        pairs = [(path, report) for path, report, _ in shards]
+        problems = _agreement_problems(pairs)
+        if not problems:  # coverage is only told against one shard count
+            problems = _coverage_problems(pairs)
+    cases = sorted((c for _, r, _ in shards for c in r.cases), key=lambda c: c.fixture)
+    if not problems:
+        problems = _completeness_problems(shards[0][1], cases)
     if problems:
         raise MergeError("\n".join(problems))
     first = shards[0][1]
     assert first.receipt is not None  # _shard_problems checked every receipt
-    cases = sorted((c for _, r in shards for c in r.cases), key=lambda c: c.fixture)
     receipt: SuiteReceipt = msgspec.structs.replace(
         first.receipt, selection=None, shard=None, git_dirty=_any_dirty(shards)
     )
@@ -67,9 +80,9 @@ def merge(paths: Sequence[Path]) -> SuiteReport:
         mode=first.mode,
         agent=first.agent,
         cases=cases,
-        duration_ms=max(r.duration_ms for _, r in shards),  # the shards ran side by side
+        duration_ms=max(r.duration_ms for _, r, _ in shards),  # the shards ran side by side
         receipt=receipt,
-        baseline=_merged_baseline([r for _, r in shards]),
+        baseline=_merged_baseline([r for _, r, _ in shards]),
         fail_on_regression=first.fail_on_regression,
     )
 
@@ -89,9 +102,8 @@ def _merged_baseline(reports: list[SuiteReport]) -> BaselineComparison | None:
                 continue
             seen.setdefault(case.id, case)
     cases = sorted(seen.values(), key=lambda c: c.id)
-    counts: dict[str, int] = {}
-    for case in cases:
-        counts[case.status] = counts.get(case.status, 0) + 1
+    # Every status, as an unsharded comparison counts them: a consumer reads any of them.
+    counts: dict[str, int] = {s: sum(c.status == s for c in cases) for s in STATUSES}
     first = comparisons[0]
     return BaselineComparison(
         baseline=first.baseline,
@@ -104,18 +116,46 @@ def _merged_baseline(reports: list[SuiteReport]) -> BaselineComparison | None:
     )
 
 
-def _shard_problems(path: Path, report: SuiteReport) -> list[str]:
+Shard = tuple[Path, SuiteReport, dict[str, Any]]  # its path, report and raw document
+
+
+def _read(paths: Sequence[Path]) -> tuple[list[Shard], list[str]]:
+    """Every report that reads, and why each other one does not."""
+    shards: list[Shard] = []
+    problems = []
+    for path in paths:
+        try:
+            report, raw = read_report(path)
+        except VerifyError as exc:
+            problems.append(str(exc))
+            continue
+        shards.append((path, report, raw))
+    return shards, problems
+
+
+def _shard_problems(path: Path, report: SuiteReport, raw: dict[str, Any]) -> list[str]:
     receipt = report.receipt
     if receipt is None or receipt.shard is None:
         return [f"{path}: not a shard's report (run the suite with --shard I/N)"]
     index, count = receipt.shard
+    if not 1 <= index <= count <= MAX_SHARDS:
+        return [f"{path}: $.receipt.shard: {index}/{count} is no shard of 1 to {MAX_SHARDS}"]
     if receipt.selection != f"--shard {index}/{count}":
         return [f"{path}: shard {index}/{count} also picked cases ({receipt.selection})"]
-    return [
-        f"{path}: case {case.id!r} is not of shard {index}/{count} (edited, or another run's)"
-        for case in report.cases
-        if shard_of(case.id, count) != index
-    ]
+    # A report that does not agree with itself (a flipped verdict, edited totals) would
+    # carry its edit into the merged gate, which no longer shows it.
+    problems = [f"{path}: {problem}" for problem in consistency_problems(report, raw)]
+    ids: set[str] = set()
+    for case in report.cases:
+        if shard_of(case.id, count) != index:
+            problems.append(
+                f"{path}: case {case.id!r} is not of shard {index}/{count} "
+                "(edited, or another run's)"
+            )
+        elif case.id in ids:
+            problems.append(f"{path}: case {case.id!r} is in it twice")
+        ids.add(case.id)
+    return problems
 
 
 def _agreement_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:
@@ -139,9 +179,11 @@ def _coverage_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:
     for index, names in sorted(given.items()):
         if len(names) > 1:
             problems.append(f"shard {index}/{count} given more than once: {', '.join(names)}")
-    missing = [str(i) for i in range(1, count + 1) if i not in given]
-    if missing:
-        problems.append(f"shard(s) {', '.join(missing)} of {count} missing")
+    if len(given) < count:
+        missing = [str(i) for i in range(1, count + 1) if i not in given]
+        named = ", ".join(missing[:_NAMED])
+        more = f" and {len(missing) - _NAMED} more" if len(missing) > _NAMED else ""
+        problems.append(f"shard(s) {named}{more} of {count} missing")
     seen: dict[str, str] = {}
     for path, report in shards:
         for case in report.cases:
@@ -151,6 +193,25 @@ def _coverage_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:
     return problems
 
 
-def _any_dirty(shards: list[tuple[Path, SuiteReport]]) -> bool | None:
-    flags = [r.receipt.git_dirty for _, r in shards if r.receipt is not None]
+def _completeness_problems(first: SuiteReport, cases: list[CaseReport]) -> list[str]:
+    """The merged cases are every fixture of the suite the shards were run on: their
+    paths and fixture hashes give the suite's digest. Told after coverage, this finds a
+    case dropped from a shard's report (every receipt still names the whole suite)."""
+    assert first.receipt is not None
+    expected = first.receipt.suite_sha256
+    unhashed = [c.id for c in cases if c.fixture_sha256 is None]
+    if unhashed:
+        return [f"case {unhashed[0]!r} carries no fixture hash: its fixture is not vouched for"]
+    merged = suite_hash((c.fixture, c.fixture_sha256 or "") for c in cases)
+    if merged != expected:
+        return [
+            f"the shards' {len(cases)} case(s) are not the suite they were run on (its "
+            "digest in every receipt): a case is missing from a shard's report, or was "
+            "edited into one"
+        ]
+    return []
+
+
+def _any_dirty(shards: list[Shard]) -> bool | None:
+    flags = [r.receipt.git_dirty for _, r, _ in shards if r.receipt is not None]
     return None if any(f is None for f in flags) else any(flags)

@@ -141,16 +141,27 @@ def shard_of(case_id: str, shards: int) -> int:
     return int.from_bytes(digest[:8], "big") % shards + 1
 
 
+# More shards than any CI matrix runs (GitHub's allows 256 jobs): a larger count is a typo.
+MAX_SHARDS = 1000
+
+
 def parse_shard(text: str) -> tuple[int, int]:
-    """`I/N` with 1 ≤ I ≤ N (argparse type)."""
+    """`I/N` with 1 ≤ I ≤ N ≤ `MAX_SHARDS`, in ASCII digits (argparse type)."""
     import argparse
 
     index, slash, count = text.partition("/")
-    if slash and index.strip().isdigit() and count.strip().isdigit():
+    if slash and _decimal(index) and _decimal(count):
         i, n = int(index), int(count)
-        if 1 <= i <= n:
+        if 1 <= i <= n <= MAX_SHARDS:
             return i, n
-    raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N, e.g. 2/3: {text!r}")
+    raise argparse.ArgumentTypeError(
+        f"expected I/N with 1 <= I <= N <= {MAX_SHARDS}, e.g. 2/3: {text!r}"
+    )
+
+
+def _decimal(text: str) -> bool:
+    digits = text.strip()
+    return digits.isascii() and digits.isdigit()
 
 
 class EmptySelection(HarnessError):

@@ -58,6 +58,8 @@ def read_report(path: Path) -> tuple[SuiteReport, dict[str, Any]]:
         raw = json.loads(data)
     except ValueError as exc:
         raise VerifyError(f"{path}: not JSON: {exc}") from None
+    except RecursionError:
+        raise VerifyError(f"{path}: not JSON that can be read: nested too deeply") from None
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else None
         raise VerifyError(f"{path}: $.schema: not a {SCHEMA} report (found {found!r})")
@@ -97,7 +99,7 @@ def verify(
         *_fixture_problems(report, suite, root),
         *_bar_problems(report, expected, fail_on_regression),
         *_policy_problems(report),
-        *_consistency_problems(report, raw),
+        *consistency_problems(report, raw),
     ]
     policy = policy_for(report.kind)
     summary = (
@@ -169,7 +171,9 @@ def _policy_problems(report: SuiteReport) -> list[str]:
     return []
 
 
-def _consistency_problems(report: SuiteReport, raw: dict[str, Any]) -> list[str]:
+def consistency_problems(report: SuiteReport, raw: dict[str, Any]) -> list[str]:
+    """Where the report disagrees with itself: a verdict its grades do not give, totals
+    that do not count its cases, an exit code its cases do not give."""
     problems = [
         f"$.cases[{i}] ({case.id}): says {'passed' if case.passed else 'not passed'}, but "
         f"its grades say {'passed' if should else 'not passed'}"

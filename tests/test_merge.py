@@ -137,7 +137,11 @@ def test_merged_shards_keep_a_confirmed_regression_failing_the_gate(
     assert merged.returncode == 1  # the regressions still fail the merged gate
     baseline = json.loads((root / "m.json").read_text())["baseline"]
     assert baseline["confirmed_regressions"]
-    assert "removed" not in baseline["counts"]  # no shard saw another's cases as removed
+    assert baseline["counts"]["removed"] == 0  # no shard saw another's cases as removed
+    run_cli("eval", "run", *kind, *against, "--json-report", "whole.json", cwd=root)
+    whole = json.loads((root / "whole.json").read_text())["baseline"]
+    # Every status counted, zeros too, as the unsharded comparison counts them.
+    assert baseline["counts"] == whole["counts"]
 
 
 def test_a_shard_that_holds_no_case_still_merges(run_cli: Cli, tmp_path: Path) -> None:
@@ -185,3 +189,106 @@ def test_a_case_moved_into_another_shards_report_is_refused(run_cli: Cli, suite_
     result = run_cli("eval", "merge", *shards, cwd=root)
     assert result.returncode == 1
     assert "is not of shard 2/3" in result.stderr
+
+
+def _tampered(root: Path, name: str, change: Any) -> str:
+    """A copy of the shard report `name`, changed by `change(document)`."""
+    document = json.loads((root / name).read_text())
+    change(document)
+    copy = f"tampered-{name}"
+    (root / copy).write_text(json.dumps(document))
+    return copy
+
+
+def _drop_first_case(document: dict[str, Any]) -> None:
+    del document["cases"][0]
+    document["totals"]["cases"] -= 1
+    document["totals"]["passed"] -= 1
+
+
+def _case_twice(document: dict[str, Any]) -> None:
+    document["cases"].append(document["cases"][0])
+    document["totals"]["cases"] += 1
+    document["totals"]["passed"] += 1
+
+
+def _flip_a_grade(document: dict[str, Any]) -> None:
+    document["cases"][0]["grades"][0]["passed"] = False
+
+
+def _other_commit(document: dict[str, Any]) -> None:
+    document["receipt"]["git_commit"] = "0" * 40
+
+
+def _no_shard_count(document: dict[str, Any]) -> None:
+    document["receipt"]["shard"] = [1, 0]
+    document["receipt"]["selection"] = "--shard 1/0"
+
+
+# What each tampering of the second shard's report (in tests below) is refused for.
+TAMPERINGS = {
+    "a case dropped, totals fixed up": (_drop_first_case, "a case is missing from a shard's"),
+    "a case listed twice": (_case_twice, "is in it twice"),
+    "a verdict its grades do not give": (_flip_a_grade, "but its grades say not passed"),
+    "a shard run on another commit": (_other_commit, "the shards differ in git commit"),
+    "a shard count of 0": (_no_shard_count, "$.receipt.shard: 1/0 is no shard"),
+}
+
+
+def test_a_tampered_shard_report_is_refused_for_what_was_done_to_it(
+    run_cli: Cli, suite_copy: Path
+) -> None:
+    root = suite_copy
+    shards = run_shards(run_cli, root)
+    honest = run_cli("eval", "merge", *shards, cwd=root)
+    assert honest.returncode == 0, honest.stderr
+    for what, (change, reason) in TAMPERINGS.items():
+        second = _tampered(root, shards[1], change)
+        result = run_cli("eval", "merge", shards[0], second, shards[2], cwd=root)
+        assert result.returncode == 1, what
+        assert reason in result.stderr, (what, result.stderr)
+        assert "Traceback" not in result.stderr, what
+
+
+def test_every_unreadable_report_is_named_and_none_crashes_the_merge(
+    run_cli: Cli, suite_copy: Path
+) -> None:
+    root = suite_copy
+    shards = run_shards(run_cli, root)
+    (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "cut.json").write_text((root / shards[1]).read_text()[:100])
+    result = run_cli("eval", "merge", shards[0], "deep.json", "cut.json", cwd=root)
+    assert result.returncode == 1
+    assert "deep.json: not JSON that can be read: nested too deeply" in result.stderr
+    assert "cut.json: not JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_shards_of_another_count_are_refused_for_that_alone(run_cli: Cli, suite_copy: Path) -> None:
+    root = suite_copy
+    shards = run_shards(run_cli, root)
+    run_cli("eval", "run", "--shard", "1/4", "--json-report", "four.json", cwd=root)
+    result = run_cli("eval", "merge", *shards, "four.json", cwd=root)
+    assert result.returncode == 1
+    assert "the shards differ in shard count" in result.stderr
+    # Coverage is not told against a count the shards do not share.
+    assert "given more than once" not in result.stderr
+
+
+def test_the_merged_report_may_not_overwrite_a_shard_s(run_cli: Cli, suite_copy: Path) -> None:
+    root = suite_copy
+    shards = run_shards(run_cli, root)
+    before = (root / shards[0]).read_bytes()
+    result = run_cli("eval", "merge", *shards, "--json-report", f"./{shards[0]}", cwd=root)
+    assert result.returncode == 2
+    assert "names a shard's report being merged" in result.stderr
+    assert (root / shards[0]).read_bytes() == before
+
+
+@pytest.mark.parametrize("shard", ["1/1001", "1/100000000", "\u0661/\u0663"])
+def test_a_shard_count_past_any_matrix_or_not_in_ascii_digits_is_a_usage_error(
+    run_cli: Cli, suite_copy: Path, shard: str
+) -> None:
+    result = run_cli("eval", "run", "--shard", shard, cwd=suite_copy)
+    assert result.returncode == 2
+    assert "expected I/N with 1 <= I <= N <= 1000" in result.stderr

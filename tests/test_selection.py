@@ -135,3 +135,28 @@ def test_a_partial_run_is_never_a_point_of_the_history(run_cli: Cli, tmp_path: P
     assert not list((root / "h").glob("*/*.json"))
     run_cli("eval", "run", "--history-dir", "h", cwd=root)
     assert len(list((root / "h").glob("*/*.json"))) == 1
+
+
+def test_a_partial_run_is_never_a_line_of_the_history_file(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    picked = run_cli("eval", "run", "-k", "echo", "--history", "h.jsonl", cwd=root)
+    assert picked.returncode == 0, picked.stderr
+    assert "history entry not written: a partial run (-k 'echo')" in picked.stderr
+    assert not (root / "h.jsonl").exists()
+    run_cli("eval", "run", "--history", "h.jsonl", cwd=root)
+    assert len((root / "h.jsonl").read_text(encoding="utf-8").splitlines()) == 1
+
+
+def test_a_partial_run_writes_no_baseline_and_says_why(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    picked = run_cli(
+        "eval", "run", "-k", "echo", "--write-baseline", "b.json", "--json-report", "r.json",
+        cwd=root,
+    )  # fmt: skip
+    assert picked.returncode == 1
+    assert "b.json: baseline not written: a partial run (-k 'echo')" in picked.stderr
+    assert not (root / "b.json").exists()
+    assert (root / "r.json").exists()  # the other reports are written all the same
+    whole = run_cli("eval", "run", "--write-baseline", "b.json", cwd=root)
+    assert whole.returncode == 0, whole.stderr
+    assert (root / "b.json").exists()

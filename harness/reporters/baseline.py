@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from harness.reporters.atomic import ReportFiles
+from harness.reporters.atomic import ReportFiles, ReportWriteError
 from harness.reporters.base import CI, FILES, Output, Reporter
 from harness.reporters.text import clean, inert
 from harness.settings import WRITE_BASELINE
@@ -33,7 +33,15 @@ class BaselineFile(Reporter):
     def finish(self, report: SuiteReport) -> None:
         from harness.baseline import render_baseline
 
-        self._files.stage(self._path, render_baseline(report, self._files.shown(self._path)))
+        shown = self._files.shown(self._path)
+        if report.partial is not None:
+            # A baseline is the whole suite's: one of part of it would make every case the
+            # run left out "new" in the next comparison, and hide what they were.
+            raise ReportWriteError(
+                f"{shown}: baseline not written: a partial run ({report.partial}) is not the "
+                "suite's; write it from a run of the whole suite"
+            )
+        self._files.stage(self._path, render_baseline(report, shown))
 
 
 class BaselineSummary(Reporter):

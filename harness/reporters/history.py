@@ -115,9 +115,21 @@ class HistoryReporter(Reporter):
         self._stderr = stderr
 
     def finish(self, report: SuiteReport) -> None:
+        if skipped_as_partial(report, self._stderr):
+            return
         said = inert(clean(append_history(self._path, report, self._files.shown(self._path))))
         self._files.written.append(self._path)
         print(f"zeroclaw eval: {said}", file=self._stderr)
+
+
+def skipped_as_partial(report: SuiteReport, stderr: TextIO) -> bool:
+    """Whether `report` is of a partial run, which no history holds (a point of the trend
+    is always the whole suite), said on `stderr` when it is."""
+    if report.partial is None:
+        return False
+    said = f"history entry not written: a partial run ({report.partial})"
+    print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)
+    return True
 
 
 class _Spec:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from harness.options import Option
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import COMMIT, Output, Reporter
+from harness.reporters.history import skipped_as_partial
 from harness.reporters.text import clean, inert
 
 if TYPE_CHECKING:
@@ -36,9 +37,7 @@ class HistoryDirReporter(Reporter):
     def finish(self, report: SuiteReport) -> None:
         from harness import history_store
 
-        if report.partial is not None:  # a point of the trend is always the whole suite
-            said = f"history entry not written: a partial run ({report.partial})"
-            print(f"zeroclaw eval: {inert(clean(said))}", file=self._stderr)
+        if skipped_as_partial(report, self._stderr):
             return
 
         previous = [

@@ -137,8 +137,8 @@ def _route(config: pytest.Config, named: list[Path], configured: list[Path]) -> 
     `--zeroclaw` without file arguments collects the named suites alone: `testpaths` (or
     the working directory) would drag the project's own tests into an eval run. With file
     arguments, the suites are collected beside them. The ini suites join what pytest
-    collects when it is given no file arguments, as `testpaths` do, and are left out when
-    files are named."""
+    collects when it is given no file arguments, as `testpaths` do (so only when started
+    in the root directory), and are left out when files are named."""
     given = config.args_source == pytest.Config.ArgsSource.ARGS
     if named and not given:
         config.args = [str(path) for path in named]
@@ -147,15 +147,46 @@ def _route(config: pytest.Config, named: list[Path], configured: list[Path]) -> 
         return
     if given and not named:
         return
-    wanted = named or configured
     invoked = config.invocation_params.dir
-    # A suite inside a directory pytest collects anyway is found there by recursion; named
-    # again it would be a second, overlapping collection argument.
-    covered = [_real(invoked / arg.split("::")[0]) for arg in config.args]
+    if not named and invoked != config.rootpath:
+        return  # pytest reads `testpaths` only when started there too
+    wanted = named or configured
+    arguments = [_real(invoked / arg.split("::")[0]) for arg in config.args]
     config.args = [
         *config.args,
-        *(str(path) for path in wanted if not any(_within(_real(path), c) for c in covered)),
+        *(str(path) for path in wanted if not _reached(config, path, arguments)),
     ]
+
+
+def _reached(config: pytest.Config, path: Path, arguments: list[Path]) -> bool:
+    """Whether pytest collects the suite at `path` (or the part of it asked for) from
+    `arguments` already: an argument inside it (a fixture, a case's node id) picks from
+    it, and one that holds it reaches it by recursion. A suite it would not reach, under
+    a directory it skips (`norecursedirs`, `--ignore`, a virtualenv), is a usage error:
+    pytest drops an argument that lies inside another, so naming the suite too would not
+    make it run, and a gate must never vanish from a green session."""
+    suite = _real(path)
+    for argument in arguments:
+        if _within(argument, suite):
+            return True
+        if suite == argument or argument not in suite.parents:
+            continue
+        below = [suite, *suite.parents[: suite.parents.index(argument)]]
+        ignored = config.hook.pytest_ignore_collect
+        skipped = next(
+            (d for d in reversed(below) if ignored(collection_path=d, config=config)), None
+        )
+        if skipped is None:
+            return True
+        invoked = config.invocation_params.dir
+        shown = [os.path.relpath(p, invoked) for p in (suite, argument, skipped)]
+        raise pytest.UsageError(
+            f"zeroclaw: suite {shown[0]} would not run: pytest collects {shown[1]} without "
+            f"walking into {shown[2]} (norecursedirs, --ignore or a virtualenv), and drops "
+            "a path given inside another; name paths that do not hold it (testpaths, "
+            "file arguments), or move the suite out of what is skipped"
+        )
+    return False
 
 
 def _real(path: Path) -> Path:
@@ -338,6 +369,7 @@ class SuiteDirectory(pytest.Directory):
             cases = plugin.admit(self.path)
         except Refused as exc:
             raise self.CollectError(str(exc)) from None
+        _refuse_node_ids(self, cases)
         suite = plugin.suite(self.path)
         for case in cases:
             # The collector's own (absolute) path: pytest's node ids are made from it.
@@ -361,8 +393,29 @@ class FixtureFile(pytest.File):
                 (case,) = plugin.admit(self.path)
             except Refused as exc:
                 raise self.CollectError(str(exc)) from None
+            _refuse_node_ids(self, [case])
             suite = plugin.suite(self.path)
         yield CaseItem.from_parent(self, name=case.id, case=case, suite=suite)
+
+
+# What pytest reads as its own syntax in a node id: an item named with them gets a node id
+# that `--lf`, `--deselect` and a pasted node id no longer find it by.
+_NODE_ID_SYNTAX = ("::", "[")
+
+
+def _refuse_node_ids(collector: pytest.Collector, cases: list[Case]) -> None:
+    from harness.reporters.text import clean_lines, inert
+
+    unsafe = [c for c in cases if any(mark in c.id for mark in _NODE_ID_SYNTAX)]
+    if not unsafe:
+        return
+    lines = [
+        f"{_plugin(collector).display(c.path)}: case id {c.id!r} holds '::' or '[', which "
+        "pytest reads in node ids as its own: --lf and --deselect would miss the case; "
+        "rename it (zeroclaw eval run takes it as it is)"
+        for c in unsafe
+    ]
+    raise collector.CollectError(inert(clean_lines("\n".join(lines))))
 
 
 class CaseItem(pytest.Item):
@@ -376,10 +429,13 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         from harness.errors import HarnessError
 
+        failure: str | None = None
         try:
             report = _plugin(self).run(self.case, self.suite)
         except HarnessError as exc:  # the agent cannot be built: every case's run error
-            pytest.fail(f"zeroclaw: {exc}", pytrace=False)
+            failure = f"zeroclaw: {exc}"
+        if failure is not None:  # failed outside the handler: no chained exception shown
+            pytest.fail(failure, pytrace=False)
         self.user_properties.extend(_properties(report, self.suite))
         _judge(report, self.suite.kind)
 

@@ -375,6 +375,67 @@ def test_the_ini_option_collects_suites_without_zeroclaw(tmp_path: Path) -> None
     assert "1 failed" in one.stdout and "passed" not in one.stdout
 
 
+def test_a_suite_under_a_directory_pytest_skips_never_vanishes(tmp_path: Path) -> None:
+    # `norecursedirs` keeps pytest from walking into `evals` from `.`, and pytest drops a
+    # path given inside another: the suite would silently not run, so it is a usage error.
+    table = 'norecursedirs = ["evals", ".git"]\nzeroclaw_suites = ["evals/regression"]\n'
+    root = with_unit_tests(green_project(tmp_path), table)
+    refused = run_pytest("--collect-only", "-q", cwd=root)
+    assert refused.returncode == pytest.ExitCode.USAGE_ERROR, refused.stdout
+    assert (
+        "zeroclaw: suite evals/regression would not run: pytest collects . without walking "
+        "into evals (norecursedirs"
+    ) in refused.stderr
+    # With `testpaths` no path given holds the suite: it is collected beside them.
+    with (root / "pyproject.toml").open("a", encoding="utf-8") as file:
+        file.write('testpaths = ["tests"]\n')
+    result = run_pytest("--collect-only", "-q", cwd=root)
+    assert collected(result) == [
+        "tests/test_unit.py::test_unit",
+        ECHO,
+        "evals/regression/b_hi.json::hi",
+    ], result.stdout + result.stderr
+    # `build` is among pytest's default `norecursedirs`.
+    other = green_project(tmp_path / "other")
+    (other / "evals").rename(other / "build")
+    named = run_pytest("--zeroclaw", "build/regression", ".", "--collect-only", "-q", cwd=other)
+    assert named.returncode == pytest.ExitCode.USAGE_ERROR, named.stdout
+    assert "suite build/regression would not run" in named.stderr
+
+
+def test_a_case_s_node_id_beside_zeroclaw_picks_that_case_alone(tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    result = run_pytest("--zeroclaw", SUITE, WRONG, "--collect-only", "-q", cwd=root)
+    assert collected(result) == [WRONG], result.stdout
+    fixture = run_pytest(
+        "--zeroclaw", SUITE, WRONG.split("::")[0], "--collect-only", "-q", cwd=root
+    )
+    assert collected(fixture) == [WRONG], fixture.stdout
+
+
+def test_the_ini_suites_are_left_out_below_the_root_directory(tmp_path: Path) -> None:
+    # As pytest reads `testpaths`: only when started where the configuration is.
+    table = 'testpaths = ["tests"]\nzeroclaw_suites = ["evals/regression"]\n'
+    root = with_unit_tests(green_project(tmp_path), table)
+    below = run_pytest("--collect-only", "-q", cwd=root / "tests")
+    assert collected(below) == ["tests/test_unit.py::test_unit"], below.stdout
+
+
+def test_case_ids_pytest_reads_as_node_id_syntax_are_a_collection_error(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "a.json": echo_fixture("a::b"),
+            "b.json": echo_fixture("x[1]"),
+            "c.json": echo_fixture("fine"),
+        },
+    )
+    result = run_pytest("--zeroclaw", SUITE, "-q", "-p", "no:cacheprovider", cwd=root)
+    assert result.returncode == 2, result.stdout
+    assert "case id 'a::b' holds '::' or '['" in result.stdout
+    assert "case id 'x[1]' holds '::' or '['" in result.stdout
+
+
 def test_without_a_suite_the_plugin_changes_nothing(tmp_path: Path) -> None:
     root = with_unit_tests(red_project(tmp_path))
     plain = run_pytest("--collect-only", "-p", "no:cacheprovider", cwd=root)
@@ -409,3 +470,32 @@ def test_collecting_imports_no_agent_framework(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert len(collected(result)) == 2
     assert (root / "imported.txt").read_text(encoding="utf-8") == "none"
+
+
+def test_a_missing_agent_framework_fails_each_case_once_with_what_to_install(
+    tmp_path: Path,
+) -> None:
+    root = green_project(tmp_path)
+    # The framework is made unimportable in the conftest, which pytest loads before any
+    # case runs (collecting imports no framework).
+    (root / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import sys
+
+            class _Missing:
+                def find_spec(self, name, path=None, target=None):
+                    if name == "agents" or name.startswith("agents."):
+                        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+                    return None
+
+            sys.meta_path.insert(0, _Missing())
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = run_pytest("--zeroclaw", SUITE, "-q", "-p", "no:cacheprovider", cwd=root)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "2 failed" in result.stdout
+    assert "openai-agents" in result.stdout  # the extra to install is named
+    assert "During handling of the above exception" not in result.stdout

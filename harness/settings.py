@@ -300,8 +300,10 @@ def _repeat(args: argparse.Namespace, mode: Mode) -> int | None:
 
 def _selection(args: argparse.Namespace) -> Selection:
     ids = getattr(args, CASE_IDS.dest, None)  # `record`'s --case is a path, not a list
+    keyword = getattr(args, KEYWORD.dest, None)
     return Selection(
-        keyword=getattr(args, KEYWORD.dest, None),
+        # An empty -k filters nothing, as pytest's: `-k "$PICK"` with PICK unset in CI.
+        keyword=keyword if keyword is not None and keyword.strip() else None,
         case_ids=tuple(ids) if isinstance(ids, list) else (),
         shard=getattr(args, SHARD.dest, None),
     )

@@ -50,6 +50,16 @@ def test_k_runs_the_matching_cases_and_marks_the_run_partial(run_cli: Cli, tmp_p
     assert document["receipt"]["suite_sha256"]
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_k_filters_nothing_as_pytest_s(run_cli: Cli, tmp_path: Path, blank: str) -> None:
+    root = green_project(tmp_path)
+    result = run_cli("eval", "run", "-k", blank, "--format", "json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert [c["id"] for c in document["cases"]] == ["echo-case", "hi"]
+    assert document.get("partial") is None  # the whole suite: its gate is the suite's
+
+
 def test_every_report_says_a_selection_is_partial(run_cli: Cli, tmp_path: Path) -> None:
     root = green_project(tmp_path)
     result = run_cli(

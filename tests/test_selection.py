@@ -170,3 +170,16 @@ def test_a_partial_run_writes_no_baseline_and_says_why(run_cli: Cli, tmp_path: P
     whole = run_cli("eval", "run", "--write-baseline", "b.json", cwd=root)
     assert whole.returncode == 0, whole.stderr
     assert (root / "b.json").exists()
+
+
+def test_a_shard_that_holds_no_case_says_why_it_is_not_green(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    empty = next(
+        f"{i}/9"
+        for i in range(1, 10)
+        if run_cli("eval", "list", "--shard", f"{i}/9", cwd=root).stdout == ""
+    )
+    result = run_cli("eval", "run", "--shard", empty, cwd=root)
+    assert result.returncode == 1
+    assert "0/0 cases passed  (no case ran: a run of nothing is never green)" in result.stdout
+    assert "✓" not in result.stdout

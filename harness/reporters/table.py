@@ -144,7 +144,9 @@ def _statistics(report: SuiteReport) -> str | None:
 def render_summary(report: SuiteReport, colour: bool = False) -> str:
     t = report.totals
     line = f"  {t.passed}/{t.cases} cases passed"
-    if t.failed or t.errors or t.not_run:
+    if not t.cases:  # an empty shard's: nothing passed, so it is not green
+        line += "  (no case ran: a run of nothing is never green)"
+    elif t.failed or t.errors or t.not_run:
         parts = [f"{t.failed} failed"] if t.failed else []
         parts += [f"{t.errors} run error(s)"] if t.errors else []
         parts += [f"{t.not_run} not run"] if t.not_run else []

@@ -13,7 +13,7 @@ from harness.inputs import InputError, read_tail
 from harness.options import Option
 from harness.reporters.atomic import ReportFiles, ReportWriteError
 from harness.reporters.base import COMMIT, Output, Reporter
-from harness.reporters.text import clean, inert, json_safe
+from harness.reporters.text import clean, inert, json_safe, skipped_as_partial
 
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport
@@ -120,16 +120,6 @@ class HistoryReporter(Reporter):
         said = inert(clean(append_history(self._path, report, self._files.shown(self._path))))
         self._files.written.append(self._path)
         print(f"zeroclaw eval: {said}", file=self._stderr)
-
-
-def skipped_as_partial(report: SuiteReport, stderr: TextIO) -> bool:
-    """Whether `report` is of a partial run, which no history holds (a point of the trend
-    is always the whole suite), said on `stderr` when it is."""
-    if report.partial is None:
-        return False
-    said = f"history entry not written: a partial run ({report.partial})"
-    print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)
-    return True
 
 
 class _Spec:

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from harness.options import Option
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import COMMIT, Output, Reporter
-from harness.reporters.history import skipped_as_partial
-from harness.reporters.text import clean, inert
+from harness.reporters.text import clean, inert, skipped_as_partial
 
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport

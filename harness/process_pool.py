@@ -40,6 +40,7 @@ from harness.agent_registry import resolve_within
 from harness.collector import freeze_for_good
 from harness.errors import describe
 from harness.fixture import parse_admitted
+from harness.orphans import die_with_the_fork_server
 from harness.runner import CasePlan, replay_backend
 from harness.suite import Case
 from harness.verdict import CaseReport
@@ -378,6 +379,7 @@ def _worker_main(conn: Any, spec: WorkerSpec) -> None:
     """A worker: the harness's cases, one at a time, until told to stop. It never waits
     for a thread an agent left running, and leaves interruptions to the harness."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_the_fork_server()  # killed, should the harness be, whatever its case does
     # What the fork server had loaded is never garbage: the collector leaves it alone, so
     # it neither spends time on it nor copies the pages it would touch.
     freeze_for_good()

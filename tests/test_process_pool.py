@@ -9,6 +9,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -350,3 +353,69 @@ def test_every_field_of_a_plan_is_sent_to_workers_or_made_there() -> None:
     not_needed = {"prepare", "repeat", "maxfail"}
     fields = {f.name for f in dataclasses.fields(CasePlan)}
     assert fields == set(_SENT) | made_there | not_needed
+
+
+# A case that holds the interpreter for good (a backtracking regular expression keeps the
+# GIL), after saying which process runs it.
+GIL_HOLDING_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import os
+import re
+from pathlib import Path
+
+
+class Holding(Session):
+    async def run_turn(self, user_input):
+        if "hold" in user_input:
+            Path(os.environ["ZC_PID_FILE"]).write_text(str(os.getpid()))
+            re.match(r"(a+)+$", "a" * 60 + "b")
+        return await super().run_turn(user_input)
+
+
+def holding(ctx):
+    return Holding(ctx)
+"""
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().rpartition(")")[2].split()[0] != "Z"  # a zombie has ended
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
+def test_a_worker_holding_the_interpreter_dies_with_a_killed_harness(tmp_path: Path) -> None:
+    module = write_module(tmp_path, GIL_HOLDING_LOOP)
+    suite = inputs_suite(tmp_path, first="Say hi", held="hold on", last="Say hi")
+    pid_file = tmp_path / "worker.pid"
+    command = [sys.executable, "-m", "harness", "eval", "run", "--suite", str(suite)]
+    command += ["--agent", f"{module}:holding", "--jobs", "2", "--timeout", "60"]
+    environ = {**os.environ, "ZC_PID_FILE": str(pid_file), "PYTHONPATH": str(tmp_path)}
+    harness = subprocess.Popen(
+        command, cwd=tmp_path, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the held case never started"
+            assert harness.poll() is None, "the harness ended before the held case started"
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        time.sleep(0.2)  # in the regular expression now
+        harness.kill()  # as the OOM killer or a cancelled CI job would
+        harness.wait()
+        deadline = time.monotonic() + 10
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(worker), "the worker outlived the harness"
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+        if worker is not None and _alive(worker):
+            os.kill(worker, signal.SIGKILL)  # never left spinning, whatever the verdict

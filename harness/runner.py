@@ -316,11 +316,12 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
     except RAISED_BY_AGENT_CODE as exc:  # a harness bug is still only this case's run error
         return internal_error(case, progress.fixture, exc, progress.turn)
     finally:
-        _restore_cwd(cwd)
+        restore_cwd(cwd)
         context.remove_workspace()
 
 
-def _restore_cwd(cwd: str) -> None:
+def restore_cwd(cwd: str) -> None:
+    """Back in `cwd`, whatever the agent did to the working directory (if it still exists)."""
     try:
         if os.getcwd() == cwd:
             return

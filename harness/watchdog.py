@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import queue
 import sys
 import threading
@@ -37,6 +38,7 @@ from harness.runner import (
     errored_report,
     internal_error,
     jobs_of,
+    restore_cwd,
     run_case,
     sealed,
     start_case,
@@ -122,6 +124,9 @@ def run_watched(
     pending = results.units()
     if _pays_for_workers(plan, len(pending)):
         pending = _in_workers(cases, plan, results, pending)
+    # Each case puts back the working directory its agent changed; one abandoned never
+    # gets to, and the cases after it would read their fixtures from wherever it went.
+    cwd = os.getcwd()
     while pending:
         worker = _SuiteWorker(cases, pending, plan, results, reuse_thread)
         try:
@@ -135,6 +140,7 @@ def run_watched(
         # (a daemon), and go on with the runs not yet in, on a fresh thread.
         unit, progress = stuck
         results.add(unit, progress.abandoned_report(plan.timeout))
+        restore_cwd(cwd)
         pending = [u for u in pending if not results.has(u)]
     reason = f"the run stopped after {plan.maxfail} failing case(s) (--maxfail)"
     for index, case in enumerate(cases):

@@ -44,7 +44,7 @@ from harness.verdict import CaseReport
 from harness.watchdog import run_watched
 
 # A faithful loop that does what the user input says: leave the process, crash it, sleep
-# without blocking, or hold its thread.
+# without blocking, move to another working directory, or hold its thread.
 HOSTILE_LOOP = (
     FAITHFUL_LOOP
     + """
@@ -62,6 +62,8 @@ class Hostile(Session):
             ctypes.string_at(0)
         if "nap" in user_input:
             await asyncio.sleep(float(user_input.split()[-1]))
+        if "wander" in user_input:
+            os.chdir("/")
         if "block" in user_input:
             time.sleep(30)
         return await super().run_turn(user_input)
@@ -162,6 +164,21 @@ def test_the_case_timeout_and_the_watchdog_hold_in_a_worker(
     assert slow.error == "timed out after 1s in turn 0"
     assert blocking.error is not None and "blocked its thread and was abandoned" in blocking.error
     assert fine.passed, fine.first_failure()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_abandoned_case_that_moved_the_working_directory_moves_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    spec = hostile_agent(tmp_path, monkeypatch)
+    inputs_suite(tmp_path, moved="wander and block", second="Say hi", third="Say hi")
+    monkeypatch.chdir(tmp_path)  # the suite named relatively: its fixtures read from here
+    report = run_suite(Path("suite"), agent=spec, jobs=jobs, case_timeout=1.0)
+    moved, second, third = report.cases
+    assert moved.error is not None and "blocked its thread and was abandoned" in moved.error
+    assert second.passed, second.error or second.first_failure()
+    assert third.passed, third.error or third.first_failure()
+    assert Path.cwd() == tmp_path
 
 
 def test_reports_stream_as_cases_finish_and_the_suite_keeps_fixture_order(

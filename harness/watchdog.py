@@ -63,7 +63,10 @@ class Unit:
 
 class _Results:
     """Each case's runs as they come in, from any worker; a case is reported (`on_case`)
-    once its last run is in."""
+    once its last run is in. Under `--maxfail` cases are reported in fixture order, as a
+    serial run reports them: one that ran beside the failure that stopped the run but
+    comes after it is reported as not run, as it is in a serial run, which never ran it
+    (cases go out in fixture order, so every case before that failure ran)."""
 
     def __init__(self, cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> None:
         self._cases = cases
@@ -75,6 +78,11 @@ class _Results:
         self.reports: dict[int, CaseReport] = {}
         self.failed = 0
         self._lock = threading.Lock()
+        # Under --maxfail: the cases reported so far (a prefix, in fixture order), the
+        # failures among them, and the lock that keeps the reporting in that order.
+        self._told = 0
+        self._told_failed = 0
+        self._telling = threading.Lock()
 
     def units(self) -> list[Unit]:
         return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]
@@ -89,13 +97,18 @@ class _Results:
         return maxfail is not None and self.failed >= maxfail
 
     def add(self, unit: Unit, report: CaseReport) -> None:
+        with self._telling:
+            self._tell(self._added(unit, report))
+
+    def _added(self, unit: Unit, report: CaseReport) -> list[CaseReport]:
+        """What is to be reported now that `report` is in."""
         with self._lock:
             if self.has(unit):  # also run again after an abandoned worker: the first counts
-                return
+                return []
             runs = self._partial.setdefault(unit.index, {})
             runs[unit.run] = report
             if len(runs) < self.runs[unit.index]:
-                return
+                return []
             del self._partial[unit.index]
             # One run of a replay case is its report (replay has no clusters): its trace,
             # dropped since admission, is not parsed again to say so.
@@ -108,8 +121,49 @@ class _Results:
             case = sealed(whole, of, self._plan)
             self.reports[unit.index] = case
             self.failed += not case.passed
+            return [case] if self._plan.maxfail is None else self._in_order()
+
+    def _in_order(self) -> list[CaseReport]:
+        """The cases after those reported so far that are in, in fixture order; those past
+        the failure that stopped the run as not run."""
+        maxfail = self._plan.maxfail
+        assert maxfail is not None
+        ready = []
+        while self._told in self.reports:
+            index = self._told
+            if self._told_failed >= maxfail:
+                self.reports[index] = self._unrun(index)
+            self._told_failed += not self.reports[index].passed
+            ready.append(self.reports[index])
+            self._told += 1
+        return ready
+
+    def _unrun(self, index: int) -> CaseReport:
+        case = self._cases[index]
+        reason = f"the run stopped after {self._plan.maxfail} failing case(s) (--maxfail)"
+        return sealed(
+            CaseReport.unrun(case.id, display_path(case.where, self._plan.root), reason),
+            case,
+            self._plan,
+        )
+
+    def finish(self) -> list[CaseReport]:
+        """Every case's report, in fixture order: those that never started (the run
+        stopped early) as not run."""
+        with self._telling:
+            with self._lock:
+                unrun = [i for i in range(len(self._cases)) if i not in self.reports]
+                for index in unrun:
+                    self.reports[index] = self._unrun(index)
+                ordered = self._plan.maxfail is not None
+                ready = self._in_order() if ordered else [self.reports[i] for i in unrun]
+            self._tell(ready)
+        return [self.reports[i] for i in range(len(self._cases))]
+
+    def _tell(self, reports: list[CaseReport]) -> None:
         if self._on_case is not None:
-            self._on_case(case)
+            for report in reports:
+                self._on_case(report)
 
 
 @heap_frozen()
@@ -142,15 +196,7 @@ def run_watched(
         results.add(unit, progress.abandoned_report(plan.timeout))
         restore_cwd(cwd)
         pending = [u for u in pending if not results.has(u)]
-    reason = f"the run stopped after {plan.maxfail} failing case(s) (--maxfail)"
-    for index, case in enumerate(cases):
-        if index not in results.reports:  # never started: the run stopped early
-            unrun = CaseReport.unrun(case.id, display_path(case.where, plan.root), reason)
-            report = sealed(unrun, case, plan)
-            results.reports[index] = report
-            if on_case is not None:
-                on_case(report)
-    return [results.reports[i] for i in range(len(cases))]
+    return results.finish()
 
 
 # Live runs going at once start this many seconds apart, not in one burst: a provider

@@ -202,20 +202,31 @@ def test_reports_stream_as_cases_finish_and_the_suite_keeps_fixture_order(
     assert heard[0][1] < heard[1][1] - 0.5  # handed on when it finished, not at the end
 
 
-def test_maxfail_stops_starting_cases_in_workers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("failure", ["Say hi", "nap 1"])
+def test_maxfail_in_workers_reports_what_a_serial_run_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
 ) -> None:
+    # A quick failure, with a slow case beside it; or a slow one, with quick cases after it
+    # finishing first: either way a serial run never ran the cases after the failure.
     spec = hostile_agent(tmp_path, monkeypatch)
-    wrong = fixture("fails", [turn("Say hi", text_step("bye"))], {"response_contains": ["hi"]})
-    cases: dict[str, dict[str, Any] | str] = {"0.json": wrong}
-    cases.update({f"{n}.json": says_hi(f"later-{n}", "nap 1") for n in range(1, 7)})
+    wrong = fixture("fails", [turn(failure, text_step("bye"))], {"response_contains": ["hi"]})
+    cases: dict[str, dict[str, Any] | str] = {"0.json": says_hi("first"), "1.json": wrong}
+    later = "Say hi" if failure.startswith("nap") else "nap 1"
+    cases.update({f"{n}.json": says_hi(f"later-{n}", later) for n in range(2, 8)})
     suite = write_suite(tmp_path / "suite", cases)
-    report = run_suite(suite, agent=spec, jobs=2, maxfail=1)
-    assert not report.cases[0].passed and report.cases[0].not_run is None
-    unrun = [c for c in report.cases if c.not_run is not None]
-    # Only the case in flight on the other worker when the failure came in ran after it.
-    assert len(unrun) >= 4, [c.id for c in report.cases if c.not_run is None]
-    assert all(c.not_run is not None and c.not_run.endswith("(--maxfail)") for c in unrun)
+    streamed: list[str] = []
+    report = run_suite(
+        suite, agent=spec, jobs=2, maxfail=1, on_case=lambda c: streamed.append(c.id)
+    )
+    serial = run_suite(suite, agent=spec, jobs=1, maxfail=1)
+
+    def outcomes(suite_report: Any) -> list[tuple[str, bool, str | None]]:
+        return [(c.id, c.passed, c.not_run) for c in suite_report.cases]
+
+    assert outcomes(report) == outcomes(serial)
+    assert [c.not_run is not None for c in report.cases] == [False, False] + [True] * 6
+    assert all(c.not_run is None or c.not_run.endswith("(--maxfail)") for c in report.cases)
+    assert streamed == [c.id for c in report.cases]  # in fixture order, as a serial run's
     assert int(report.exit_code()) == 1
 
 

@@ -240,6 +240,9 @@ def main(
             args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse has already explained
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    except KeyboardInterrupt as exc:  # while the command's modules were still importing
+        print(_interrupted(exc, ReportFiles()), file=err)
+        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
     command = Invocation(args, out, err)
     try:
         return int(_ACTIONS[args.action](command))

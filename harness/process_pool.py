@@ -174,6 +174,22 @@ def _context(spec: WorkerSpec, adapter_module: str) -> Any:
     return context
 
 
+def _start_deaf_to_interrupts() -> None:
+    """Start the fork server with interrupts blocked, which it and the workers it starts
+    keep: a Ctrl-C reaches the whole process group, and one that fell while the server was
+    still importing printed its traceback. The harness handles the interrupt; they end
+    with it. (The resource tracker blocks them itself as it starts, and unblocks them in
+    the caller afterwards: it is started first, so that it is not in the middle.)"""
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 class _Worker:
     """One worker process, the cases sent to it in order (the first is the one it runs),
     and a thread writing to it, so this side never blocks on a full pipe."""
@@ -306,6 +322,8 @@ class WorkerPool:
 
     def _start(self) -> None:
         try:
+            if self._context.get_start_method() == "forkserver":
+                _start_deaf_to_interrupts()  # once: a running server is left as it is
             worker = _Worker(self._context, self._spec)
         except OSError as exc:  # no process to be had (limits, no fork server)
             raise PoolUnavailable(f"no worker process could start: {describe(exc)}") from exc
@@ -386,6 +404,8 @@ def _worker_main(conn: Any, spec: WorkerSpec) -> None:
     code = 0
     try:
         _serve(conn, spec)
+    except (BrokenPipeError, ConnectionResetError):  # the harness is gone: no one to tell
+        code = 70
     except BaseException:  # the harness sees it die: the case running gets the blame
         code = 70
         with contextlib.suppress(Exception):

@@ -44,3 +44,21 @@ def test_a_held_block_without_a_signal_changes_nothing(installed: None) -> None:
     with interrupts.held():
         pass
     assert signal.getsignal(signal.SIGINT) is interrupts._raise
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interruption_while_the_command_line_is_read_is_said_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], signum: int, code: int
+) -> None:
+    from harness import cli
+
+    def importing() -> None:  # a Ctrl-C as the reporters' modules are imported
+        raise interrupts.Interrupted(signum)
+
+    monkeypatch.setattr(cli, "build_parser", importing)
+    assert cli.main(["eval", "run"]) == code
+    said = capsys.readouterr().err
+    assert (
+        said
+        == f"zeroclaw eval: interrupted by {signal.Signals(signum).name}; no report was written\n"
+    )

@@ -447,3 +447,60 @@ def test_a_worker_holding_the_interpreter_dies_with_a_killed_harness(tmp_path: P
             harness.kill()
         if worker is not None and _alive(worker):
             os.kill(worker, signal.SIGKILL)  # never left spinning, whatever the verdict
+
+
+WORKER_WITHOUT_HARNESS = """
+import multiprocessing
+from pathlib import Path
+
+from harness.agent_registry import resolve_agent
+from harness.process_pool import _worker_main, worker_spec
+from harness.runner import CasePlan, replay_backend
+from harness.watchdog import run_watched
+
+adapter = resolve_agent("openai-agents")
+plan = CasePlan(
+    adapter, "replay", replay_backend, None, 30.0, Path.cwd(), agent_spec="openai-agents"
+)
+spec = worker_spec(plan, run_watched)
+assert not isinstance(spec, str), spec
+ours, theirs = multiprocessing.Pipe()
+ours.close()  # the harness is gone before the worker says it is ready
+_worker_main(theirs, spec)
+"""
+
+
+def test_a_worker_whose_harness_is_gone_ends_without_a_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER_WITHOUT_HARNESS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 70, done.stderr
+    assert done.stderr == ""
+
+
+def _blocked_signals(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        line = next(x for x in status if x.startswith("SigBlk:"))
+    return int(line.split()[1], 16)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_fork_server_and_its_workers_are_deaf_to_interrupts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Ctrl-C reaches the whole process group: one that fell while the fork server was
+    # still importing printed its traceback. They are started with it blocked; the harness
+    # handles it, and they end with the harness.
+    # (The resource tracker ignores them itself.)
+    from multiprocessing import forkserver
+
+    spec = hostile_agent(tmp_path, monkeypatch)
+    suite = inputs_suite(tmp_path, first="Say hi", second="Say hi")
+    assert run_suite(suite, agent=spec, jobs=2).exit_code() == 0
+    server = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    assert _blocked_signals(server) & 1 << (signal.SIGINT - 1)
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}  # not ours

@@ -21,6 +21,7 @@ from harness.defaults import (
     DEFAULT_JOBS,
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_SUITE_DIR,
+    MAX_JOBS,
 )
 from harness.errors import HarnessError
 from harness.inputs import InputError, read_bounded
@@ -41,7 +42,7 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
         DEFAULT_CASE_WALL_CLOCK
     )
     # Cases (and repetitions) run at once: `--jobs`.
-    jobs: Annotated[int, msgspec.Meta(ge=1, le=1024)] | Literal["auto"] = DEFAULT_JOBS
+    jobs: Annotated[int, msgspec.Meta(ge=1, le=MAX_JOBS)] | Literal["auto"] = DEFAULT_JOBS
     # Every agent, every mode: the model call over this in one turn is the case's run error.
     max_model_calls_per_turn: Annotated[int, msgspec.Meta(gt=0)] = DEFAULT_MAX_MODEL_CALLS_PER_TURN
     # Live mode: an OpenAI-compatible Chat Completions endpoint. The key itself is never

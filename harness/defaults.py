@@ -15,5 +15,8 @@ DEFAULT_CASE_WALL_CLOCK = 600.0
 DEFAULT_MAX_MODEL_CALLS_PER_TURN = 40
 # Runs of one live case a fixture (`repeat`) or the command line (`--repeat`) may ask for.
 MAX_REPEAT = 50
+# More jobs than any machine has cores for: a larger number is a typo (the CLI and the
+# configuration refuse it alike).
+MAX_JOBS = 1024
 # Cases (and repetitions) run at once (`jobs`, `--jobs`).
 DEFAULT_JOBS = 1

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.defaults import MAX_REPEAT
+from harness.defaults import MAX_JOBS, MAX_REPEAT
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,14 @@ def count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def jobs_count(text: str) -> int:
+    """A number of cases at once: 1 to `MAX_JOBS`."""
+    value = count(text)
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_JOBS}: {text}")
     return value
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import UsageError
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
-from harness.options import Option, count, percent, repeat_count, seconds
+from harness.options import Option, count, jobs_count, percent, repeat_count, seconds
 from harness.selection import Selection, parse_shard
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ JOBS = Option(
     "run up to N cases (and repetitions) at once: replay in N worker processes, live on "
     "one event loop; auto: one per core (replay: from 200 cases on) (default: jobs)",
     metavar="N|auto",
-    type=lambda text: "auto" if text.strip() == "auto" else count(text),
+    type=lambda text: "auto" if text.strip() == "auto" else jobs_count(text),
     config_key="jobs",
 )
 EXITFIRST = Option(

@@ -147,6 +147,9 @@ def test_jobs_on_the_command_line_and_in_the_configuration(run_cli: Cli, tmp_pat
     assert run_cli("eval", "run", "--jobs", "3", cwd=root).returncode == 0
     bad = run_cli("eval", "run", "--jobs", "0", cwd=root)
     assert bad.returncode == 2 and "must be at least 1" in bad.stderr
+    # The configuration's bound, on the command line too.
+    huge = run_cli("eval", "run", "--jobs", "1025", cwd=root)
+    assert huge.returncode == 2 and "must be at most 1024: 1025" in huge.stderr
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + "jobs = 2\n", encoding="utf-8")
     assert run_cli("eval", "run", cwd=root).returncode == 0

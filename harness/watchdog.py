@@ -77,6 +77,9 @@ class _Results:
         self._partial: dict[int, dict[int, CaseReport]] = {}
         self.reports: dict[int, CaseReport] = {}
         self.failed = 0
+        # The cases begun, by any event loop: one in flight beside a run that blocked its
+        # loop is begun again on the next, even once the run is stopping.
+        self.started: set[int] = set()
         self._lock = threading.Lock()
         # Under --maxfail: the cases reported so far (a prefix, in fixture order), the
         # failures among them, and the lock that keeps the reporting in that order.
@@ -133,7 +136,8 @@ class _Results:
             index = self._told
             if self._told_failed >= maxfail:
                 self.reports[index] = self._unrun(index)
-            self._told_failed += not self.reports[index].passed
+            told = self.reports[index]
+            self._told_failed += not told.passed and told.not_run is None
             ready.append(self.reports[index])
             self._told += 1
         return ready
@@ -362,7 +366,7 @@ class _SuiteWorker:
         queue = list(reversed(self._pending))
         jobs = jobs_of(self._plan.jobs)
         spacing = LIVE_START_SPACING if self._plan.mode == "live" else 0.0
-        started = {u.index for u in self._pending if self._results.has(u)}
+        started = self._results.started
         tasks: set[asyncio.Task[None]] = set()
         while queue or tasks:
             # An abandoned loop starts nothing more: its runs are run again elsewhere.

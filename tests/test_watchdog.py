@@ -5,6 +5,7 @@ stops the run early and the cases never started are reported as not run."""
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from conftest import (
 )
 
 from harness import run_suite
+from harness.agent_registry import resolve_within
 from harness.verdict import CaseReport
 
 # A faithful loop whose turns take a while without blocking the thread (a slow provider),
@@ -116,6 +118,27 @@ def test_maxfail_stops_starting_cases_and_the_rest_are_not_run(tmp_path: Path) -
     )
     assert int(report.exit_code()) == 1
     assert [c.id for c in seen] == ["passes", "fails", "later", "last"]
+
+
+@pytest.mark.parametrize("blocked", [0, 1])
+def test_maxfail_with_a_blocked_case_on_one_loop_reports_what_a_serial_run_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocked: int
+) -> None:
+    # The blocked case's loop is abandoned with the other case in flight on it: that one
+    # is begun again on the next loop (the run is stopping by then), and a not-run case
+    # is no failure of the count.
+    adapter, _ = resolve_within(agent(tmp_path, monkeypatch), 1.0)
+    adapter.unsendable = threading.Lock()  # type: ignore[attr-defined]  # stays on one loop
+    cases = {f"{n}.json": says_hi(f"case-{n}") for n in range(3)}
+    cases[f"{blocked}.json"] = says_hi(f"case-{blocked}", "block now")
+    suite = write_suite(tmp_path / "suite", cases)
+
+    def outcomes(jobs: int) -> list[tuple[str, bool, bool, bool]]:
+        report = run_suite(suite, agent=adapter, jobs=jobs, maxfail=1, case_timeout=1.0)
+        return [(c.id, c.passed, c.error is not None, c.not_run is not None) for c in report.cases]
+
+    expected = [(f"case-{n}", n < blocked, n == blocked, n > blocked) for n in range(3)]
+    assert outcomes(2) == outcomes(1) == expected
 
 
 def test_a_capability_suite_stopped_early_fails_its_gate(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ expected failure (xfail) in a capability suite; a run error fails the item in ev
 
 pytest loads this module in every run of an environment the package is installed in (the
 harness's own test suite included), so it is inert until a suite is named, and imports
-nothing but pytest and the dependency-free `harness.modes` before then: the harness, and
-the agent framework, are imported by the hooks that need them.
+nothing but pytest and the dependency-free `harness.modes` and `harness.pytest_paths`
+before then: the harness, and the agent framework, are imported by the hooks that need
+them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.modes import SUITE_KINDS, Mode, SuiteKind
+from harness.pytest_paths import real, route
 
 if TYPE_CHECKING:
     from harness.agent import AgentAdapter, AgentSurface
@@ -128,73 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin = SuitePlugin(config, [*named, *configured], _settings(config))
     config.stash[_PLUGIN] = plugin
     config.pluginmanager.register(plugin, PLUGIN_NAME)
-    _route(config, named, configured)
-
-
-def _route(config: pytest.Config, named: list[Path], configured: list[Path]) -> None:
-    """Put the suites among the paths pytest collects.
-
-    `--zeroclaw` without file arguments collects the named suites alone: `testpaths` (or
-    the working directory) would drag the project's own tests into an eval run. With file
-    arguments, the suites are collected beside them. The ini suites join what pytest
-    collects when it is given no file arguments, as `testpaths` do (so only when started
-    in the root directory), and are left out when files are named."""
-    given = config.args_source == pytest.Config.ArgsSource.ARGS
-    if named and not given:
-        config.args = [str(path) for path in named]
-        # The header would otherwise announce `testpaths` that are not collected.
-        config.args_source = pytest.Config.ArgsSource.ARGS
-        return
-    if given and not named:
-        return
-    invoked = config.invocation_params.dir
-    if not named and invoked != config.rootpath:
-        return  # pytest reads `testpaths` only when started there too
-    wanted = named or configured
-    arguments = [_real(invoked / arg.split("::")[0]) for arg in config.args]
-    config.args = [
-        *config.args,
-        *(str(path) for path in wanted if not _reached(config, path, arguments)),
-    ]
-
-
-def _reached(config: pytest.Config, path: Path, arguments: list[Path]) -> bool:
-    """Whether pytest collects the suite at `path` (or the part of it asked for) from
-    `arguments` already: an argument inside it (a fixture, a case's node id) picks from
-    it, and one that holds it reaches it by recursion. A suite it would not reach, under
-    a directory it skips (`norecursedirs`, `--ignore`, a virtualenv), is a usage error:
-    pytest drops an argument that lies inside another, so naming the suite too would not
-    make it run, and a gate must never vanish from a green session."""
-    suite = _real(path)
-    for argument in arguments:
-        if _within(argument, suite):
-            return True
-        if suite == argument or argument not in suite.parents:
-            continue
-        below = [suite, *suite.parents[: suite.parents.index(argument)]]
-        ignored = config.hook.pytest_ignore_collect
-        skipped = next(
-            (d for d in reversed(below) if ignored(collection_path=d, config=config)), None
-        )
-        if skipped is None:
-            return True
-        invoked = config.invocation_params.dir
-        shown = [os.path.relpath(p, invoked) for p in (suite, argument, skipped)]
-        raise pytest.UsageError(
-            f"zeroclaw: suite {shown[0]} would not run: pytest collects {shown[1]} without "
-            f"walking into {shown[2]} (norecursedirs, --ignore or a virtualenv), and drops "
-            "a path given inside another; name paths that do not hold it (testpaths, "
-            "file arguments), or move the suite out of what is skipped"
-        )
-    return False
-
-
-def _real(path: Path) -> Path:
-    return Path(os.path.realpath(path))
-
-
-def _within(path: Path, directory: Path) -> bool:
-    return path == directory or directory in path.parents
+    route(config, named, configured)
 
 
 def _near(path: Path) -> Path:
@@ -223,7 +159,7 @@ class SuitePlugin:
         self.config = config
         self.settings = settings
         self.root = config.rootpath
-        self._suites = {_real(path): path for path in suites}
+        self._suites = {real(path): path for path in suites}
         self._admitted: dict[Path, list[Case] | str] = {}
         self._agent: tuple[AgentAdapter, AgentSurface] | str | None = None
         self._surface: AgentSurface | None = None
@@ -234,14 +170,14 @@ class SuitePlugin:
     def pytest_collect_directory(
         self, path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
-        if _real(path) in self._suites:
+        if real(path) in self._suites:
             return SuiteDirectory.from_parent(parent, path=path)
         return None
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.File | None:
         # A single fixture named as a suite of one; fixtures of a suite directory are
         # collected by the directory itself.
-        if file_path.suffix == ".json" and _real(file_path) in self._suites:
+        if file_path.suffix == ".json" and real(file_path) in self._suites:
             return FixtureFile.from_parent(parent, path=file_path)
         return None
 
@@ -262,7 +198,7 @@ class SuitePlugin:
 
     def admit(self, path: Path) -> list[Case]:
         """The suite's cases, admitted on the first call; `Refused` with every problem."""
-        key = _real(path)
+        key = real(path)
         if key not in self._admitted:
             self._admitted[key] = self._load(path)
         admitted = self._admitted[key]

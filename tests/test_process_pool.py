@@ -489,13 +489,13 @@ def _blocked_signals(pid: int) -> int:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_the_fork_server_and_its_workers_are_deaf_to_interrupts(
+def test_the_fork_server_starts_deaf_to_interrupts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A Ctrl-C reaches the whole process group: one that fell while the fork server was
-    # still importing printed its traceback. They are started with it blocked; the harness
-    # handles it, and they end with the harness.
-    # (The resource tracker ignores them itself.)
+    # still importing printed its traceback. It starts with SIGINT blocked (its workers
+    # inherit the mask, and ignore SIGINT besides); the harness handles the interrupt, and
+    # they end with it. (The resource tracker ignores it itself.)
     from multiprocessing import forkserver
 
     spec = hostile_agent(tmp_path, monkeypatch)

@@ -403,6 +403,19 @@ def test_a_suite_under_a_directory_pytest_skips_never_vanishes(tmp_path: Path) -
     assert "suite build/regression would not run" in named.stderr
 
 
+def test_a_misspelt_suite_is_a_usage_error_and_an_ignored_one_stays_out(tmp_path: Path) -> None:
+    root = with_unit_tests(green_project(tmp_path), 'zeroclaw_suites = ["evals/regresion"]\n')
+    misspelt = run_pytest("--collect-only", "-q", cwd=root)
+    assert misspelt.returncode == pytest.ExitCode.USAGE_ERROR, misspelt.stdout
+    assert "zeroclaw: suite evals/regresion: not found" in misspelt.stderr
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("regresion", "regression"))
+    # The user's own --ignore leaves the suite out, as it does any test directory.
+    for ignore in ("--ignore=evals", "--ignore=evals/regression", "--ignore-glob=ev*"):
+        ignored = run_pytest(ignore, "--collect-only", "-q", cwd=root)
+        assert collected(ignored) == ["tests/test_unit.py::test_unit"], (ignore, ignored.stderr)
+
+
 def test_a_case_s_node_id_beside_zeroclaw_picks_that_case_alone(tmp_path: Path) -> None:
     root = red_project(tmp_path)
     result = run_pytest("--zeroclaw", SUITE, WRONG, "--collect-only", "-q", cwd=root)

@@ -27,6 +27,8 @@ from harness.verify import VerifyError, consistency_problems, read_report
 # A shard count's missing shards named one by one up to this many, then counted.
 _NAMED = 20
 
+Shard = tuple[Path, SuiteReport, dict[str, Any]]  # its path, report and raw document
+
 # What every shard must agree on, read from its receipt or report.
 _SAME = (
     ("suite", lambda r: r.suite),
@@ -60,10 +62,9 @@ def merge(paths: Sequence[Path]) -> SuiteReport:
     for path, report, raw in shards:
         problems += _shard_problems(path, report, raw)
     if not problems:
-        pairs = [(path, report) for path, report, _ in shards]
-        problems = _agreement_problems(pairs)
+        problems = _agreement_problems(shards)
         if not problems:  # coverage is only told against one shard count
-            problems = _coverage_problems(pairs)
+            problems = _coverage_problems(shards)
     cases = sorted((c for _, r, _ in shards for c in r.cases), key=lambda c: c.fixture)
     if not problems:
         problems = _completeness_problems(shards[0][1], cases)
@@ -116,9 +117,6 @@ def _merged_baseline(reports: list[SuiteReport]) -> BaselineComparison | None:
     )
 
 
-Shard = tuple[Path, SuiteReport, dict[str, Any]]  # its path, report and raw document
-
-
 def _read(paths: Sequence[Path]) -> tuple[list[Shard], list[str]]:
     """Every report that reads, and why each other one does not."""
     shards: list[Shard] = []
@@ -145,24 +143,18 @@ def _shard_problems(path: Path, report: SuiteReport, raw: dict[str, Any]) -> lis
     # A report that does not agree with itself (a flipped verdict, edited totals) would
     # carry its edit into the merged gate, which no longer shows it.
     problems = [f"{path}: {problem}" for problem in consistency_problems(report, raw)]
-    ids: set[str] = set()
-    for case in report.cases:
-        if shard_of(case.id, count) != index:
-            problems.append(
-                f"{path}: case {case.id!r} is not of shard {index}/{count} "
-                "(edited, or another run's)"
-            )
-        elif case.id in ids:
-            problems.append(f"{path}: case {case.id!r} is in it twice")
-        ids.add(case.id)
-    return problems
+    return problems + [
+        f"{path}: case {case.id!r} is not of shard {index}/{count} (edited, or another run's)"
+        for case in report.cases
+        if shard_of(case.id, count) != index
+    ]
 
 
-def _agreement_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:
+def _agreement_problems(shards: list[Shard]) -> list[str]:
     problems = []
     for what, value in _SAME:
         seen: dict[object, list[str]] = {}
-        for path, report in shards:
+        for path, report, _ in shards:
             seen.setdefault(value(report), []).append(str(path))
         if len(seen) > 1:
             groups = "; ".join(", ".join(names) for names in seen.values())
@@ -170,11 +162,11 @@ def _agreement_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:
     return problems
 
 
-def _coverage_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:
+def _coverage_problems(shards: list[Shard]) -> list[str]:
     problems = []
     count = shards[0][1].receipt.shard[1]  # type: ignore[union-attr, index]
     given: dict[int, list[str]] = {}
-    for path, report in shards:
+    for path, report, _ in shards:
         given.setdefault(report.receipt.shard[0], []).append(str(path))  # type: ignore[union-attr, index]
     for index, names in sorted(given.items()):
         if len(names) > 1:
@@ -184,12 +176,16 @@ def _coverage_problems(shards: list[tuple[Path, SuiteReport]]) -> list[str]:
         named = ", ".join(missing[:_NAMED])
         more = f" and {len(missing) - _NAMED} more" if len(missing) > _NAMED else ""
         problems.append(f"shard(s) {named}{more} of {count} missing")
-    seen: dict[str, str] = {}
-    for path, report in shards:
+    # A case twice in one report, or in two (a shard given twice is said above instead).
+    seen: dict[str, Path] = {}
+    for path, report, _ in shards:
+        here: set[str] = set()
         for case in report.cases:
-            if case.id in seen and seen[case.id] != str(path):
+            if case.id in here:
+                problems.append(f"{path}: case {case.id!r} is in it twice")
+            elif seen.setdefault(case.id, path) != path:
                 problems.append(f"case {case.id!r} is in {seen[case.id]} and in {path}")
-            seen.setdefault(case.id, str(path))
+            here.add(case.id)
     return problems
 
 

@@ -93,15 +93,16 @@ def count(text: str) -> int:
 
 def jobs_count(text: str) -> int:
     """A number of cases at once: 1 to `MAX_JOBS`."""
-    value = count(text)
-    if value > MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_JOBS}: {text}")
-    return value
+    return _count_up_to(text, MAX_JOBS)
 
 
 def repeat_count(text: str) -> int:
     """A number of runs of one case: 1 to `MAX_REPEAT`."""
+    return _count_up_to(text, MAX_REPEAT)
+
+
+def _count_up_to(text: str, limit: int) -> int:
     value = count(text)
-    if value > MAX_REPEAT:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_REPEAT}: {text}")
+    if value > limit:
+        raise argparse.ArgumentTypeError(f"must be at most {limit}: {text}")
     return value

@@ -138,7 +138,7 @@ class _Results:
                 self.reports[index] = self._unrun(index)
             told = self.reports[index]
             self._told_failed += not told.passed and told.not_run is None
-            ready.append(self.reports[index])
+            ready.append(told)
             self._told += 1
         return ready
 

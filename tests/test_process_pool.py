@@ -44,14 +44,18 @@ from harness.verdict import CaseReport
 from harness.watchdog import run_watched
 
 # A faithful loop that does what the user input says: leave the process, crash it, sleep
-# without blocking, move to another working directory, or hold its thread.
+# without blocking, move to another working directory, hold its thread, or hold the
+# interpreter for good (a backtracking regular expression keeps the GIL) after saying which
+# process runs it.
 HOSTILE_LOOP = (
     FAITHFUL_LOOP
     + """
 import asyncio
 import ctypes
 import os
+import re
 import time
+from pathlib import Path
 
 
 class Hostile(Session):
@@ -66,6 +70,9 @@ class Hostile(Session):
             os.chdir("/")
         if "block" in user_input:
             time.sleep(30)
+        if "hold" in user_input:
+            Path(os.environ["ZC_PID_FILE"]).write_text(str(os.getpid()))
+            re.match(r"(a+)+$", "a" * 60 + "b")
         return await super().run_turn(user_input)
 
 
@@ -383,30 +390,6 @@ def test_every_field_of_a_plan_is_sent_to_workers_or_made_there() -> None:
     assert fields == set(_SENT) | made_there | not_needed
 
 
-# A case that holds the interpreter for good (a backtracking regular expression keeps the
-# GIL), after saying which process runs it.
-GIL_HOLDING_LOOP = (
-    FAITHFUL_LOOP
-    + """
-import os
-import re
-from pathlib import Path
-
-
-class Holding(Session):
-    async def run_turn(self, user_input):
-        if "hold" in user_input:
-            Path(os.environ["ZC_PID_FILE"]).write_text(str(os.getpid()))
-            re.match(r"(a+)+$", "a" * 60 + "b")
-        return await super().run_turn(user_input)
-
-
-def holding(ctx):
-    return Holding(ctx)
-"""
-)
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -418,11 +401,11 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
 def test_a_worker_holding_the_interpreter_dies_with_a_killed_harness(tmp_path: Path) -> None:
-    module = write_module(tmp_path, GIL_HOLDING_LOOP)
+    module = write_module(tmp_path, HOSTILE_LOOP)
     suite = inputs_suite(tmp_path, first="Say hi", held="hold on", last="Say hi")
     pid_file = tmp_path / "worker.pid"
     command = [sys.executable, "-m", "harness", "eval", "run", "--suite", str(suite)]
-    command += ["--agent", f"{module}:holding", "--jobs", "2", "--timeout", "60"]
+    command += ["--agent", f"{module}:hostile", "--jobs", "2", "--timeout", "60"]
     environ = {**os.environ, "ZC_PID_FILE": str(pid_file), "PYTHONPATH": str(tmp_path)}
     harness = subprocess.Popen(
         command, cwd=tmp_path, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "venv"
@@ -45,10 +50,63 @@ def tests(session: nox.Session) -> None:
     """Run the test suite (pytest) on the interpreter nox runs on, one worker per core.
 
     Arguments after `--` go to pytest: `nox -s tests -- tests/test_cli.py -k usage`; give
-    `-n 0` (or `-n 4`, or `-p no:xdist`) to choose the parallelism yourself.
+    `-n 0` (or `-n 4`, or `-p no:xdist`) to choose the parallelism yourself. The HTML
+    report's browser tests need Debian's Chromium and its driver: the session installs them
+    with apt-get as root (or with sudo, where it asks no password), else fails in one line
+    that says the command to run.
     """
     session.install(ALL_AGENTS, *nox.project.dependency_groups(PYPROJECT, "test"))
+    if _needs_browser(session.posargs):
+        _provide_browser(session)
     session.run("pytest", *_parallel(session.posargs), *session.posargs)
+
+
+# The HTML report's browser tests drive Debian's Chromium and its driver at these paths.
+BROWSER = (Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"))
+BROWSER_PACKAGES = ("chromium", "chromium-driver")
+BROWSER_TESTS = "test_reporters_html.py"
+BROWSER_MISSING = (
+    "the HTML report's browser tests need Debian's Chromium and its driver; run "
+    "`sudo apt-get install -y chromium chromium-driver`, then `nox -s tests` again"
+)
+
+
+def _needs_browser(posargs: list[str]) -> bool:
+    """Whether the tests pytest is asked for include the browser tests: every test unless
+    the arguments name paths (`-- tests/test_cli.py -k usage`) and none holds them."""
+    paths = [arg.split("::")[0] for arg in posargs if not arg.startswith("-")]
+    named = [Path(path) for path in paths if Path(path).exists()]
+    return not named or any(path.is_dir() or path.name == BROWSER_TESTS for path in named)
+
+
+def browser_install(*, root: bool, sudo: bool, apt: bool) -> list[list[str]] | str:
+    """The commands that install the browser here, or the one line that says what to run
+    where the session cannot (no apt-get, or neither root nor sudo without a password)."""
+    if not apt or not (root or sudo):
+        return BROWSER_MISSING
+    prefix = [] if root else ["sudo", "-n"]
+    # sudo passes no environment through, so the frontend goes on apt-get's command line.
+    apt_get = [*prefix, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
+    return [[*apt_get, "update", "-qq"], [*apt_get, "install", "-y", "-qq", *BROWSER_PACKAGES]]
+
+
+def _provide_browser(session: nox.Session) -> None:
+    if all(path.exists() for path in BROWSER):
+        return
+    root = os.geteuid() == 0
+    sudo = not root and shutil.which("sudo") is not None and _sudo_without_password()
+    plan = browser_install(root=root, sudo=sudo, apt=shutil.which("apt-get") is not None)
+    if isinstance(plan, str):
+        session.error(plan)
+    session.log("installing Debian's Chromium and its driver for the HTML report's browser tests")
+    for command in plan:
+        session.run(*command, external=True, silent=True)
+    if not all(path.exists() for path in BROWSER):
+        session.error(BROWSER_MISSING)
+
+
+def _sudo_without_password() -> bool:
+    return subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False).returncode == 0
 
 
 def _parallel(posargs: list[str]) -> list[str]:

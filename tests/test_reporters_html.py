@@ -4,7 +4,8 @@ browser shows it (Debian's Chromium, headless, driven by Selenium): the verdict,
 cases first with their transcripts, the filter, the page with scripts off, injected markup
 that never runs, no network request, and a screenshot of what rendered.
 
-The browser tests fail, never skip, when Chromium is missing: CI installs it (`.ci/run`).
+The browser tests fail, never skip, when Chromium is missing: `nox -s tests` installs it
+(noxfile.py) or says the command that does.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 INSTALL = (
     "install Debian's Chromium to run the browser tests: "
-    "apt-get install -y chromium chromium-driver (CI's .ci/run does)"
+    "sudo apt-get install -y chromium chromium-driver (`nox -s tests` does so as root)"
 )
 INJECTED = "<script>alert(1)</script><img src=x onerror=\"alert(2);document.title='pwned'\">"
 

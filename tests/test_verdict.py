@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import errored_report, failing_report, passing_report, suite_report
 
@@ -69,3 +71,19 @@ def test_failure_parts_keep_the_count_apart_from_what_was_observed() -> None:
     assert err.failure_parts() == (f"run error: {err.error}", "")
     empty = CaseReport.graded("empty", "x.json", [], RunRecord())
     assert empty.failure_parts() == ("the case produced no grades", "")
+
+
+def test_every_doc_names_the_report_schema_the_reports_carry() -> None:
+    from pathlib import Path
+
+    from harness.verdict import SCHEMA
+
+    repo = Path(__file__).resolve().parents[1]
+    docs = [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+    named = {
+        (doc.name, found)
+        for doc in docs
+        for found in re.findall(r"zeroclaw-eval/report/v\d+", doc.read_text(encoding="utf-8"))
+    }
+    assert named, "no doc names the report schema"
+    assert {found for _, found in named} == {SCHEMA}, sorted(named)

@@ -274,6 +274,7 @@ def _run(command: Invocation) -> int:
     args = command.args
     reporters = registry.build(command.output(args.format))
     resolved = settings.resolve(args)
+    command.files.refuse_inputs(resolved.inputs())
     report = pipeline.run(resolved.options, reporters)
     return report.exit_code()
 

@@ -76,6 +76,7 @@ class LoadedConfig:
     config: EvalConfig
     root: Path  # the project root: relative suite paths and report paths start here
     source: str  # where the settings came from, for messages
+    file: Path | None = None  # the file they were read from; None: the defaults
 
 
 def load_config(config_file: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
@@ -90,6 +91,7 @@ def load_config(config_file: Path | None = None, cwd: Path | None = None) -> Loa
             _validate(table, f"{config_file}: [eval]"),
             config_file.resolve().parent,
             str(config_file),
+            config_file,
         )
     for directory in (cwd, *cwd.parents):
         pyproject = directory / "pyproject.toml"
@@ -97,7 +99,7 @@ def load_config(config_file: Path | None = None, cwd: Path | None = None) -> Loa
             table = _eval_table(_read_toml(pyproject), pyproject)
             if table is not None:
                 where = f"{pyproject}: [tool.zeroclaw.eval]"
-                return LoadedConfig(_validate(table, where), directory, str(pyproject))
+                return LoadedConfig(_validate(table, where), directory, str(pyproject), pyproject)
     return LoadedConfig(EvalConfig(), cwd, "defaults")
 
 

@@ -18,6 +18,7 @@ from harness.selection import Selection, parse_shard
 if TYPE_CHECKING:
     from harness.config import EvalConfig, LoadedConfig
     from harness.pipeline import RunOptions
+    from harness.reporters.atomic import RunInput
 
 SUITE = Option(
     "--suite", "suite directory (default: suite_dir)", metavar="DIR", config_key="suite_dir"
@@ -176,6 +177,26 @@ class Resolved:
     options: RunOptions
     config: EvalConfig
     secret: str = ""  # the live provider's key, which no output may hold
+    config_file: Path | None = None  # where `config` was read from; None: the defaults
+
+    def inputs(self) -> list[RunInput]:
+        """The files the run reads, which none of its reports may replace."""
+        from harness.reporters.atomic import RunInput
+
+        suite = self.options.suite
+        found = [RunInput(suite, "a fixture of the suite", suite=True)]
+        if suite.is_file():  # one fixture: a selection of its directory's suite
+            found = [RunInput(suite, "the fixture run"), RunInput(suite.parent, "", suite=True)]
+        if self.config_file is not None:
+            found.append(RunInput(self.config_file, "the configuration file"))
+        if self.options.baseline is not None:
+            # Comparing with a baseline and writing the new one over it is a refresh.
+            found.append(
+                RunInput(
+                    self.options.baseline, "the --baseline file", rewritten_by="write baseline"
+                )
+            )
+        return found
 
 
 def resolve(
@@ -210,9 +231,10 @@ def resolve(
         selection=_selection(args),
         **_baseline(args),
     )
+    resolved = Resolved(options, config, config_file=loaded.file)
     if mode != "live" or not provider:
-        return Resolved(options, config)
-    return with_provider(Resolved(options, config), environ)
+        return resolved
+    return with_provider(resolved, environ)
 
 
 def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) -> Resolved:
@@ -233,7 +255,7 @@ def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) 
         allowed_tools=provider.allowed_tools,
         provider=provider_ref(config.live_base_url, config.live_model),
     )
-    return Resolved(options, resolved.config, provider.secret)
+    return replace(resolved, options=options, secret=provider.secret)
 
 
 def _suite(args: argparse.Namespace, loaded: LoadedConfig) -> Path:

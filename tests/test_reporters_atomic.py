@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from conftest import Cli, green_project
 
 from harness.reporters import atomic
 from harness.reporters.atomic import ReportWriteError, write_atomic
@@ -157,3 +158,109 @@ def test_staging_interrupted_by_sigterm_leaves_no_partial_file(
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, previous)
     assert list(tmp_path.iterdir()) == []
+
+
+# --- a report never replaces what the run reads ---------------------------------------------
+
+
+def _baselined(root: Path, run_cli: Cli) -> Path:
+    baseline = root / "baseline.json"
+    assert run_cli("eval", "run", "--write-baseline", baseline, cwd=root).returncode == 0
+    return baseline
+
+
+@pytest.mark.parametrize(
+    "option", ["--json-report", "--junit-xml", "--summary", "--html", "--history"]
+)
+def test_a_report_aimed_at_the_baseline_is_refused_before_the_run(
+    tmp_path: Path, run_cli: Cli, option: str
+) -> None:
+    root = green_project(tmp_path)
+    baseline = _baselined(root, run_cli)
+    before = baseline.read_bytes()
+    result = run_cli(
+        "eval", "run", "--baseline", "baseline.json", option, "baseline.json", cwd=root
+    )
+    assert result.returncode == 2, result
+    assert "baseline.json: is the --baseline file" in result.stderr
+    assert baseline.read_bytes() == before
+
+
+def test_a_hard_link_to_the_baseline_is_the_baseline(tmp_path: Path, run_cli: Cli) -> None:
+    root = green_project(tmp_path)
+    baseline = _baselined(root, run_cli)
+    before = baseline.read_bytes()
+    os.link(baseline, root / "report.json")
+    result = run_cli(
+        "eval", "run", "--baseline", baseline, "--json-report", "report.json", cwd=root
+    )
+    assert result.returncode == 2, result
+    assert "report.json: is the --baseline file" in result.stderr
+    assert baseline.read_bytes() == before
+
+
+def test_writing_the_new_baseline_over_the_one_compared_with_is_a_refresh(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    root = green_project(tmp_path)
+    _baselined(root, run_cli)
+    result = run_cli(
+        "eval", "run", "--baseline", "baseline.json", "--write-baseline", "baseline.json", cwd=root
+    )
+    assert result.returncode == 0, result
+
+
+def test_a_report_aimed_at_a_fixture_is_refused_and_the_fixture_kept(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    root = green_project(tmp_path)
+    fixture = root / "evals" / "regression" / "a_echo.json"
+    before = fixture.read_bytes()
+    result = run_cli("eval", "run", "--junit-xml", fixture, cwd=root)
+    assert result.returncode == 2, result
+    assert "a_echo.json: a .json file in the suite directory" in result.stderr
+    assert fixture.read_bytes() == before
+
+
+def test_a_hard_link_to_a_fixture_outside_the_suite_is_the_fixture(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    root = green_project(tmp_path)
+    fixture = root / "evals" / "regression" / "a_echo.json"
+    before = fixture.read_bytes()
+    os.link(fixture, root / "junit.xml")
+    result = run_cli("eval", "run", "--junit-xml", "junit.xml", cwd=root)
+    assert result.returncode == 2, result
+    assert "junit.xml: is a fixture of the suite" in result.stderr
+    assert fixture.read_bytes() == before
+
+
+def test_a_new_json_report_in_the_suite_would_be_a_case_next_time(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    root = green_project(tmp_path)
+    result = run_cli("eval", "run", "--json-report", "evals/regression/report.json", cwd=root)
+    assert result.returncode == 2, result
+    assert "is one of its fixtures" in result.stderr
+    assert not (root / "evals" / "regression" / "report.json").exists()
+    # Beside the suite, not in it, is where reports go; a non-JSON file there is no case.
+    ok = run_cli("eval", "run", "--junit-xml", "evals/regression/junit.xml", cwd=root)
+    assert ok.returncode == 0, ok
+
+
+def test_a_report_aimed_at_the_fixture_run_alone_is_refused(tmp_path: Path, run_cli: Cli) -> None:
+    root = green_project(tmp_path)
+    fixture = root / "evals" / "regression" / "b_hi.json"
+    before = fixture.read_bytes()
+    result = run_cli("eval", "run", "--suite", fixture, "--summary", fixture, cwd=root)
+    assert result.returncode == 2, result
+    assert fixture.read_bytes() == before
+
+
+def test_a_report_aimed_at_the_configuration_is_refused(tmp_path: Path, run_cli: Cli) -> None:
+    root = green_project(tmp_path)
+    before = (root / "pyproject.toml").read_bytes()
+    result = run_cli("eval", "run", "--summary", "pyproject.toml", cwd=root)
+    assert result.returncode == 2, result
+    assert "pyproject.toml: is the configuration file" in result.stderr
+    assert (root / "pyproject.toml").read_bytes() == before

@@ -13,6 +13,7 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +105,52 @@ def _check_parent(path: Path, cannot: str) -> None:
         raise ReportWriteError(f"{cannot}: {parent.name or parent} is not writable")
 
 
+@dataclass(frozen=True)
+class RunInput:
+    """A file (or a suite directory) a run reads, which no report may replace."""
+
+    path: Path
+    what: str  # for the message: "the --baseline file", "a fixture of the suite"
+    suite: bool = False  # a suite directory: its `.json` children are its fixtures
+    rewritten_by: str | None = None  # the one report that may replace it (a baseline's)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except (OSError, ValueError):
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+def _fixture_identities(suite: Path) -> set[tuple[int, int] | None]:
+    """The files a suite directory's fixtures are (a linked one's target included)."""
+    found: set[tuple[int, int] | None] = set()
+    try:
+        device = suite.stat().st_dev
+        with os.scandir(suite) as entries:
+            for entry in entries:
+                if not entry.name.lower().endswith(".json"):
+                    continue
+                # The directory listing's inode costs no stat; a link is followed.
+                found.add(
+                    _identity(Path(entry.path)) if entry.is_symlink() else (device, entry.inode())
+                )
+    except (OSError, ValueError):
+        pass
+    found.discard(None)
+    return found
+
+
+def _fixture_name(report: Path, suite: Path) -> bool:
+    if report.suffix.lower() != ".json":
+        return False
+    try:
+        return os.path.samefile(report.parent, suite)
+    except (OSError, ValueError):
+        return False
+
+
 @dataclass
 class _Staged:
     path: Path
@@ -116,6 +163,7 @@ class ReportFiles:
     """The report files of one run: planned before it, staged, then committed together."""
 
     planned: dict[str, Path] = field(default_factory=dict)  # real path → as given
+    purposes: dict[str, str] = field(default_factory=dict)  # real path → what it is for
     written: list[Path] = field(default_factory=list)
     failed: list[Path] = field(default_factory=list)
     _devices: set[Path] = field(default_factory=set)
@@ -139,7 +187,32 @@ class ReportFiles:
                 raise ReportWriteError(f"{given}: cannot {what}: it is a device, not a file")
             self._devices.add(absolute)
         self.planned[key] = given
+        self.purposes[key] = what
         return absolute
+
+    def refuse_inputs(self, inputs: Sequence[RunInput]) -> None:
+        """Refuse a planned report that is one of the run's inputs (through a symbolic or
+        a hard link too), or a new `.json` file among a suite's fixtures, before the run:
+        the report would overwrite what the run read, or be a case of the next run."""
+        planned = {key: _identity(Path(key)) for key in self.planned}
+        for item in inputs:
+            if item.suite:
+                identities = _fixture_identities(item.path)
+            else:
+                identities = {_identity(item.path)} - {None}
+            for key, given in self.planned.items():
+                if item.rewritten_by == self.purposes[key]:
+                    continue
+                if item.suite and _fixture_name(Path(key), item.path):
+                    raise ReportPathError(
+                        f"{given}: a .json file in the suite directory {item.path} is one of "
+                        "its fixtures: write the report outside the suite"
+                    )
+                if planned[key] in identities or key == os.path.realpath(item.path):
+                    raise ReportPathError(
+                        f"{given}: is {item.what} ({item.path}), which the run reads; a report "
+                        "never overwrites its input: give the report a file of its own"
+                    )
 
     def shown(self, path: Path) -> str:
         """`path` as the command line gave it, for messages."""

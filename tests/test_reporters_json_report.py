@@ -189,3 +189,39 @@ def test_one_document_per_agent_on_one_stdout_reads_as_one_each(
     documents = read_documents(stdout)
     assert [d["agent"] for d in documents] == list(AGENTS)
     assert all(d["exit_code"] == 0 for d in documents)
+
+
+# --- the last run's report, kept for `show` in .zeroclaw-eval ------------------------------
+
+
+def test_a_linked_state_folder_is_never_written_through(tmp_path: Path, run_cli: Cli) -> None:
+    root = green_project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".zeroclaw-eval").symlink_to(elsewhere)
+    result = run_cli("eval", "run", cwd=root)
+    # Keeping the last report is never a reason for the run to fail: it is said.
+    assert result.returncode == 0, result
+    assert ".zeroclaw-eval: it is a symbolic link" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_dangling_gitignore_link_creates_nothing(tmp_path: Path, run_cli: Cli) -> None:
+    root = green_project(tmp_path)
+    target = tmp_path / "planted"
+    (root / ".zeroclaw-eval").mkdir()
+    (root / ".zeroclaw-eval" / ".gitignore").symlink_to(target)
+    result = run_cli("eval", "run", cwd=root)
+    assert result.returncode == 0, result
+    assert ".gitignore: it is a symbolic link" in result.stderr
+    assert not target.exists()
+    assert not (root / ".zeroclaw-eval" / "last-report.json").exists()
+
+
+def test_the_state_folder_keeps_its_own_gitignore(tmp_path: Path, run_cli: Cli) -> None:
+    root = green_project(tmp_path)
+    (root / ".zeroclaw-eval").mkdir()
+    (root / ".zeroclaw-eval" / ".gitignore").write_text("last-report.json\n")
+    assert run_cli("eval", "run", cwd=root).returncode == 0
+    assert (root / ".zeroclaw-eval" / ".gitignore").read_text() == "last-report.json\n"
+    assert json.loads((root / ".zeroclaw-eval" / "last-report.json").read_bytes())["cases"]

@@ -303,6 +303,39 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def own_folder(folder: Path, ignore: bytes | None = None) -> None:
+    """Make `folder` (a folder the harness keeps for itself, such as `.zeroclaw-eval`) or
+    check the one there, with `ignore` as its `.gitignore` when it has none. Neither is ever
+    followed as a symbolic link: a link checked into a repository would aim what the harness
+    keeps at any directory the job can write, and a dangling `.gitignore` link would create
+    its target (`ReportWriteError`, naming the link)."""
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        found = folder.lstat()
+        if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(found.st_mode) else "not a directory"
+            raise ReportWriteError(f"{folder}: it is {what}, and never written through") from None
+    except OSError as exc:
+        raise ReportWriteError(f"{folder}: cannot create it: {_why(exc)}") from None
+    if ignore is None:
+        return
+    path = folder / ".gitignore"
+    try:
+        # O_EXCL creates nothing through a link, dangling or not; O_NOFOLLOW says so.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    except FileExistsError:
+        if path.is_symlink():
+            raise ReportWriteError(
+                f"{path}: it is a symbolic link, never written through"
+            ) from None
+        return
+    except OSError as exc:
+        raise ReportWriteError(f"{path}: cannot write it: {_why(exc)}") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(ignore)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """One report file, checked, written and put in place (`ReportWriteError` if not)."""
     files = ReportFiles()

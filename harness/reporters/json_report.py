@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.options import Option
-from harness.reporters.atomic import ReportWriteError, write_atomic
+from harness.reporters.atomic import ReportWriteError, own_folder, write_atomic
 from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents
 from harness.reporters.text import clean, inert, json_safe, without_surrogates
 
@@ -119,11 +119,7 @@ class LastReport(Reporter):
 
     def finish(self, report: SuiteReport) -> None:
         try:
-            folder = self._path.parent
-            folder.mkdir(exist_ok=True)
-            ignore = folder / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("*\n", encoding="utf-8")
+            own_folder(self._path.parent, ignore=b"*\n")
             write_atomic(self._path, render_json(report))
         except (OSError, ReportWriteError) as exc:
             said = inert(clean(f"the last report was not kept for `show`: {exc}"))

@@ -86,7 +86,9 @@ def _renamed(case: Case, data: dict[str, Any], name: str, unchanged: bool) -> Ca
     mutant_id = f"{case.id}~{name}"
     if unchanged:
         return Case(replace(case.trace, id=mutant_id), case.path, case.text)
-    text = json.dumps({**data, "id": mutant_id}, ensure_ascii=False)
+    # ASCII: a lone surrogate the fixture escaped stays escaped (raw, no UTF-8 could hold
+    # the text, and hashing the mutant for its report would fail).
+    text = json.dumps({**data, "id": mutant_id})
     return Case(parse_fixture(text, str(case.path)), case.path, text)
 
 

@@ -120,3 +120,16 @@ def test_no_tool_results_mutant_where_no_request_follows_a_tool_step() -> None:
     made, skipped = names(data)
     assert "drop_tool_results" not in made
     assert skipped["drop_tool_results"] == "no model request follows a tool step in its turn"
+
+
+def test_a_lone_surrogate_in_the_fixture_leaves_every_mutant_hashable() -> None:
+    # JSON may escape a lone surrogate; a mutated fixture written back with it raw could
+    # not be encoded as UTF-8, and hashing the mutant for its report crashed the run.
+    data = echo_fixture("e")
+    data["expects"]["loop_exempt"] = {"history": "why \ud800"}
+    found = mutants_of(case_of(data), True)
+    script = [m for m in found.generated if m.family == "script"]
+    assert script
+    for mutant in script:
+        assert len(mutant.case.fixture_sha256) == 64
+        assert json.loads(mutant.case.text)["expects"]["loop_exempt"]["history"] == "why \ud800"

@@ -18,12 +18,14 @@ from harness.errors import ExitCode
 from harness.json_paths import line_of
 from harness.mutants import Family, Mutants, mutants_of
 from harness.pipeline import RunOptions
+from harness.reporters.text import clip
 from harness.runner import CasePlan, display_path, replay_backend
 from harness.suite import Case, load_suite
 from harness.verdict import CaseReport
 from harness.watchdog import run_watched
 
 SCHEMA = "zeroclaw-eval/mutation/v1"
+REASON_WIDTH = 120  # characters of a reason not to generate shown in the table
 
 
 class MutantResult(msgspec.Struct, frozen=True):
@@ -168,30 +170,11 @@ def render_json(report: MutationReport) -> bytes:
 
 
 def render_table(report: MutationReport) -> str:
-    """Per case its scores and every survivor, then the suite's scores."""
-    lines = [""]
-    for case in report.cases:
-        if not case.baseline_passed:
-            lines.append(f"  ✗ {case.id} ({case.fixture})  fails unmutated: no mutant was run")
-            continue
-        kb, nb = case.killed("boundary")
-        ks, ns = case.killed("script")
-        mark = "✓" if kb == nb else "✗"
-        lines.append(
-            f"  {mark} {case.id} ({case.fixture})  boundary {kb}/{nb}, script {ks}/{ns} killed"
-        )
-        for m in case.mutants:
-            if not m.killed:
-                lines.append(
-                    f"      survived: {m.family} {m.name} ({case.fixture}:{m.line}): "
-                    f"{m.description}"
-                )
-        if case.not_generated:
-            reasons: dict[str, list[str]] = {}
-            for skipped in case.not_generated:
-                reasons.setdefault(skipped.reason, []).append(skipped.name)
-            shown = "; ".join(f"{', '.join(n)} ({why})" for why, n in reasons.items())
-            lines.append(f"      not generated: {shown}")
+    """Each case's scores, what was not generated (one block, by reason), every survivor,
+    then the suite's scores."""
+    lines = ["", *(_case_line(case) for case in report.cases)]
+    lines += _not_generated(report.cases)
+    lines += _survivors(report.cases)
     b, s = report.boundary, report.script
     lines += [
         "",
@@ -202,3 +185,47 @@ def render_table(report: MutationReport) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _case_line(case: CaseMutation) -> str:
+    head = f"{case.id} ({case.fixture})"
+    if not case.baseline_passed:
+        return f"  ✗ {head}  fails unmutated: no mutant was run"
+    kb, nb = case.killed("boundary")
+    ks, ns = case.killed("script")
+    mark = "✓" if kb == nb else "✗"
+    return f"  {mark} {head}  boundary {kb}/{nb}, script {ks}/{ns} killed"
+
+
+def _not_generated(cases: list[CaseMutation]) -> list[str]:
+    """One line per reason: how many mutants it kept from being generated, in how many
+    cases, and which; the JSON report says which case each was."""
+    by_reason: dict[str, list[tuple[str, str]]] = {}
+    for case in cases:
+        for skipped in case.not_generated:
+            by_reason.setdefault(skipped.reason, []).append((case.id, skipped.name))
+    if not by_reason:
+        return []
+    total = sum(len(of) for of in by_reason.values())
+    lines = ["", f"  not generated: {total} mutant(s), by reason (--json-report names the cases)"]
+    width, case_width = len(str(max(map(len, by_reason.values())))), len(str(len(cases)))
+    for reason, of in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+        names = ", ".join(dict.fromkeys(name for _, name in of))
+        in_cases = len({case_id for case_id, _ in of})
+        # A reason may quote the fixture (an exemption's) at length: clipped.
+        said = clip(reason, REASON_WIDTH)
+        count = f"{len(of):>{width}} in {in_cases:>{case_width}} case(s)"
+        lines.append(f"    {count}  {said}: {names}")
+    return lines
+
+
+def _survivors(cases: list[CaseMutation]) -> list[str]:
+    found = [(case, m) for case in cases for m in case.mutants if not m.killed]
+    if not found:
+        return []
+    lines = ["", f"  survived: {len(found)} mutant(s) no check of their case noticed"]
+    for case, m in found:
+        lines.append(
+            f"    {m.family} {m.name}  {case.id} ({case.fixture}:{m.line}): {m.description}"
+        )
+    return lines

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import Cli, call, echo_fixture, fixture, text_step, tool_step, turn, write_suite
+from conftest import (
+    Cli,
+    call,
+    echo_fixture,
+    fixture,
+    greeting_fixture,
+    text_step,
+    tool_step,
+    turn,
+    write_suite,
+)
 
 from harness.mutation import SCHEMA, Thresholds, mutate
 from harness.pipeline import RunOptions
@@ -97,7 +108,7 @@ def test_the_command_prints_scores_and_survivors_and_writes_the_report(
         cwd=tmp_path,
     )
     assert result.returncode == 1, result.stderr
-    assert "survived: boundary dispatch_twice (evals/regression/weak.json:" in result.stdout
+    assert "    boundary dispatch_twice  weak (evals/regression/weak.json:" in result.stdout
     assert "mutation score: boundary" in result.stdout
     document = json.loads((tmp_path / "out" / "mutation.json").read_text("utf-8"))
     assert document["schema"] == SCHEMA and document["exit_code"] == 1
@@ -110,6 +121,32 @@ def test_the_command_prints_scores_and_survivors_and_writes_the_report(
     assert ok.returncode == 0, ok.stdout
     bad = run_cli("eval", "mutate", "--min-score", "101", cwd=tmp_path)
     assert bad.returncode == 2
+
+
+@pytest.mark.usefixtures("without_conformance")
+def test_what_was_not_generated_is_one_block_by_reason_and_survivors_close_the_table(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    weak_suite(tmp_path)
+    greetings: dict[str, dict[str, Any] | str] = {
+        f"g{i}.json": greeting_fixture(f"greet-{i}") for i in range(3)
+    }
+    write_suite(tmp_path / "evals" / "regression", greetings)
+    result = run_cli("eval", "mutate", "--suite", "evals/regression", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    # Each reason once, for every case it held in: four one-turn cases, two mutants each.
+    assert [line for line in lines if "one turn only" in line] == [
+        "     8 in 4 case(s)  one turn only: drop_last_turn, drop_history"
+    ]
+    assert sum("not generated" in line for line in lines) == 1
+    cases = [i for i, line in enumerate(lines) if line.startswith(("  ✓ ", "  ✗ "))]
+    block = lines.index("  not generated: 35 mutant(s), by reason (--json-report names the cases)")
+    survived = lines.index("  survived: 5 mutant(s) no check of their case noticed")
+    score = next(i for i, line in enumerate(lines) if "mutation score" in line)
+    assert len(cases) == 4 and max(cases) < block < survived < score
+    survivors = lines[survived + 1 : score - 1]
+    assert len(survivors) == 5 and all(" weak (evals/regression/weak.json:" in s for s in survivors)
 
 
 def test_mutating_a_two_step_tool_case(tmp_path: Path) -> None:

@@ -343,6 +343,7 @@ def _record(command: Invocation) -> int:
 def _mutate(command: Invocation) -> int:
     from harness import settings
     from harness.mutation import Thresholds, mutate, render_json, render_table
+    from harness.reporters.text import command_token, stop_commands
 
     args = command.args
     path = None if args.json_report is None else command.files.plan(args.json_report)
@@ -354,7 +355,12 @@ def _mutate(command: Invocation) -> int:
     if path is not None:
         command.files.stage(path, render_json(report))
         command.files.commit()
-    command.out.write(render_table(report))
+    table = render_table(report)
+    if command.output(None).github:
+        # As the run's table: the runner acts on no line between the fences, whatever a
+        # fixture put there (each line is made inert besides).
+        table = stop_commands(table, command_token())
+    command.out.write(table)
     return report.exit_code
 
 

@@ -1,6 +1,9 @@
 """`zeroclaw eval mutate`: run every mutant of every case through the real agent, and say
 which the suite kills. A boundary mutant that survives is a broken loop the gate would
-certify."""
+certify.
+
+Its table and JSON report quote the fixtures (ids, file names, call ids, argument keys,
+exemptions' reasons), so both go through `reporters.text` as the run's reports do."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from harness.errors import ExitCode
 from harness.json_paths import line_of
 from harness.mutants import Family, Mutants, mutants_of
 from harness.pipeline import RunOptions
-from harness.reporters.text import clip
+from harness.reporters.text import clean, clip, inert, json_safe, without_surrogates
 from harness.runner import CasePlan, display_path, replay_backend
 from harness.suite import Case, load_suite
 from harness.verdict import CaseReport
@@ -166,12 +169,19 @@ def _score(cases: list[CaseMutation], family: Family) -> Score:
 
 
 def render_json(report: MutationReport) -> bytes:
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    """The report as JSON, the fixtures' text kept exactly but escaped where a terminal or
+    a CI runner would act on it (`text.json_safe`); a lone surrogate becomes U+FFFD."""
+    try:
+        encoded = msgspec.json.encode(report)
+    except UnicodeEncodeError:  # a lone surrogate a fixture escaped (in a reason, say)
+        encoded = msgspec.json.encode(without_surrogates(msgspec.to_builtins(report)))
+    pretty = msgspec.json.format(encoded, indent=2).decode("utf-8")
+    return json_safe(pretty).encode("utf-8") + b"\n"
 
 
 def render_table(report: MutationReport) -> str:
     """Each case's scores, what was not generated (one block, by reason), every survivor,
-    then the suite's scores."""
+    then the suite's scores. Fixture text is cleaned, and no line is a workflow command."""
     lines = ["", *(_case_line(case) for case in report.cases)]
     lines += _not_generated(report.cases)
     lines += _survivors(report.cases)
@@ -180,15 +190,15 @@ def render_table(report: MutationReport) -> str:
         "",
         f"  mutation score: boundary {b.killed}/{b.generated} ({b.percent:.1f}%, minimum "
         f"{report.min_score:g}%), script {s.killed}/{s.generated} ({s.percent:.1f}%, minimum "
-        f"{report.min_script_score:g}%)  [{report.runs} runs, agent {report.agent}: "
+        f"{report.min_script_score:g}%)  [{report.runs} runs, agent {clean(report.agent)}: "
         f"exit {report.exit_code}]",
         "",
     ]
-    return "\n".join(lines)
+    return inert("\n".join(lines))
 
 
 def _case_line(case: CaseMutation) -> str:
-    head = f"{case.id} ({case.fixture})"
+    head = f"{clean(case.id)} ({clean(case.fixture)})"
     if not case.baseline_passed:
         return f"  ✗ {head}  fails unmutated: no mutant was run"
     kb, nb = case.killed("boundary")
@@ -212,8 +222,8 @@ def _not_generated(cases: list[CaseMutation]) -> list[str]:
     for reason, of in sorted(by_reason.items(), key=lambda item: -len(item[1])):
         names = ", ".join(dict.fromkeys(name for _, name in of))
         in_cases = len({case_id for case_id, _ in of})
-        # A reason may quote the fixture (an exemption's) at length: clipped.
-        said = clip(reason, REASON_WIDTH)
+        # A reason may quote the fixture (an exemption's): one clean line, clipped.
+        said = clip(clean(reason), REASON_WIDTH)
         count = f"{len(of):>{width}} in {in_cases:>{case_width}} case(s)"
         lines.append(f"    {count}  {said}: {names}")
     return lines
@@ -226,6 +236,7 @@ def _survivors(cases: list[CaseMutation]) -> list[str]:
     lines = ["", f"  survived: {len(found)} mutant(s) no check of their case noticed"]
     for case, m in found:
         lines.append(
-            f"    {m.family} {m.name}  {case.id} ({case.fixture}:{m.line}): {m.description}"
+            f"    {m.family} {m.name}  {clean(case.id)} ({clean(case.fixture)}:{m.line}): "
+            f"{clean(m.description)}"
         )
     return lines

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from conftest import (
     Cli,
+    CliResult,
     call,
     echo_fixture,
     fixture,
     greeting_fixture,
+    parse_commands,
     text_step,
     tool_step,
     turn,
@@ -170,3 +172,62 @@ def test_mutating_a_two_step_tool_case(tmp_path: Path) -> None:
     assert case.killed("boundary") == (3, 3)
     killed = {m.name: m.by for m in case.mutants if m.killed}
     assert killed["dispatch_twice"].startswith("loop(dispatches)")
+
+
+FORGED = "\n::error::forged ##[error]legacy"
+
+
+def hostile_suite(tmp_path: Path, reason: str = "why" + FORGED) -> Path:
+    # Everything a fork's fixture may put where mutate prints it: a call id and an argument
+    # key (in survivors' descriptions), an exemption's reason (why a mutant is not
+    # generated), a case id and a file name (`##[` only: admission refuses a line break
+    # there).
+    hostile_call = {"id": "c1" + FORGED, "name": "echo", "arguments": {"message" + FORGED: "hi"}}
+    data = fixture(
+        "hostile ##[error]id",
+        [turn("go", tool_step(hostile_call), text_step("hi"))],
+        {"response_contains": ["hi"], "loop_exempt": {"history": reason}},
+    )
+    # ASCII JSON: a lone surrogate escaped, as a file can hold one.
+    return write_suite(tmp_path / "evals" / "regression", {"h ##[x].json": json.dumps(data)})
+
+
+def mutate_cli(run_cli: Cli, root: Path, env: dict[str, str] | None = None) -> CliResult:
+    argv = ("eval", "mutate", "--suite", "evals/regression", "--json-report", "mutation.json")
+    return run_cli(*argv, cwd=root, env=env)
+
+
+@pytest.mark.parametrize("on_github", [False, True])
+def test_hostile_fixture_text_forges_no_workflow_command(
+    run_cli: Cli, tmp_path: Path, on_github: bool
+) -> None:
+    hostile_suite(tmp_path)
+    result = mutate_cli(run_cli, tmp_path, {"GITHUB_ACTIONS": "true"} if on_github else {})
+    assert result.returncode == 0, result.stderr
+    assert "drop_tool_call" in result.stdout  # a survivor, its description shown
+    commands = [c.name for c in parse_commands(result.stdout)]
+    # On GitHub the table is also fenced: the runner acts on nothing between the two.
+    assert commands == (["stop-commands", commands[-1]] if on_github else [])
+    assert parse_commands(result.stderr) == []
+    assert "##[" not in result.stdout + result.stderr
+    raw = (tmp_path / "mutation.json").read_text("utf-8")
+    assert "##[" not in raw and parse_commands(raw) == []
+    (case,) = json.loads(raw)["cases"]
+    # Escaped, not changed: the report keeps the fixture's exact text.
+    assert case["id"] == "hostile ##[error]id"
+    described = {m["name"]: m["description"] for m in case["mutants"]}
+    assert described["drop_tool_call"] == f"drop the call c1{FORGED} (echo)"
+    reasons = {s["name"]: s["reason"] for s in case["not_generated"]}
+    assert reasons["drop_history"] == f"the case is exempt from loop(history): why{FORGED}"
+
+
+def test_a_lone_surrogate_in_a_fixture_is_reported_not_a_traceback(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    hostile_suite(tmp_path, reason="why \ud800")
+    result = mutate_cli(run_cli, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "exempt from loop(history): why \ufffd" in result.stdout
+    (case,) = json.loads((tmp_path / "mutation.json").read_bytes())["cases"]
+    reasons = {s["name"]: s["reason"] for s in case["not_generated"]}
+    assert reasons["drop_history"] == "the case is exempt from loop(history): why \ufffd"

@@ -305,12 +305,14 @@ class SuiteDirectory(pytest.Directory):
             cases = plugin.admit(self.path)
         except Refused as exc:
             raise self.CollectError(str(exc)) from None
-        _refuse_node_ids(self, cases)
         suite = plugin.suite(self.path)
-        for case in cases:
-            # The collector's own (absolute) path: pytest's node ids are made from it.
-            path = self.path / case.path.name
-            yield FixtureFile.from_parent(self, path=path, case=case, suite=suite)
+        # The collector's own (absolute) path: pytest's node ids are made from it.
+        files = [
+            FixtureFile.from_parent(self, path=self.path / case.path.name, case=case, suite=suite)
+            for case in cases
+        ]
+        _refuse_node_ids(self, files)
+        yield from files
 
 
 class FixtureFile(pytest.File):
@@ -329,29 +331,48 @@ class FixtureFile(pytest.File):
                 (case,) = plugin.admit(self.path)
             except Refused as exc:
                 raise self.CollectError(str(exc)) from None
-            _refuse_node_ids(self, [case])
+            self._case = case
+            _refuse_node_ids(self, [self])
             suite = plugin.suite(self.path)
         yield CaseItem.from_parent(self, name=case.id, case=case, suite=suite)
 
+    @property
+    def case(self) -> Case:
+        assert self._case is not None  # a suite's file holds its case; one alone, once admitted
+        return self._case
 
-# What pytest reads as its own syntax in a node id: an item named with them gets a node id
-# that `--lf`, `--deselect` and a pasted node id no longer find it by.
+
+# What pytest reads as its own syntax in a node id: a case whose id, or whose file's path,
+# holds them gets a node id that `--lf` or the node id itself no longer finds (a failure in
+# `a::b.json` is left out of `--lf`; `a[1].json::case` is read as a parametrization).
 _NODE_ID_SYNTAX = ("::", "[")
+_RENAME = "rename it (zeroclaw eval run takes it as it is)"
 
 
-def _refuse_node_ids(collector: pytest.Collector, cases: list[Case]) -> None:
+def _holds_syntax(text: str) -> bool:
+    return any(mark in text for mark in _NODE_ID_SYNTAX)
+
+
+def _refuse_node_ids(collector: pytest.Collector, files: list[FixtureFile]) -> None:
+    """A collection error naming each case whose node id pytest would misread."""
     from harness.reporters.text import clean_lines, inert
 
-    unsafe = [c for c in cases if any(mark in c.id for mark in _NODE_ID_SYNTAX)]
-    if not unsafe:
-        return
-    lines = [
-        f"{_plugin(collector).display(c.path)}: case id {c.id!r} holds '::' or '[', which "
-        "pytest reads in node ids as its own: --lf and --deselect would miss the case; "
-        "rename it (zeroclaw eval run takes it as it is)"
-        for c in unsafe
-    ]
-    raise collector.CollectError(inert(clean_lines("\n".join(lines))))
+    lines = []
+    for file in files:
+        shown = _plugin(collector).display(file.path)
+        if _holds_syntax(file.nodeid):  # the path pytest's node id holds, from its root
+            part = "file name" if _holds_syntax(file.path.name) else "path"
+            lines.append(
+                f"{shown}: its {part} holds '::' or '[', which pytest reads in node ids as "
+                f"its own: --lf and the case's node id would not find the case; {_RENAME}"
+            )
+        if _holds_syntax(file.case.id):
+            lines.append(
+                f"{shown}: case id {file.case.id!r} holds '::' or '[', which pytest reads in "
+                f"node ids as its own: --lf and --deselect would miss the case; {_RENAME}"
+            )
+    if lines:
+        raise collector.CollectError(inert(clean_lines("\n".join(lines))))
 
 
 class CaseItem(pytest.Item):

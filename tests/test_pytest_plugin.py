@@ -449,6 +449,22 @@ def test_case_ids_pytest_reads_as_node_id_syntax_are_a_collection_error(tmp_path
     assert "case id 'x[1]' holds '::' or '['" in result.stdout
 
 
+def test_fixture_file_names_pytest_reads_as_node_id_syntax_are_a_collection_error(
+    tmp_path: Path,
+) -> None:
+    # The failure in `b::wrong.json` was left out of the next `--lf` run, which reran
+    # `c[1].json`'s alone, and its node id was "not found"; `c[1].json`'s node id was read
+    # as a parametrization.
+    fixtures = {"a_echo.json": echo_fixture("echo-case"), "b::wrong.json": failing_fixture()}
+    root = project(tmp_path, {**fixtures, "c[1].json": failing_fixture("other")})
+    for extra in ((), ("--lf",)):
+        result = run_pytest("--zeroclaw", SUITE, "-q", *extra, cwd=root)
+        assert result.returncode == 2, result.stdout
+        assert "ERROR collecting evals/regression" in result.stdout
+        assert f"{SUITE}/b::wrong.json: its file name holds '::' or '['" in result.stdout
+        assert f"{SUITE}/c[1].json: its file name holds '::' or '['" in result.stdout
+
+
 def test_without_a_suite_the_plugin_changes_nothing(tmp_path: Path) -> None:
     root = with_unit_tests(red_project(tmp_path))
     plain = run_pytest("--collect-only", "-p", "no:cacheprovider", cwd=root)

@@ -56,6 +56,20 @@ WATCHED_ONLY = pytest.mark.skipif(
 )
 # Every built-in agent framework.
 AGENTS = ("openai-agents", "pydantic-ai")
+# Each test's bound (pytest-timeout, a test dependency): a hang fails its test, not the CI
+# job. Set here, not as `timeout` in pyproject's [tool.pytest.ini_options], where a pytest
+# without pytest-timeout (a user running the plugin in this checkout) warned of it.
+TEST_TIMEOUT_SECS = 300.0
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-timeout reads its settings
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    # --timeout, PYTEST_TIMEOUT and `-o timeout=...` still choose another bound.
+    chosen = config.getoption("timeout") is not None or config.getini("timeout")
+    if not chosen and not os.environ.get("PYTEST_TIMEOUT"):
+        config.option.timeout = TEST_TIMEOUT_SECS
 
 
 # --- fixture dicts ------------------------------------------------------------------------

@@ -221,6 +221,30 @@ def test_xdist_runs_this_repositorys_regression_suite_green() -> None:
     assert "2 workers" in result.stdout
 
 
+def test_this_checkout_warns_of_no_unknown_option_without_pytest_timeout() -> None:
+    # pytest-timeout is a test dependency only: a user's pytest without it warned here of
+    # `timeout`, set for this repository's own tests.
+    without = run_pytest(
+        "--zeroclaw",
+        SUITE,
+        "--collect-only",
+        "-p",
+        "no:timeout",
+        "-p",
+        "no:cacheprovider",
+        cwd=REPO,
+    )
+    assert without.returncode == 0, without.stdout + without.stderr
+    assert "Unknown config option" not in without.stdout + without.stderr
+    assert "warning" not in without.stdout.lower()
+    # The repository's own tests are still bounded when it is installed.
+    bounded = run_pytest(
+        "--collect-only", "-p", "no:cacheprovider", "tests/test_mutants.py", cwd=REPO
+    )
+    assert bounded.returncode == 0, bounded.stdout + bounded.stderr
+    assert "timeout: 300.0s" in bounded.stdout
+
+
 def test_xdist_fails_a_failing_case(tmp_path: Path) -> None:
     result = run_pytest(
         "--zeroclaw", SUITE, "-n", "2", "-p", "no:cacheprovider", cwd=red_project(tmp_path)

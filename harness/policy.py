@@ -50,13 +50,8 @@ class SuitePolicy:
         """A case passes when it was attempted and every attempt passed (pass^n), or, when
         the case declares `min_pass_rate`, when no attempt errored and at least that share
         passed. Capability suites judge cases the same way; only their gate differs."""
-        if not attempts:
-            return False
-        if min_pass_rate is None:
-            return all(a.passed for a in attempts)
-        if any(a.error is not None for a in attempts):
-            return False  # a truncated set of runs establishes no rate
-        return sum(a.passed for a in attempts) >= min_pass_rate * len(attempts) - 1e-9
+        errored = any(a.error is not None for a in attempts)
+        return runs_passed(sum(a.passed for a in attempts), len(attempts), errored, min_pass_rate)
 
     def exit_code(self, cases: Sequence[CaseOutcome]) -> ExitCode:
         """`PASSED` or `FAILED` for this suite's verdicts. An empty suite never passes; a
@@ -70,6 +65,18 @@ class SuitePolicy:
         if self.gates_checks and not all(c.passed for c in cases):
             return ExitCode.FAILED
         return ExitCode.PASSED
+
+
+def runs_passed(passes: int, runs: int, errored: bool, min_pass_rate: float | None) -> bool:
+    """The case rule on counts: `passes` of `runs` attempts passed, `errored` when one of
+    them was a run error (a report's repeat block holds no more than this)."""
+    if runs == 0:
+        return False
+    if min_pass_rate is None:
+        return passes == runs
+    if errored:
+        return False  # a truncated set of runs establishes no rate
+    return passes >= min_pass_rate * runs - 1e-9
 
 
 POLICIES: dict[SuiteKind, SuitePolicy] = {

@@ -21,13 +21,19 @@ from harness.verdict import CaseReport, RepeatStats, RunReceipt
 
 
 def runs_of(case: Case, mode: Mode, override: int | None) -> int:
-    """How many runs `case` gets: `--repeat` when given, else its `repeat`, else one.
-    A replay is deterministic and always runs once (admission refuses `repeat` there)."""
+    """How many runs `case` gets: `--repeat` when given, else its `repeat`, else one."""
+    return runs_for(case.trace.repeat, mode, override)
+
+
+def runs_for(repeat: int | None, mode: str, override: int | None) -> int:
+    """How many runs a case whose fixture declares `repeat` gets in `mode` under
+    `--repeat override`. A replay is deterministic and always runs once (admission refuses
+    `repeat` there, and the command line `--repeat`)."""
     if mode != "live":
         return 1
     if override is not None:
         return override
-    return case.trace.repeat or 1
+    return repeat or 1
 
 
 def receipt(number: int, run: CaseReport) -> RunReceipt:
@@ -45,9 +51,13 @@ def receipt(number: int, run: CaseReport) -> RunReceipt:
 
 def repeat_stats(runs: Sequence[CaseReport], min_pass_rate: float | None) -> RepeatStats:
     """The statistics of a case's runs (in run order)."""
-    requested = len(runs)
-    receipts = [receipt(number, run) for number, run in enumerate(runs, 1)]
-    completed = [r for r in runs if r.error is None]
+    return stats_of([receipt(number, run) for number, run in enumerate(runs, 1)], min_pass_rate)
+
+
+def stats_of(receipts: Sequence[RunReceipt], min_pass_rate: float | None) -> RepeatStats:
+    """The statistics of a case's runs from their receipts alone, so that a report's
+    repeat block can be derived again from the runs it lists (`zeroclaw eval verify`)."""
+    requested = len(receipts)
     done = [r for r in receipts if r.error is None]
     passes = sum(r.passed for r in done)
     n = len(done)
@@ -65,7 +75,7 @@ def repeat_stats(runs: Sequence[CaseReport], min_pass_rate: float | None) -> Rep
         pass_hat_k=None if n < requested else pass_hat_k,
         min_pass_rate=min_pass_rate,
         flaky=0 < passes < n,
-        flips=statistics.flips([{g.check: g.passed for g in r.grades} for r in completed]),
+        flips=_flips(done),
         tokens_mean=tokens_mean,
         tokens_sd=tokens_sd,
         model_calls_mean=calls_mean,
@@ -73,7 +83,27 @@ def repeat_stats(runs: Sequence[CaseReport], min_pass_rate: float | None) -> Rep
         duration_ms_mean=duration_mean,
         duration_ms_sd=duration_sd,
         note=statistics.suspect_note(passes, n),
-        runs=receipts,
+        runs=list(receipts),
+    )
+
+
+def _flips(done: Sequence[RunReceipt]) -> dict[str, int]:
+    """Each check that failed in some completed run against the completed runs it did not
+    fail in: a check a run grades only when it fails (a loop rule) flips too."""
+    failed = [set(r.failed_checks) for r in done]
+    names = set().union(*failed)
+    return statistics.flips([{name: name not in f for name in names} for f in failed])
+
+
+def truncated(stats: RepeatStats) -> str | None:
+    """A repeated case's run error when a run errored (the first run error, said with
+    how many runs completed), else None."""
+    first = next((r.error for r in stats.runs if r.error is not None), None)
+    if first is None:
+        return None
+    return (
+        f"repeat {stats.completed}/{stats.requested} runs completed (pass^k not "
+        f"established): {first}"
     )
 
 
@@ -89,15 +119,8 @@ def combine(case: Case, runs: Sequence[CaseReport]) -> CaseReport:
     shown = next((r for r in runs if not r.passed), runs[0])
     attempts = [Attempt(r.grades, r.error) for r in runs]
     # The kind only changes the gate, never how a case is judged.
-    passed = policy_for("regression").case_passed(attempts, min_pass_rate)
-    error = None
-    if stats.completed < stats.requested:
-        first = next(r.error for r in runs if r.error is not None)
-        error = (
-            f"repeat {stats.completed}/{stats.requested} runs completed (pass^k not "
-            f"established): {first}"
-        )
-        passed = False
+    error = truncated(stats)
+    passed = error is None and policy_for("regression").case_passed(attempts, min_pass_rate)
     return CaseReport(
         id=shown.id,
         fixture=shown.fixture,

@@ -220,3 +220,22 @@ def test_the_shown_run_is_the_first_failing_one() -> None:
     combined = repeats.combine(case, runs)
     assert not combined.passed and combined.grades == runs[1].grades
     assert combined.repeat is not None and combined.repeat.flaky
+
+
+def test_a_check_graded_only_when_it_fails_flips_too() -> None:
+    from conftest import case_of, live_trace
+
+    from harness.expectations.base import Grade
+    from harness.run_record import RunRecord
+
+    def run(*grades: Grade) -> CaseReport:
+        return CaseReport.graded("c", "c.json", list(grades), RunRecord(final_response="x"))
+
+    steady = Grade("check", True, "seen", "response")
+    broken = Grade("loop(tool_result_fed_back)", False, "dropped", "loop")
+    case = case_of(live_trace(repeat=3))
+    combined = repeats.combine(case, [run(steady), run(steady, broken), run(steady)])
+    assert combined.repeat is not None
+    # A loop rule is graded only in the run that broke it: one run of three flipped.
+    assert combined.repeat.flips == {"loop(tool_result_fed_back)": 1}
+    assert repeats.stats_of(combined.repeat.runs, None) == combined.repeat

@@ -233,6 +233,7 @@ def run_cases(
                 provider=provider,
                 fail_on_regression=gate,
                 selection=selection,
+                repeat=repeat,
             ),
             fail_on_regression=gate,
         )

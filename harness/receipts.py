@@ -57,6 +57,9 @@ class SuiteReceipt(msgspec.Struct, kw_only=True, frozen=True):
     selection: str | None = None
     shard: tuple[int, int] | None = None
     suite_sha256: str | None = None
+    # `--repeat`: the runs of every live case, overriding the fixtures' `repeat`; None: each
+    # case ran as its fixture says. What makes a repeat block of a case admissible.
+    repeat: int | None = None
 
     @property
     def partial(self) -> bool:
@@ -128,9 +131,10 @@ def suite_receipt(
     provider: str | None = None,
     fail_on_regression: bool = False,
     selection: Any = None,
+    repeat: int | None = None,
 ) -> SuiteReceipt:
     """What ran the suite; `selection` (a `harness.selection.Selection`) when it ran part
-    of it."""
+    of it, `repeat` when `--repeat` set every live case's runs."""
     commit, dirty = git_state(root)
     return SuiteReceipt(
         harness_version=harness_version(),
@@ -145,6 +149,7 @@ def suite_receipt(
         selection=selection.describe() if selection is not None else None,
         shard=selection.shard if selection is not None else None,
         suite_sha256=selection.suite_sha256 if selection is not None else None,
+        repeat=repeat if mode == "live" else None,
     )
 
 

@@ -113,6 +113,8 @@ def test_the_report_carries_hashes_and_the_receipt(run_cli: Cli, tmp_path: Path)
         "selection": None,
         "shard": None,
         "suite_sha256": None,
+        # No --repeat: each case ran as its fixture says.
+        "repeat": None,
     }
     assert commit is not None and len(commit) == 40 and dirty is False
     (root / "evals" / "regression" / "a_echo.json").write_text(

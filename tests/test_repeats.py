@@ -131,6 +131,7 @@ def test_repeat_on_the_command_line_overrides_the_fixtures(run_cli: Cli, tmp_pat
             run_cli, make_project(tmp_path, server.base_url, cases), "--repeat", "5"
         )
     assert document["cases"][0]["repeat"]["requested"] == 5
+    assert document["receipt"]["repeat"] == 5  # what makes the block admissible to verify
     assert len(model.correct) == 5
     assert document["exit_code"] == 0
 

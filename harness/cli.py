@@ -164,8 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="check a JSON report is for exactly these fixtures under this policy",
         description="Recompute the fixture hashes of the suite and the policy of its kind, "
-        "re-derive the report's verdicts, and exit 0 iff the JSON report is for exactly "
-        "these fixtures under this policy and agrees with itself.",
+        "take from each fixture what it decides (case id, cluster, runs, pass rate), "
+        "derive every derived field of the report again (verdicts, repeat statistics, "
+        "totals, statistics, baseline lists, exit code), and exit 0 iff the JSON report is "
+        "for exactly these fixtures under this policy and agrees with itself.",
     )
     verify.add_argument("report", metavar="REPORT", type=Path, help="a JSON report (--json-report)")
     _add(verify, SUITE, CONFIG, SUITE_KIND, FAIL_ON_REGRESSION)

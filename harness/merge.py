@@ -5,8 +5,9 @@ Merging proves completeness from the receipts: every shard 1..N exactly once, al
 suite (the digest of the whole admitted suite), one policy, one harness version, agent,
 mode and commit, no case twice, and the merged cases' fixtures hash to that digest (so no
 case was dropped from a shard's report either). Each shard's report must agree with itself
-as `zeroclaw eval verify` checks it. Then the merged report is the suite's: its verdict,
-counts, case reports and exit code are those of an unsharded run (timings aside).
+as `zeroclaw eval verify` checks it (`harness.consistency`). Then the merged report is the
+suite's: its verdict, counts, case reports and exit code are those of an unsharded run
+(timings aside).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import Any
 import msgspec
 
 from harness.baseline import STATUSES, BaselineComparison, CaseComparison
+from harness.consistency import consistency_problems
 from harness.errors import HarnessError
 from harness.receipts import SuiteReceipt, suite_hash
 from harness.selection import MAX_SHARDS, shard_of
 from harness.verdict import CaseReport, SuiteReport
-from harness.verify import VerifyError, consistency_problems, read_report
+from harness.verify import VerifyError, read_report
 
 # A shard count's missing shards named one by one up to this many, then counted.
 _NAMED = 20

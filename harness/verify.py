@@ -3,29 +3,36 @@ this policy, and does it agree with itself?
 
 The receipts make a green CI artifact say which bar it passed: each case's fixture hash is
 recomputed from the suite on disk (a fixture added, removed or changed is named), the
-policy recorded is compared with the one the harness applies to that suite kind, and the
-verdicts are re-derived from the grades (a flipped `passed`, edited totals or exit code
-are caught). Without a signing key this proves consistency, not authorship.
+policy recorded is compared with the one the harness applies to that suite kind, what a
+case's fixture decides is taken from the fixture (its id and cluster, how many runs it
+gets, the pass rate its runs must reach: never the report's), and every field the report
+derives is derived again (`harness.consistency`: a flipped `passed`, a repeat block no run
+made, edited totals, statistics or exit code are caught). Without a signing key this
+proves consistency, not authorship.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from harness.consistency import consistency_problems, runs_said
 from harness.errors import HarnessError
-from harness.fixture import fixture_hash
+from harness.fixture import LlmTrace, fixture_hash, parse_fixture
 from harness.inputs import InputError, read_bounded
 from harness.modes import SuiteKind, kind_of_directory
-from harness.policy import Attempt, policy_for
+from harness.policy import policy_for
+from harness.problems import AdmissionError
 from harness.receipts import policy_of
+from harness.repeats import runs_for
 from harness.runner import display_path
 from harness.suite import fixture_paths
-from harness.verdict import SCHEMA, CaseReport, SuiteReport
+from harness.verdict import SCHEMA, SuiteReport
 
 MAX_REPORT_BYTES = 512 << 20
 MAX_FIXTURE_BYTES = 1 << 20
@@ -67,6 +74,8 @@ def read_report(path: Path) -> tuple[SuiteReport, dict[str, Any]]:
         document = msgspec.convert(raw, document_type())
     except msgspec.ValidationError as exc:
         raise VerifyError(f"{path}: {exc}") from None
+    if "\0" in document.suite:  # it names a directory, and no path holds a NUL
+        raise VerifyError(f"{path}: $.suite: holds a NUL character: no suite is named so")
     report = SuiteReport(
         suite=document.suite,
         kind=document.kind,
@@ -95,10 +104,11 @@ def verify(
     The bar comes from the suite, never from the report, which could name a laxer one."""
     report, raw = read_report(report_path)
     expected = kind if kind is not None else kind_of_directory(suite)
-    problems = [
-        *_fixture_problems(report, suite, root),
-        *_bar_problems(report, expected, fail_on_regression),
-        *_policy_problems(report),
+    traces, problems = _fixture_problems(report, suite, root)
+    problems += [
+        *_case_problems(report, traces),
+        *bar_problems(report, expected, fail_on_regression),
+        *policy_problems(report),
         *consistency_problems(report, raw),
     ]
     policy = policy_for(report.kind)
@@ -109,30 +119,80 @@ def verify(
     return Verdict(problems, summary)
 
 
-def _fixture_problems(report: SuiteReport, suite: Path, root: Path) -> list[str]:
+def _fixture_problems(
+    report: SuiteReport, suite: Path, root: Path
+) -> tuple[dict[str, LlmTrace], list[str]]:
+    """The suite's fixtures as on disk (each as reports name it), and how the report's
+    cases are not them: a fixture with no case or more than one, a case of no fixture, a
+    fixture changed since."""
     on_disk: dict[str, str] = {}
+    traces: dict[str, LlmTrace] = {}
     problems = []
     try:
         paths = fixture_paths(suite)
-    except OSError as exc:
-        return [f"{suite}: cannot list the suite: {exc.strerror or exc}"]
+    except (OSError, ValueError) as exc:
+        return {}, [f"{suite}: cannot list the suite: {getattr(exc, 'strerror', None) or exc}"]
     for path in paths:
         shown = display_path(path, root)
         try:
-            on_disk[shown] = fixture_hash(read_bounded(path, MAX_FIXTURE_BYTES).decode("utf-8"))
-        except (InputError, ValueError, UnicodeDecodeError):
+            text = read_bounded(path, MAX_FIXTURE_BYTES).decode("utf-8")
+            on_disk[shown] = fixture_hash(text)
+            traces[shown] = parse_fixture(text, shown)
+        except (InputError, ValueError, UnicodeDecodeError, RecursionError, AdmissionError):
             problems.append(f"{shown}: cannot be read as a fixture")
     reported = {c.fixture: c for c in report.cases}
+    counted = Counter(c.fixture for c in report.cases)
     for shown in sorted(on_disk.keys() - reported.keys()):
         problems.append(f"{shown}: a fixture of the suite the report has no case for")
     for shown in sorted(reported.keys() - on_disk.keys()):
         problems.append(f"{shown}: the report has a case ({reported[shown].id}) for no fixture")
     for shown in sorted(on_disk.keys() & reported.keys()):
+        if counted[shown] > 1:
+            problems.append(f"{shown}: the report has {counted[shown]} cases for it")
         recorded = reported[shown].fixture_sha256
         if recorded != on_disk[shown]:
             problems.append(
                 f"{shown}: the fixture changed since the report (hash {_short(recorded)} in "
                 f"the report, {_short(on_disk[shown])} on disk)"
+            )
+    return traces, problems
+
+
+def _case_problems(report: SuiteReport, traces: dict[str, LlmTrace]) -> list[str]:
+    """What each case's fixture decides, as the fixture decides it: the case's id and
+    cluster, how many runs it gets (its `repeat`, or the run's `--repeat` the receipt
+    records) and the pass rate its runs must reach."""
+    override = report.receipt.repeat if report.receipt is not None else None
+    problems = []
+    for index, case in enumerate(report.cases):
+        trace = traces.get(case.fixture)
+        if trace is None:
+            continue  # said above: a case of no fixture
+        at = f"$.cases[{index}]"
+        if case.id != trace.case_id:
+            problems.append(f"{at}.id: {case.id!r}, but its fixture's case is {trace.case_id!r}")
+        if case.cluster != trace.cluster:
+            problems.append(
+                f"{at}.cluster: {case.cluster!r}, but its fixture's is {trace.cluster!r}"
+            )
+        if case.not_run is not None:
+            continue
+        runs = runs_for(trace.repeat, report.mode, override)
+        asks = "the run's --repeat" if report.mode == "live" and override else "the fixture"
+        stats = case.repeat
+        if stats is None:
+            if runs > 1:
+                problems.append(f"{at}.repeat: missing, but {asks} asks for {runs} runs")
+            continue
+        if stats.requested != runs:
+            problems.append(
+                f"{at}.repeat.requested: {runs_said(stats.requested)}, but {asks} asks for {runs}"
+            )
+        if stats.min_pass_rate != trace.min_pass_rate:
+            problems.append(
+                f"{at}.repeat.min_pass_rate: {stats.min_pass_rate}, but the fixture's is "
+                f"{'none' if trace.min_pass_rate is None else trace.min_pass_rate}"
+                + (" (every run must pass)" if trace.min_pass_rate is None else "")
             )
     return problems
 
@@ -141,7 +201,9 @@ def _short(digest: str | None) -> str:
     return "none" if digest is None else digest[:12]
 
 
-def _bar_problems(report: SuiteReport, kind: SuiteKind, fail_on_regression: bool) -> list[str]:
+def bar_problems(report: SuiteReport, kind: SuiteKind, fail_on_regression: bool) -> list[str]:
+    """How the report's gate is not the one the suite is held to: its kind (the suite's,
+    never the report's own) and, when asked, failing on confirmed regressions."""
     problems = []
     if report.kind != kind:
         problems.append(
@@ -156,7 +218,9 @@ def _bar_problems(report: SuiteReport, kind: SuiteKind, fail_on_regression: bool
     return problems
 
 
-def _policy_problems(report: SuiteReport) -> list[str]:
+def policy_problems(report: SuiteReport) -> list[str]:
+    """How the policy the receipt records is not the one this harness applies to the
+    report's kind."""
     if report.receipt is None:
         return ["$.receipt: missing: the report says nothing of how it was made"]
     recorded = report.receipt.policy
@@ -169,40 +233,3 @@ def _policy_problems(report: SuiteReport) -> list[str]:
             f"harness applies ({applied.summary!r})"
         ]
     return []
-
-
-def consistency_problems(report: SuiteReport, raw: dict[str, Any]) -> list[str]:
-    """Where the report disagrees with itself: a verdict its grades do not give, totals
-    that do not count its cases, an exit code its cases do not give."""
-    problems = [
-        f"$.cases[{i}] ({case.id}): says {'passed' if case.passed else 'not passed'}, but "
-        f"its grades say {'passed' if should else 'not passed'}"
-        for i, case in enumerate(report.cases)
-        if (should := _should_pass(case)) is not None and should != case.passed
-    ]
-    totals = msgspec.to_builtins(report.totals)
-    if raw.get("totals") != totals:
-        problems.append(f"$.totals: {raw.get('totals')} does not count its cases ({totals})")
-    if raw.get("exit_code") != int(report.exit_code()):
-        problems.append(
-            f"$.exit_code: {raw.get('exit_code')}, but its cases under its policy give "
-            f"{int(report.exit_code())}"
-        )
-    return problems
-
-
-def _should_pass(case: CaseReport) -> bool | None:
-    """What the case's own evidence says its verdict is (None: nothing to re-derive)."""
-    if case.error is not None or case.not_run is not None:
-        return False
-    if case.repeat is None:
-        return Attempt(case.grades).passed
-    runs = case.repeat.runs
-    attempts = [Attempt([], r.error) if r.error else _attempt(r.passed) for r in runs]
-    return policy_for("regression").case_passed(attempts, case.repeat.min_pass_rate)
-
-
-def _attempt(passed: bool) -> Attempt:
-    from harness.expectations.base import Grade
-
-    return Attempt([Grade("run", passed, "", "response")])

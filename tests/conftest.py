@@ -520,6 +520,49 @@ def suite_report(kind: str, *cases: CaseReport) -> SuiteReport:
     )
 
 
+def one_passing_run() -> dict[str, Any]:
+    """A repeat block of one run that passed, its statistics right: no run makes one (a
+    case run once has no block), so it can only be an edit."""
+    from harness.statistics import wilson
+
+    return {
+        "requested": 1,
+        "completed": 1,
+        "passes": 1,
+        "proportion": 1.0,
+        "interval": list(wilson(1, 1)),
+        "pass_at_k": [1.0],
+        "pass_hat_k": [1.0],
+        "min_pass_rate": None,
+        "flaky": False,
+        "runs": [{"run": 1, "passed": True}],
+    }
+
+
+def restated(document: dict[str, Any]) -> dict[str, Any]:
+    """A JSON report document whose suite-level fields (totals, statistics, `all_passed`,
+    exit code) are restated from its cases by the harness's own model, as a forger with
+    the harness at hand would after editing a case: what is then refused is the edit."""
+    from harness.reporters.json_report import document_type
+
+    parsed = msgspec.convert(document, document_type())
+    report = SuiteReport(
+        suite=parsed.suite,
+        kind=parsed.kind,
+        mode=parsed.mode,
+        agent=parsed.agent,
+        cases=parsed.cases,
+        receipt=parsed.receipt,
+        baseline=parsed.baseline,
+        fail_on_regression=parsed.receipt is not None and parsed.receipt.policy.fail_on_regression,
+    )
+    document["totals"] = msgspec.to_builtins(report.totals)
+    document["statistics"] = msgspec.to_builtins(report.statistics)
+    document["all_passed"] = report.all_passed
+    document["exit_code"] = int(report.exit_code())
+    return document
+
+
 # --- user loops ---------------------------------------------------------------------------
 
 # A faithful user-written loop over the harness boundaries: it offers the model its tools,

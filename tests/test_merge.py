@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Cli, echo_fixture, write_fixture
+from conftest import REPO, Cli, echo_fixture, one_passing_run, restated, write_fixture
 
 SHARDS = 3
 
@@ -202,14 +202,12 @@ def _tampered(root: Path, name: str, change: Any) -> str:
 
 def _drop_first_case(document: dict[str, Any]) -> None:
     del document["cases"][0]
-    document["totals"]["cases"] -= 1
-    document["totals"]["passed"] -= 1
+    restated(document)
 
 
 def _case_twice(document: dict[str, Any]) -> None:
     document["cases"].append(document["cases"][0])
-    document["totals"]["cases"] += 1
-    document["totals"]["passed"] += 1
+    restated(document)
 
 
 def _flip_a_grade(document: dict[str, Any]) -> None:
@@ -227,7 +225,7 @@ def _no_shard_count(document: dict[str, Any]) -> None:
 
 # What each tampering of the second shard's report (in tests below) is refused for.
 TAMPERINGS = {
-    "a case dropped, totals fixed up": (_drop_first_case, "a case is missing from a shard's"),
+    "a case dropped, the rest restated": (_drop_first_case, "a case is missing from a shard's"),
     "a case listed twice": (_case_twice, "is in it twice"),
     "a verdict its grades do not give": (_flip_a_grade, "but its grades say not passed"),
     "a shard run on another commit": (_other_commit, "the shards differ in git commit"),
@@ -292,3 +290,37 @@ def test_a_shard_count_past_any_matrix_or_not_in_ascii_digits_is_a_usage_error(
     result = run_cli("eval", "run", "--shard", shard, cwd=suite_copy)
     assert result.returncode == 2
     assert "expected I/N with 1 <= I <= N <= 1000" in result.stderr
+
+
+def _break_single_echo(root: Path) -> None:
+    """Make the suite's `single_echo_dispatch` case fail its checks."""
+    data = json.loads((root / "evals/regression/single_echo_dispatch.json").read_text())
+    data["expects"]["response_contains"] = ["never said"]
+    write_fixture(root / "evals" / "regression", "single_echo_dispatch.json", data)
+
+
+def test_a_failing_case_forged_green_in_its_shard_is_refused(
+    run_cli: Cli, suite_copy: Path
+) -> None:
+    root = suite_copy
+    _break_single_echo(root)
+    shards = run_shards(run_cli, root)
+    [holder] = [
+        name
+        for name in shards
+        if any(not c["passed"] for c in json.loads((root / name).read_text())["cases"])
+    ]
+
+    def forge(document: dict[str, Any]) -> None:
+        for case in document["cases"]:
+            if not case["passed"]:  # its failing grade left in place
+                case.update(passed=True, line=None, repeat=one_passing_run())
+        restated(document)
+        assert document["exit_code"] == 0
+
+    forged = _tampered(root, holder, forge)
+    result = run_cli("eval", "merge", *[forged if n == holder else n for n in shards], cwd=root)
+    assert result.returncode == 1, result.stdout
+    assert "].repeat: a replay runs each case once" in result.stderr
+    assert "].repeat.requested: 1 run, but a repeat block is of 2 runs or more" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -138,10 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="merge the JSON reports of a suite's shards into the whole suite's reports",
         description="Combine the JSON reports of every shard of a suite (--shard I/N) into "
         "one suite report, JUnit, summary and exit code; refuse a missing shard, a case "
-        "twice, or shards of other fixtures, policies or harness versions.",
+        "twice, a report that disagrees with itself, shards judged by another gate than "
+        "the suite's, or shards of other fixtures, policies or harness versions.",
     )
     merge.add_argument("reports", metavar="REPORT", type=Path, nargs="+", help="shard reports")
-    _add(merge, fmt, *registry.options())
+    _add(merge, fmt, SUITE_KIND, FAIL_ON_REGRESSION, *registry.options())
     _add(
         actions.add_parser(
             "mutate",
@@ -320,7 +321,8 @@ def _merge(command: Invocation) -> int:
                 f"{given}: names a shard's report being merged ({merged[key]}): "
                 "write the merged report to a file of its own"
             )
-    report = merge(command.args.reports)
+    args = command.args
+    report = merge(args.reports, args.suite_kind, bool(args.fail_on_regression))
     pipeline.deliver(report, reporters)
     return report.exit_code()
 

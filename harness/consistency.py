@@ -76,6 +76,8 @@ def _run_problems(report: SuiteReport) -> Iterator[str]:
     receipt = report.receipt
     if receipt is None:
         return
+    if receipt.repeat is not None and report.mode != "live":
+        yield f"$.receipt.repeat: {receipt.repeat}, but a replay runs each case once"
     if receipt.agent != report.agent:
         yield f"$.agent: {report.agent!r}, but the receipt's agent is {receipt.agent!r}"
     if (receipt.provider == "scripted") != (report.mode == "replay"):

@@ -5,9 +5,10 @@ Merging proves completeness from the receipts: every shard 1..N exactly once, al
 suite (the digest of the whole admitted suite), one policy, one harness version, agent,
 mode and commit, no case twice, and the merged cases' fixtures hash to that digest (so no
 case was dropped from a shard's report either). Each shard's report must agree with itself
-as `zeroclaw eval verify` checks it (`harness.consistency`). Then the merged report is the
-suite's: its verdict, counts, case reports and exit code are those of an unsharded run
-(timings aside).
+as `zeroclaw eval verify` checks it (`harness.consistency`), and be judged as the suite is:
+the gate's kind is the suite's (`--suite-kind`, else what the suite directory's name
+implies, as for a run), never the shards' own. Then the merged report is the suite's: its
+verdict, counts, case reports and exit code are those of an unsharded run (timings aside).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import msgspec
 from harness.baseline import STATUSES, BaselineComparison, CaseComparison
 from harness.consistency import consistency_problems
 from harness.errors import HarnessError
+from harness.modes import SuiteKind, kind_of_directory
 from harness.receipts import SuiteReceipt, suite_hash
 from harness.selection import MAX_SHARDS, shard_of
 from harness.verdict import CaseReport, SuiteReport
-from harness.verify import VerifyError, read_report
+from harness.verify import VerifyError, bar_problems, policy_problems, read_report
 
 # A shard count's missing shards named one by one up to this many, then counted.
 _NAMED = 20
@@ -44,7 +46,9 @@ _SAME = (
     ("framework version", lambda r: r.receipt.framework_version),
     ("provider", lambda r: r.receipt.provider),
     ("shard count", lambda r: r.receipt.shard[1]),
+    ("runs of each case (--repeat)", lambda r: r.receipt.repeat),
     ("baseline", lambda r: None if r.baseline is None else r.baseline.baseline),
+    ("regression level", lambda r: None if r.baseline is None else r.baseline.level),
 )
 
 
@@ -55,14 +59,19 @@ class MergeError(HarnessError):
         return [f"zeroclaw eval: merge: {line}" for line in str(self).splitlines()]
 
 
-def merge(paths: Sequence[Path]) -> SuiteReport:
+def merge(
+    paths: Sequence[Path], kind: SuiteKind | None = None, fail_on_regression: bool = False
+) -> SuiteReport:
     """The whole suite's report from its shards' JSON reports, or `MergeError` naming
-    every reason it cannot be."""
+    every reason it cannot be. Each shard must have been judged as the suite is: as a
+    `kind` suite (else the kind its directory's name implies) and, when asked, failing on
+    confirmed regressions."""
     if not paths:
         raise MergeError("name the shards' JSON reports")
     shards, problems = _read(paths)
     for path, report, raw in shards:
-        problems += _shard_problems(path, report, raw)
+        expected = kind if kind is not None else kind_of_directory(report.suite)
+        problems += _shard_problems(path, report, raw, expected, fail_on_regression)
     if not problems:
         problems = _agreement_problems(shards)
         if not problems:  # coverage is only told against one shard count
@@ -133,7 +142,11 @@ def _read(paths: Sequence[Path]) -> tuple[list[Shard], list[str]]:
     return shards, problems
 
 
-def _shard_problems(path: Path, report: SuiteReport, raw: dict[str, Any]) -> list[str]:
+def _shard_problems(
+    path: Path, report: SuiteReport, raw: dict[str, Any], kind: SuiteKind, regressions: bool
+) -> list[str]:
+    """How one shard's report is not a shard's, disagrees with itself, or was not judged
+    as the suite is (`kind`, and failing on confirmed regressions when `regressions`)."""
     receipt = report.receipt
     if receipt is None or receipt.shard is None:
         return [f"{path}: not a shard's report (run the suite with --shard I/N)"]
@@ -143,8 +156,11 @@ def _shard_problems(path: Path, report: SuiteReport, raw: dict[str, Any]) -> lis
     if receipt.selection != f"--shard {index}/{count}":
         return [f"{path}: shard {index}/{count} also picked cases ({receipt.selection})"]
     # A report that does not agree with itself (a flipped verdict, edited totals) would
-    # carry its edit into the merged gate, which no longer shows it.
-    problems = [f"{path}: {problem}" for problem in consistency_problems(report, raw)]
+    # carry its edit into the merged gate, which no longer shows it; one judged by a laxer
+    # bar than the suite's would carry that bar.
+    said = bar_problems(report, kind, regressions) + policy_problems(report)
+    said += consistency_problems(report, raw)
+    problems = [f"{path}: {problem}" for problem in said]
     return problems + [
         f"{path}: case {case.id!r} is not of shard {index}/{count} (edited, or another run's)"
         for case in report.cases

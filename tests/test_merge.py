@@ -39,13 +39,14 @@ def timeless(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def run_shards(run_cli: Cli, root: Path) -> list[str]:
+def run_shards(run_cli: Cli, root: Path, *args: str) -> list[str]:
     names = []
     for index in range(1, SHARDS + 1):
         name = f"shard-{index}.json"
         result = run_cli(
-            "eval", "run", "--shard", f"{index}/{SHARDS}", "--json-report", name, cwd=root
-        )
+            "eval", "run", "--shard", f"{index}/{SHARDS}", "--json-report", name, *args,
+            cwd=root,
+        )  # fmt: skip
         assert result.returncode in (0, 1), result.stderr
         assert "PARTIAL run (--shard" in result.stdout
         names.append(name)
@@ -132,12 +133,24 @@ def test_merged_shards_keep_a_confirmed_regression_failing_the_gate(
             "--json-report", f"s{index}.json", cwd=root,
         )  # fmt: skip
     merged = run_cli(
-        "eval", "merge", "s1.json", "s2.json", "s3.json", "--json-report", "m.json", cwd=root
-    )
+        "eval", "merge", "s1.json", "s2.json", "s3.json", *kind, "--json-report", "m.json",
+        cwd=root,
+    )  # fmt: skip
     assert merged.returncode == 1  # the regressions still fail the merged gate
+    assert "given more than once" not in merged.stderr and "differ" not in merged.stderr
     baseline = json.loads((root / "m.json").read_text())["baseline"]
     assert baseline["confirmed_regressions"]
     assert baseline["counts"]["removed"] == 0  # no shard saw another's cases as removed
+    verified = run_cli("eval", "verify", "m.json", *kind, "--fail-on-regression", cwd=root)
+    assert verified.returncode == 0, verified.stderr  # the merged comparison agrees with itself
+
+    def stricter(document: dict[str, Any]) -> None:
+        document["baseline"]["level"] = 0.01
+
+    other = _tampered(root, "s2.json", stricter)
+    refused = run_cli("eval", "merge", "s1.json", other, "s3.json", *kind, cwd=root)
+    assert refused.returncode == 1
+    assert "the shards differ in regression level" in refused.stderr
     run_cli("eval", "run", *kind, *against, "--json-report", "whole.json", cwd=root)
     whole = json.loads((root / "whole.json").read_text())["baseline"]
     # Every status counted, zeros too, as the unsharded comparison counts them.
@@ -218,6 +231,10 @@ def _other_commit(document: dict[str, Any]) -> None:
     document["receipt"]["git_commit"] = "0" * 40
 
 
+def _repeated_replay(document: dict[str, Any]) -> None:
+    document["receipt"]["repeat"] = 3
+
+
 def _no_shard_count(document: dict[str, Any]) -> None:
     document["receipt"]["shard"] = [1, 0]
     document["receipt"]["selection"] = "--shard 1/0"
@@ -230,6 +247,7 @@ TAMPERINGS = {
     "a verdict its grades do not give": (_flip_a_grade, "but its grades say not passed"),
     "a shard run on another commit": (_other_commit, "the shards differ in git commit"),
     "a shard count of 0": (_no_shard_count, "$.receipt.shard: 1/0 is no shard"),
+    "a replay said to be repeated": (_repeated_replay, "$.receipt.repeat: 3, but a replay"),
 }
 
 
@@ -297,6 +315,26 @@ def _break_single_echo(root: Path) -> None:
     data = json.loads((root / "evals/regression/single_echo_dispatch.json").read_text())
     data["expects"]["response_contains"] = ["never said"]
     write_fixture(root / "evals" / "regression", "single_echo_dispatch.json", data)
+
+
+def test_shards_judged_as_another_kind_than_the_suite_s_are_refused(
+    run_cli: Cli, suite_copy: Path
+) -> None:
+    root = suite_copy
+    _break_single_echo(root)
+    shards = run_shards(run_cli, root, "--suite-kind", "capability")
+    merged = run_cli("eval", "merge", *shards, cwd=root)
+    assert merged.returncode == 1, merged.stdout
+    assert (
+        "$.kind: the report was judged as a capability suite, but this suite is regression"
+    ) in merged.stderr
+    assert merged.stderr.count("$.kind: ") == SHARDS
+    # The suite's kind said where the merge runs is the merged gate's, as for a run.
+    said = run_cli("eval", "merge", *shards, "--suite-kind", "capability", cwd=root)
+    assert said.returncode == 0, said.stderr
+    assert "20/21 cases passed" in said.stdout
+    held = run_cli("eval", "merge", *shards, "--suite-kind", "regression", cwd=root)
+    assert held.returncode == 1 and "$.kind: " in held.stderr
 
 
 def test_a_failing_case_forged_green_in_its_shard_is_refused(

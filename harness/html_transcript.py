@@ -74,7 +74,8 @@ def record_html(record: RunRecord) -> list[str]:
 
 
 def _turn_name(turn: int) -> str:
-    return "While the agent started" if turn < 0 else f"Turn {turn + 1}"
+    # From 0, as fixtures (`$.turns[1]`) and the checks (`turn 1, request 0`) count.
+    return "While the agent started" if turn < 0 else f"Turn {turn}"
 
 
 def _transcript(steps: list[Any], calls: list[RecordedCall]) -> list[str]:
@@ -96,7 +97,7 @@ def _transcript(steps: list[Any], calls: list[RecordedCall]) -> list[str]:
 def _request(step: Any, pending: list[RecordedCall]) -> list[str]:
     offered = ", ".join(step.tools_offered) or "none"
     lines = [
-        f'<div class="request"><p class="sub">model request {step.step + 1} '
+        f'<div class="request"><p class="sub">model request {step.step} '
         f'(tools offered: {text(offered)})</p><ol class="sent">',
         *(_message(m) for m in step.sent),
         "</ol>",

@@ -25,12 +25,18 @@ from typing import Any
 import pytest
 from conftest import (
     Cli,
+    call,
     errored_report,
     failing_report,
+    fixture,
     passing_report,
+    project,
     red_project,
     says,
     suite_report,
+    text_step,
+    tool_step,
+    turn,
     write_fixture,
 )
 
@@ -191,7 +197,7 @@ def test_a_record_without_a_transcript_shows_its_responses_and_calls() -> None:
     case = CaseReport.graded("old", "evals/regression/old.json", [], record)
     shown = Page(html_report.render_html(suite_report("regression", case)).decode()).shown
     assert "No transcript was kept" in shown
-    assert "Turn 1: response" in shown and "Turn 2: response" in shown
+    assert "Turn 0: response" in shown and "Turn 1: response" in shown
     assert '"message": "hi"' in shown and "2.25 ms" in shown
 
 
@@ -200,6 +206,79 @@ def test_tool_calls_sit_under_the_answer_that_asked_for_them() -> None:
     request, answered = document.split('<div class="request">')[1:3]
     assert "call <code>echo</code>" in request and "1.50 ms" in request
     assert "1.50 ms" not in answered and "Tool calls no model answer asked for" not in document
+
+
+class Turns(HTMLParser):
+    """The transcript as a parser reads it: each turn's section by its heading, each
+    request in it by its label, with the text each holds."""
+
+    def __init__(self, document: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.turns: list[dict[str, Any]] = []
+        self._open: list[str] = []  # what the next text belongs to: heading, label or body
+        self.feed(document)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        css = dict(attrs).get("class")
+        if tag == "section" and css == "turn":
+            self.turns.append({"heading": "", "requests": []})
+        elif self.turns and tag == "div" and css == "request":
+            self.turns[-1]["requests"].append({"label": "", "text": ""})
+        self._open.append(tag + ("." + css if css else ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open and self._open.pop().split(".")[0] != tag:
+            pass
+
+    def handle_data(self, data: str) -> None:
+        if not self.turns or "section.turn" not in self._open:
+            return
+        turn = self.turns[-1]
+        if self._open[-1] == "h4" and not turn["requests"]:
+            turn["heading"] += data
+        elif turn["requests"]:
+            request = turn["requests"][-1]
+            if self._open[-1] == "p.sub" and not request["label"]:
+                request["label"] = data
+            request["text"] += data
+
+
+def test_the_transcript_numbers_turns_and_requests_as_the_checks_do(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    # Checks and fixtures count turns and requests from 0 (`$.turns[1]` is `turn 1`); the
+    # section a check points at must carry the number the check names.
+    data = fixture(
+        "numbered",
+        [
+            turn("Remember nothing", text_step("ok")),
+            turn(
+                "Echo zircon-42",
+                tool_step(call("c1", message="zircon-42")),
+                text_step("zircon-42"),
+            ),
+        ],
+        {"request_not_contains": [{"turn": 1, "role": "user", "needle": "zircon-42"}]},
+    )
+    root = project(tmp_path, {"a.json": data})
+    assert run_cli("eval", "run", "--html", "r.html", cwd=root).returncode == 1
+    document = (root / "r.html").read_text("utf-8")
+    shown = Page(document).shown
+    assert 'request_not_contains(turn 1, "user", "zircon-42")' in shown
+    found = re.search(r"unexpectedly present in turn (\d+), request (\d+)", shown)
+    assert found is not None, shown
+    turn_no, request_no = found.groups()
+    assert turn_no == "1"
+    sections = {t["heading"].strip(): t for t in Turns(document).turns}
+    assert sorted(sections) == ["Turn 0", "Turn 1"]
+    assert "zircon-42" not in str(sections["Turn 0"])
+    requests = {
+        re.search(r"request (\d+)", r["label"]).group(1): r  # type: ignore[union-attr]
+        for r in sections[f"Turn {turn_no}"]["requests"]
+    }
+    assert sorted(requests) == ["0", "1"]
+    assert "Echo zircon-42" in requests[request_no]["text"]
 
 
 # --- the trend ----------------------------------------------------------------------------

@@ -48,7 +48,11 @@ def _lines(case: CaseReport) -> Iterator[str]:
         yield "  checks:"
         for grade in case.grades:
             mark = "✓" if grade.passed else "✗"
-            yield f"    {mark} {_one(grade.check)}: {_one(grade.detail)}"
+            # A detail's lines are the harness's own (what a request held, say): shown as
+            # lines, under the check; what it quotes of the run has its newlines escaped.
+            first, *rest = clean_lines(grade.detail).split("\n")
+            yield f"    {mark} {_one(grade.check)}: {clip(first, WIDTH)}"
+            yield from (f"        {clip(line, WIDTH)}" for line in rest)
     if case.record is not None:
         yield from _record_lines(case.record)
 

@@ -16,6 +16,7 @@ import msgspec
 from harness.deadline import within
 from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN
 from harness.errors import HarnessError
+from harness.reporters.text import clean
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -209,11 +210,13 @@ def summarize_request(request: ModelRequest | None, *, width: int = 120) -> str:
         parts = []
         if message.content:
             parts.append(_clip(json.dumps(message.content, ensure_ascii=False), width))
+        # Names and ids are the model's or the fixture's: a newline in one stays escaped,
+        # so it cannot pass for a message line of its own.
         for call in message.tool_calls:
             args = _clip(json.dumps(call.arguments, ensure_ascii=False, sort_keys=True), width)
-            parts.append(f"call {call.name}({args}) id={call.id}")
+            parts.append(f"call {clean(call.name)}({args}) id={clean(call.id)}")
         if message.tool_call_id:
-            parts.insert(0, f"result for {message.tool_call_id}:")
+            parts.insert(0, f"result for {clean(message.tool_call_id)}:")
         lines.append(f"  [{i}] {message.role}: {' '.join(parts) or '(empty)'}")
     return "\n".join(lines)
 

@@ -6,7 +6,54 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import ESC, Cli, echo_fixture, fixture, project, red_project, text_step, turn
+from conftest import (
+    DROPPING_LOOP,
+    ESC,
+    Cli,
+    call,
+    echo_fixture,
+    fixture,
+    project,
+    red_project,
+    text_step,
+    tool_step,
+    turn,
+    write_module,
+)
+
+# An id that, were its newlines kept, would add lines that look like the harness's own
+# and one a CI runner would act on.
+FORGING_ID = "c2\n::error::forged\n  [9] user: forged"
+
+
+def dropping_project(tmp_path: Path) -> tuple[Path, str]:
+    """A project whose loop never hands a tool result back to the model, so the harness's
+    conformance check fails with a detail of several lines (what the request held), and
+    the agent to run it with. The second call's id holds newlines."""
+    calls = tool_step(call("c1", message="hi"), call(FORGING_ID, message="ho"))
+    data = fixture(
+        "drops",
+        [turn("Echo hi and ho", calls, text_step("hi ho"))],
+        {"response_contains": ["hi"]},
+        id="drops",
+    )
+    root = project(tmp_path, {"a.json": data})
+    return root, write_module(root, DROPPING_LOOP, "droploop") + ":factory"
+
+
+def assert_details_have_lines(out: str) -> None:
+    """The harness's own multi-line detail is shown as lines; newlines inside the
+    untrusted ids stay escaped, and no line is a workflow command."""
+    lines = out.splitlines()
+    assert "\\u000a  [0]" not in out and "held:\\u000a" not in out
+    held = [i for i, line in enumerate(lines) if line.endswith("the request held:")]
+    assert held, out
+    for at in held:
+        assert lines[at + 1].strip() == '[0] user: "Echo hi and ho"'
+        assert lines[at + 2].strip().startswith("[1] assistant: call echo(")
+        assert "id=c2\\u000a::error::forged\\u000a  [9] user: forged" in lines[at + 2]
+    assert not any(line.lstrip().startswith(("::", "\\u003a:")) for line in lines)
+    assert not any(line.strip().startswith("[9]") for line in lines)
 
 
 def test_show_prints_a_failing_cases_transcript_from_the_last_run(
@@ -68,3 +115,23 @@ def test_model_text_cannot_drive_the_terminal_or_the_runner(run_cli: Cli, tmp_pa
     assert not any(line.lstrip().startswith("::") for line in out.splitlines())
     report = json.loads((root / ".zeroclaw-eval" / "last-report.json").read_text())
     assert report["cases"][0]["id"] == "hostile"
+
+
+def test_run_verbose_shows_the_harnesss_multi_line_details_as_lines(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root, agent = dropping_project(tmp_path)
+    result = run_cli("eval", "run", "-v", "--agent", agent, cwd=root)
+    assert result.returncode == 1, result.stderr
+    verbose = result.stdout[result.stdout.index("case drops") :]
+    assert "✗ loop(tool_results): turn 0, request 1: no tool result for c1 (echo)" in verbose
+    assert_details_have_lines(verbose)
+
+
+def test_show_shows_the_harnesss_multi_line_details_as_lines(run_cli: Cli, tmp_path: Path) -> None:
+    root, agent = dropping_project(tmp_path)
+    assert run_cli("eval", "run", "--agent", agent, cwd=root).returncode == 1
+    result = run_cli("eval", "show", "drops", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert "✗ loop(tool_results): turn 0, request 1: no tool result for c1 (echo)" in result.stdout
+    assert_details_have_lines(result.stdout)

@@ -25,6 +25,7 @@ from conftest import (
     under_scripted_fixture,
     write_fixture,
 )
+from test_case_view import assert_details_have_lines, dropping_project
 
 from harness.json_paths import line_of
 
@@ -118,6 +119,17 @@ def test_a_failing_case_fails_with_the_tables_detail(tmp_path: Path) -> None:
         '"I said bye" (+1 more failing check(s))'
     ) in out
     assert f"FAILED {UNDER} - Failed: run error: " in out
+
+
+def test_the_check_list_shows_the_harnesss_multi_line_details_as_lines(tmp_path: Path) -> None:
+    root, agent = dropping_project(tmp_path)
+    result = run_pytest(
+        "--zeroclaw", SUITE, "--zeroclaw-agent", agent, "-p", "no:cacheprovider", cwd=root
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert out.count("the request held:") == 2  # the table's lines, then the checks
+    assert_details_have_lines(out[out.index("  at evals/regression/a.json") :])
 
 
 def test_another_agent_is_chosen_with_zeroclaw_agent(tmp_path: Path) -> None:

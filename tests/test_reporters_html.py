@@ -39,6 +39,7 @@ from conftest import (
     turn,
     write_fixture,
 )
+from test_case_view import assert_details_have_lines, dropping_project
 
 from harness import history_store
 from harness.expectations.base import Grade
@@ -279,6 +280,48 @@ def test_the_transcript_numbers_turns_and_requests_as_the_checks_do(
     }
     assert sorted(requests) == ["0", "1"]
     assert "Echo zircon-42" in requests[request_no]["text"]
+
+
+class Rows(HTMLParser):
+    """Every table row as a parser reads it: the text of each of its cells."""
+
+    def __init__(self, document: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+        self.feed(document)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "tr":
+            self.rows.append([])
+        elif tag == "td" and self.rows:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_the_observed_column_shows_the_harnesss_multi_line_details_as_lines(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root, agent = dropping_project(tmp_path)
+    assert run_cli("eval", "run", "--agent", agent, "--html", "r.html", cwd=root).returncode == 1
+    document = (root / "r.html").read_text("utf-8")
+    [observed] = [row[2] for row in Rows(document).rows if row[1:2] == ["loop(tool_results)"]]
+    assert observed.startswith("turn 0, request 1: no tool result for c1 (echo)")
+    assert_details_have_lines(observed)
+    # Shown as lines, indents kept: the cell's text is in an element that keeps white space.
+    assert '<span class="lines">turn 0, request 1: no tool result' in document
+    assert ".lines{white-space:pre-wrap}" in document
+    for line in document.splitlines():
+        assert not line.lstrip().startswith("::") and "##[" not in line, line
 
 
 # --- the trend ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
 from harness.json_paths import child_path
 from harness.model_boundary import Message, ToolCall, summarize_request
+from harness.reporters.text import clean
 from harness.tool_registry import RecordedCall, canonical_arguments
 from harness.transcript import Conversation, Exchange
 from harness.validation import Fault
@@ -96,15 +97,20 @@ def _results_problems(
         if result is None and position < len(trailing) and not by_id.keys() & scripted_ids:
             result = trailing[position]  # the loop numbers calls its own way: by position
         if result is None:
-            yield f"no tool result for {call.id} ({call.name}) was passed back to the model"
+            yield f"no tool result for {_call(call)} was passed back to the model"
             return
         ran = _take_dispatch(unused, call)
         if ran is not None and not _carries(result.content, ran):
             yield (
-                f"the result passed back for {call.id} ({call.name}) was "
+                f"the result passed back for {_call(call)} was "
                 f"{q(clip(result.content, 120))}, but the tool returned {q(clip(ran.result, 120))}"
             )
             return
+
+
+def _call(call: ToolCall) -> str:
+    # The script's id and name on one line: a detail's own lines are the harness's.
+    return f"{clean(call.id)} ({clean(call.name)})"
 
 
 def _trailing_results(messages: tuple[Message, ...]) -> list[Message]:
@@ -160,7 +166,7 @@ def _dispatches(conversation: Conversation) -> Iterator[Violation]:
 
 
 def _names(names: list[str]) -> str:
-    return "[" + ", ".join(names) + "]"
+    return "[" + ", ".join(map(clean, names)) + "]"
 
 
 def _history(conversation: Conversation) -> Iterator[Violation]:
@@ -242,7 +248,7 @@ def _offered_tools(conversation: Conversation) -> Iterator[Violation]:
         offered = {tool.name for tool in exchange.request.tools}
         for call in step.tool_calls:
             if call.name not in offered:
-                shown = ", ".join(sorted(offered)) or "none"
+                shown = ", ".join(map(clean, sorted(offered))) or "none"
                 yield (
                     f"{_step_at(exchange)}.response.tool_calls",
                     f"turn {exchange.turn}, step {exchange.step} calls {call.name!r}, which the "

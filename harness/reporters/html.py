@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import html
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from harness.html_transcript import table as _table
 from harness.html_transcript import text as _t
 from harness.options import Option
 from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
-from harness.reporters.text import clean, clip, inert_markup, one_line
+from harness.reporters.text import clean, clean_lines, clip, inert_markup, one_line
 
 if TYPE_CHECKING:
     from harness.reporters.atomic import ReportFiles
@@ -75,7 +76,7 @@ color:#fff;font-weight:600;font-size:12px}.b-passed{background:#1a7f37}.b-failed
 #filters{margin:6px 0}#filters button{margin-right:4px}
 #filters button[aria-pressed=true]{background:#0969da;color:#fff}svg .grid{stroke:#d0d7de}
 svg text{fill:#57606a;font-size:11px}svg .line{fill:none;stroke:#0969da;stroke-width:2}
-svg .dot{fill:#0969da}svg .now{fill:#bc4c00}
+svg .dot{fill:#0969da}svg .now{fill:#bc4c00}.lines{white-space:pre-wrap}
 """
 
 # The one script, allowed by its hash: the filter bar, shown only when scripts run.
@@ -245,7 +246,7 @@ def _grades(case: CaseReport) -> list[str]:
         _row(
             "✓" if g.passed else "✗",
             f"<code>{_t(g.check)}</code>",
-            _t(g.detail),
+            _lines(g.detail),
             _t(g.category),
             f"<code>{_t(g.field)}</code>",
             css="pass" if g.passed else "fail",
@@ -257,6 +258,12 @@ def _grades(case: CaseReport) -> list[str]:
         f"<h4>Checks: {passed} of {len(case.grades)} passed</h4>",
         _table(("", "check", "observed", "category", "fixture field"), rows, ' class="grades"'),
     ]
+
+
+def _lines(detail: str) -> str:
+    """A check's detail with its own lines kept as lines (what it quotes of the run has its
+    newlines escaped already), each cleaned and escaped."""
+    return f'<span class="lines">{html.escape(clean_lines(detail))}</span>'
 
 
 def _repeat(stats: RepeatStats) -> list[str]:

@@ -21,6 +21,7 @@ from harness.run_record import RunRecord
 # v2: a repeated case's `repeat` block, `cluster`, `not_run` and `fixture_sha256` per case;
 # the suite's `statistics` and `receipt` blocks; `not_run` and `flaky` in the totals.
 SCHEMA = "zeroclaw-eval/report/v2"
+DETERMINISTIC = "no interval: a deterministic replay samples nothing"
 
 
 class RunReceipt(msgspec.Struct, kw_only=True, frozen=True):
@@ -189,10 +190,11 @@ class Totals(msgspec.Struct, frozen=True):
 
 class SuiteStatistics(msgspec.Struct, kw_only=True, frozen=True):
     """The suite's pass rate over the cases that completed (a repeated case counts with its
-    pass proportion), with a 95% interval that counts each cluster as one unit."""
+    pass proportion), with, for a live run, a 95% interval that counts each cluster as one
+    unit; `note` says what the interval rests on, or why there is none."""
 
     pass_rate: float
-    low: float | None  # None: unavailable (fewer than two independent units)
+    low: float | None  # None: a replay (nothing sampled), or fewer than two independent units
     high: float | None
     standard_error: float | None
     cases: int  # cases it rests on (run errors and cases not run are left out)
@@ -236,16 +238,19 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
             if c.error is None and c.not_run is None
         ]
         interval = clustered_interval(items)
+        # A replay answers from its script: run again, the suite gives the same rate, so
+        # nothing was sampled and an interval would claim an uncertainty there is not.
+        sampled = self.mode == "live"
         return SuiteStatistics(
             pass_rate=interval.estimate,
-            low=interval.low,
-            high=interval.high,
-            standard_error=interval.standard_error,
+            low=interval.low if sampled else None,
+            high=interval.high if sampled else None,
+            standard_error=interval.standard_error if sampled else None,
             cases=interval.cases,
             units=interval.units,
             repeated=sum(c.repeat is not None for c in self.cases),
             flaky=sum(c.flaky for c in self.cases),
-            note=interval.note,
+            note=interval.note if sampled else DETERMINISTIC,
         )
 
     @property

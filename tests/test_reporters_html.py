@@ -324,6 +324,44 @@ def test_the_observed_column_shows_the_harnesss_multi_line_details_as_lines(
         assert not line.lstrip().startswith("::") and "##[" not in line, line
 
 
+def _pass_rate_cell(document: str) -> str:
+    """The summary table's pass-rate cell."""
+    [totals] = [row for row in Rows(document).rows if len(row) == 7]
+    return totals[6]
+
+
+@pytest.mark.parametrize(("passed", "failed"), [(21, 0), (2, 1)])
+def test_a_deterministic_replay_shows_no_interval(passed: int, failed: int) -> None:
+    cases = [passing_report(f"p{i}") for i in range(passed)]
+    cases += [failing_report(f"f{i}") for i in range(failed)]
+    document = html_report.render_html(suite_report("regression", *cases)).decode("utf-8")
+    rate = _pass_rate_cell(document)
+    share = passed / (passed + failed) * 100
+    assert rate == f"{share:.1f}% (no interval: a deterministic replay samples nothing)"
+    assert "CI" not in Page(document).shown and "interval over" not in Page(document).shown
+
+
+def test_a_live_run_says_what_its_intervals_are() -> None:
+    from test_reporters_github import live_suite, repeated_report
+
+    report = live_suite(
+        repeated_report("flaky", "PPFPPPPFPPPPPPPPPPFP", min_pass_rate=0.8),
+        repeated_report("steady", "PPPPP"),
+    )
+    document = html_report.render_html(report).decode("utf-8")
+    stats = report.statistics
+    assert stats.low is not None and stats.high is not None
+    assert _pass_rate_cell(document) == (
+        f"{stats.pass_rate * 100:.1f}% ({stats.low * 100:.1f} to {stats.high * 100:.1f}%: "
+        "95% CI over 2 independent units (2 cases, 0 clusters))"
+    )
+    shown = Page(document).shown
+    assert (
+        "17 of 20 completed run(s) passed (20 asked for): 85.0%, "
+        "95% Wilson interval 64.0 to 94.8% over 20 run(s)"
+    ) in shown
+
+
 # --- the trend ----------------------------------------------------------------------------
 
 

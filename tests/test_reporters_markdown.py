@@ -463,7 +463,11 @@ def test_an_unavailable_interval_says_why_and_what_it_would_rest_on() -> None:
 
 def test_repeated_cases_have_a_section_of_their_own() -> None:
     md = render_markdown(repeated_suite())
-    rows = table_rows(md, "| case | runs | pass rate | pass^k | flaky | flipped checks | note |")
+    rows = table_rows(
+        md,
+        "| case | runs | pass rate [95% Wilson interval] | pass^k | flaky | flipped checks "
+        "| note |",
+    )
     times = "\u00d7"
     assert rows[0] == [
         "<code>flaky-pass</code>",

@@ -196,7 +196,8 @@ FLAKY = "PPFPPPPFPPPPPPPPPPFP"  # 17 of 20 passed; runs 3, 8 and 19 failed
 def test_a_flaky_case_that_passed_shows_its_runs_rate_bar_and_flips() -> None:
     text = render_case(repeated_report("flaky", FLAKY, min_pass_rate=0.8))
     assert text.splitlines() == [
-        "  ✓ flaky (evals/live/flaky.json)  17/20 runs  85% [64\u201395%]  needs ≥ 80%  flaky",
+        "  ✓ flaky (evals/live/flaky.json)  17/20 runs  85% (95% Wilson interval 64\u201395%)  "
+        "needs ≥ 80%  flaky",
         "      pass@1 0.85  pass^20 0.00",
         '      flipped: tools_used("echo") \u00d73, exact_tool_calls(1) \u00d71',
         "      failing runs: 3, 8, 19; run 3:",
@@ -206,7 +207,9 @@ def test_a_flaky_case_that_passed_shows_its_runs_rate_bar_and_flips() -> None:
 
 def test_a_repeated_case_that_failed_every_run_carries_the_note() -> None:
     lines = render_case(repeated_report("broken", "FFFFF")).splitlines()
-    assert lines[0] == "  ✗ broken (evals/live/broken.json)  0/5 runs  0% [0\u201343%]"
+    assert lines[0] == (
+        "  ✗ broken (evals/live/broken.json)  0/5 runs  0% (95% Wilson interval 0\u201343%)"
+    )
     assert "flaky" not in lines[0]
     assert lines[1] == "      pass@1 0.00  pass^5 0.00"
     assert lines[3].startswith("      note: 0/5 runs passed: a task no run passes is often")
@@ -216,7 +219,7 @@ def test_a_repeated_case_that_failed_every_run_carries_the_note() -> None:
 def test_a_steady_repeated_case_shows_no_flaky_mark_and_no_failing_runs() -> None:
     text = render_case(repeated_report("steady", "PPPPP"))
     assert text.splitlines() == [
-        "  ✓ steady (evals/live/steady.json)  5/5 runs  100% [57\u2013100%]",
+        "  ✓ steady (evals/live/steady.json)  5/5 runs  100% (95% Wilson interval 57\u2013100%)",
         "      pass@1 1.00  pass^5 1.00",
     ]
 
@@ -224,7 +227,8 @@ def test_a_steady_repeated_case_shows_no_flaky_mark_and_no_failing_runs() -> Non
 def test_a_repeated_run_error_says_pass_k_is_not_established() -> None:
     lines = render_case(repeated_report("errs", "PEPF")).splitlines()
     assert lines[0] == (
-        "  ✗ errs (evals/live/errs.json)  2/3 runs (1 of 4 errored)  67% [21\u201394%]  flaky"
+        "  ✗ errs (evals/live/errs.json)  2/3 runs (1 of 4 errored)  "
+        "67% (95% Wilson interval 21\u201394%)  flaky"
         "  —  run error: repeat 3/4 runs completed (pass^k not established): provider down: 503"
     )
     assert lines[1] == "      pass@1 0.67  pass^k not established (a run errored)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import msgspec
 import pytest
 from conftest import errored_report, failing_report, passing_report, suite_report
 
@@ -87,3 +88,27 @@ def test_every_doc_names_the_report_schema_the_reports_carry() -> None:
     }
     assert named, "no doc names the report schema"
     assert {found for _, found in named} == {SCHEMA}, sorted(named)
+
+
+# --- the suite's statistics -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("passed", "failed"), [(21, 0), (2, 1)])
+def test_a_deterministic_replay_has_no_interval_and_says_why(passed: int, failed: int) -> None:
+    # Replay answers from the script: run again, the suite gives the same rate, so there is
+    # no sampling an interval could be about (21/21 was "100 to 100%", 2/3 "0 to 100%").
+    cases = [passing_report(f"p{i}") for i in range(passed)]
+    cases += [failing_report(f"f{i}") for i in range(failed)]
+    stats = suite_report("regression", *cases).statistics
+    assert stats.pass_rate == pytest.approx(passed / (passed + failed))
+    assert (stats.low, stats.high, stats.standard_error) == (None, None, None)
+    assert stats.note == "no interval: a deterministic replay samples nothing"
+    assert stats.cases == stats.units == passed + failed
+
+
+def test_a_live_run_keeps_its_interval_and_says_what_it_rests_on() -> None:
+    replay = suite_report("live", passing_report("a"), passing_report("b"), failing_report("c"))
+    stats = msgspec.structs.replace(replay, mode="live").statistics
+    assert stats.low is not None and stats.high is not None
+    assert stats.low < stats.pass_rate < stats.high
+    assert stats.note == "95% CI over 3 independent units (3 cases, 0 clusters)"

@@ -150,7 +150,9 @@ def _header(report: SuiteReport, verdict: str, code: int) -> list[str]:
     said += f", {t.not_run} not run" if t.not_run else ""
     rate = f"{stats.pass_rate * 100:.1f}%"
     if stats.low is not None and stats.high is not None:
-        rate += f" (95% CI {stats.low * 100:.1f} to {stats.high * 100:.1f}%)"
+        rate += f" ({stats.low * 100:.1f} to {stats.high * 100:.1f}%: {_t(stats.note)})"
+    else:  # a replay samples nothing; a live run may rest on too little
+        rate += f" ({_t(stats.note)})"
     meta = [("agent", report.agent), ("mode", report.mode)]
     meta.append(("duration", f"{report.duration_ms / 1000:.2f} s"))
     receipt, policy = report.receipt, ""
@@ -269,9 +271,13 @@ def _lines(detail: str) -> str:
 def _repeat(stats: RepeatStats) -> list[str]:
     low, high = stats.interval
     said = (
-        f"{stats.passes} of {stats.completed} completed run(s) passed ({stats.requested} "
-        f"asked for): {stats.proportion * 100:.1f}%, 95% CI {low * 100:.1f} to {high * 100:.1f}%"
+        f"{stats.passes} of {stats.completed} completed run(s) passed ({stats.requested} asked for)"
     )
+    if stats.completed:  # no rate rests on no run
+        said += (
+            f": {stats.proportion * 100:.1f}%, 95% Wilson interval {low * 100:.1f} to "
+            f"{high * 100:.1f}% over {stats.completed} run(s)"
+        )
     said += "" if stats.min_pass_rate is None else f"; bar {stats.min_pass_rate * 100:.0f}%"
     said += "; flaky" if stats.flaky else ""
     rows = [

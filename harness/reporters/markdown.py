@@ -141,7 +141,8 @@ def _repeated(report: SuiteReport) -> list[str]:
     lines = [
         "### Repeated cases",
         "",
-        "| case | runs | pass rate | pass^k | flaky | flipped checks | note |",
+        "| case | runs | pass rate [95% Wilson interval] | pass^k | flaky | flipped checks "
+        "| note |",
         "|---|---:|---|---|---|---|---|",
     ]
     for case in cases:

@@ -2,12 +2,13 @@
 finishes, failing checks under it, a summary line.
 
 A repeated case's line says how many runs passed, the pass rate with its 95% Wilson
-interval, the case's own bar (`needs ≥ 80%`) and whether it is flaky; the lines under it
-give pass@1 and pass^n, the checks that flipped between runs, the note, and the first
-failing run's checks. A case the run stopped before is marked `-`, not run. When the run
-had repeated or clustered cases, a second summary line gives the suite's pass rate with
-its interval. With several jobs, or many cases, cases finish out of order: each streamed
-line then starts with a `[done/total]` counter.
+interval (named so: it is over the case's runs), the case's own bar (`needs ≥ 80%`) and
+whether it is flaky; the lines under it give pass@1 and pass^n, the checks that flipped
+between runs, the note, and the first failing run's checks. A case the run stopped before
+is marked `-`, not run. When the run had repeated or clustered cases (live only), a second
+summary line gives the suite's pass rate with its interval and what it rests on; a replay
+samples nothing and has no interval. With several jobs, or many cases, cases finish out of
+order: each streamed line then starts with a `[done/total]` counter.
 
 Every string is cleaned (`text.clean`) and no line is a workflow command (`text.inert`);
 on GitHub Actions each chunk is also written between `::stop-commands::` and its token."""
@@ -61,12 +62,15 @@ def _icon(case: CaseReport, colour: bool) -> str:
 
 
 def _runs(stats: RepeatStats, colour: bool) -> str:
-    """`17/20 runs  85% [64-95%]  needs ≥ 80%  flaky` (an en dash in the interval)."""
+    """`17/20 runs  85% (95% Wilson interval 64-95%)  needs ≥ 80%  flaky` (an en dash in
+    the interval)."""
     parts = [f"{stats.passes}/{stats.completed} runs"]
     if stats.completed < stats.requested:
         parts[0] += f" ({stats.requested - stats.completed} of {stats.requested} errored)"
     if stats.completed:
-        parts.append(f"{_percent(stats.proportion)} {_interval(*stats.interval)}")
+        low, high = stats.interval
+        wilson = f"95% Wilson interval {low * 100:.0f}{DASH}{high * 100:.0f}%"
+        parts.append(f"{_percent(stats.proportion)} ({wilson})")
     if stats.min_pass_rate is not None:
         parts.append(f"needs ≥ {stats.min_pass_rate * 100:g}%")
     if stats.flaky:

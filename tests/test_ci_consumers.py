@@ -84,13 +84,14 @@ def test_junitparser_reads_six_distinct_results_with_their_counts(
     identities = [(case.classname, case.name) for suite in merged for case in suite]
     assert len(identities) == len(set(identities)) == 6
     assert sorted(name for _classname, name in identities) == sorted(
-        ["passes", "fails", "errors"] * 2
+        f"{case}[{agent}]" for agent in AGENTS for case in ("passes", "fails", "errors")
     )
 
 
 def test_messages_say_what_was_observed(two_agent_run: dict[str, Path]) -> None:
-    for path in two_agent_run.values():
-        cases = {c.name: c for s in junitparser.JUnitXml.fromfile(str(path)) for c in s}
+    for agent, path in two_agent_run.items():
+        xml = junitparser.JUnitXml.fromfile(str(path))
+        cases = {c.name.removesuffix(f"[{agent}]"): c for s in xml for c in s}
         assert cases["passes"].is_passed
         [failure] = cases["fails"].result
         assert isinstance(failure, junitparser.Failure)
@@ -160,6 +161,55 @@ def test_the_publish_action_sees_six_tests(
             assert case.message is not None and "turn 0" in case.message
 
 
+# --- mikepenz/action-junit-report, the check run ci.yml publishes -------------------------
+#
+# Its annotation title, which is also the test's row in the check's detailed summary
+# (`detailed_summary: true`, `include_passed: true`), as the version ci.yml pins builds it
+# (v5.6.2, commit 3585e9575db828022551b4231f165eb59a0e74e3, src/testParser.ts:
+# `resolveFileAndLine` and `createTestCaseAnnotation`; src/table.ts: `buildSummaryTables`),
+# with ci.yml's settings (no `check_title_template`, `resolve_ignore_classname` false):
+#
+#   fileName = testcase.file || failure.file || suite.file || classname.split('.').slice(-1)[0]
+#   title = fileName !== testcase.name ? `${fileName}.${testcase.name}` : testcase.name
+#   title += ` (failure ${i + 1}/${n})` when the testcase holds n > 1 <failure> elements
+#
+# (`resolveFileAndLine` changes the file name only for a Rust stack trace, which no case
+# has.) Neither the classname nor the suite name is in it: one file per agent, both
+# files' titles and summary rows are all the action shows to tell the agents apart.
+
+
+def action_junit_report_titles(case: ET.Element, suite: ET.Element) -> list[str]:
+    """The annotation titles the action makes of one `<testcase>`: one per `<failure>`,
+    one for a test case without."""
+    name = case.get("name") or ""
+    failures = case.findall("failure")
+    titles = []
+    for index, failure in enumerate(failures or [None]):
+        own = failure.get("file") if failure is not None else None
+        file = case.get("file") or own or suite.get("file")
+        file_name = file or (case.get("classname") or name).split(".")[-1]
+        title = f"{file_name}.{name}" if file_name != name else name
+        if len(failures) > 1:
+            title += f" (failure {index + 1}/{len(failures)})"
+        titles.append(title)
+    return titles
+
+
+def test_the_junit_actions_titles_and_summary_rows_name_the_agent(
+    two_agent_run: dict[str, Path],
+) -> None:
+    titles: dict[str, list[str]] = {}
+    for agent, path in two_agent_run.items():
+        for suite in ET.parse(path).iter("testsuite"):
+            for case in suite.iter("testcase"):
+                titles.setdefault(agent, []).extend(action_junit_report_titles(case, suite))
+    every = [title for shown in titles.values() for title in shown]
+    assert len(every) == len(set(every)) == 6  # the two agents' failures never read as one
+    for agent, shown in titles.items():
+        assert all(title.endswith(f"[{agent}]") for title in shown), shown
+    assert "evals/regression/b_fails.json.fails[pydantic-ai]" in titles["pydantic-ai"]
+
+
 # --- GitLab ---------------------------------------------------------------------------------
 
 
@@ -176,6 +226,7 @@ def test_gitlab_keys_keep_every_result(two_agent_run: dict[str, Path]) -> None:
 # --- a live run with repeated cases ---------------------------------------------------------
 
 FLAKY = "PPFPPPPFPPPPPPPPPPFP"  # 17 of 20 passed; runs 3, 8 and 19 failed
+OURS = "[openai-agents]"  # the agent ending each test name of the live run below
 
 
 @pytest.fixture
@@ -202,7 +253,7 @@ def test_junitparser_counts_a_flaky_pass_as_passed(repeated_run: Path) -> None:
     xml = junitparser.JUnitXml.fromfile(str(repeated_run))
     [suite] = list(xml)
     assert (int(suite.tests), suite.failures, suite.errors, suite.skipped) == (4, 1, 0, 1)
-    cases = {case.name: case for case in suite}
+    cases = {case.name.removesuffix(OURS): case for case in suite}
     assert cases["flaky-pass"].is_passed and cases["steady"].is_passed
     assert cases["flaky-fail"].is_failure and cases["later"].is_skipped
     [failure] = cases["flaky-fail"].result
@@ -222,7 +273,7 @@ def test_the_publish_action_counts_a_flaky_pass_as_passed(
     )
     assert parsed.errors == []
     assert (parsed.suite_tests, parsed.suite_failures, parsed.suite_skipped) == (4, 1, 1)
-    outcome = {case.test_name: case.result for case in parsed.cases}
+    outcome = {case.test_name.removesuffix(OURS): case.result for case in parsed.cases}
     assert outcome == {
         "flaky-pass": "success",
         "flaky-fail": "failure",
@@ -236,7 +287,7 @@ def test_the_publish_action_counts_a_flaky_pass_as_passed(
         0,
         1,
     )
-    cases = {case.test_name: case for case in parsed.cases}
+    cases = {case.test_name.removesuffix(OURS): case for case in parsed.cases}
     # Its annotation of the failure says how the runs came out, at the fixture's line.
     assert cases["flaky-fail"].message.startswith("17/20 runs passed (needs every run)")
     assert cases["flaky-fail"].line == 7

@@ -56,6 +56,13 @@ from harness.run_record import RunRecord
 from harness.verdict import CaseReport, SuiteReport
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
+AGENT = "[openai-agents]"  # what ends every testcase name of these tests' runs
+
+
+def case_id(name: str | None) -> str:
+    """The case id in a testcase's name, `<case id>[<agent>]`, once its agent is checked."""
+    assert name is not None and name.endswith(AGENT), name
+    return name[: -len(AGENT)]
 
 
 def _add_attribute(schema: str, anchor: str, addition: str) -> str:
@@ -195,7 +202,7 @@ def test_junit_of_a_real_run_validates_and_agrees_with_the_json_report(
     suites = list(xml)
     assert len(suites) == 1
     suite = suites[0]
-    cases = {case.name: case for case in suite}
+    cases = {case_id(case.name): case for case in suite}
     assert list(cases) == [c["id"] for c in report["cases"]]  # one testcase per case, in order
     assert list(cases) == ["passes", "fails", "errors", "x-case"]
 
@@ -233,7 +240,7 @@ def test_junit_of_a_real_run_validates_and_agrees_with_the_json_report(
     assert error.text == json_error
 
     # `file` is the fixture relative to the project root, `line` the failing expectation's.
-    by_name = {tc.get("name"): tc for tc in ET.parse(junit).iter("testcase")}
+    by_name = {case_id(tc.get("name")): tc for tc in ET.parse(junit).iter("testcase")}
     suite_dir = root / "evals" / "regression"
     assert by_name["x-case"].get("file") == "evals/regression/x.json"
     assert by_name["passes"].get("file") == "evals/regression/a_pass.json"
@@ -244,7 +251,7 @@ def test_junit_of_a_real_run_validates_and_agrees_with_the_json_report(
         line_containing(suite_dir / "b_fail.json", '"hi there"')
     )
     for tc in by_name.values():
-        json_case = next(c for c in report["cases"] if c["id"] == tc.get("name"))
+        json_case = next(c for c in report["cases"] if c["id"] == case_id(tc.get("name")))
         assert tc.get("file") == json_case["fixture"]
         assert tc.get("line") == (None if json_case["line"] is None else str(json_case["line"]))
 
@@ -257,7 +264,7 @@ def test_failure_line_points_at_the_failing_list_entry(run_cli: Cli, tmp_path: P
     )
     root = project(tmp_path, {"a.json": echo_fixture("ok"), "x.json": data})
     junit, _report = run_with_reports(run_cli, root)
-    [tc] = [tc for tc in ET.parse(junit).iter("testcase") if tc.get("name") == "needle"]
+    [tc] = [tc for tc in ET.parse(junit).iter("testcase") if case_id(tc.get("name")) == "needle"]
     assert tc.get("file") == "evals/regression/x.json"
     fixture_file = root / "evals" / "regression" / "x.json"
     assert tc.get("line") == str(line_containing(fixture_file, '"second needle"'))
@@ -304,9 +311,11 @@ def test_escape_and_nul_in_a_transcript_still_validate(run_cli: Cli, tmp_path: P
     errors = list(junit_schema().iter_errors(str(junit)))
     assert not errors, [f"{e.path}: {e.reason}" for e in errors]
     xml = junitparser.JUnitXml.fromfile(str(junit))
-    names = [case.name for suite in xml for case in suite]
+    names = [case_id(case.name) for suite in xml for case in suite]
     assert names == ["esc-nul-id", "erroring"]
-    error = next(case for suite in xml for case in suite if case.name == "erroring").result[0]
+    error = next(
+        case for suite in xml for case in suite if case_id(case.name) == "erroring"
+    ).result[0]
     assert "colour \\u001b[31mred" in (error.text or "")  # shown escaped, not dropped
     assert report["totals"] == {
         "cases": 2,
@@ -338,7 +347,7 @@ def test_junit_one_testcase_per_case(tmp_path: Path) -> None:
     report = suite_report("regression", passing_report(), failing_report(), errored_report())
     data = render_junit(report)
     root, cases = parse_junit(data)
-    assert [c.get("name") for c in cases] == ["ok", "bad", "err"]
+    assert [case_id(c.get("name")) for c in cases] == ["ok", "bad", "err"]
     assert {c.get("classname") for c in cases} == {"evals/regression[openai-agents]"}
     assert root.get("name") is None and root.find("testsuite").get("name") == (  # type: ignore[union-attr]
         "zeroclaw-eval:evals/regression[openai-agents]"
@@ -375,7 +384,7 @@ def test_junit_one_testcase_per_case(tmp_path: Path) -> None:
 
     xml = junit_file(tmp_path, data)
     parsed = [case for ts in xml for case in ts]
-    assert [c.name for c in parsed] == ["ok", "bad", "err"]
+    assert [case_id(c.name) for c in parsed] == ["ok", "bad", "err"]
     assert parsed[0].is_passed
     assert isinstance(parsed[1].result[0], junitparser.Failure)
     assert parsed[1].result[0].message == failure.get("message")
@@ -398,7 +407,7 @@ def test_junit_sanitises_control_characters(tmp_path: Path) -> None:
     assert NUL.encode() not in data
     _, cases = parse_junit(data)
     # Shown as escapes: a reader sees what was there, nothing acts on it.
-    assert cases[0].get("name") == "bad\\u001b"
+    assert case_id(cases[0].get("name")) == "bad\\u001b"
     failure = cases[0].find("failure")
     assert failure is not None
     assert failure.get("message") == (
@@ -410,7 +419,7 @@ def test_junit_sanitises_control_characters(tmp_path: Path) -> None:
     assert error is not None
     assert error.get("message") == "agent printed \\u001b[2J\\u0000"
     xml = junit_file(tmp_path, data)
-    assert [c.name for ts in xml for c in ts] == ["bad\\u001b", "err"]
+    assert [case_id(c.name) for ts in xml for c in ts] == ["bad\\u001b", "err"]
 
 
 def test_junit_escapes_markup() -> None:
@@ -421,7 +430,7 @@ def test_junit_escapes_markup() -> None:
         RunRecord(duration_ms=1.0),
     )
     _, (case,) = parse_junit(render_junit(suite_report("regression", bad)))
-    assert case.get("name") == "a<b>&c"
+    assert case_id(case.get("name")) == "a<b>&c"
     assert case.get("file") == 'q"uote.json'
     failure = case.find("failure")
     assert failure is not None
@@ -435,7 +444,7 @@ def test_legal_text_is_kept_and_what_xml_forbids_never_written() -> None:
     case = CaseReport.errored(f"c{forbidden}", "c.json", f"{legal}\n{forbidden}", None)
     data = render_junit(suite_report("regression", case))
     _, (testcase,) = parse_junit(data)  # a parser would refuse any of them
-    assert testcase.get("name") == "c\\u0001\\u0008\\u000b\\u000c\\u001f\ufffd\ufffd\ufffd"
+    assert case_id(testcase.get("name")) == "c\\u0001\\u0008\\u000b\\u000c\\u001f\ufffd\ufffd\ufffd"
     error = testcase.find("error")
     assert error is not None
     assert (error.text or "").startswith(legal.replace("\r\n", "\n"))
@@ -459,7 +468,7 @@ def test_end_to_end_control_characters_give_parseable_junit(tmp_path: Path) -> N
     assert ESC.encode() not in xml
     assert NUL.encode() not in xml
     _, (testcase,) = parse_junit(xml)
-    assert testcase.get("name") == "noisy"
+    assert case_id(testcase.get("name")) == "noisy"
     assert testcase.get("file") == "suite/noisy.json"
     failure = testcase.find("failure")
     assert failure is not None
@@ -468,7 +477,7 @@ def test_end_to_end_control_characters_give_parseable_junit(tmp_path: Path) -> N
     )
     # Details quote the response with its control characters visible as escapes.
     assert "\\u001b[31mred" in (failure.text or "")
-    assert [c.name for ts in junit_file(tmp_path, xml) for c in ts] == ["noisy"]
+    assert [case_id(c.name) for ts in junit_file(tmp_path, xml) for c in ts] == ["noisy"]
     # The JSON report keeps the exact text, escaped.
     document = json.loads(render_json(report))
     assert document["cases"][0]["record"]["final_response"] == f"{ESC}[31mred{ESC}[0m{NUL}"
@@ -510,7 +519,8 @@ def test_no_legacy_command_or_whitespace_trick_survives_in_the_document() -> Non
     shown = shown.replace("\u2028", "\\u2028")
     assert error.text == shown
     assert failure.text == f"##[error]check: {shown}"
-    assert root.find(".//testcase").get("name") == "##[warning]id"  # type: ignore[union-attr]
+    name = root.find(".//testcase").get("name")  # type: ignore[union-attr]
+    assert name == "##[warning]id[##[notice]a]"
 
 
 def test_the_failure_message_is_the_first_failing_check_with_what_was_observed() -> None:
@@ -526,7 +536,7 @@ def test_the_failure_message_is_the_first_failing_check_with_what_was_observed()
     xml = junitparser.JUnitXml.fromstring(
         render_junit(suite_report("regression", failing, erroring))
     )
-    cases = {case.name: case for suite in xml for case in suite}
+    cases = {case_id(case.name): case for suite in xml for case in suite}
     [failure] = cases["f"].result
     assert isinstance(failure, junitparser.Failure)
     message = failure.message or ""
@@ -561,12 +571,12 @@ def test_each_agent_gets_its_own_suite_name_and_classname() -> None:
         "openai-agents": (
             "zeroclaw-eval:evals/regression[openai-agents]",
             "evals/regression[openai-agents]",
-            "same-id",
+            "same-id[openai-agents]",
         ),
         "pydantic-ai": (
             "zeroclaw-eval:evals/regression[pydantic-ai]",
             "evals/regression[pydantic-ai]",
-            "same-id",
+            "same-id[pydantic-ai]",
         ),
     }
 
@@ -666,7 +676,7 @@ def test_a_repeated_run_validates_under_both_schemas() -> None:
 
 def test_a_flaky_case_that_passed_has_a_flaky_failure_per_failing_run() -> None:
     root = ET.fromstring(render_junit(repeated_suite()))
-    testcase = next(c for c in root.iter("testcase") if c.get("name") == "flaky-pass")
+    testcase = next(c for c in root.iter("testcase") if case_id(c.get("name")) == "flaky-pass")
     assert testcase.find("failure") is None and testcase.find("error") is None
     assert testcase.find("rerunFailure") is None
     flaky = testcase.findall("flakyFailure")
@@ -692,7 +702,7 @@ def test_a_flaky_case_that_passed_has_a_flaky_failure_per_failing_run() -> None:
 
 def test_a_case_that_failed_has_its_failure_and_a_rerun_failure_per_other_failing_run() -> None:
     root = ET.fromstring(render_junit(repeated_suite()))
-    testcase = next(c for c in root.iter("testcase") if c.get("name") == "flaky-fail")
+    testcase = next(c for c in root.iter("testcase") if case_id(c.get("name")) == "flaky-fail")
     failure = testcase.find("failure")
     assert failure is not None
     assert failure.get("message") == (
@@ -710,7 +720,7 @@ def test_a_case_that_failed_has_its_failure_and_a_rerun_failure_per_other_failin
 
 def test_a_repeated_run_error_is_the_error_with_the_other_runs_beside_it() -> None:
     root = ET.fromstring(render_junit(repeated_suite()))
-    testcase = next(c for c in root.iter("testcase") if c.get("name") == "errored")
+    testcase = next(c for c in root.iter("testcase") if case_id(c.get("name")) == "errored")
     error = testcase.find("error")
     assert error is not None
     assert error.get("message") == (
@@ -744,7 +754,7 @@ def test_a_case_not_run_is_skipped_and_counted() -> None:
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped"))\
         == ("5", "1", "1", "1")  # fmt: skip
-    testcase = next(c for c in root.iter("testcase") if c.get("name") == "later")
+    testcase = next(c for c in root.iter("testcase") if case_id(c.get("name")) == "later")
     skipped = testcase.find("skipped")
     assert skipped is not None
     assert skipped.get("message") == (
@@ -770,7 +780,7 @@ def test_the_suite_statistics_are_properties_of_the_testsuite() -> None:
         "zeroclaw.flaky": "3",
         "zeroclaw.not_run": "1",
     }
-    steady = next(c for c in suite.iter("testcase") if c.get("name") == "steady")
+    steady = next(c for c in suite.iter("testcase") if case_id(c.get("name")) == "steady")
     assert facts(steady)["zeroclaw.cluster"] == "greetings"
     assert facts(steady)["zeroclaw.flaky"] == "false"
 
@@ -796,13 +806,13 @@ def test_an_ordinary_run_has_no_properties_or_system_out() -> None:
 def test_junitparser_counts_a_flaky_pass_as_passed_and_sees_it_flaky(tmp_path: Path) -> None:
     xml = junit_file(tmp_path, render_junit(repeated_suite()))
     [suite] = list(xml)
-    cases = {case.name: case for case in suite}
+    cases = {case_id(case.name): case for case in suite}
     assert cases["flaky-pass"].is_passed
     assert not cases["flaky-fail"].is_passed and cases["flaky-fail"].is_failure
     assert cases["later"].is_skipped
     assert cases["errored"].is_error
     flavoured = junitparser.xunit2.JUnitXml.fromfile(str(tmp_path / "junit.xml"))
-    by_name = {case.name: case for s in flavoured for case in s}
+    by_name = {case_id(case.name): case for s in flavoured for case in s}
     assert by_name["flaky-pass"].is_flaky and len(by_name["flaky-pass"].flaky_failures()) == 3
     assert by_name["flaky-fail"].is_rerun and len(by_name["flaky-fail"].rerun_failures()) == 2
     xml.update_statistics()  # recounted from the testcases, the attributes are the same
@@ -827,7 +837,7 @@ def test_run_text_in_a_repeated_case_is_cleaned_and_inert() -> None:
     assert_valid(data)
     testcase = ET.fromstring(data).find(".//testcase")
     assert testcase is not None
-    assert testcase.get("name") == "id\\u001b"
+    assert case_id(testcase.get("name")) == "id\\u001b"
     trace = testcase.findtext("rerunFailure/stackTrace") or ""
     # A check name is one line: its breaks and controls are shown escaped, kept legible.
     assert trace.endswith("\\u001b") and "\\u000a" in trace and "\n" not in trace

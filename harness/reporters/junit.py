@@ -1,7 +1,8 @@
 """JUnit XML: `--junit-xml PATH`, `--format junit`.
 
-Each agent's results are their own: the agent is part of the suite name and the classname,
-so the files two agents write for one suite never merge into one set of results. A
+Each agent's results are their own: the agent is part of the suite name, the classname and
+the testcase's name (`<case id>[<agent>]`), so the files two agents write for one suite
+never merge into one set of results, nor share an annotation title. A
 `<failure>`'s message is the first failing check with what was observed, an `<error>`'s the
 first line of the run error, both clipped: annotations built from JUnit show the message
 alone. A case the run stopped before (`--maxfail`) is `<skipped>`, counted in `skipped`.
@@ -61,6 +62,14 @@ def suite_label(report: SuiteReport) -> str:
     return f"{clean(report.suite)}[{clean(report.agent)}]"
 
 
+def case_name(report: SuiteReport, case: CaseReport) -> str:
+    """A testcase's name: the case and the agent that ran it, `greet[openai-agents]`.
+    mikepenz/action-junit-report titles an annotation, and the check's summary row, with
+    the file and the name alone (`evals/regression/greet.json.greet[openai-agents]`): with
+    the case id only, the two agents' results read as one."""
+    return f"{clean(case.id)}[{clean(report.agent)}]"
+
+
 def _seconds(milliseconds: float) -> str:
     # Three decimals: Surefire's time pattern allows no more.
     return f"{max(milliseconds, 0.0) / 1000.0:.3f}"
@@ -107,7 +116,7 @@ def render_junit(report: SuiteReport) -> bytes:
     ):
         _suite_properties(suite, report)  # first: Surefire wants them before the testcases
     for case in report.cases:
-        _test_case(suite, label, case)
+        _test_case(suite, label, case_name(report, case), case)
     indent(root, space="\t")
     xml = '<?xml version="1.0" encoding="utf-8"?>\n' + tostring(root, encoding="unicode") + "\n"
     return inert_markup(xml).encode("utf-8")
@@ -135,9 +144,9 @@ def _suite_properties(suite: Element, report: SuiteReport) -> None:
         _child(properties, "property", {"name": name, "value": value})
 
 
-def _test_case(suite: Element, classname: str, case: CaseReport) -> None:
+def _test_case(suite: Element, classname: str, name: str, case: CaseReport) -> None:
     attrs = {
-        "name": clean(case.id),
+        "name": name,
         "classname": classname,
         "time": _seconds(case.duration_ms),
         "file": clean(case.fixture),

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import project, run_limited, says
 
+from harness import tail_lines
 from harness.inputs import InputError, read_bounded, read_tail
-from harness.reporters import history
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.history import append_history
 from harness.verdict import CaseReport, SuiteReport
@@ -241,8 +241,8 @@ def test_history_longer_than_its_tail_still_finds_the_previous_entry(
     old = json.dumps({"pass_rate": 0.25, "verdicts": {f"case-{i}": "passed" for i in range(50)}})
     last = json.dumps({"pass_rate": 0.75})
     path.write_text(f"{old}\n{old}\n{last}\n", encoding="utf-8")
-    monkeypatch.setattr(history, "HISTORY_TAIL_BYTES", len(old) // 2)
-    # The tail holds the last line whole and only a piece of the one before, which is skipped.
+    monkeypatch.setattr(tail_lines, "LINE_LIMIT", len(old) // 2)
+    # A line longer than the reader keeps is passed over; the last one is short and read.
     assert "(previous 75.0%)" in append_history(path, report())
 
 
@@ -251,7 +251,7 @@ def test_history_whose_last_entry_is_longer_than_the_tail_reads_as_a_first_entry
 ) -> None:
     path = tmp_path / "history.jsonl"
     path.write_text(json.dumps({"pass_rate": 0.5, "pad": "x" * 100}) + "\n", encoding="utf-8")
-    monkeypatch.setattr(history, "HISTORY_TAIL_BYTES", 50)
+    monkeypatch.setattr(tail_lines, "LINE_LIMIT", 50)
     assert "(first entry)" in append_history(path, report())
     assert path.read_text("utf-8").count("\n") == 2  # appended all the same
 

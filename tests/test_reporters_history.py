@@ -4,6 +4,7 @@ one with a run error exits 1 but is still recorded."""
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -13,9 +14,12 @@ import msgspec
 import pytest
 from conftest import Cli, project, says, under_scripted_fixture
 
+from harness import tail_lines
 from harness.expectations.base import Grade
 from harness.reporters.atomic import ReportWriteError
+from harness.reporters.base import Output
 from harness.reporters.history import HISTORY_SCHEMA, append_history
+from harness.reporters.history import REPORTER as HISTORY
 from harness.run_record import RunRecord
 from harness.verdict import CaseReport, SuiteReport
 
@@ -251,3 +255,97 @@ def test_a_lone_surrogate_or_a_forged_command_in_a_case_id_is_written_safely(
     [entry] = entries(path)
     assert entry["suite"] == "evals/\ufffd"
     assert entry["verdicts"] == {"bad\ufffdid": "passed", "##[error]forged \x9b\u202e": "failed"}
+
+
+# --- damaged lines, links, and what appending reads -------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+DAMAGED_LINES = {
+    "deep nesting": (b'{"pass_rate": 0.5, "x": ' + DEEP.encode() + b"}", "nested too deeply"),
+    "a huge number": (b'{"pass_rate": 1e999}', "Number out of range - at `$.pass_rate`"),
+    "a rate out of range": (b'{"pass_rate": 7.5}', "7.5 is not between 0 and 1"),
+    "a wrong type": (b'{"pass_rate": [0.5]}', "Expected `float`, got `array`"),
+    "invalid UTF-8": (b'{"pass_rate": 0.5, "x": "\xff"}', "not UTF-8"),
+    "a huge line": (b'{"pass_rate": 0.5, "x": "' + b"x" * (5 << 20) + b'"}', "longer than"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED_LINES, ids=list(DAMAGED_LINES))
+def test_a_damaged_last_line_is_skipped_with_a_warning_naming_its_line(
+    run_cli: Cli, tmp_path: Path, damage: str
+) -> None:
+    root = project(
+        tmp_path,
+        {"a.json": says("passes", "hi", ["hi"]), "b.json": says("fails", "hi", ["zzz"])},
+        suite="evals/capability",
+    )
+    history = root / "history.jsonl"
+    damaged, fault = DAMAGED_LINES[damage]
+    good = json.dumps({"schema": HISTORY_SCHEMA, "pass_rate": 0.25}).encode()
+    history.write_bytes(good + b"\n" + damaged + b"\n")
+    result = run_cli("eval", "run", "--history", "history.jsonl", cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    [warning] = [line for line in result.stderr.splitlines() if "skipped" in line]
+    assert warning.startswith("zeroclaw eval: history.jsonl, line 2: history line skipped: ")
+    assert fault in warning
+    assert "pass rate 50.0% (previous 25.0%) appended to history.jsonl" in result.stderr
+    lines = history.read_bytes().split(b"\n")
+    assert lines[:2] == [good, damaged] and lines[3] == b""
+    assert json.loads(lines[2])["pass_rate"] == 0.5
+
+
+def test_only_the_lines_after_the_last_good_one_are_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text(f'{DEEP}\n{{"pass_rate": 0.75}}\nnot json\n\n[1]\n', encoding="utf-8")
+    stderr = io.StringIO()
+    assert "(previous 75.0%)" in append_history(path, report_of("passed"), "h.jsonl", stderr)
+    warnings = stderr.getvalue().splitlines()
+    assert [w.split(": history line skipped")[0] for w in warnings] == [
+        "zeroclaw eval: h.jsonl, line 5",
+        "zeroclaw eval: h.jsonl, line 3",
+    ]
+
+
+def test_appending_reads_the_end_of_the_history_not_all_of_it(tmp_path: Path) -> None:
+    io_counters = Path("/proc/self/io")
+    if not io_counters.exists():
+        pytest.skip("needs Linux's per-process I/O counters")
+
+    def bytes_read() -> int:
+        [rchar] = [
+            line for line in io_counters.read_text().splitlines() if line.startswith("rchar")
+        ]
+        return int(rchar.split()[1])
+
+    path = tmp_path / "h.jsonl"
+    line = json.dumps({"schema": HISTORY_SCHEMA, "pass_rate": 0.5, "verdicts": {"a": "passed"}})
+    path.write_text((line + "\n") * 30_000, encoding="utf-8")  # some 3 MB: 30,000 runs
+    size = path.stat().st_size
+    before = bytes_read()
+    assert "(previous 50.0%)" in append_history(path, report_of("passed"))
+    assert bytes_read() - before < size // 10
+
+
+def test_a_history_file_swapped_for_a_link_during_the_run_is_not_written_through(
+    tmp_path: Path,
+) -> None:
+    path, elsewhere = tmp_path / "h.jsonl", tmp_path / "elsewhere.txt"
+    elsewhere.write_text("not yours\n", encoding="utf-8")
+    stderr = io.StringIO()
+    [reporter] = HISTORY.build(Output({"history": str(path)}, stderr=stderr))  # checked now
+    path.symlink_to(elsewhere)  # an agent swaps a link in during the run
+    with pytest.raises(ReportWriteError, match=r"h\.jsonl: cannot append history: .*symbolic link"):
+        reporter.finish(report_of("passed"))
+    assert elsewhere.read_text("utf-8") == "not yours\n"
+
+
+def test_a_history_of_nothing_but_damage_is_said_in_a_few_lines(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text("not json\n" * 1000, encoding="utf-8")
+    stderr = io.StringIO()
+    assert "(first entry)" in append_history(path, report_of("passed"), "h.jsonl", stderr)
+    warnings = stderr.getvalue().splitlines()
+    assert len(warnings) == tail_lines.MAX_DAMAGED
+    assert warnings[0].startswith("zeroclaw eval: h.jsonl, line 1000: history line skipped: ")
+    assert warnings[-1].startswith(f"zeroclaw eval: h.jsonl, line {1001 - len(warnings)}: ")

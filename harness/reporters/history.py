@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from harness.inputs import InputError, read_tail
+import msgspec
+
+from harness import tail_lines
+from harness.inputs import file_kind
 from harness.options import Option
 from harness.reporters.atomic import ReportFiles, ReportWriteError
 from harness.reporters.base import COMMIT, Output, Reporter
@@ -28,13 +32,15 @@ OPTION = Option(
 )
 
 
-def append_history(path: Path, report: SuiteReport, shown: str | None = None) -> str:
+def append_history(
+    path: Path, report: SuiteReport, shown: str | None = None, stderr: TextIO | None = None
+) -> str:
     """Append one JSON line (time, pass rate, per-case verdicts) and describe the trend,
-    naming the file as `shown` (default: `path`)."""
+    naming the file as `shown` (default: `path`). The previous pass rate is read from the
+    file's end, never the whole file; a damaged line is said on `stderr` and passed over."""
     shown = str(path) if shown is None else shown
     t = report.totals
     rate = t.passed / t.cases if t.cases else 0.0
-    previous = _last_pass_rate(path, shown)
     entry = {
         "schema": HISTORY_SCHEMA,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -55,52 +61,98 @@ def append_history(path: Path, report: SuiteReport, shown: str | None = None) ->
     # json_safe: a lone surrogate in a case id cannot be written as UTF-8 (U+FFFD instead),
     # and nothing in the line is left for a terminal or a runner to act on.
     line = json_safe(json.dumps(entry, ensure_ascii=False, sort_keys=True)) + "\n"
-    if _ends_unterminated(path):
-        line = "\n" + line  # a line cut short must not swallow this entry
+    cannot = f"{shown}: cannot append history"
+    fd = _open(path, cannot)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line)  # one write of one line: readers never see half an entry
+        size = os.fstat(fd).st_size
+        previous = _last_pass_rate(fd, size, shown, stderr)
+        if not tail_lines.ends_with_newline(fd, size):
+            line = "\n" + line  # a line cut short must not swallow this entry
+        _write_all(fd, line.encode("utf-8"))  # one line: readers never see half an entry
     except OSError as exc:
-        raise ReportWriteError(f"{shown}: cannot append history: {exc.strerror or exc}") from None
+        raise ReportWriteError(f"{cannot}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     trend = f" (previous {previous * 100:.1f}%)" if previous is not None else " (first entry)"
     return f"pass rate {rate * 100:.1f}%{trend} appended to {shown}"
 
 
-def _ends_unterminated(path: Path) -> bool:
-    """True when `path` is a non-empty file whose last line has no newline."""
+# O_NOFOLLOW: the path was checked before the run, but a link swapped in since must not
+# aim the line at another file; O_NONBLOCK: nor may a FIFO hold the run.
+_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _open(path: Path, cannot: str) -> int:
+    """The history file, opened to read its end and append: a regular file, or refused."""
     try:
-        with open(path, "rb") as handle:
-            if handle.seek(0, os.SEEK_END) == 0:
-                return False
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, _FLAGS, 0o666)
+    except OSError as exc:
+        raise ReportWriteError(f"{cannot}: {_refusal(path, exc)}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ReportWriteError(f"{cannot}: not a regular file ({file_kind(mode)})")
+    return fd
+
+
+def _refusal(path: Path, exc: OSError) -> str:
+    try:
+        mode = os.lstat(path).st_mode
     except OSError:
-        return False
+        return exc.strerror or str(exc)
+    if stat.S_ISLNK(mode):
+        return "it is a symbolic link, and history is never appended through one"
+    if not stat.S_ISREG(mode):
+        return f"not a regular file ({file_kind(mode)})"
+    return exc.strerror or str(exc)
 
 
-# The previous entry is the file's last line, however long the file has grown; a line holds
-# one verdict per case, so this tail holds the last entry of a suite of some 50,000 cases.
-HISTORY_TAIL_BYTES = 4 << 20
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
 
 
-def _last_pass_rate(path: Path, shown: str) -> float | None:
-    try:
-        tail = read_tail(path, HISTORY_TAIL_BYTES)
-    except InputError as exc:
-        if exc.special:  # a FIFO or a device: reading could block or never end
-            raise ReportWriteError(f"{shown}: cannot append history: {exc.reason}") from None
-        return None
-    # Only "\n" ends an entry: JSON leaves U+2028 and other separators raw.
-    lines = tail.decode("utf-8", errors="replace").split("\n")
-    for raw in reversed(lines):
-        try:
-            value = json.loads(raw).get("pass_rate")
-        except (ValueError, AttributeError):
-            continue  # a damaged line is skipped, not fatal: history is informational
-        if isinstance(value, (int, float)):
-            return float(value)
+class _Rate(msgspec.Struct):
+    """What this reader needs of a line: its pass rate (any line with one will do)."""
+
+    pass_rate: float
+
+
+def _last_pass_rate(fd: int, size: int, shown: str, stderr: TextIO | None) -> float | None:
+    """The pass rate of the file's last readable line; each damaged line after it is said
+    on `stderr`, with its number."""
+    numbers = tail_lines.LineNumbers(fd)
+    damaged = 0
+    for line in tail_lines.newest_first(fd, size):
+        if line.data is not None and not line.data.strip():
+            continue
+        rate = _rate(line.data)
+        if isinstance(rate, float):
+            return rate
+        damaged += 1
+        if stderr is not None:
+            said = f"{shown}, line {numbers.at(line.offset)}: history line skipped: {rate}"
+            print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)
+        if damaged == tail_lines.MAX_DAMAGED:
+            break
     return None
+
+
+def _rate(data: bytes | None) -> float | str:
+    """A line's pass rate, or what is wrong with it."""
+    if data is None:
+        return f"longer than {tail_lines.LINE_LIMIT} bytes"
+    try:
+        data.decode("utf-8")  # the fields this reader skips are text too
+        rate = msgspec.json.decode(data, type=_Rate).pass_rate
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 (byte {exc.start})"
+    except RecursionError:
+        return "nested too deeply"
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        return str(exc)
+    return rate if 0.0 <= rate <= 1.0 else f"{rate!r:.20} is not between 0 and 1"
 
 
 class HistoryReporter(Reporter):
@@ -117,7 +169,8 @@ class HistoryReporter(Reporter):
     def finish(self, report: SuiteReport) -> None:
         if skipped_as_partial(report, self._stderr):
             return
-        said = inert(clean(append_history(self._path, report, self._files.shown(self._path))))
+        shown = self._files.shown(self._path)
+        said = inert(clean(append_history(self._path, report, shown, self._stderr)))
         self._files.written.append(self._path)
         print(f"zeroclaw eval: {said}", file=self._stderr)
 

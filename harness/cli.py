@@ -436,7 +436,7 @@ def _report(command: Invocation) -> int:
     html = {spec.name: spec for spec in registry.SPECS}["html"]
     args = command.args
     written = html.write_from_json(  # type: ignore[attr-defined]
-        args.report, args.html, args.history_dir, command.files
+        args.report, args.html, args.history_dir, command.files, command.err
     )
     print(f"wrote {inert(clean(command.files.shown(written)))}", file=command.out)
     return ExitCode.PASSED

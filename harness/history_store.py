@@ -9,13 +9,14 @@ so several CI jobs may write into one directory at once. The earlier one-line-pe
 `history.jsonl` (`--history`) is read too, as entries with verdicts only: move it into the
 history directory and its runs join the trend.
 
+Read back by `harness.history_reader`, newest first, as far as a run shows.
+
 The original harness names its per-run receipts `zeroclaw-eval/history/v1`, in a
 different shape; this format has its own tag.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -25,7 +26,6 @@ from pathlib import Path
 import msgspec
 
 from harness import interrupts
-from harness.inputs import InputError, read_bounded
 from harness.receipts import SuiteReceipt
 from harness.verdict import CaseReport, SuiteReport, SuiteStatistics, Totals
 
@@ -115,18 +115,31 @@ def entry_of(report: SuiteReport, now: datetime | None = None) -> HistoryEntry:
     )
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     """A file-name-safe spelling of a suite or agent name."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
-    return slug[:80] or "suite"
+    made = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return made[:80] or "suite"
+
+
+# What `entry_name` makes; other files in a suite's folder are no entries.
+NAME = re.compile(
+    r"\d{8}T\d{6}Z-(?:[0-9a-f]{1,12}|nogit)-(?P<agent>[A-Za-z0-9._-]+)-[0-9a-f]{8}\.json"
+)
+
+
+def agent_of(name: str) -> str | None:
+    """The agent an entry's name spells (its slug)."""
+    match = NAME.fullmatch(name)
+    return None if match is None else match["agent"]
 
 
 def entry_name(entry: HistoryEntry) -> str:
     """`<YYYYMMDDTHHMMSSZ>-<commit|nogit>-<agent>-<random>.json`: sorted by time, and no
     two runs, even at the same second on the same commit, take the same name."""
     stamp = datetime.fromisoformat(entry.recorded_at).strftime("%Y%m%dT%H%M%SZ")
-    commit = (entry.receipt.git_commit or "")[:12] if entry.receipt is not None else ""
-    return f"{stamp}-{commit or 'nogit'}-{_slug(entry.agent)}-{secrets.token_hex(4)}.json"
+    commit = (entry.receipt.git_commit or "") if entry.receipt is not None else ""
+    commit = re.sub("[^0-9a-f]", "", commit.lower())[:12]
+    return f"{stamp}-{commit or 'nogit'}-{slug(entry.agent)}-{secrets.token_hex(4)}.json"
 
 
 def encode(entry: HistoryEntry) -> bytes:
@@ -137,86 +150,7 @@ def encode(entry: HistoryEntry) -> bytes:
 
 
 def suite_directory(directory: Path, suite: str) -> Path:
-    return directory / _slug(suite)
-
-
-def load(directory: Path, suite: str | None = None) -> list[HistoryEntry]:
-    """Every readable entry under `directory` (of `suite` only, when given), oldest first.
-    A damaged file is skipped: history informs, it never gates."""
-    roots = [suite_directory(directory, suite)] if suite is not None else _children(directory)
-    entries: list[HistoryEntry] = []
-    for root in roots:
-        for path in sorted(root.glob("*.json")) if root.is_dir() else ():
-            entry = _read_entry(path)
-            if entry is None or (suite is not None and entry.suite != suite):
-                continue
-            if entry.receipt is not None and entry.receipt.partial:
-                continue  # part of the suite: never a point of its trend
-            entries.append(entry)
-    # An earlier `history.jsonl` moved into the directory is read with it: the migration.
-    for legacy in sorted(directory.glob("*.jsonl")) if directory.is_dir() else ():
-        if not legacy.is_symlink():
-            entries.extend(load_jsonl(legacy, suite))
-    return sorted(entries, key=lambda e: e.recorded_at)
-
-
-def _children(directory: Path) -> list[Path]:
-    try:
-        return sorted(p for p in directory.iterdir() if p.is_dir() and not p.is_symlink())
-    except OSError:
-        return []
-
-
-def _read_entry(path: Path) -> HistoryEntry | None:
-    if path.is_symlink():
-        return None
-    try:
-        data = read_bounded(path, MAX_ENTRY_BYTES)
-        entry = msgspec.json.decode(data, type=HistoryEntry)
-    except (InputError, OSError, msgspec.ValidationError, msgspec.DecodeError):
-        return None
-    return entry if entry.schema == SCHEMA else None
-
-
-def load_jsonl(path: Path, suite: str | None = None) -> list[HistoryEntry]:
-    """The lines of an earlier `history.jsonl` as entries (totals, no receipt)."""
-    try:
-        text = read_bounded(path, MAX_ENTRY_BYTES * 4).decode("utf-8", errors="replace")
-    except (InputError, OSError):
-        return []
-    entries = []
-    for line in text.split("\n"):
-        entry = _legacy_entry(line)
-        if entry is not None and (suite is None or entry.suite == suite):
-            entries.append(entry)
-    return entries
-
-
-def _legacy_entry(line: str) -> HistoryEntry | None:
-    try:
-        data = json.loads(line)
-        if data.get("schema") not in LEGACY_SCHEMAS:
-            return None
-        verdicts = data.get("verdicts") or {}
-        totals = Totals(
-            int(data["cases"]), int(data["passed"]), int(data["failed"]), int(data["errors"])
-        )
-        return HistoryEntry(
-            recorded_at=str(data["timestamp"]),
-            suite=str(data["suite"]),
-            kind=str(data["kind"]),
-            mode=str(data.get("mode", "replay")),
-            agent=str(data.get("agent", "")),
-            exit_code=-1,  # not recorded by the earlier format
-            totals=totals,
-            pass_rate=float(data["pass_rate"]),
-            cases=[
-                CaseEntry(id=str(case_id), fixture="", verdict=str(verdict))
-                for case_id, verdict in verdicts.items()
-            ],
-        )
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
+    return directory / slug(suite)
 
 
 def write(directory: Path, entry: HistoryEntry) -> Path:

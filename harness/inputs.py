@@ -103,6 +103,12 @@ def _read(handle: BinaryIO, size: int) -> bytes:
         raise InputError(f"cannot read: {exc.strerror or exc}") from None
 
 
+def open_regular(path: Path | str) -> tuple[int, int]:
+    """A read-only descriptor of the regular file `path` (the caller closes it) and its
+    size, for a reader that reads only part of it (`harness.tail_lines`)."""
+    return _open_regular(path)
+
+
 def _open_regular(path: Path | str, named: bool = False) -> tuple[int, int]:
     """A read-only descriptor of `path` and its size, once it is known to be a regular
     file both by name (unless the caller knows it is: `named`) and as opened."""

@@ -11,7 +11,6 @@ code fence, end a quoted label or start a Mermaid directive or comment.
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import msgspec
 
 from harness import history_store
+from harness.history_reader import History
 from harness.history_store import HistoryEntry
 
 if TYPE_CHECKING:
@@ -61,25 +61,22 @@ class Flip(NamedTuple):
 
 
 def _run(entry: HistoryEntry, now: bool = False) -> Run:
-    rate = entry.pass_rate
-    # A damaged history file may hold any number; the chart's axis runs from 0 to 100.
-    rate = min(max(rate, 0.0), 1.0) if math.isfinite(rate) else 0.0
+    rate = entry.pass_rate  # from 0 to 1: the reader passes over an entry where it is not
     verdicts = {c.id: c.verdict for c in entry.cases}
     commit = (entry.receipt.git_commit or "")[:12] if entry.receipt is not None else ""
     totals = entry.totals
     return Run(entry.recorded_at, rate, totals.passed, totals.cases, verdicts, now, commit)
 
 
-def runs(report: SuiteReport, directory: Path, limit: int = MAX_RUNS) -> list[Run]:
-    """The runs of `report`'s suite by its agent in the history `directory`, oldest first,
-    at most `limit`, this run last (from `report`, whether its entry is written yet or
-    not). A history that cannot be read leaves this run alone: history never gates."""
+def runs(report: SuiteReport, history: History | Path, limit: int = MAX_RUNS) -> list[Run]:
+    """The runs of `report`'s suite by its agent in the history (a run's view of it, or a
+    directory), oldest first, at most `limit`, this run last (from `report`, whether its
+    entry is written yet or not). Only the newest `limit` entries are read: this run's own
+    may be among them. A history that cannot be read leaves this run alone: history never
+    gates."""
+    view = history if isinstance(history, History) else History(history)
     current = history_store.entry_of(report)
-    try:
-        entries = history_store.load(directory, report.suite)
-    except OSError:
-        entries = []
-    earlier = _before(current, [e for e in entries if e.agent == report.agent])
+    earlier = _before(current, view.newest(report.suite, report.agent, limit))
     return [*(_run(e) for e in earlier[-(limit - 1) :]), _run(current, now=True)]
 
 

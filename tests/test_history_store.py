@@ -17,7 +17,7 @@ from conftest import (
     suite_report,
 )
 
-from harness import history_store
+from harness import history_reader, history_store
 
 
 def test_an_entry_holds_no_fixture_text_needles_or_model_output(
@@ -66,7 +66,7 @@ def test_runs_writing_at_once_never_take_each_others_file(tmp_path: Path) -> Non
         thread.join()
     assert len(set(written)) == 16
     assert not list(tmp_path.rglob(".*.partial"))
-    assert len(history_store.load(tmp_path, report.suite)) == 16
+    assert len(history_reader.load(tmp_path, report.suite)) == 16
 
 
 def test_damaged_foreign_and_linked_files_are_skipped(tmp_path: Path) -> None:
@@ -76,21 +76,21 @@ def test_damaged_foreign_and_linked_files_are_skipped(tmp_path: Path) -> None:
     (folder / "broken.json").write_text("{not json", encoding="utf-8")
     (folder / "other.json").write_text(json.dumps({"schema": "zeroclaw-eval/history/v1"}))
     (folder / "linked.json").symlink_to(good)
-    [entry] = history_store.load(tmp_path)
+    [entry] = history_reader.load(tmp_path, report.suite)
     assert entry.cases[0].id == "a"
 
 
 def test_the_earlier_history_jsonl_is_read(run_cli: Cli, tmp_path: Path) -> None:
     root = project(tmp_path, {"a.json": says("passes", "hi", ["hi"])}, suite="evals/capability")
-    assert run_cli("eval", "run", "--history", "h.jsonl", cwd=root).returncode == 0
-    [entry] = history_store.load_jsonl(root / "h.jsonl")
+    assert run_cli("eval", "run", "--history", "history/h.jsonl", cwd=root).returncode == 0
+    [entry] = history_reader.load(root / "history", "evals/capability")
     assert entry.legacy and entry.pass_rate == 1.0
     assert [(c.id, c.verdict) for c in entry.cases] == [("passes", "passed")]
     old = '{"schema": "zeroclaw-eval/history/v1", "timestamp": "2026-01-01T00:00:00+00:00", '
     old += '"suite": "s", "kind": "capability", "cases": 2, "passed": 1, "failed": 1, '
     old += '"errors": 0, "pass_rate": 0.5, "verdicts": {"a": "passed", "b": "failed"}}\n'
-    (root / "old.jsonl").write_text(old + "garbage\n", encoding="utf-8")
-    [older] = history_store.load_jsonl(root / "old.jsonl")
+    (root / "history" / "old.jsonl").write_text(old + "garbage\n", encoding="utf-8")
+    [older] = history_reader.load(root / "history", "s")
     assert older.pass_rate == 0.5 and len(older.cases) == 2
 
 
@@ -102,5 +102,5 @@ def test_an_earlier_history_jsonl_moved_into_the_directory_joins_the_trend(
     (root / "history").mkdir()
     (root / "old.jsonl").rename(root / "history" / "history.jsonl")
     run_cli("eval", "run", "--history-dir", "history", cwd=root)
-    entries = history_store.load(root / "history", "evals/capability")
+    entries = history_reader.load(root / "history", "evals/capability")
     assert sorted(e.legacy for e in entries) == [False, True]  # both runs, the old one too

@@ -23,7 +23,7 @@ from test_reporters_github import (
     runner_commands,
 )
 
-from harness import history_store, summary_trend
+from harness import history_reader, history_store, summary_trend
 from harness.baseline import STATUSES, BaselineComparison, CaseComparison
 from harness.expectations.base import Grade
 from harness.problems import Problem
@@ -896,21 +896,21 @@ def test_a_hostile_case_id_cannot_leave_the_table_or_touch_the_chart(tmp_path: P
 def test_a_damaged_history_entry_cannot_break_the_chart(tmp_path: Path) -> None:
     folder = history_store.suite_directory(tmp_path, "evals/capability")
     folder.mkdir(parents=True)
-    for name, rate, when in (
-        ("a", 7.5, '2025"]\n```\n::error::x'),
-        ("b", -3.0, "not a time"),
-        ("c", 1e300, "2025-05-02T04:17:00+00:00"),
+    for day, rate, when in (
+        (1, 7.5, "2025-05-01T04:17:00+00:00"),
+        (2, -3.0, "2025-05-02T04:17:00+00:00"),
+        (3, 0.5, '2025"]\n```\n::error::x'),
+        (4, 0.5, "2025-05-04T04:17:00+00:00"),
     ):
         entry = msgspec.structs.replace(
             history_store.entry_of(capability({"a": True})), recorded_at=when, pass_rate=rate
         )
-        (folder / f"{name}.json").write_bytes(history_store.encode(entry))
+        name = f"2025050{day}T041700Z-nogit-openai-agents-0000000{day}.json"
+        (folder / name).write_bytes(history_store.encode(entry))
     md = render_markdown(capability({"a": True}), tmp_path)
-    labels, values = points(md)
     assert runner_commands(md) == []
-    # Out-of-range rates are held to the axis; no line of the history's text reaches it.
-    assert sorted(values[:-1]) == [0.0, 100.0, 100.0] and values[-1] == 100.0
-    assert labels == ["1", "2", "3", "now"]
+    # Rates out of range and a time that is none are passed over; no line of them is drawn.
+    assert points(md) == (["1", "now"], [50.0, 100.0])
 
 
 def test_chart_labels_keep_only_whitelisted_characters() -> None:
@@ -945,4 +945,4 @@ def test_the_summary_of_a_run_with_a_history_directory_shows_its_trend(
     summary = step.read_text("utf-8")
     assert points(summary) == (["1", "2", "3", "now"], [50.0] * 4)
     assert "No case changed its verdict since the previous run" in summary
-    assert len(history_store.load(root / "history", "evals/capability")) == 4
+    assert len(history_reader.load(root / "history", "evals/capability")) == 4

@@ -46,6 +46,8 @@ class Output:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     # The run's report files, each checked when its reporter is built (before any case).
     files: ReportFiles = field(default_factory=ReportFiles)
+    # What several reporters of the run read once and share (a history directory's view).
+    shared: dict[str, Any] = field(default_factory=dict)
 
     @property
     def github(self) -> bool:

@@ -13,6 +13,7 @@ from harness.reporters.base import COMMIT, Output, Reporter
 from harness.reporters.text import clean, inert, skipped_as_partial
 
 if TYPE_CHECKING:
+    from harness.history_reader import History
     from harness.verdict import SuiteReport
 
 OPTION = Option(
@@ -28,9 +29,10 @@ class HistoryDirReporter(Reporter):
     # Written once the run's report files are in place, as the history line is.
     order = COMMIT + 2
 
-    def __init__(self, directory: Path, stderr: TextIO) -> None:
+    def __init__(self, directory: Path, stderr: TextIO, history: History) -> None:
         self._shown = str(directory)
-        self._directory = _checked(directory)  # fixed now: an agent may change directory
+        _checked(directory)
+        self._history = history  # its path fixed now: an agent may change directory
         self._stderr = stderr
 
     def finish(self, report: SuiteReport) -> None:
@@ -38,13 +40,11 @@ class HistoryDirReporter(Reporter):
 
         if skipped_as_partial(report, self._stderr):
             return
-
-        previous = [
-            e for e in history_store.load(self._directory, report.suite) if e.agent == report.agent
-        ]
+        # Read before this run's entry is written (or shared with a report that did).
+        previous = self._history.newest(report.suite, report.agent, 1)
         entry = history_store.entry_of(report)
         try:
-            written = history_store.write(self._directory, entry)
+            written = history_store.write(self._history.directory, entry)
         except OSError as exc:
             raise ReportWriteError(
                 f"{self._shown}: cannot write the history entry: {exc.strerror or exc}"
@@ -54,7 +54,7 @@ class HistoryDirReporter(Reporter):
         print(f"zeroclaw eval: {inert(clean(said))}", file=self._stderr)
 
 
-def _checked(directory: Path) -> Path:
+def _checked(directory: Path) -> None:
     """The history directory, checked before the run: a directory (or none yet), reached
     through no symbolic link of the command line's relative path."""
     if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
@@ -66,7 +66,6 @@ def _checked(directory: Path) -> Path:
             raise ReportWriteError(
                 f"{directory}: cannot write history: {prefix} is a symbolic link"
             )
-    return Path(directory).absolute()
 
 
 class _Spec:
@@ -76,7 +75,12 @@ class _Spec:
 
     def build(self, output: Output) -> list[Reporter]:
         directory = output.values.get(OPTION.dest)
-        return [] if directory is None else [HistoryDirReporter(Path(directory), output.err())]
+        if directory is None:
+            return []
+        from harness.history_reader import History  # shared with the reports that show it
+
+        history = History.of_run(output, directory)
+        return [HistoryDirReporter(Path(directory), output.err(), history)]
 
 
 REPORTER = _Spec()

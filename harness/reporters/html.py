@@ -21,7 +21,7 @@ import hashlib
 import html
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import HarnessError
 from harness.html_transcript import block as _block
@@ -34,6 +34,7 @@ from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
 from harness.reporters.text import clean, clean_lines, clip, inert_markup, one_line
 
 if TYPE_CHECKING:
+    from harness.history_reader import History
     from harness.reporters.atomic import ReportFiles
     from harness.summary_trend import Run
     from harness.verdict import CaseReport, RepeatStats, SuiteReport
@@ -126,8 +127,8 @@ def content_security_policy() -> str:
     )
 
 
-def render_html(report: SuiteReport, history: Path | None = None) -> bytes:
-    """The report; with `history` (a history directory), its trend."""
+def render_html(report: SuiteReport, history: History | Path | None = None) -> bytes:
+    """The report; with `history` (a history directory, or a run's view of it), its trend."""
     code = int(report.exit_code())
     verdict = "passed" if code == 0 else "failed"
     parts = [
@@ -304,7 +305,7 @@ def _when(run: Run) -> str:
     return "this run" if run.now else clean(run.recorded_at)[:16].replace("T", " ")
 
 
-def _trend(history: Path, report: SuiteReport) -> list[str]:
+def _trend(history: History | Path, report: SuiteReport) -> list[str]:
     from harness import summary_trend  # the history's reader, only when there is one
 
     points = summary_trend.runs(report, history, MAX_POINTS)
@@ -429,16 +430,26 @@ def load_report(path: Path) -> SuiteReport:
 
 
 def write_from_json(
-    report: Path | str, path: Path | str, history: Path | str | None, files: ReportFiles
+    report: Path | str,
+    path: Path | str,
+    history: Path | str | None,
+    files: ReportFiles,
+    stderr: TextIO | None = None,
 ) -> Path:
-    """`zeroclaw eval report`: the HTML report of the JSON report `report`, at `path`."""
+    """`zeroclaw eval report`: the HTML report of the JSON report `report`, at `path`; a
+    damaged history entry is said on `stderr` and left out."""
     destination = files.plan(Path(path))  # checked before anything is read
     if os.path.realpath(report) == os.path.realpath(destination):
         raise ReportInputError(f"{path}: is the JSON report itself; name another file")
     if history is not None and not Path(history).is_dir():
         raise ReportInputError(f"{history}: cannot read the history: not a directory")
     suite = load_report(Path(report))
-    files.stage(destination, render_html(suite, None if history is None else Path(history)))
+    view = None
+    if history is not None:
+        from harness.history_reader import History
+
+        view = History(Path(history), str(history), stderr)
+    files.stage(destination, render_html(suite, view))
     files.commit()
     return destination
 
@@ -455,8 +466,11 @@ class _Spec:
         if path is None:
             return []
         directory = output.values.get(HISTORY_DIR)
-        # Fixed now: an agent may change the working directory during the run.
-        history = None if directory is None else Path(os.path.abspath(directory))
+        history = None
+        if directory is not None:  # the run's view, shared with the other reports of the run
+            from harness.history_reader import History
+
+            history = History.of_run(output, directory)
         render = Rendered(lambda report: render_html(report, history))
         document = Document(render, path=Path(path), order=FILES + 3, files=output.files)
         document.wants_transcripts = True  # it shows every case's transcript

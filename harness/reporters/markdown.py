@@ -28,6 +28,7 @@ from harness.reporters.text import brief, clean, clean_lines, inert, inert_marku
 
 if TYPE_CHECKING:
     from harness.baseline import CaseComparison
+    from harness.history_reader import History
     from harness.reporters.atomic import ReportFiles
     from harness.verdict import CaseReport, RepeatStats, SuiteReport
 
@@ -203,8 +204,8 @@ def _not_run(report: SuiteReport) -> list[str]:
     return lines
 
 
-def render_markdown(report: SuiteReport, history: Path | None = None) -> str:
-    """The summary; with `history` (a history directory), its trend."""
+def render_markdown(report: SuiteReport, history: History | Path | None = None) -> str:
+    """The summary; with `history` (a history directory, or a run's view of it), its trend."""
     code = int(report.exit_code())
     verdict = "passed" if code == 0 else "failed"
     icon = "✅" if verdict == "passed" else "❌"
@@ -351,7 +352,7 @@ def _compared(title: str, cases: list[CaseComparison], columns: tuple[str, ...])
 _VERDICTS = {"passed": "passed", "failed": "failed", "error": "run error", "not_run": "not run"}
 
 
-def _trend(report: SuiteReport, history: Path) -> list[str]:
+def _trend(report: SuiteReport, history: History | Path) -> list[str]:
     from harness import summary_trend
 
     trend = summary_trend.runs(report, history)
@@ -413,8 +414,18 @@ def render_refusal(
     return "\n".join(lines) + "\n"
 
 
-def _markdown_bytes(report: SuiteReport, history: Path | None = None) -> bytes:
+def _markdown_bytes(report: SuiteReport, history: History | Path | None = None) -> bytes:
     return render_markdown(report, history).encode("utf-8")
+
+
+def _history(output: Output) -> History | None:
+    """The run's view of `--history-dir`, shared with the other reports that show it."""
+    directory = output.values.get(HISTORY_DIR)
+    if directory is None:
+        return None
+    from harness.history_reader import History
+
+    return History.of_run(output, directory)
 
 
 class SummaryFile(Reporter):
@@ -471,9 +482,7 @@ class _Spec:
     stdout_format = None
 
     def build(self, output: Output) -> list[Reporter]:
-        directory = output.values.get(HISTORY_DIR)
-        # Fixed now: an agent may change the working directory during the run.
-        history = None if directory is None else Path(os.path.abspath(directory))
+        history = _history(output)
         once = Rendered(lambda report: _markdown_bytes(report, history))
         reporters: list[Reporter] = []
         path = output.values.get(OPTION.dest)

@@ -5,9 +5,10 @@ An entry holds the suite's totals and statistics, the run's receipt, and per cas
 verdict, fixture hash and key figures: never fixture text, needles or model output, which
 may be private (a check is named by its fixture path, `$.expects.response_contains[0]`,
 not by what it looks for). Files are written whole under a name no other run can take,
-so several CI jobs may write into one directory at once. The earlier one-line-per-run
-`history.jsonl` (`--history`) is read too, as entries with verdicts only: move it into the
-history directory and its runs join the trend.
+so several CI jobs may write into one directory at once, and through no symbolic link
+under the directory. The earlier one-line-per-run `history.jsonl` (`--history`) is read
+too, as entries with verdicts only: move it into the history directory and its runs join
+the trend.
 
 Read back by `harness.history_reader`, newest first, as far as a run shows.
 
@@ -17,11 +18,15 @@ different shape; this format has its own tag.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
+import stat
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -153,34 +158,105 @@ def suite_directory(directory: Path, suite: str) -> Path:
     return directory / slug(suite)
 
 
+# --- writing --------------------------------------------------------------------------------
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+LINKED = "it is a symbolic link, and history is never written through one (remove it)"
+
+
+class WriteError(Exception):
+    """The entry could not be written: `where` (a path under the history directory, "" the
+    directory itself) and why."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where or '.'}: {reason}")
+        self.where = where
+        self.reason = reason
+
+
 def write(directory: Path, entry: HistoryEntry) -> Path:
     """Write `entry` as a new file in its suite's folder under `directory`, whole: staged
-    beside it and linked into place under a name no other run can take."""
-    folder = suite_directory(directory, entry.suite)
-    folder.mkdir(parents=True, exist_ok=True)
+    beside it and linked into place under a name no other run can take. The directory and
+    the folder are opened without following a link (a link swapped in during the run, or
+    checked in, would aim the entry anywhere the job can write): `WriteError` instead."""
     data = encode(entry)
-    while True:
-        target = folder / entry_name(entry)
-        with interrupts.held():  # no staged file is ever left behind
-            try:
-                _publish(target, data)
-            except FileExistsError:
-                continue
-        return target
-
-
-def _publish(target: Path, data: bytes) -> None:
-    staged = target.with_name(f".{target.name}.partial")
-    with open(staged, "xb") as handle:  # exclusive: never another run's file
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    folder = slug(entry.suite)
     try:
-        os.link(staged, target)  # fails, never replaces, if the name is taken
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        pass  # a link or a file where the directory should be: said as it is opened
+    except OSError as exc:
+        raise WriteError("", _why(exc)) from None
+    root = _open_folder(str(directory), None, "")
+    try:
+        with contextlib.suppress(FileExistsError):
+            _within(folder, os.mkdir, folder, dir_fd=root)
+        fd = _open_folder(folder, root, folder)
+    finally:
+        os.close(root)
+    try:
+        while True:
+            name = entry_name(entry)
+            with interrupts.held():  # no staged file is ever left behind
+                try:
+                    _within(folder, _publish, fd, name, data)
+                except FileExistsError:
+                    continue
+            return directory / folder / name
+    finally:
+        os.close(fd)
+
+
+def _within(where: str, action: Callable[..., None], *args: Any, **options: Any) -> None:
+    """`action(*args, **options)`, its OSError a `WriteError` at `where` (FileExistsError
+    left for the caller: a name another run took)."""
+    try:
+        action(*args, **options)
     except FileExistsError:
         raise
-    except OSError:  # a file system without hard links: created new, written in place
-        with open(target, "xb") as handle:
+    except OSError as exc:
+        raise WriteError(where, _why(exc)) from None
+
+
+def _open_folder(name: str, dir_fd: int | None, where: str) -> int:
+    try:
+        return os.open(name, _FOLDER_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        reason = _why(exc)
+        with contextlib.suppress(OSError):
+            mode = os.lstat(name, dir_fd=dir_fd).st_mode
+            if stat.S_ISLNK(mode):
+                reason = LINKED
+            elif not stat.S_ISDIR(mode):
+                reason = "it is not a directory"
+        raise WriteError(where, reason) from None
+
+
+def _publish(folder: int, name: str, data: bytes) -> None:
+    staged = f".{name}.partial"
+    handle = _new(folder, staged)  # exclusive: never another run's file
+    try:
+        with handle:
             handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(staged, name, src_dir_fd=folder, dst_dir_fd=folder)  # never replaces
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: created new, written in place
+            with _new(folder, name) as target:
+                target.write(data)
     finally:
-        staged.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged, dir_fd=folder)
+
+
+def _new(folder: int, name: str) -> BinaryIO:
+    """A file created in `folder` under `name`, which must not exist, not even as a link."""
+    return open(os.open(name, _NEW_FILE_FLAGS, 0o666, dir_fd=folder), "wb")
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)

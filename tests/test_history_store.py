@@ -1,12 +1,15 @@
 """`harness.history_store` and `--history-dir`: one transcript-free entry file per run,
-safe when several runs write at once, read back as a trend; `history.jsonl` still read."""
+safe when several runs write at once and never written through a symbolic link, read back
+as a trend; `history.jsonl` still read."""
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import (
     Cli,
     failing_fixture,
@@ -18,6 +21,9 @@ from conftest import (
 )
 
 from harness import history_reader, history_store
+from harness.reporters.atomic import ReportWriteError
+from harness.reporters.base import Output
+from harness.reporters.history_dir import REPORTER as HISTORY_DIR
 
 
 def test_an_entry_holds_no_fixture_text_needles_or_model_output(
@@ -104,3 +110,46 @@ def test_an_earlier_history_jsonl_moved_into_the_directory_joins_the_trend(
     run_cli("eval", "run", "--history-dir", "history", cwd=root)
     entries = history_reader.load(root / "history", "evals/capability")
     assert sorted(e.legacy for e in entries) == [False, True]  # both runs, the old one too
+
+
+# --- links --------------------------------------------------------------------------------
+
+
+def test_a_linked_suite_folder_is_never_written_through(run_cli: Cli, tmp_path: Path) -> None:
+    fixtures = {"a.json": says("passes", "hi", ["hi"]), "b.json": says("fails", "hi", ["zzz"])}
+    root = project(tmp_path, fixtures, suite="evals/capability")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "history").mkdir()
+    (root / "history" / "evals-capability").symlink_to(elsewhere, target_is_directory=True)
+    args = ("eval", "run", "--history-dir", "history", "--json-report", "r.json")
+    result = run_cli(*args, cwd=root)
+    assert result.returncode == 1
+    assert (
+        "zeroclaw eval: history/evals-capability: cannot write the history entry: "
+        "it is a symbolic link"
+    ) in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(elsewhere.iterdir()) == []  # nothing written through the link
+    assert json.loads((root / "r.json").read_text("utf-8"))["totals"]["cases"] == 2
+
+
+def test_a_history_directory_swapped_for_a_link_during_the_run_is_not_written_through(
+    tmp_path: Path,
+) -> None:
+    # The directory is checked as the reporter is built; an agent may swap it meanwhile.
+    history, elsewhere = tmp_path / "history", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    [reporter] = HISTORY_DIR.build(Output({"history_dir": str(history)}, stderr=io.StringIO()))
+    history.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(ReportWriteError, match="it is a symbolic link"):
+        reporter.finish(suite_report("capability", passing_report("a")))
+    assert list(elsewhere.iterdir()) == []
+    folder = history_store.suite_directory(elsewhere, "evals/capability")
+    folder.mkdir()  # and its suite's folder swapped for a link, under a real directory
+    history.unlink()
+    history.mkdir()
+    (history / "evals-capability").symlink_to(folder, target_is_directory=True)
+    with pytest.raises(history_store.WriteError, match="evals-capability"):
+        history_store.write(history, history_store.entry_of(suite_report("capability")))
+    assert list(folder.iterdir()) == []

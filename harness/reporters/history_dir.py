@@ -4,6 +4,7 @@ previous run of the same suite and agent."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -45,9 +46,10 @@ class HistoryDirReporter(Reporter):
         entry = history_store.entry_of(report)
         try:
             written = history_store.write(self._history.directory, entry)
-        except OSError as exc:
+        except history_store.WriteError as exc:
+            where = os.path.join(self._shown, exc.where) if exc.where else self._shown
             raise ReportWriteError(
-                f"{self._shown}: cannot write the history entry: {exc.strerror or exc}"
+                f"{where}: cannot write the history entry: {exc.reason}"
             ) from None
         trend = f"previous {previous[-1].pass_rate * 100:.1f}%" if previous else "first entry"
         said = f"history entry {written.name} ({entry.pass_rate * 100:.1f}%, {trend})"
@@ -56,7 +58,9 @@ class HistoryDirReporter(Reporter):
 
 def _checked(directory: Path) -> None:
     """The history directory, checked before the run: a directory (or none yet), reached
-    through no symbolic link of the command line's relative path."""
+    through no symbolic link of the command line's relative path (as a report's path is,
+    `harness.reporters.atomic`). Below it, nothing is written through a link either, which
+    only the writing can hold to (`history_store.write`)."""
     if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
         raise ReportWriteError(f"{directory}: cannot write history: not a directory")
     prefix = Path()

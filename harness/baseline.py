@@ -227,7 +227,7 @@ def load_baseline(path: Path | str) -> Baseline:
     """The baseline at `path`, read bounded and decoded strictly; `BaselineError` naming
     the file and the field when it cannot be read, is not JSON, has another schema, or
     has an empty or duplicate case id."""
-    from harness.inputs import InputError, read_bounded
+    from harness.inputs import InputError, decode_json, read_bounded
 
     shown = str(path)
     try:
@@ -236,7 +236,7 @@ def load_baseline(path: Path | str) -> Baseline:
         hint = " (write one with --write-baseline FILE)" if exc.missing else ""
         raise BaselineError(f"{shown}: cannot read baseline: {exc.reason}{hint}") from None
     try:
-        raw = msgspec.json.decode(data)
+        raw = decode_json(data)
     except msgspec.DecodeError as exc:
         raise BaselineError(f"{shown}: not a baseline: not JSON ({exc})") from None
     found = raw.get("schema") if isinstance(raw, dict) else None

@@ -1,5 +1,6 @@
 """Reading the files a user names (the configuration, fixtures, the run history): regular
-files only, of bounded size, never blocking.
+files only, of bounded size, never blocking; and decoding the JSON they hold, however
+deeply it nests.
 
 A FIFO blocks its reader until something writes to it, and a device such as /dev/zero
 never ends, so a name is checked before it is opened (opening some devices does something
@@ -14,7 +15,9 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+import msgspec
 
 # O_NONBLOCK: a FIFO swapped in after the check cannot hold `open` until a writer comes.
 # O_NOCTTY: a terminal device can never become the process's controlling terminal.
@@ -154,3 +157,16 @@ def file_kind(mode: int) -> str:
         if test(mode):
             return name
     return "special file"
+
+
+def decode_json(data: bytes | str, type: Any = Any) -> Any:
+    """The JSON document `data` (as `type`, by msgspec's strict decoding, when given).
+
+    A document nested deeper than the parser can follow (it recurses once a level, so the
+    interpreter's recursion limit stops it) is a `msgspec.DecodeError` saying so, as any
+    other unreadable JSON is: never a RecursionError, which no reader of a file expects.
+    Not the type is a `msgspec.ValidationError` (a `DecodeError` too) naming the path."""
+    try:
+        return msgspec.json.decode(data, type=type)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested too deeply to be read") from None

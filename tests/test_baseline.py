@@ -320,6 +320,11 @@ def _document(**changes: Any) -> dict[str, Any]:
     ("content", "message"),
     [
         ("{not json", f"{BASELINE}: not a baseline: not JSON"),
+        # Deeper than any parser follows: refused as any other unreadable JSON.
+        (
+            '{"schema": "' + SCHEMA + '", "cases": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            f"{BASELINE}: not a baseline: not JSON (JSON nested too deeply to be read)",
+        ),
         (
             json.dumps(_document(schema="zeroclaw-eval/baseline/v9")),
             f"{BASELINE}: $.schema: not a {SCHEMA} baseline (found 'zeroclaw-eval/baseline/v9')",

@@ -9,11 +9,12 @@ import os
 import socket
 from pathlib import Path
 
+import msgspec
 import pytest
 from conftest import project, run_limited, says
 
 from harness import tail_lines
-from harness.inputs import InputError, read_bounded, read_tail
+from harness.inputs import InputError, decode_json, read_bounded, read_tail
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.history import append_history
 from harness.verdict import CaseReport, SuiteReport
@@ -157,6 +158,31 @@ def test_a_file_is_read_whole_however_its_size_changed_since_it_was_checked(
         assert _read_whole(reader, size, limit) == read
     finally:
         os.close(reader)
+
+
+# --- decode_json ---------------------------------------------------------------------------
+
+# Far past any recursion limit, and past what msgspec and Python's json follow alike.
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_json_nested_too_deeply_is_a_decode_error_never_a_recursion_error() -> None:
+    with pytest.raises(msgspec.DecodeError, match=r"^JSON nested too deeply to be read$"):
+        decode_json(DEEP)
+    # Typed: the nesting hides where the type takes anything (a tool call's arguments).
+    with pytest.raises(msgspec.DecodeError, match="nested too deeply"):
+        decode_json(b'{"a": ' + DEEP + b"}", dict[str, object])
+    assert decode_json(b"[[[1]]]") == [[[1]]]
+    assert decode_json(b'{"a": [1]}', dict[str, list[int]]) == {"a": [1]}
+
+
+def test_json_that_is_not_json_or_not_the_type_says_so_as_msgspec_does() -> None:
+    with pytest.raises(msgspec.DecodeError, match="malformed"):
+        decode_json(b"{not json")
+    with pytest.raises(
+        msgspec.ValidationError, match=r"Expected `int`, got `str` - at `\$\[...\]`"
+    ):
+        decode_json(b'{"a": "x"}', dict[str, int])
 
 
 # --- read_tail -----------------------------------------------------------------------------

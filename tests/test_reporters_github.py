@@ -549,6 +549,18 @@ def test_a_planted_link_or_foreign_file_is_never_written_through(tmp_path: Path)
     assert path.read_text("utf-8") == "not counts"
 
 
+def test_a_counts_file_nested_too_deeply_is_not_counts(tmp_path: Path) -> None:
+    env = step_env(tmp_path)
+    path = github.Budget.for_step(env).path
+    assert path is not None
+    # Within the bytes the counter reads, and deeper than Python's parser follows.
+    deep = "[" * 2000 + "]" * 2000
+    path.write_text(deep, "ascii")
+    budget = github.Budget.for_step(env)
+    assert (budget.take("error", 8), budget.take("error", 8)) == (8, 2)  # per process
+    assert path.read_text("ascii") == deep
+
+
 # --- through the command line -------------------------------------------------------------
 
 

@@ -478,6 +478,23 @@ def test_report_refuses_what_is_not_a_json_report(
     assert not (tmp_path / "r.html").exists()
 
 
+def test_report_refuses_a_report_nested_too_deeply(tmp_path: Path, run_cli: Cli) -> None:
+    # Where the schema takes any JSON, a tool call's arguments: no type stops the nesting.
+    deep = "[" * 100_000 + "]" * 100_000
+    call = '{"id": "c", "name": "echo", "arguments": {"x": ' + deep + "}}"
+    case = '{"id": "a", "fixture": "a.json", "passed": false, "record": {"steps": [[{'
+    case += '"tool_calls": [' + call + "]}]]}}"
+    document = '{"schema": "zeroclaw-eval/report/v2", "suite": "s", "kind": "regression", '
+    document += '"mode": "live", "agent": "a", "cases": [' + case + "]}"
+    (tmp_path / "report.json").write_text(document, "utf-8")
+    result = run_cli("eval", "report", "--report", "report.json", "--html", "r.html", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert result.stderr == (
+        "zeroclaw eval: report.json: not a JSON report: JSON nested too deeply to be read\n"
+    )
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_report_refuses_a_missing_report_or_history_and_its_own_input(
     tmp_path: Path, run_cli: Cli
 ) -> None:

@@ -14,7 +14,9 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import TYPE_CHECKING, Annotated, Literal, TextIO
+
+from msgspec import Meta
 
 from harness.problems import Problem
 from harness.reporters.base import ANNOTATIONS, CI, Output, Reporter
@@ -30,6 +32,8 @@ MAX_ANNOTATIONS = 10
 MAX_MESSAGE = 2000
 # The variables that name one step of one job of one run attempt.
 _STEP = ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION")
+# What the step's counts file holds: annotations used, per level.
+_COUNTS = dict[str, Annotated[int, Meta(ge=0)]]
 
 
 def escape_data(text: str) -> str:
@@ -122,17 +126,17 @@ class Budget:
 
 
 def _counts(data: bytes) -> dict[str, int] | None:
-    import json
+    """The counts the file holds; None when it holds anything else (then each process
+    counts for itself), a document nested past what the parser follows included."""
+    import msgspec
+
+    from harness.inputs import decode_json
 
     if not data.strip():
         return {}
     try:
-        counts = json.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(counts, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()
-    ):
+        counts: dict[str, int] = decode_json(data, _COUNTS)
+    except msgspec.DecodeError:
         return None
     return counts
 

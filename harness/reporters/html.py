@@ -412,11 +412,11 @@ def load_report(path: Path) -> SuiteReport:
     """The `SuiteReport` a JSON report (`--json-report`) was written from."""
     import msgspec
 
-    from harness.inputs import InputError, read_bounded
+    from harness.inputs import InputError, decode_json, read_bounded
     from harness.verdict import SuiteReport
 
     try:
-        document = msgspec.json.decode(read_bounded(path, MAX_REPORT_BYTES), type=_document_type())
+        document = decode_json(read_bounded(path, MAX_REPORT_BYTES), _document_type())
     except InputError as exc:
         raise ReportInputError(f"{path}: cannot read the JSON report: {exc.reason}") from None
     except msgspec.ValidationError as exc:

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 _KEYWORDS = ("and", "or", "not")
+# Parentheses and `not`s within one another. The parser and the matcher it builds recurse
+# once a level, so a bound far below the interpreter's recursion limit keeps a runaway
+# expression a usage error; no selection a person writes comes near it.
+MAX_NESTING = 100
+# How much of an expression a message quotes: it may be thousands of characters long.
+_SHOWN_CHARS = 40
 
 Match = Callable[[Sequence[str]], bool]
 
@@ -33,22 +39,30 @@ class SelectionError(UsageError):
 def keyword_matcher(expression: str) -> Match:
     """A function telling whether names (a case's id and file name) match `expression`."""
     tokens = _TOKEN.findall(expression)
+    shown = _shown(expression)
     if "".join(tokens) != re.sub(r"\s+", "", expression):
-        raise SelectionError(f"-k {expression!r}: cannot be read")
+        raise SelectionError(f"-k {shown}: cannot be read")
     if not tokens:
         raise SelectionError("-k '': an empty expression selects nothing")
-    parser = _Parser(tokens, expression)
+    parser = _Parser(tokens, shown)
     match = parser.disjunction()
     if parser.at < len(tokens):
-        raise SelectionError(f"-k {expression!r}: unexpected {tokens[parser.at]!r}")
+        raise SelectionError(f"-k {shown}: unexpected {tokens[parser.at]!r}")
     return match
+
+
+def _shown(expression: str) -> str:
+    if len(expression) > _SHOWN_CHARS:
+        expression = expression[: _SHOWN_CHARS - 1] + "…"
+    return repr(expression)
 
 
 class _Parser:
     """Recursive descent over `or` < `and` < `not` < word / parenthesis."""
 
-    def __init__(self, tokens: list[str], expression: str) -> None:
-        self.tokens, self.at, self._expression = tokens, 0, expression
+    def __init__(self, tokens: list[str], shown: str) -> None:
+        self.tokens, self.at, self._shown = tokens, 0, shown
+        self._depth = 0  # parentheses and `not`s open where the parser is
 
     def _peek(self) -> str | None:
         return self.tokens[self.at] if self.at < len(self.tokens) else None
@@ -56,9 +70,17 @@ class _Parser:
     def _take(self) -> str:
         token = self._peek()
         if token is None:
-            raise SelectionError(f"-k {self._expression!r}: ends where a word was expected")
+            raise SelectionError(f"-k {self._shown}: ends where a word was expected")
         self.at += 1
         return token
+
+    def _deeper(self) -> None:
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise SelectionError(
+                f"-k {self._shown}: nested more than {MAX_NESTING} deep "
+                "(parentheses and 'not'): write it flatter"
+            )
 
     def disjunction(self) -> Match:
         terms = [self.conjunction()]
@@ -77,19 +99,23 @@ class _Parser:
     def negation(self) -> Match:
         if self._peek() == "not":
             self._take()
+            self._deeper()
             inner = self.negation()
+            self._depth -= 1
             return lambda names: not inner(names)
         return self.atom()
 
     def atom(self) -> Match:
         token = self._take()
         if token == "(":
+            self._deeper()
             inner = self.disjunction()
             if self._take() != ")":
-                raise SelectionError(f"-k {self._expression!r}: a '(' is never closed")
+                raise SelectionError(f"-k {self._shown}: a '(' is never closed")
+            self._depth -= 1
             return inner
         if token == ")" or token in _KEYWORDS:
-            raise SelectionError(f"-k {self._expression!r}: unexpected {token!r}")
+            raise SelectionError(f"-k {self._shown}: unexpected {token!r}")
         word = token.lower()
         return lambda names: any(word in name.lower() for name in names)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli, green_project, red_project
 
-from harness.selection import SelectionError, keyword_matcher, shard_of
+from harness.selection import MAX_NESTING, SelectionError, keyword_matcher, shard_of
 
 
 @pytest.mark.parametrize(
@@ -37,6 +37,46 @@ def test_keyword_expressions(expression: str, names: tuple[str, str], expected: 
 def test_a_malformed_expression_is_refused(expression: str) -> None:
     with pytest.raises(SelectionError):
         keyword_matcher(expression)
+
+
+def test_an_expression_as_deep_as_allowed_still_matches() -> None:
+    deepest = "(" * (MAX_NESTING - 1) + "not echo" + ")" * (MAX_NESTING - 1)
+    assert keyword_matcher(deepest)(("hi", "b.json")) is True
+    assert keyword_matcher(deepest)(("echo", "b.json")) is False
+    nots = "not " * MAX_NESTING + "echo"  # an even number of them: as the word alone
+    assert keyword_matcher(nots)(("echo", "a.json")) is True
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "(" * (MAX_NESTING + 1) + "echo" + ")" * (MAX_NESTING + 1) + " or hi",
+        "not " * (MAX_NESTING + 1) + "echo",
+        "(not " * 300 + "echo" + ")" * 300,
+    ],
+)
+def test_an_expression_nested_too_deeply_is_refused(expression: str) -> None:
+    with pytest.raises(SelectionError, match=f"nested more than {MAX_NESTING} deep"):
+        keyword_matcher(expression)
+
+
+@pytest.mark.parametrize("action", ["run", "list"])
+@pytest.mark.parametrize(
+    "expression", ["(" * 300 + "echo" + ")" * 300, "not " * 1000 + "echo"], ids=["parens", "nots"]
+)
+def test_a_k_nested_too_deeply_is_a_usage_error(
+    run_cli: Cli, tmp_path: Path, action: str, expression: str
+) -> None:
+    root = green_project(tmp_path)
+    report = ["--json-report", "r.json"] if action == "run" else []
+    code, out, err = run_cli("eval", action, "-k", expression, *report, cwd=root)
+    assert (code, out) == (2, ""), err
+    assert err.startswith("zeroclaw eval: -k '")
+    assert err.endswith(
+        f"': nested more than {MAX_NESTING} deep (parentheses and 'not'): write it flatter\n"
+    )
+    assert len(err) < 300  # the expression is shown clipped, not a thousand words long
+    assert not (root / "r.json").exists()
 
 
 def test_k_runs_the_matching_cases_and_marks_the_run_partial(run_cli: Cli, tmp_path: Path) -> None:

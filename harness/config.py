@@ -172,6 +172,8 @@ def _validate(table: Any, where: str) -> EvalConfig:
             f"{where}: suite_dir: empty path: name the suite directory "
             f"(without the key it is {DEFAULT_SUITE_DIR!r})"
         )
+    if "\0" in config.suite_dir:  # TOML's \u0000 escape; no system call takes it
+        raise ConfigError(f"{where}: suite_dir: holds a NUL character, which no path can")
     for i, name in enumerate(config.live_allowed_tools):
         if not name.strip():
             raise ConfigError(f"{where}: live_allowed_tools[{i}]: empty tool name")

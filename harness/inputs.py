@@ -115,6 +115,8 @@ def open_regular(path: Path | str) -> tuple[int, int]:
 def _open_regular(path: Path | str, named: bool = False) -> tuple[int, int]:
     """A read-only descriptor of `path` and its size, once it is known to be a regular
     file both by name (unless the caller knows it is: `named`) and as opened."""
+    if "\0" in os.fspath(path):  # no system call takes it: Python raises ValueError for it
+        raise InputError("not a file name: it holds a NUL character")
     if not named:
         try:
             info = os.stat(path)

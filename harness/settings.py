@@ -266,6 +266,8 @@ def _suite(args: argparse.Namespace, loaded: LoadedConfig) -> Path:
         from harness.config import ConfigError
 
         raise ConfigError("--suite: empty path: name the suite directory, or leave --suite out")
+    if given is not None and "\0" in given:  # no system call takes it (the Python API's argv)
+        raise UsageError("--suite: holds a NUL character, which no path can")
     return Path(given) if given is not None else _near(loaded.root / loaded.config.suite_dir)
 
 

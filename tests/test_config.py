@@ -389,6 +389,14 @@ def test_empty_suite_dir_is_refused(tmp_path: Path) -> None:
     )
 
 
+def test_a_suite_dir_holding_a_nul_is_refused(tmp_path: Path) -> None:
+    # TOML's escape puts the one character no path can hold into the value.
+    config = write(tmp_path / "eval.toml", '[eval]\nsuite_dir = "evals/re\\u0000gression"\n')
+    assert config_error(config, tmp_path) == (
+        f"{config}: [eval]: suite_dir: holds a NUL character, which no path can"
+    )
+
+
 @pytest.mark.parametrize("char", ["\\u001b", "\\u0085", "\\u2028", "\\u202e", "\\u2066"])
 def test_config_refuses_a_tool_name_with_a_control_character(tmp_path: Path, char: str) -> None:
     path = write_config(tmp_path, f'["echo", "ec{char}ho"]')

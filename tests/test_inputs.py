@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from conftest import project, run_limited, says
+from conftest import Cli, project, run_limited, says
 
 from harness import tail_lines
 from harness.inputs import InputError, decode_json, read_bounded, read_tail
@@ -60,6 +60,29 @@ def test_a_missing_file_is_told_apart(tmp_path: Path) -> None:
     error = refusal(lambda: read_bounded(tmp_path / "nope", 10))
     assert error.missing
     assert error.reason == "cannot stat: No such file or directory"
+
+
+def test_a_name_holding_a_nul_is_refused_as_no_file_name(tmp_path: Path) -> None:
+    # The operating system takes no such name: Python's calls raise ValueError for it.
+    name = tmp_path / "a\0b.json"
+    for error in (refusal(lambda: read_bounded(name, 10)), refusal(lambda: read_tail(name, 10))):
+        assert error.reason == "not a file name: it holds a NUL character"
+        assert not error.missing and not error.special
+
+
+def test_a_baseline_or_report_named_with_a_nul_is_refused_naming_it(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = project(tmp_path, {"a.json": says("a", "hi", ["hi"])})
+    baseline = run_cli("eval", "run", "--baseline", "b\0.json", cwd=root)
+    assert (baseline.returncode, baseline.stdout) == (1, ""), baseline.stderr
+    assert baseline.stderr == (
+        "zeroclaw eval: b\\u0000.json: cannot read baseline: not a file name: it holds a NUL "
+        "character\n"
+    )
+    report = run_cli("eval", "report", "--report", "r\0.json", "--html", "r.html", cwd=root)
+    assert (report.returncode, report.stdout) == (1, ""), report.stderr
+    assert "r\\u0000.json: cannot read the JSON report: not a file name" in report.stderr
 
 
 def test_a_directory_is_not_a_regular_file(tmp_path: Path) -> None:

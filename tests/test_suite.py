@@ -450,6 +450,24 @@ def test_empty_suite_flag_is_refused_not_the_default_suite(
     assert result.stdout == ""  # nothing admitted, nothing run
 
 
+@pytest.mark.parametrize("action", ["run", "check", "list"])
+def test_a_suite_holding_a_nul_is_refused_naming_where_it_was_given(
+    run_cli: Cli, tmp_path: Path, action: str
+) -> None:
+    root = project(tmp_path, {"a.json": replay_trace(model_name="a")})
+    given = run_cli("eval", action, "--suite", "evals/re\0gression", cwd=root)
+    assert (given.returncode, given.stdout) == (2, "")
+    assert given.stderr == "zeroclaw eval: --suite: holds a NUL character, which no path can\n"
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text('[tool.zeroclaw.eval]\nsuite_dir = "evals/re\\u0000gression"\n', "utf-8")
+    configured = run_cli("eval", action, cwd=root)
+    assert (configured.returncode, configured.stdout) == (1, "")
+    assert configured.stderr == (
+        f"zeroclaw eval: {pyproject}: [tool.zeroclaw.eval]: suite_dir: holds a NUL character, "
+        "which no path can\n"
+    )
+
+
 def test_a_suite_s_cases_keep_neither_text_nor_trace_and_read_them_again(tmp_path: Path) -> None:
     """A run keeps its cases to the end: each holds the digest of its bytes, and reads
     its file again when asked for its text or trace (the same trace admission parsed); a

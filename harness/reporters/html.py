@@ -439,7 +439,8 @@ def write_from_json(
     """`zeroclaw eval report`: the HTML report of the JSON report `report`, at `path`; a
     damaged history entry is said on `stderr` and left out."""
     destination = files.plan(Path(path))  # checked before anything is read
-    if os.path.realpath(report) == os.path.realpath(destination):
+    # `realpath` raises ValueError on a NUL, which no path holds: `load_report` says so.
+    if "\0" not in os.fspath(report) and os.path.realpath(report) == os.path.realpath(destination):
         raise ReportInputError(f"{path}: is the JSON report itself; name another file")
     if history is not None and not Path(history).is_dir():
         raise ReportInputError(f"{history}: cannot read the history: not a directory")

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx
 
-from harness.model_boundary import Message, ModelRequest, ModelStep, ToolCall, ToolSchema
+from harness.model_boundary import (
+    Message,
+    ModelRequest,
+    ModelStep,
+    ToolCall,
+    ToolSchema,
+    token_count_problem,
+)
 
 # The key of the arguments dict that carries a tool call's arguments when the provider sent
 # something that is not a JSON object (see `_parse_arguments`).
@@ -103,7 +110,10 @@ def to_step(document: dict[str, Any], scrub: Callable[[str], str], id_prefix: st
     local servers omit ids; tool results still need one to pair with)."""
     message = document["choices"][0]["message"]
     usage = document.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
+    if usage is None:  # not every server reports usage: no tokens counted
+        usage = {}
+    if not isinstance(usage, dict):
+        raise Malformed("usage: not an object")
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise Malformed("choices[0].message.tool_calls is not a list")
@@ -111,8 +121,8 @@ def to_step(document: dict[str, Any], scrub: Callable[[str], str], id_prefix: st
     return ModelStep(
         text=scrub(_content_text(message.get("content"))),
         tool_calls=calls,
-        input_tokens=_count(usage.get("prompt_tokens")),
-        output_tokens=_count(usage.get("completion_tokens")),
+        input_tokens=_count(usage, "prompt_tokens"),
+        output_tokens=_count(usage, "completion_tokens"),
     )
 
 
@@ -186,8 +196,17 @@ def scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
     return value
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def _count(usage: dict[str, Any], key: str) -> int:
+    """A count of `usage`: 0 when left out or null; a malformed response when it is no
+    count at all (negative, fractional, 1e999, hundreds of digits long)."""
+    value = usage.get(key)
+    if value is None:
+        return 0
+    problem = token_count_problem(value)
+    if problem is not None:
+        raise Malformed(f"usage.{key}: {problem}")
+    count: int = value
+    return count
 
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

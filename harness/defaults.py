@@ -20,3 +20,8 @@ MAX_REPEAT = 50
 MAX_JOBS = 1024
 # Cases (and repetitions) run at once (`jobs`, `--jobs`).
 DEFAULT_JOBS = 1
+# Tokens of one model call, scripted (a fixture's step) or answered (a provider's usage,
+# any backend's step). Far above any model's context, yet bounded: records sum them and
+# repeated runs average them, and a count thousands of digits long can be neither printed
+# nor made a float.
+MAX_STEP_TOKENS = 1_000_000_000

@@ -15,16 +15,14 @@ from typing import Annotated, Any
 
 import msgspec
 
-from harness.defaults import MAX_REPEAT
+from harness.defaults import MAX_REPEAT, MAX_STEP_TOKENS
 from harness.expectations.base import NonNegative, Strict
 from harness.expectations.registry import Expects
 from harness.json_paths import child_path, json_path_lines, nearest_line
 from harness.problems import AdmissionError, Problem
 from harness.validation import SchemaFaults, convert
 
-# Tokens of one scripted step. Far above any model's context, yet bounded: the run record
-# sums them, and a sum of integers thousands of digits long cannot even be printed.
-MAX_STEP_TOKENS = 1_000_000_000
+# Tokens of one scripted step: as many as one model call may answer with.
 Tokens = Annotated[int, NonNegative, msgspec.Meta(le=MAX_STEP_TOKENS)]
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from harness.deadline import within
-from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN
+from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN, MAX_STEP_TOKENS
 from harness.errors import HarnessError
 from harness.reporters.text import clean
 
@@ -57,6 +57,30 @@ class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
 class ProviderFailure(HarnessError):
     """A model provider failed for good (after any retries); reported as the case's run
     error verbatim, so its text must never hold a secret."""
+
+
+def token_count_problem(value: object) -> str | None:
+    """Why `value` is no count of one model call's tokens; None when it is one."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STEP_TOKENS:
+        return None
+    return (
+        f"{_shown_count(value)} is not a token count (a whole number from 0 to {MAX_STEP_TOKENS:,})"
+    )
+
+
+def _shown_count(value: object) -> str:
+    """`value` as JSON would spell it (`true`, `"12"`, `Infinity`), short: an integer
+    hundreds of digits long is said by its length."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
+        try:
+            return f"an integer of {len(str(abs(value)))} digits"
+        except ValueError:  # past Python's digit limit for printing an integer
+            return "an integer too long to print"
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):  # not JSON: a backend's own object
+        text = type(value).__name__
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 class Divergence(HarnessError):
@@ -139,6 +163,11 @@ class ModelBoundary:
             step = await self._backend.respond(request)
         except Divergence as exc:
             raise self._explained(exc) from None
+        for name in ("input_tokens", "output_tokens"):
+            # Any backend's, not only a provider's: the sums and means of a run need counts.
+            problem = token_count_problem(getattr(step, name))
+            if problem is not None:
+                raise ProviderFailure(f"the model backend's step: {name}: {problem}")
         self.calls += 1
         self.input_tokens += step.input_tokens
         self.output_tokens += step.output_tokens

@@ -472,6 +472,55 @@ def test_malformed_body_is_a_provider_error_not_retried(
     assert len(server.requests) == 1 and sleep.delays == []
 
 
+def with_usage(usage: str) -> Reply:
+    """A text reply whose `usage` is `usage`, as JSON text: values Python would not write."""
+    document = json.loads(text_reply("hi").body)
+    document["usage"] = "USAGE"
+    return Reply(200, json.dumps(document).replace('"USAGE"', usage).encode())
+
+
+COUNT = "is not a token count (a whole number from 0 to 1,000,000,000)"
+
+
+@pytest.mark.parametrize(
+    ("usage", "problem"),
+    [
+        (
+            '{"prompt_tokens": 1' + "0" * 400 + ', "completion_tokens": 5}',
+            f"usage.prompt_tokens: an integer of 401 digits {COUNT}",
+        ),
+        ('{"prompt_tokens": 1000000001}', f"usage.prompt_tokens: 1000000001 {COUNT}"),
+        ('{"prompt_tokens": 3, "completion_tokens": -3}', f"usage.completion_tokens: -3 {COUNT}"),
+        ('{"prompt_tokens": 1e999}', f"usage.prompt_tokens: Infinity {COUNT}"),
+        ('{"completion_tokens": 12.5}', f"usage.completion_tokens: 12.5 {COUNT}"),
+        ('{"prompt_tokens": "12"}', f'usage.prompt_tokens: "12" {COUNT}'),
+        ('{"prompt_tokens": true}', f"usage.prompt_tokens: true {COUNT}"),
+        ("[10, 5]", "usage: not an object"),
+    ],
+    ids=["400-digits", "over", "negative", "1e999", "fraction", "string", "bool", "array"],
+)
+def test_usage_that_is_no_token_count_is_a_provider_error_naming_the_field(
+    server: OpenAIServer, usage: str, problem: str
+) -> None:
+    server.enqueue(with_usage(usage), text_reply("no"))
+    error = fails(backend_for(server.base_url))
+    assert "malformed response" in str(error) and problem in str(error), str(error)
+    assert "not retried" in str(error) and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "usage", ["null", "{}", '{"prompt_tokens": null, "completion_tokens": 0}', '{"x": 1}']
+)
+def test_usage_left_out_counts_no_tokens(server: OpenAIServer, usage: str) -> None:
+    server.enqueue(with_usage(usage))
+    assert run(backend_for(server.base_url)) == [ModelStep(text="hi")]
+
+
+def test_usage_at_the_bound_is_counted(server: OpenAIServer) -> None:
+    server.enqueue(with_usage('{"prompt_tokens": 1000000000, "completion_tokens": 0}'))
+    assert run(backend_for(server.base_url)) == [ModelStep(text="hi", input_tokens=10**9)]
+
+
 def test_a_hang_past_the_call_timeout_is_a_timeout_error(server: OpenAIServer) -> None:
     server.enqueue(hang(30, then=text_reply("too late")))
     backend = backend_for(server.base_url, call_timeout=0.3, max_attempts=1)

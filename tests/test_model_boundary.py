@@ -38,6 +38,7 @@ from harness.model_boundary import (
     ModelCallLimit,
     ModelRequest,
     ModelStep,
+    ProviderFailure,
     ToolCall,
 )
 
@@ -77,6 +78,43 @@ def calls_until_refused(boundary: ModelBoundary, most: int = 1000) -> tuple[int,
         raise AssertionError(f"no limit after {most} calls")
 
     return asyncio.run(go())
+
+
+class Answers:
+    """A backend that answers every request with the same step."""
+
+    def __init__(self, step: ModelStep) -> None:
+        self.step = step
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        return self.step
+
+
+COUNT = "is not a token count (a whole number from 0 to 1,000,000,000)"
+
+
+@pytest.mark.parametrize(
+    ("step", "said"),
+    [
+        (ModelStep(input_tokens=10**400), f"input_tokens: an integer of 401 digits {COUNT}"),
+        (ModelStep(output_tokens=-1), f"output_tokens: -1 {COUNT}"),
+        (ModelStep(output_tokens=float("inf")), f"output_tokens: Infinity {COUNT}"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_step_whose_tokens_are_no_count_is_the_backend_s_failure(
+    step: ModelStep, said: str
+) -> None:
+    boundary = ModelBoundary(Answers(step))
+    with pytest.raises(ProviderFailure) as caught:
+        asyncio.run(boundary.respond(REQUEST))
+    assert str(caught.value) == f"the model backend's step: {said}"
+    assert (boundary.calls, boundary.input_tokens, boundary.output_tokens) == (0, 0, 0)
+
+
+def test_a_step_of_as_many_tokens_as_one_call_may_have_is_counted() -> None:
+    boundary = ModelBoundary(Answers(ModelStep(input_tokens=10**9, output_tokens=0)))
+    asyncio.run(boundary.respond(REQUEST))
+    assert (boundary.calls, boundary.input_tokens) == (1, 10**9)
 
 
 def test_the_call_over_the_limit_is_refused_and_never_sent() -> None:

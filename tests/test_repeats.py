@@ -186,6 +186,27 @@ def test_one_unit_leaves_the_interval_unavailable(run_cli: Cli, tmp_path: Path) 
     assert "unavailable" in statistics["note"]
 
 
+def test_a_token_count_no_statistic_can_hold_is_each_run_s_provider_error(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    # 400 digits: past what a float holds, so means and spreads over the runs overflowed.
+    huge = int("1" + "0" * 400)
+    answer = text_reply("zc-answer-42", prompt_tokens=huge)
+    with OpenAIServer(responder=lambda body: answer) as server:
+        cases = {"a.json": live_case("a", "say: zc-answer-42", expects=SAY)}
+        root = make_project(tmp_path, server.base_url, cases)
+        result = run_cli(
+            "eval", "run", "--suite", "evals/live", "--format", "json", "--repeat", "3",
+            cwd=root, env={LIVE_KEY_ENV: LIVE_KEY},
+        )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    [case] = json.loads(result.stdout)["cases"]
+    assert case["error"].startswith("repeat 0/3 runs completed (pass^k not established): ")
+    assert "usage.prompt_tokens: an integer of 401 digits is not a token count" in case["error"]
+    assert case["repeat"]["tokens_mean"] == 0.0
+
+
 # --- combining runs, without a provider --------------------------------------------------
 
 

@@ -159,12 +159,12 @@ def _content_text(content: Any) -> str:
 def _parse_arguments(raw: Any) -> dict[str, Any]:
     """A tool call's arguments as a dict.
 
-    Chat Completions sends them as a JSON string. When that string is not a JSON object, the
-    raw text is kept as `{"_invalid_json_arguments": raw}`: the tool then fails visibly on
-    arguments it does not know, and the record shows what the model sent, rather than the
-    tool silently running with `{}`. An absent or blank string means no arguments (some
-    servers send "" for tools without parameters); a dict is taken as it is (some servers
-    send one).
+    Chat Completions sends them as a JSON string. When that string is not a JSON object (or
+    nests too deeply to be read), the raw text is kept as `{"_invalid_json_arguments": raw}`:
+    the tool then fails visibly on arguments it does not know, and the record shows what the
+    model sent, rather than the tool silently running with `{}`. An absent or blank string
+    means no arguments (some servers send "" for tools without parameters); a dict is taken
+    as it is (some servers send one).
     """
     if raw is None:
         return {}
@@ -175,7 +175,7 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
             return {}
         try:
             parsed = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
             parsed = None
         if isinstance(parsed, dict):
             return parsed

@@ -339,6 +339,15 @@ def test_invalid_tool_call_arguments_are_preserved_not_emptied(server: OpenAISer
     assert INVALID_ARGUMENTS_KEY == "_invalid_json_arguments"
 
 
+def test_arguments_nested_too_deeply_to_parse_are_preserved_as_invalid(
+    server: OpenAIServer,
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000  # a JSON string in the body, past any parser inside
+    server.enqueue(tool_reply([("c1", "echo", deep)]))
+    (step,) = run(backend_for(server.base_url))
+    assert step.tool_calls == (ToolCall("c1", "echo", {INVALID_ARGUMENTS_KEY: deep}),)
+
+
 def test_content_parts_dict_arguments_and_missing_call_ids(server: OpenAIServer) -> None:
     # A local server's dialect: content as parts, arguments as an object, no call ids.
     server.enqueue(

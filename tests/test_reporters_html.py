@@ -478,6 +478,30 @@ def test_report_refuses_what_is_not_a_json_report(
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize("proportion", [7.0, -0.5])
+def test_report_refuses_a_pass_proportion_no_share_can_be(
+    tmp_path: Path, run_cli: Cli, proportion: float
+) -> None:
+    from conftest import case_of, live_trace
+
+    from harness.repeats import combine
+    from harness.reporters.json_report import render_json
+
+    runs = [passing_report("a"), failing_report("a")]
+    report = suite_report("regression", combine(case_of(live_trace(repeat=2)), runs))
+    document = json.loads(render_json(report))
+    assert document["cases"][0]["repeat"]["proportion"] == 0.5  # the field a damaged one holds
+    document["cases"][0]["repeat"]["proportion"] = proportion
+    (tmp_path / "report.json").write_text(json.dumps(document), "utf-8")
+    result = run_cli("eval", "report", "--report", "report.json", "--html", "r.html", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert result.stderr == (
+        "zeroclaw eval: report.json: not a zeroclaw-eval JSON report: "
+        f"$.cases[0].repeat.proportion: {proportion!r} is no pass proportion (0 to 1)\n"
+    )
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_report_refuses_a_report_nested_too_deeply(tmp_path: Path, run_cli: Cli) -> None:
     # Where the schema takes any JSON, a tool call's arguments: no type stops the nesting.
     deep = "[" * 100_000 + "]" * 100_000

@@ -426,6 +426,15 @@ def load_report(path: Path) -> SuiteReport:
     if not document.schema.startswith(REPORT_SCHEMA_PREFIX):
         schema = clip(document.schema, 80)
         raise ReportInputError(f"{path}: not a zeroclaw-eval JSON report (schema {schema!r})")
+    for index, case in enumerate(document.cases):
+        # The suite's interval is derived again from these shares, and refuses one no
+        # runs can give; `not <=` holds for NaN too.
+        share = case.repeat.proportion if case.repeat is not None else 0.0
+        if not 0.0 <= share <= 1.0:
+            raise ReportInputError(
+                f"{path}: not a zeroclaw-eval JSON report: $.cases[{index}].repeat.proportion: "
+                f"{share!r} is no pass proportion (0 to 1)"
+            )
     return SuiteReport(**{name: getattr(document, name) for name in SuiteReport.__struct_fields__})
 
 

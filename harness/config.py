@@ -138,6 +138,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except ValueError:  # Python's integer-string digit limit, which tomli lets through
         raise ConfigError(f"{path}: not valid TOML: {_long_integer(text)}") from None
+    except RecursionError:  # tomli's own bound on inline arrays and tables in one another
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
 
 
 _DIGITS = re.compile(r"[0-9][0-9_]*")

@@ -389,6 +389,12 @@ def test_empty_suite_dir_is_refused(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("nested", ["[" * 5000 + "]" * 5000, "{a = " * 5000 + "1" + "}" * 5000])
+def test_a_value_nested_too_deeply_is_not_valid_toml(tmp_path: Path, nested: str) -> None:
+    config = write(tmp_path / "eval.toml", f"[eval]\nsuite_dir = {nested}\n")
+    assert config_error(config, tmp_path) == f"{config}: not valid TOML: nested too deeply"
+
+
 def test_a_suite_dir_holding_a_nul_is_refused(tmp_path: Path) -> None:
     # TOML's escape puts the one character no path can hold into the value.
     config = write(tmp_path / "eval.toml", '[eval]\nsuite_dir = "evals/re\\u0000gression"\n')

@@ -19,10 +19,11 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
+from harness.defaults import MAX_REPEAT
 from harness.errors import HarnessError
 from harness.reporters.atomic import ReportWriteError
 
@@ -58,6 +59,13 @@ class BaselineRefused(ReportWriteError):
     other reports are still written, and the run exits 1."""
 
 
+# A case runs at most MAX_REPEAT times and its tokens fit in 64 bits: a count past either
+# is a damaged file, not a run to compare with (its token delta was said in its hundreds
+# of digits).
+Runs = Annotated[int, msgspec.Meta(ge=0, le=MAX_REPEAT)]
+Tokens = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+
+
 class _Strict(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """Every baseline struct refuses unknown keys: a misspelt field is never ignored."""
 
@@ -67,10 +75,10 @@ class BaselineCase(_Strict, kw_only=True, frozen=True):
     fixture: str  # from the repository root, as reports name it
     fixture_sha256: str | None  # None: the report carried no hash
     verdict: Verdict
-    passes: int  # runs that passed, of `runs`
-    runs: int  # runs that completed without a run error (1 for a single run)
+    passes: Runs  # runs that passed, of `runs`
+    runs: Runs  # runs that completed without a run error (1 for a single run)
     failed_categories: list[str] = []
-    tokens: int = 0  # input + output; a repeated case's mean, rounded
+    tokens: Tokens = 0  # input + output; a repeated case's mean, rounded
     # The sorted names of the tools the case could use (the agent's, narrowed by the
     # fixture's `tools` and, live, by `live_allowed_tools`); None: not known.
     tool_surface: list[str] | None = None

@@ -348,6 +348,19 @@ def _document(**changes: Any) -> dict[str, Any]:
             f"{BASELINE}: $.cases[0].passes: 2 of 1 runs: need 0 <= passes <= runs",
         ),
         (
+            json.dumps(_document(cases=[{**_document()["cases"][0], "passes": 51, "runs": 51}])),
+            f"{BASELINE}: not a valid baseline: Expected `int` <= 50 - at `$.cases[0].passes`",
+        ),
+        (
+            json.dumps(_document(cases=[{**_document()["cases"][0], "tokens": -1}])),
+            f"{BASELINE}: not a valid baseline: Expected `int` >= 0 - at `$.cases[0].tokens`",
+        ),
+        (
+            json.dumps(_document(cases=[{**_document()["cases"][0], "tokens": 10**400}])),
+            f"{BASELINE}: not a valid baseline: Expected `int` <= {2**63 - 1} - at "
+            "`$.cases[0].tokens`",
+        ),
+        (
             json.dumps(_document(cases=[{**_document()["cases"][0], "checks": {}}])),
             f"{BASELINE}: not a valid baseline: Object contains unknown field `checks` - at "
             "`$.cases[0]`",

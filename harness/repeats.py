@@ -22,6 +22,10 @@ from harness.verdict import CaseReport, RepeatStats, RunReceipt
 
 def runs_of(case: Case, mode: Mode, override: int | None) -> int:
     """How many runs `case` gets: `--repeat` when given, else its `repeat`, else one."""
+    if mode != "live" or override is not None:
+        # The fixture is not read again where its `repeat` decides nothing: a replay case
+        # reads it once, as it runs, and a fixture changed since admission is its run error.
+        return runs_for(None, mode, override)
     return runs_for(case.trace.repeat, mode, override)
 
 

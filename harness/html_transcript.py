@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from harness.reporters.text import clean, clean_lines
@@ -79,7 +80,8 @@ def _turn_name(turn: int) -> str:
 
 
 def _transcript(steps: list[Any], calls: list[RecordedCall]) -> list[str]:
-    pending = list(calls)  # each recorded dispatch is shown once, under the answer asking it
+    # Each recorded dispatch is shown once, under the answer asking for it.
+    pending = Unclaimed(calls)
     lines: list[str] = []
     turn: int | None = None
     for step in steps:
@@ -89,12 +91,13 @@ def _transcript(steps: list[Any], calls: list[RecordedCall]) -> list[str]:
             lines.append(f'<section class="turn"><h4>{_turn_name(step.turn)}</h4>')
         lines += _request(step, pending)
     lines.append("</section>")
-    if pending:
-        lines += ['<p class="sub">Tool calls no model answer asked for:</p>', _calls(pending)]
+    left = pending.left()
+    if left:
+        lines += ['<p class="sub">Tool calls no model answer asked for:</p>', _calls(left)]
     return lines
 
 
-def _request(step: Any, pending: list[RecordedCall]) -> list[str]:
+def _request(step: Any, pending: Unclaimed) -> list[str]:
     offered = ", ".join(step.tools_offered) or "none"
     lines = [
         f'<div class="request"><p class="sub">model request {step.step} '
@@ -109,7 +112,7 @@ def _request(step: Any, pending: list[RecordedCall]) -> list[str]:
             "(see the run error).</p>"
         )
     else:
-        found = [c for c in (_take(pending, call) for call in answer.tool_calls) if c]
+        found = [c for c in (pending.take(call) for call in answer.tool_calls) if c]
         lines += [_answer(answer), _calls(found) if found else ""]
     lines.append("</div>")
     return lines
@@ -143,18 +146,43 @@ def _answer(answer: ModelStep) -> str:
     )
 
 
-def _take(pending: list[RecordedCall], call: ToolCall) -> RecordedCall | None:
-    """The recorded dispatch of `call`: the first left of its name with its arguments, else
-    of its name (a framework may have rewritten the arguments)."""
-    from harness.tool_registry import canonical_arguments, canonical_text
+class Unclaimed:
+    """The recorded dispatches no answer has claimed yet. `take(call)` gives the one of
+    `call`: the first left of its name with its arguments, else of its name (a framework
+    may have rewritten the arguments). Each dispatch's arguments are made canonical once and
+    each is passed over once in all: searching every dispatch left for each call made the
+    page quadratic in a case's tool calls."""
 
-    sent = canonical_arguments(call.arguments)
-    named = [c for c in pending if c.name == call.name]
-    same = [c for c in named if canonical_text(c.arguments) == sent]
-    chosen = (same or named)[0] if named else None
-    if chosen is not None:
-        pending.remove(chosen)
-    return chosen
+    def __init__(self, calls: list[RecordedCall]) -> None:
+        from harness.tool_registry import canonical_arguments, canonical_text
+
+        self._canonical = canonical_arguments
+        self._calls = calls
+        self._taken = [False] * len(calls)
+        self._named: dict[str, deque[int]] = {}
+        self._same: dict[tuple[str, str], deque[int]] = {}
+        for index, call in enumerate(calls):
+            self._named.setdefault(call.name, deque()).append(index)
+            same = (call.name, canonical_text(call.arguments))
+            self._same.setdefault(same, deque()).append(index)
+
+    def take(self, call: ToolCall) -> RecordedCall | None:
+        same = self._first(self._same.get((call.name, self._canonical(call.arguments))))
+        index = same if same is not None else self._first(self._named.get(call.name))
+        if index is None:
+            return None
+        self._taken[index] = True
+        return self._calls[index]
+
+    def left(self) -> list[RecordedCall]:
+        """The dispatches never claimed, in the order they were made."""
+        return [call for call, taken in zip(self._calls, self._taken, strict=True) if not taken]
+
+    def _first(self, queue: deque[int] | None) -> int | None:
+        # A dispatch taken through the other index is dropped here, once.
+        while queue and self._taken[queue[0]]:
+            queue.popleft()
+        return queue[0] if queue else None
 
 
 def _calls(calls: list[RecordedCall]) -> str:

@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "SuiteReport": "harness.verdict",
     "Tool": "harness.tool_registry",
     "ToolCall": "harness.model_boundary",
+    "ToolCallLimit": "harness.model_boundary",
     "ToolFailure": "harness.tool_registry",
     "ToolOutcome": "harness.tool_registry",
     "ToolRegistry": "harness.tool_registry",
@@ -165,6 +166,9 @@ if TYPE_CHECKING:
     )
     from harness.model_boundary import (
         ToolCall as ToolCall,
+    )
+    from harness.model_boundary import (
+        ToolCallLimit as ToolCallLimit,
     )
     from harness.model_boundary import (
         ToolSchema as ToolSchema,

@@ -33,6 +33,7 @@ from harness.settings import (
     JOBS,
     KEYWORD,
     MAX_MODEL_CALLS,
+    MAX_TOOL_CALLS,
     MAXFAIL,
     MIN_SCORE,
     MIN_SCRIPT_SCORE,
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         SUITE_KIND,
         TIMEOUT,
         MAX_MODEL_CALLS,
+        MAX_TOOL_CALLS,
         WALL_CLOCK,
         REPEAT,
         JOBS,
@@ -107,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         *AGENT_OPTIONS,
         TIMEOUT,
         MAX_MODEL_CALLS,
+        MAX_TOOL_CALLS,
         FORCE,
     )
     _add(
@@ -156,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         *SUITE_OPTIONS,
         TIMEOUT,
         MAX_MODEL_CALLS,
+        MAX_TOOL_CALLS,
         WALL_CLOCK,
         MIN_SCORE,
         MIN_SCRIPT_SCORE,

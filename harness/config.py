@@ -20,6 +20,7 @@ from harness.defaults import (
     DEFAULT_CASE_WALL_CLOCK,
     DEFAULT_JOBS,
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     DEFAULT_SUITE_DIR,
     MAX_JOBS,
 )
@@ -45,6 +46,8 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     jobs: Annotated[int, msgspec.Meta(ge=1, le=MAX_JOBS)] | Literal["auto"] = DEFAULT_JOBS
     # Every agent, every mode: the model call over this in one turn is the case's run error.
     max_model_calls_per_turn: Annotated[int, msgspec.Meta(gt=0)] = DEFAULT_MAX_MODEL_CALLS_PER_TURN
+    # Every agent, every mode: an answer asking for more tool calls is the case's run error.
+    max_tool_calls_per_step: Annotated[int, msgspec.Meta(gt=0)] = DEFAULT_MAX_TOOL_CALLS_PER_STEP
     # Live mode: an OpenAI-compatible Chat Completions endpoint. The key itself is never
     # configured here, only the name of the environment variable that holds it.
     live_base_url: str = ""

@@ -13,6 +13,11 @@ DEFAULT_CASE_WALL_CLOCK = 600.0
 # `--max-model-calls`): a real turn takes a handful, a loop that never stops would take
 # hundreds in seconds, each one paid for in live mode.
 DEFAULT_MAX_MODEL_CALLS_PER_TURN = 40
+# Tool calls one model answer may ask for, for every agent (`max_tool_calls_per_step`,
+# `--max-tool-calls`): a real answer asks for a few at once (a provider offers at most 128
+# tools); a model asking for thousands would have each one dispatched and sent back, the
+# record and every report growing by as many a step.
+DEFAULT_MAX_TOOL_CALLS_PER_STEP = 128
 # Runs of one live case a fixture (`repeat`) or the command line (`--repeat`) may ask for.
 MAX_REPEAT = 50
 # More jobs than any machine has cores for: a larger number is a typo (the CLI and the

@@ -18,7 +18,11 @@ from typing import Any, TextIO
 from harness.agent import AgentAdapter
 from harness.agent_registry import agent_surface, resolve_agent
 from harness.chat_completions import SecretMask
-from harness.defaults import DEFAULT_CASE_TIMEOUT, DEFAULT_MAX_MODEL_CALLS_PER_TURN
+from harness.defaults import (
+    DEFAULT_CASE_TIMEOUT,
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+)
 from harness.errors import HarnessError
 from harness.model_boundary import ModelStep
 from harness.pipeline import RunOptions, run_cases
@@ -67,6 +71,7 @@ def record_live_case(
         case_timeout=options.case_timeout,
         root=options.root,
         max_model_calls_per_turn=options.max_model_calls_per_turn,
+        max_tool_calls_per_step=options.max_tool_calls_per_step,
     )
     try:
         replay = write_recording(
@@ -78,6 +83,7 @@ def record_live_case(
             force=force,
             timeout=options.case_timeout,
             max_model_calls_per_turn=options.max_model_calls_per_turn,
+            max_tool_calls_per_step=options.max_tool_calls_per_step,
         )
     except RecordError as exc:
         raise RecordError(f"{out}: not written: {exc}") from None
@@ -139,6 +145,7 @@ def write_recording(
     force: bool = False,
     timeout: float = DEFAULT_CASE_TIMEOUT,
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
 ) -> CaseReport:
     """Write the replay fixture of a passing live run to `out`, after proving it replays
     green (under the same limits); returns the replay's report. Raises `RecordError` and
@@ -183,6 +190,7 @@ def write_recording(
             suite=str(out.parent),
             case_timeout=timeout,
             max_model_calls_per_turn=max_model_calls_per_turn,
+            max_tool_calls_per_step=max_tool_calls_per_step,
         ).cases[0]
         if not replay.passed:
             why = replay.error or "; ".join(replay.failure_lines())

@@ -1,8 +1,9 @@
 """The model boundary: neutral request/step types, the backend protocol, and the meter.
 
 Adapters translate a framework's model interface to `ModelRequest` and back from
-`ModelStep`; every step passes through `ModelBoundary`, so call counts, tokens, the limit on
-model calls per turn and divergence diagnostics are implemented once for every agent.
+`ModelStep`; every step passes through `ModelBoundary`, so call counts, tokens, the limits on
+model calls per turn and on tool calls per answer, and divergence diagnostics are implemented
+once for every agent.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from harness.deadline import within
-from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN, MAX_STEP_TOKENS
+from harness.defaults import (
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+    MAX_STEP_TOKENS,
+)
 from harness.errors import HarnessError
 from harness.reporters.text import clean
 
@@ -102,6 +107,15 @@ class ModelCallLimit(Divergence):
         super().__init__(message, show_request=False)
 
 
+class ToolCallLimit(Divergence):
+    """The model asked for more tool calls in one answer than `max_tool_calls_per_step`
+    allows. The answer never reaches the agent, so none of its calls is dispatched, and the
+    case's run error says so in the same words whatever the agent's framework."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, show_request=False)
+
+
 class ModelBackend(Protocol):
     """Where model responses come from: a replay script or a provider.
 
@@ -117,7 +131,8 @@ class ModelBackend(Protocol):
 class ModelBoundary:
     """The one object adapters talk to; meters every step, keeps the last request, and
     refuses the model call that would pass `max_calls_per_turn` in one turn (calls made
-    while the agent starts count as a turn of their own)."""
+    while the agent starts count as a turn of their own) and the answer asking for more
+    than `max_tool_calls_per_step` tool calls."""
 
     def __init__(
         self,
@@ -127,17 +142,24 @@ class ModelBoundary:
         on_request: Callable[[ModelRequest], None] | None = None,
         max_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
         on_step: Callable[[ModelStep], None] | None = None,
+        max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     ) -> None:
         if max_calls_per_turn < 1:
             raise ValueError(f"max_calls_per_turn must be at least 1, not {max_calls_per_turn}")
+        if max_tool_calls_per_step < 1:
+            raise ValueError(
+                f"max_tool_calls_per_step must be at least 1, not {max_tool_calls_per_step}"
+            )
         self._backend = backend
         self._on_request = on_request
         self._on_step = on_step
         # Frameworks read it to set their own limits above it, so this one is what applies.
         self.max_calls_per_turn = max_calls_per_turn
+        self.max_tool_calls_per_step = max_tool_calls_per_step
         self._turn = -1
         self._turn_calls = 0  # model calls made in the turn in progress, answered or not
-        self._over_limit: str | None = None
+        # The limit the turn went over: every later call of the turn, and its end, fail too.
+        self._over_limit: Divergence | None = None
         # Mutation testing only: faults injected where the agent and the model meet.
         self.rewrite_request: Callable[[ModelRequest], ModelRequest] | None = None
         self.rewrite_step: Callable[[ModelStep], ModelStep] | None = None
@@ -171,6 +193,7 @@ class ModelBoundary:
         self.calls += 1
         self.input_tokens += step.input_tokens
         self.output_tokens += step.output_tokens
+        self._check_width(step)
         if self.steps:
             self.steps[-1].append(step)
         answer = step if self.rewrite_step is None else self.rewrite_step(step)
@@ -193,20 +216,37 @@ class ModelBoundary:
 
     def end_turn(self, index: int) -> None:
         # A loop that caught the limit's error and answered anyway still went over it.
-        if self._over_limit is not None:
-            raise ModelCallLimit(self._over_limit)
+        self._refuse_if_over()
         self._hook("end_turn", index)
+
+    def _where(self) -> str:
+        return f"in turn {self._turn}" if self._turn >= 0 else "while starting"
+
+    def _refuse_if_over(self) -> None:
+        if self._over_limit is not None:
+            raise type(self._over_limit)(str(self._over_limit))
 
     def _count_call(self) -> None:
         if self._over_limit is None and self._turn_calls >= self.max_calls_per_turn:
-            where = f"in turn {self._turn}" if self._turn >= 0 else "while starting"
-            self._over_limit = (
-                f"the agent made more than {self.max_calls_per_turn} model calls {where} "
-                "(max_model_calls_per_turn); the call over the limit was not answered"
+            self._over_limit = ModelCallLimit(
+                f"the agent made more than {self.max_calls_per_turn} model calls "
+                f"{self._where()} (max_model_calls_per_turn); the call over the limit was "
+                "not answered"
             )
-        if self._over_limit is not None:
-            raise ModelCallLimit(self._over_limit)
+        self._refuse_if_over()
         self._turn_calls += 1
+
+    def _check_width(self, step: ModelStep) -> None:
+        """Refuse an answer asking for more tool calls than the limit, before the agent (and
+        its framework, which would dispatch each one) sees any of them."""
+        asked = len(step.tool_calls)
+        if asked > self.max_tool_calls_per_step:
+            self._over_limit = ToolCallLimit(
+                f"the model asked for {asked} tool calls in one answer {self._where()}, more "
+                f"than the {self.max_tool_calls_per_step} allowed (max_tool_calls_per_step; "
+                "raise it with --max-tool-calls N); none of them was dispatched"
+            )
+            self._refuse_if_over()
 
     async def aclose(self) -> None:
         close = getattr(self._backend, "aclose", None)

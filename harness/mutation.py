@@ -106,6 +106,7 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
         surface.tools,
         case_wall_clock=options.case_wall_clock,
         max_model_calls_per_turn=options.max_model_calls_per_turn,
+        max_tool_calls_per_step=options.max_tool_calls_per_step,
     )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}

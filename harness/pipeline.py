@@ -24,6 +24,7 @@ from harness.defaults import (
     DEFAULT_CASE_WALL_CLOCK,
     DEFAULT_JOBS,
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_CALLS_PER_STEP,
 )
 from harness.errors import UsageError
 from harness.modes import Mode, SuiteKind, resolve_kind
@@ -54,6 +55,7 @@ class RunOptions:
     provider: str | None = None  # live mode: the provider's host and model, for receipts
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK  # a whole case, grading included
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN  # for every agent
+    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP  # for every agent
     jobs: Jobs = DEFAULT_JOBS  # cases (and repetitions) at once; "auto": one per core
     repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
     maxfail: int | None = None  # stop starting cases once this many failed
@@ -110,6 +112,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         agent_tools=surface.tools,
         case_wall_clock=options.case_wall_clock,
         max_model_calls_per_turn=options.max_model_calls_per_turn,
+        max_tool_calls_per_step=options.max_tool_calls_per_step,
         jobs=options.jobs,
         repeat=options.repeat,
         maxfail=options.maxfail,
@@ -167,6 +170,7 @@ def run_cases(
     agent_tools: frozenset[str] | None = None,
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     jobs: Jobs = DEFAULT_JOBS,
     repeat: int | None = None,
     maxfail: int | None = None,
@@ -199,6 +203,7 @@ def run_cases(
         agent_tools,
         case_wall_clock=case_wall_clock,
         max_model_calls_per_turn=max_model_calls_per_turn,
+        max_tool_calls_per_step=max_tool_calls_per_step,
         jobs=jobs,
         repeat=repeat,
         maxfail=maxfail,

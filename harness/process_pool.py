@@ -92,6 +92,7 @@ _SENT = (
     "agent_tools",
     "case_wall_clock",
     "max_model_calls_per_turn",
+    "max_tool_calls_per_step",
     "keep_transcripts",
 )
 

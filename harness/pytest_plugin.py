@@ -96,6 +96,7 @@ class Settings:
     case_timeout: float
     case_wall_clock: float
     max_model_calls_per_turn: int
+    max_tool_calls_per_step: int
 
 
 def _settings(config: pytest.Config) -> Settings:
@@ -118,6 +119,7 @@ def _settings(config: pytest.Config) -> Settings:
         case_timeout=timeout if timeout is not None else eval_config.case_timeout_secs,
         case_wall_clock=eval_config.case_wall_clock_secs,
         max_model_calls_per_turn=eval_config.max_model_calls_per_turn,
+        max_tool_calls_per_step=eval_config.max_tool_calls_per_step,
     )
 
 
@@ -284,6 +286,7 @@ class SuitePlugin:
             agent_tools=surface.tools,
             case_wall_clock=self.settings.case_wall_clock,
             max_model_calls_per_turn=self.settings.max_model_calls_per_turn,
+            max_tool_calls_per_step=self.settings.max_tool_calls_per_step,
         )
         return report.cases[0]
 

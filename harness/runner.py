@@ -22,7 +22,12 @@ import msgspec
 
 from harness.agent import AgentAdapter, AgentContext
 from harness.deadline import DeadlineExceeded, WatchedDeadline, within
-from harness.defaults import DEFAULT_CASE_WALL_CLOCK, DEFAULT_JOBS, DEFAULT_MAX_MODEL_CALLS_PER_TURN
+from harness.defaults import (
+    DEFAULT_CASE_WALL_CLOCK,
+    DEFAULT_JOBS,
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+)
 from harness.errors import RAISED_BY_AGENT_CODE, describe
 from harness.expectations.registry import grade
 from harness.json_paths import line_of
@@ -64,6 +69,8 @@ class CasePlan:
     case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK
     # The model call over this in one turn is the case's run error, whatever the agent.
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
+    # The answer asking for more tool calls than this is the case's run error, whatever the agent.
+    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP
     # Runs at once: in replay, worker processes (`harness.process_pool`); live, tasks of
     # one event loop. "auto": one per core.
     jobs: Jobs = DEFAULT_JOBS
@@ -266,6 +273,7 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         on_request=transcript.observe,
         on_step=transcript.answered,
         max_calls_per_turn=plan.max_model_calls_per_turn,
+        max_tool_calls_per_step=plan.max_tool_calls_per_step,
     )
     context = AgentContext(case.id, boundary, registry)
     if plan.prepare is not None:

@@ -51,6 +51,15 @@ MAX_MODEL_CALLS = Option(
     type=count,
     config_key="max_model_calls_per_turn",
 )
+MAX_TOOL_CALLS = Option(
+    "--max-tool-calls",
+    "the most tool calls one model answer may ask for, for every agent; an answer asking "
+    "for more is the case's run error, none of its calls dispatched "
+    "(default: max_tool_calls_per_step)",
+    metavar="N",
+    type=count,
+    config_key="max_tool_calls_per_step",
+)
 REPEAT = Option(
     "--repeat",
     "live mode: run every case K times (1..50), each run isolated; overrides the fixtures' "
@@ -225,6 +234,7 @@ def resolve(
         root=repository_root(loaded.root, os.environ if environ is None else environ),
         case_wall_clock=WALL_CLOCK.value(args, config),
         max_model_calls_per_turn=MAX_MODEL_CALLS.value(args, config),
+        max_tool_calls_per_step=MAX_TOOL_CALLS.value(args, config),
         jobs=JOBS.value(args, config),
         repeat=_repeat(args, mode),
         maxfail=1 if getattr(args, EXITFIRST.dest, False) else getattr(args, MAXFAIL.dest, None),

@@ -19,7 +19,8 @@ from harness.config import MAX_CONFIG_BYTES, ConfigError, EvalConfig, load_confi
 
 KNOWN = (
     "known keys: suite_dir, mode, agent, case_timeout_secs, case_wall_clock_secs, jobs, "
-    "max_model_calls_per_turn, live_base_url, live_model, live_api_key_env, live_allowed_tools"
+    "max_model_calls_per_turn, max_tool_calls_per_step, live_base_url, live_model, "
+    "live_api_key_env, live_allowed_tools"
 )
 
 

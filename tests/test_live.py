@@ -22,7 +22,7 @@ import threading
 import time
 import tracemalloc
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
@@ -49,6 +49,7 @@ from conftest import (
     AGENTS,
     ECHO_CASE,
     ECHO_INPUT,
+    LIVE_KEY,
     LIVE_KEY_CORE,
     LIVE_KEY_ENV,
     LIVE_MODEL,
@@ -1044,6 +1045,99 @@ def test_a_malformed_body_is_a_clear_run_error(
     assert len(requests_for(tiny_server, "malformed")) == 1  # not retried: retrying cannot mend it
     assert by_id["live-echo"]["passed"]
     assert_key_kept_out(runs, tiny_server)
+
+
+# --- a model asking for many tool calls at once ---------------------------------------------
+
+WAVE = 1500  # tool calls in every answer: a model that kept a run going past 4 minutes
+
+
+def wave_model(width: int, forever: bool = False) -> Callable[[Any], Action]:
+    """A model answering a user message with `width` echo calls at once (fresh ids each
+    time), and tool results with a text, or (`forever`) with another wave."""
+
+    def answer(body: Any) -> Action:
+        messages = body["messages"]
+        if messages[-1]["role"] == "tool" and not forever:
+            return text_reply("Done.")
+        n = len(messages)
+        return tool_reply([(f"call_{n}_{i}", "echo", {"message": f"w{i}"}) for i in range(width)])
+
+    return answer
+
+
+WAVE_CASE = live_case("wave", "echo: a wave", tools=["echo"], expects={"tools_used": ["echo"]})
+
+
+def wave_run(
+    run_cli: Cli,
+    tmp_path: Path,
+    width: int,
+    agent: str,
+    *extra: str,
+    config: str = "",
+    forever: bool = False,
+) -> tuple[dict[str, Any], OpenAIServer]:
+    with OpenAIServer(responder=wave_model(width, forever), api_key=LIVE_KEY) as server:
+        project = make_project(
+            tmp_path / "project", server.base_url, {"w.json": WAVE_CASE}, timeout=5, extra=config
+        )
+        runs = Runs(run_cli, project)
+        result = runs.live(agent, "--html", "report.html", *extra)
+    assert "Traceback" not in result.stdout + result.stderr
+    assert (project / "report.html").stat().st_size > 0
+    assert_key_kept_out(runs, server)
+    (case,) = report_of(result)["cases"]
+    return case, server
+
+
+def too_wide(asked: int, limit: int) -> str:
+    return (
+        f"the model asked for {asked} tool calls in one answer in turn 0, more than the "
+        f"{limit} allowed (max_tool_calls_per_step; raise it with --max-tool-calls N); "
+        "none of them was dispatched"
+    )
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_answer_of_1500_tool_calls_is_the_run_error_and_nothing_is_dispatched(
+    run_cli: Cli, tmp_path: Path, agent: str
+) -> None:
+    # It was dispatched, every call of every answer, until the turn's timeout: the record,
+    # the reports and the next request grew by thousands of calls a step.
+    case, server = wave_run(run_cli, tmp_path, WAVE, agent)
+    assert case["error"] == too_wide(WAVE, 128)
+    assert len(server.requests) == 1 and case["record"]["calls"] == []
+    assert case["record"]["model_calls"] == 1  # made, and paid for
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_tool_call_limit_is_configured_and_raised_on_the_command_line(
+    run_cli: Cli, tmp_path: Path, agent: str
+) -> None:
+    config = "max_tool_calls_per_step = 5"
+    case, _ = wave_run(run_cli, tmp_path / "configured", 6, agent, config=config)
+    assert case["error"] == too_wide(6, 5)
+    case, server = wave_run(
+        run_cli, tmp_path / "raised", 6, agent, "--max-tool-calls", "6", config=config
+    )
+    assert case["passed"] and case["error"] is None, case
+    assert [c["name"] for c in case["record"]["calls"]] == ["echo"] * 6
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_turn_timeout_holds_whatever_the_model_asks_for(
+    run_cli: Cli, tmp_path: Path, agent: str
+) -> None:
+    """With the limit raised past what the model asks, every answer is dispatched: the
+    turn still ends at its timeout, whether the framework yields or blocks its thread."""
+    limit = ("--max-tool-calls", "5000", "--timeout", "2")
+    case, _ = wave_run(run_cli, tmp_path, WAVE, agent, *limit, forever=True)
+    assert case["error"].startswith("timed out after 2s in turn 0"), case["error"]
+    # The timeout, the watchdog's grace for a blocked thread and the unwinding: not the
+    # thousands of calls the model still asks for.
+    assert 1900 <= case["duration_ms"] < 2000 + 3000, case["duration_ms"]
 
 
 # --- refusals before anything runs ----------------------------------------------------------

@@ -1,10 +1,12 @@
-"""`harness.model_boundary`: the one limit on model calls per turn, for every agent.
+"""`harness.model_boundary`: the limits on model calls per turn and on tool calls per
+answer, for every agent.
 
 The boundary refuses the model call that would pass `max_model_calls_per_turn` in a turn;
 the framework adapters set their own limits above it, so a provider that asks for tool
 calls forever stops every agent (the OpenAI Agents SDK, pydantic-ai, a loop of one's own)
-at exactly the limit, with the same run error. Driven through the command line against a
-loopback provider, and on the boundary itself.
+at exactly the limit, with the same run error. An answer asking for more tool calls than
+`max_tool_calls_per_step` never reaches the agent. Driven through the command line against
+a loopback provider, and on the boundary itself.
 """
 
 from __future__ import annotations
@@ -23,14 +25,20 @@ from conftest import (
     LIVE_KEY,
     Cli,
     Runs,
+    call,
     cases_by_id,
+    fixture,
     live_case,
     make_project,
+    project,
     report_of,
+    text_step,
+    tool_step,
     write_module,
 )
+from conftest import turn as scripted_turn
 
-from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN
+from harness.defaults import DEFAULT_MAX_MODEL_CALLS_PER_TURN, DEFAULT_MAX_TOOL_CALLS_PER_STEP
 from harness.model_boundary import (
     Divergence,
     Message,
@@ -40,6 +48,7 @@ from harness.model_boundary import (
     ModelStep,
     ProviderFailure,
     ToolCall,
+    ToolCallLimit,
 )
 
 
@@ -153,6 +162,71 @@ def test_the_default_limit_and_a_limit_below_one() -> None:
     assert ModelBoundary(Endless()).max_calls_per_turn == DEFAULT_MAX_MODEL_CALLS_PER_TURN == 40
     with pytest.raises(ValueError, match="at least 1"):
         ModelBoundary(Endless(), max_calls_per_turn=0)
+
+
+# --- tool calls per answer ----------------------------------------------------------------
+
+
+def wide_error(asked: int, limit: int, turn: int | str = 0) -> str:
+    where = f"in turn {turn}" if isinstance(turn, int) else turn
+    return (
+        f"the model asked for {asked} tool calls in one answer {where}, more than the "
+        f"{limit} allowed (max_tool_calls_per_step; raise it with --max-tool-calls N); "
+        "none of them was dispatched"
+    )
+
+
+class Wide:
+    """A backend answering every request with `width` tool calls at once."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.answered = 0
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        self.answered += 1
+        calls = (ToolCall(f"c{i}", "echo", {"message": str(i)}) for i in range(self.width))
+        return ModelStep(tool_calls=tuple(calls), input_tokens=7, output_tokens=3)
+
+
+def test_an_answer_over_the_tool_call_limit_never_reaches_the_agent() -> None:
+    got: list[ModelStep] = []
+    backend = Wide(6)
+    boundary = ModelBoundary(backend, max_tool_calls_per_step=5, on_step=got.append)
+    boundary.start_turn(0)
+    with pytest.raises(ToolCallLimit) as info:
+        asyncio.run(boundary.respond(REQUEST))
+    assert str(info.value) == wide_error(6, 5)
+    assert isinstance(info.value, Divergence) and not info.value.show_request
+    assert got == []  # the transcript shows the request unanswered
+    # The call was made and paid for: it is metered.
+    assert (boundary.calls, boundary.input_tokens, boundary.output_tokens) == (1, 7, 3)
+    # A loop that swallows the error gets no further answer, and still fails its turn.
+    with pytest.raises(ToolCallLimit, match="6 tool calls in one answer in turn 0"):
+        asyncio.run(boundary.respond(REQUEST))
+    assert backend.answered == 1
+    with pytest.raises(ToolCallLimit, match="6 tool calls in one answer in turn 0"):
+        boundary.end_turn(0)
+    boundary.start_turn(1)  # a turn afresh: the limit is per answer
+    with pytest.raises(ToolCallLimit) as again:
+        asyncio.run(boundary.respond(REQUEST))
+    assert str(again.value) == wide_error(6, 5, 1) and backend.answered == 2
+
+
+def test_an_answer_at_the_tool_call_limit_is_answered() -> None:
+    got: list[ModelStep] = []
+    boundary = ModelBoundary(Wide(5), max_tool_calls_per_step=5, on_step=got.append)
+    step = asyncio.run(boundary.respond(REQUEST))
+    assert len(step.tool_calls) == 5 and got == [step]
+    wide = ModelBoundary(Wide(DEFAULT_MAX_TOOL_CALLS_PER_STEP + 1))
+    with pytest.raises(ToolCallLimit) as info:
+        asyncio.run(wide.respond(REQUEST))
+    assert str(info.value) == wide_error(
+        DEFAULT_MAX_TOOL_CALLS_PER_STEP + 1, DEFAULT_MAX_TOOL_CALLS_PER_STEP, "while starting"
+    )
+    assert DEFAULT_MAX_TOOL_CALLS_PER_STEP == 128
+    with pytest.raises(ValueError, match="max_tool_calls_per_step must be at least 1"):
+        ModelBoundary(Wide(1), max_tool_calls_per_step=0)
 
 
 # --- every agent, end to end ---------------------------------------------------------------
@@ -323,3 +397,41 @@ def test_a_configured_limit_is_accepted(run_cli: Cli, tmp_path: Path) -> None:
     project = make_project(tmp_path / "project", None, {"e.json": ENDLESS_CASE}, extra=setting)
     result = run_cli("eval", "check", "--suite", "evals/live", cwd=project)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_tool_call_limit_below_one_is_refused_on_the_command_line_and_configured(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    project = make_project(tmp_path / "flag", None, {"e.json": ENDLESS_CASE})
+    result = run_cli("eval", "run", "--max-tool-calls", "0", cwd=project)
+    assert result.returncode == 2
+    assert "argument --max-tool-calls: must be at least 1: 0" in result.stderr, result.stderr
+    setting = "max_tool_calls_per_step = 0"
+    project = make_project(tmp_path / "config", None, {"e.json": ENDLESS_CASE}, extra=setting)
+    result = run_cli("eval", "check", "--suite", "evals/live", cwd=project)
+    assert result.returncode == 1
+    assert "Expected `int` > 0 at `eval.max_tool_calls_per_step`" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_scripted_answer_over_the_tool_call_limit_is_the_run_error_in_every_worker(
+    run_cli: Cli, tmp_path: Path, jobs: str
+) -> None:
+    """Replay too: the fixture is the model. With `--jobs 2` each case runs in a worker
+    process, which must get the limit the command line set."""
+    wide = [call(f"c{i}", message=str(i)) for i in range(3)]
+    cases = {
+        f"{name}.json": fixture(
+            name,
+            [scripted_turn("Echo three", tool_step(*wide), text_step("done"))],
+            {"exact_tool_calls": 3},
+        )
+        for name in ("first", "second")
+    }
+    root = project(tmp_path, cases)
+    result = run_cli(
+        "eval", "run", "--max-tool-calls", "2", "--jobs", jobs, "--format", "json", cwd=root
+    )
+    assert result.returncode == 1, result.stderr
+    errors = [case["error"] for case in report_of(result)["cases"]]
+    assert errors == [wide_error(3, 2)] * 2

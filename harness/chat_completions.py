@@ -315,8 +315,8 @@ def inflater(encoding: str, status: int) -> Inflater | None:
 # --- secrets -----------------------------------------------------------------------------
 
 MASK = "***"
-# A base64 form shorter than this could match by chance; only the key's own form is masked.
-_MIN_BASE64_CHARS = 16
+# An encoded form (base64, hex) shorter than this could match by chance: it is not masked.
+_MIN_ENCODED_CHARS = 16
 
 
 class SecretMask:
@@ -324,15 +324,18 @@ class SecretMask:
     framework quoting one) may have put it in: plain; JSON and Python escapes, each
     character possibly written `\\uXXXX` / `\\xXX` or backslash-escaped (`\\/`, `\\"`),
     however many times the text was escaped; percent-encoded (also twice: `%252F`); HTML
-    character references; and base64 (standard or URL-safe, at any alignment). The forms
-    mix character by character, as they do when a server escapes only some characters.
+    character references; base64 (standard or URL-safe, at any alignment); and hex of its
+    UTF-8 bytes (all lower or all upper case). The escapings mix character by character, as
+    they do when a server escapes only some characters. An encoded form of fewer than 16
+    characters is not masked (it could occur by chance), nor is any other transformation
+    (a key reversed, split, spelt out or encrypted cannot be recognised).
 
     Bool is whether the secret is set: an empty secret masks nothing."""
 
     def __init__(self, secret: str) -> None:
         self._pattern: re.Pattern[str] | None = None
         if secret:
-            forms = [secret, *sorted(_base64_cores(secret))]
+            forms = [secret, *sorted(_base64_cores(secret)), *_hex_forms(secret)]
             self._pattern = re.compile("|".join(a for form in forms for a in _escaped(form)))
 
     def __bool__(self) -> bool:
@@ -384,10 +387,19 @@ def _base64_cores(secret: str) -> set[str]:
         encoded = base64.b64encode(bytes(offset) + data).decode("ascii")
         first = -(-offset * 8 // 6)  # the first character holding no padding bit
         core = encoded[first : (offset + len(data)) * 8 // 6]
-        if len(core) >= _MIN_BASE64_CHARS:
+        if len(core) >= _MIN_ENCODED_CHARS:
             cores.add(core)
             cores.add(core.translate(str.maketrans("+/", "-_")))
     return cores
+
+
+def _hex_forms(secret: str) -> list[str]:
+    """The hex of `secret`'s UTF-8 bytes, lower and upper case (a model asked to encode the
+    key, or a server logging bytes, writes one or the other)."""
+    encoded = secret.encode("utf-8").hex()
+    if len(encoded) < _MIN_ENCODED_CHARS:
+        return []
+    return [encoded] if encoded == encoded.upper() else [encoded, encoded.upper()]
 
 
 async def read_body(response: httpx.Response, cap: int) -> bytes:

@@ -1356,6 +1356,8 @@ def key_forms(key: str) -> dict[str, str]:
         "percent-every-byte": "".join(f"%{b:02X}" for b in key.encode()),
         "html-references": "".join(f"&#{ord(c)};" for c in key),
         "base64": base64.b64encode(key.encode()).decode(),
+        "hex": key.encode().hex(),
+        "hex-upper": key.encode().hex().upper(),
         "core": ESCAPED_KEY_CORE if key == ESCAPED_KEY else key,
     }
 
@@ -1385,7 +1387,8 @@ def test_the_mask_covers_every_escaping_and_mixtures_of_them() -> None:
 def key_echoing_model(body: Any) -> Action:
     """A provider that echoes the key back in every way a careless one does, by the last
     user message: as a tool call's name, as a tool call's id, `\\/`-escaped and
-    `\\u`-escaped in the raw JSON of an error, percent-encoded in a URL of a non-JSON body."""
+    `\\u`-escaped in the raw JSON of an error, percent-encoded in a URL of a non-JSON body,
+    hex-encoded in text and in a tool call's arguments."""
     messages = body["messages"]
     last = messages[-1]
     if last["role"] == "tool":
@@ -1409,6 +1412,9 @@ def key_echoing_model(body: Any) -> Action:
         return Reply(400, raw.encode())
     if said == "garbled":
         return malformed(f"<a href='https://gw.example/retry?key={quote(ESCAPED_KEY, safe='')}'>")
+    if said == "hex":  # a model asked to encode the key: lower case to say, upper to pass on
+        hexed = ESCAPED_KEY.encode().hex()
+        return tool_reply([("call_1", "echo", {"message": hexed.upper()})], content=hexed)
     return text_reply("I cannot do that.")
 
 
@@ -1416,7 +1422,7 @@ KEY_ECHO_CASES = {
     f"{name}.json": live_case(
         f"key-as-{name}", name, tools=["echo"], expects={"response_contains": ["never said"]}
     )
-    for name in ("name", "id", "slashes", "refused", "garbled")
+    for name in ("name", "id", "slashes", "refused", "garbled", "hex")
 }
 
 
@@ -1440,7 +1446,7 @@ def test_a_key_echoed_as_a_tool_name_an_id_or_escaped_is_in_no_output(
         )
     report = report_of(result)
     assert result.returncode == 1, result.stderr
-    assert report["totals"]["cases"] == 5
+    assert report["totals"]["cases"] == 6
     # The provider did get the key (it answers 401 otherwise) and echoed it every time.
     assert server.requests and all(
         r.headers["authorization"] == f"Bearer {ESCAPED_KEY}" for r in server.requests
@@ -1450,6 +1456,9 @@ def test_a_key_echoed_as_a_tool_name_an_id_or_escaped_is_in_no_output(
     assert "***" in cases["key-as-garbled"]["error"]
     assert cases["key-as-slashes"]["record"]["final_response"] == "your key is ***"
     assert [c["name"] for c in cases["key-as-id"]["record"]["calls"]] == ["echo"]
+    hexed = cases["key-as-hex"]["record"]
+    assert [c["arguments"] for c in hexed["calls"]] == ['{"message":"***"}']
+    assert hexed["final_response"] == "Done; the tool said ***"
     if agent == "openai-agents":  # the SDK's "tool not found" error names the tool
         assert "Tool *** not found" in cases["key-as-name"]["error"]
     files = sorted((project / "reports").iterdir())

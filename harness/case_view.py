@@ -38,6 +38,9 @@ def _lines(case: CaseReport) -> Iterator[str]:
     if case.error is not None:
         yield "  run error:"
         yield from _indented(case.error, "    ")
+        if case.error_frames:
+            yield "  raised at (innermost last):"
+            yield from (f"    {_one(frame.shown())}" for frame in case.error_frames)
     if case.repeat is not None:
         stats = case.repeat
         yield (

@@ -125,12 +125,16 @@ def combine(case: Case, runs: Sequence[CaseReport]) -> CaseReport:
     # The kind only changes the gate, never how a case is judged.
     error = truncated(stats)
     passed = error is None and policy_for("regression").case_passed(attempts, min_pass_rate)
+    # Where the run error said was raised: in the first run that errored.
+    errored = next((r for r in runs if r.error is not None), None)
+    frames = errored.error_frames if errored is not None else None
     return CaseReport(
         id=shown.id,
         fixture=shown.fixture,
         passed=passed,
         error=error,
         traceback=shown.traceback,
+        error_frames=frames,
         grades=shown.grades,
         score=stats.proportion if len(runs) > 1 else shown.score,
         duration_ms=sum(r.duration_ms for r in runs),

@@ -28,6 +28,7 @@ from harness.defaults import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_CALLS_PER_STEP,
 )
+from harness.error_frames import error_frames
 from harness.errors import RAISED_BY_AGENT_CODE, describe
 from harness.expectations.registry import grade
 from harness.json_paths import line_of
@@ -38,7 +39,7 @@ from harness.run_record import RunRecord
 from harness.suite import Case, FixtureChanged
 from harness.tool_registry import ToolRegistry
 from harness.transcript import Conversation, Transcript
-from harness.verdict import CaseReport
+from harness.verdict import CaseReport, ErrorFrame
 from harness.workspace import set_current_workspace
 
 BackendFactory = Callable[[Case], ModelBackend]
@@ -216,8 +217,14 @@ class CaseProgress:
             return f"ran past the case's wall clock of {self.wall_clock:g}s {where}"
         return f"timed out after {timeout:g}s {where}"
 
-    def errored(self, error: str, record: RunRecord | None, trace: str | None = None) -> CaseReport:
-        return errored_report(self.case, self.fixture, error, record, trace, self.turn)
+    def errored(
+        self,
+        error: str,
+        record: RunRecord | None,
+        trace: str | None = None,
+        frames: list[ErrorFrame] | None = None,
+    ) -> CaseReport:
+        return errored_report(self.case, self.fixture, error, record, trace, self.turn, frames)
 
     def abandoned_report(self, timeout: float) -> CaseReport:
         self.context.remove_workspace()
@@ -233,10 +240,11 @@ def errored_report(
     record: RunRecord | None,
     trace: str | None = None,
     turn: int = -1,
+    frames: list[ErrorFrame] | None = None,
 ) -> CaseReport:
     """A run error's report, pointing at the turn in which the run failed."""
     field = f"$.turns[{turn}]" if turn >= 0 else "$.turns"
-    return CaseReport.errored(case.id, fixture, error, record, trace, _line(case, field))
+    return CaseReport.errored(case.id, fixture, error, record, trace, _line(case, field), frames)
 
 
 def _line(case: Case, field: str) -> int | None:
@@ -256,6 +264,7 @@ def internal_error(case: Case, fixture: str, exc: BaseException, turn: int = -1)
         None,
         "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
         turn,
+        error_frames(exc) or None,
     )
 
 
@@ -292,6 +301,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
     try:
         error: str | None = None
         trace_text: str | None = None
+        frames: list[ErrorFrame] | None = None
         try:
             await _drive(plan.adapter, progress, timeout)
         except DeadlineExceeded:
@@ -303,10 +313,11 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             # agent's own (the deadline's cancellation arrives as DeadlineExceeded).
             error = describe(exc)
             trace_text = traceback.format_exc()
+            frames = error_frames(exc, functools.partial(display_path, root=plan.root)) or None
         finally:
             await context.model.aclose()
         if error is not None:
-            return progress.errored(error, progress.record(), trace_text)
+            return progress.errored(error, progress.record(), trace_text, frames)
         # Graded without its transcript: no grade reads it (they read the conversation).
         record = progress.record(transcript=False)
         expects = progress.trace.expects

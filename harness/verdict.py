@@ -19,9 +19,23 @@ from harness.receipts import SuiteReceipt
 from harness.run_record import RunRecord
 
 # v2: a repeated case's `repeat` block, `cluster`, `not_run` and `fixture_sha256` per case;
-# the suite's `statistics` and `receipt` blocks; `not_run` and `flaky` in the totals.
+# the suite's `statistics` and `receipt` blocks; `not_run` and `flaky` in the totals. Later
+# optional fields (a reader of v2 may find them missing): `error_frames` per case.
 SCHEMA = "zeroclaw-eval/report/v2"
 DETERMINISTIC = "no interval: a deterministic replay samples nothing"
+
+
+class ErrorFrame(msgspec.Struct, kw_only=True, frozen=True, gc=False):
+    """One frame of a run error's traceback (`harness.error_frames` picks them): where in
+    the user's code it was raised, or passed through."""
+
+    file: str  # from the project root when under it
+    line: int
+    function: str
+
+    def shown(self) -> str:
+        """`file:line in function`, as every report says it (cleaned by the report)."""
+        return f"{self.file}:{self.line} in {self.function}"
 
 
 class RunReceipt(msgspec.Struct, kw_only=True, frozen=True):
@@ -80,6 +94,8 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     passed: bool
     error: str | None = None
     traceback: str | None = None
+    # The run error's frames in the user's code, innermost last (None: it has none).
+    error_frames: list[ErrorFrame] | None = None
     grades: list[Grade] = []
     score: float | None = None
     duration_ms: float = 0.0
@@ -129,6 +145,7 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         record: RunRecord | None,
         traceback: str | None = None,
         line: int | None = None,
+        frames: list[ErrorFrame] | None = None,
     ) -> CaseReport:
         return cls(
             id=id,
@@ -136,6 +153,7 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
             passed=False,
             error=error,
             traceback=traceback,
+            error_frames=frames,
             duration_ms=record.duration_ms if record else 0.0,
             line=line,
             record=record,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import (
     DROPPING_LOOP,
     ESC,
@@ -135,3 +136,116 @@ def test_show_shows_the_harnesss_multi_line_details_as_lines(run_cli: Cli, tmp_p
     assert result.returncode == 0, result.stderr
     assert "✗ loop(tool_results): turn 0, request 1: no tool result for c1 (echo)" in result.stdout
     assert_details_have_lines(result.stdout)
+
+
+# --- a run error's frames in the user's code --------------------------------------------
+
+# A loop whose turn fails two calls deep in the user's own code, through the standard
+# library (json) in between: only the user's frames are the run error's.
+RAISING_LOOP = """\
+import json
+
+
+def parse(text):
+    return json.loads(text)
+
+
+def answer(user_input):
+    return parse("{not json")
+
+
+class Session:
+    def run_turn(self, user_input):
+        return answer(user_input)
+
+
+def factory(ctx):
+    return Session()
+"""
+
+
+def raising_project(tmp_path: Path) -> tuple[Path, str]:
+    root = project(tmp_path, {"a.json": echo_fixture("raises")})
+    return root, write_module(root, RAISING_LOOP, "raising_loop")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_run_error_shows_the_frames_in_the_users_code(
+    run_cli: Cli, tmp_path: Path, jobs: str
+) -> None:
+    root, module = raising_project(tmp_path)
+    agent = f"{module}:factory"
+    run = run_cli(
+        "eval", "run", "-v", "--agent", agent, "--jobs", jobs, "--json-report", "r.json", cwd=root
+    )
+    assert run.returncode == 1, run.stderr
+    raised_at = [
+        "  raised at (innermost last):",
+        f"    {module}.py:14 in run_turn",
+        f"    {module}.py:9 in answer",
+        f"    {module}.py:5 in parse",
+    ]
+    assert "\n".join(raised_at) + "\n" in run.stdout
+    shown = run_cli("eval", "show", "raises", cwd=root)
+    assert "\n".join(raised_at) + "\n" in shown.stdout
+    for out in (run.stdout, shown.stdout):
+        assert "json" + "/decoder.py" not in out and "harness/runner.py" not in out
+    (case,) = json.loads((root / "r.json").read_text())["cases"]
+    assert case["error"].startswith("JSONDecodeError: Expecting property name")
+    assert case["error_frames"] == [
+        {"file": f"{module}.py", "line": 14, "function": "run_turn"},
+        {"file": f"{module}.py", "line": 9, "function": "answer"},
+        {"file": f"{module}.py", "line": 5, "function": "parse"},
+    ]
+
+
+# A loop raising from a file and a function whose names would forge runner commands.
+FORGING_LOOP = """\
+NAME = "::error::forged\\n##[error]legacy\\x1b]0;t\\x07"
+CODE = compile("def f():\\n    raise ValueError('boom')\\n", NAME + ".py", "exec")
+SPACE = {}
+exec(CODE, SPACE)
+forged = SPACE["f"]
+forged.__code__ = forged.__code__.replace(co_name=NAME)
+
+
+class Session:
+    def run_turn(self, user_input):
+        forged()
+
+
+def factory(ctx):
+    return Session()
+"""
+
+
+def test_a_frames_forged_file_and_function_names_drive_nothing(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = project(tmp_path, {"a.json": echo_fixture("raises")})
+    agent = f"{write_module(root, FORGING_LOOP, 'forging_loop')}:factory"
+    run = run_cli("eval", "run", "-v", "--agent", agent, "--json-report", "r.json", cwd=root)
+    shown = run_cli("eval", "show", "raises", cwd=root)
+    for out in (run.stdout, shown.stdout):
+        assert "  raised at (innermost last):" in out
+        assert ESC not in out and "##[" not in out and "\x07" not in out
+        assert not any(line.lstrip().startswith("::") for line in out.splitlines())
+    (case,) = json.loads((root / "r.json").read_text())["cases"]
+    forged = "::error::forged\n##[error]legacy\x1b]0;t\x07"
+    assert case["error_frames"][-1] == {"file": forged + ".py", "line": 2, "function": forged}
+    assert "##[" not in (root / "r.json").read_text()  # escaped in the JSON text
+
+
+def test_a_report_with_error_frames_verifies_and_merges(run_cli: Cli, tmp_path: Path) -> None:
+    root, module = raising_project(tmp_path)
+    agent = f"{module}:factory"
+    shard = run_cli(
+        "eval", "run", "--agent", agent, "--shard", "1/1", "--json-report", "s.json", cwd=root
+    )
+    assert shard.returncode == 1, shard.stderr
+    verified = run_cli("eval", "verify", "s.json", cwd=root)
+    assert verified.returncode == 0, verified.stderr
+    merged = run_cli("eval", "merge", "s.json", "--json-report", "m.json", cwd=root)
+    assert merged.returncode == 1, merged.stderr  # the run error fails the merged gate too
+    (case,) = json.loads((root / "m.json").read_text())["cases"]
+    assert [frame["function"] for frame in case["error_frames"]] == ["run_turn", "answer", "parse"]

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from _openai_server import Action, OpenAIServer, text_reply
 from conftest import LIVE_KEY, LIVE_KEY_ENV, Cli, live_case, make_project
@@ -261,3 +262,18 @@ def test_a_check_graded_only_when_it_fails_flips_too() -> None:
     # A loop rule is graded only in the run that broke it: one run of three flipped.
     assert combined.repeat.flips == {"loop(tool_result_fed_back)": 1}
     assert repeats.stats_of(combined.repeat.runs, None) == combined.repeat
+
+
+def test_a_repeated_run_errors_frames_are_those_of_the_run_it_names() -> None:
+    from conftest import case_of, live_trace
+
+    from harness.verdict import ErrorFrame
+
+    case = case_of(live_trace(repeat=3))
+    frames = [ErrorFrame(file="agent.py", line=3, function="run_turn")]
+    boom = msgspec.structs.replace(run_report(True, "boom"), error_frames=frames)
+    other = msgspec.structs.replace(run_report(True, "other"), error_frames=[])
+    # The first failing run (the one shown) passed no error; the error said is "boom"'s.
+    combined = repeats.combine(case, [run_report(False), boom, other])
+    assert combined.error is not None and combined.error.endswith(": boom")
+    assert combined.error_frames == frames

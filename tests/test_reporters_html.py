@@ -22,6 +22,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from conftest import (
     Cli,
@@ -49,7 +50,7 @@ from harness.reporters import registry
 from harness.run_record import RunRecord
 from harness.tool_registry import RecordedCall
 from harness.transcript import TranscriptStep
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict import CaseReport, ErrorFrame, SuiteReport
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -778,3 +779,16 @@ def test_the_html_report_keeps_passing_cases_transcripts(run_cli: Cli, tmp_path:
     assert run_cli("eval", "run", "--html", "r.html", cwd=root).returncode == 0
     page = (root / "r.html").read_text(encoding="utf-8")
     assert "No transcript was kept" not in page
+
+
+def test_a_run_errors_frames_are_shown_under_it() -> None:
+    frames = [ErrorFrame(file="agent.py", line=14, function="run_turn")]
+    frames.append(ErrorFrame(file="</pre><b>x</b>\n::error::y.py", line=2, function="f"))
+    case = msgspec.structs.replace(errored_report("boom"), error_frames=frames)
+    document = html_report.render_html(suite_report("regression", case)).decode("utf-8")
+    page = Page(document)
+    assert "Raised at (innermost last)" in page.shown
+    assert "agent.py:14 in run_turn\n</pre><b>x</b>\\u000a::error::y.py:2 in f" in page.shown
+    assert not page.all("b")
+    for line in document.splitlines():
+        assert not line.lstrip().startswith("::") and "##[" not in line, line

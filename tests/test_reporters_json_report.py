@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from conftest import (
     AGENTS,
@@ -25,7 +26,7 @@ from harness.expectations.base import Grade
 from harness.reporters.json_report import render_json
 from harness.run_record import RunRecord
 from harness.tool_registry import RecordedCall
-from harness.verdict import SCHEMA, CaseReport
+from harness.verdict import SCHEMA, CaseReport, ErrorFrame
 
 # --- the JSON document ----------------------------------------------------------------------
 
@@ -189,6 +190,21 @@ def test_one_document_per_agent_on_one_stdout_reads_as_one_each(
     documents = read_documents(stdout)
     assert [d["agent"] for d in documents] == list(AGENTS)
     assert all(d["exit_code"] == 0 for d in documents)
+
+
+def test_a_run_errors_frames_are_a_field_of_their_own_and_read_back(tmp_path: Path) -> None:
+    from harness.verify import read_report
+
+    frames = [ErrorFrame(file="agent.py", line=14, function="run_turn")]
+    err = msgspec.structs.replace(errored_report(), error_frames=frames)
+    data = render_json(suite_report("regression", passing_report(), err))
+    ok, errored = json.loads(data)["cases"]
+    assert ok["error_frames"] is None
+    assert errored["error_frames"] == [{"file": "agent.py", "line": 14, "function": "run_turn"}]
+    assert errored["error"].startswith("case 'err': turn 0")  # the error is as it was
+    (tmp_path / "r.json").write_bytes(data)
+    report, _ = read_report(tmp_path / "r.json")
+    assert report.cases[1].error_frames == frames
 
 
 # --- the last run's report, kept for `show` in .zeroclaw-eval ------------------------------

@@ -53,7 +53,7 @@ from harness.expectations.base import Grade
 from harness.reporters.json_report import render_json
 from harness.reporters.junit import render_junit
 from harness.run_record import RunRecord
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict import CaseReport, ErrorFrame, SuiteReport
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
 AGENT = "[openai-agents]"  # what ends every testcase name of these tests' runs
@@ -864,3 +864,19 @@ def test_no_rate_rests_on_no_completed_run() -> None:
     }
     # Run 1's error is the case's; runs 2 and 3 errored too.
     assert [e.tag for e in testcase] == ["error", "rerunError", "rerunError", "system-out"]
+
+
+def test_a_run_errors_frames_follow_it_in_the_error_body() -> None:
+    frames = [
+        ErrorFrame(file="agent.py", line=14, function="run_turn"),
+        ErrorFrame(file="::error::x\n##[error]y.py", line=2, function=f"f{ESC}[31m"),
+    ]
+    case = msgspec.structs.replace(errored_report(), error_frames=frames)
+    data = render_junit(suite_report("regression", case))
+    assert_valid(data)
+    body = ET.fromstring(data).findtext(".//testcase/error") or ""
+    assert body.endswith(
+        "\n\nraised at (innermost last):\n  agent.py:14 in run_turn\n"
+        "  ::error::x\\u000a##[error]y.py:2 in f\\u001b[31m"
+    ), body
+    assert runner_commands(data.decode("utf-8")) == []

@@ -237,6 +237,9 @@ def _problem(case: CaseReport) -> list[str]:
         lines.append(f'<p class="unanswered">Not run: {_t(case.not_run)}</p>')
     if case.error is not None:
         lines += ["<h4>Run error</h4>", _block(case.error, "error")]
+    if case.error_frames:
+        raised = "\n".join(clean(frame.shown()) for frame in case.error_frames)
+        lines += ["<h4>Raised at (innermost last)</h4>", _block(raised)]
     if case.traceback:
         lines.append(f"<details><summary>traceback</summary>{_block(case.traceback)}</details>")
     return lines

@@ -174,8 +174,13 @@ def _final_result(testcase: Element, case: CaseReport) -> Element | None:
     """The case's `<error>` or `<failure>`; None when it passed."""
     if case.error is not None:
         message = headline(case.error, MESSAGE_LIMIT) or "run error"
+        frames = [f"  {clean(frame.shown())}" for frame in case.error_frames or ()]
+        raised = "\n\nraised at (innermost last):\n" + "\n".join(frames) if frames else ""
         return _new(
-            testcase, "error", {"type": "error", "message": message}, clean_lines(case.error)
+            testcase,
+            "error",
+            {"type": "error", "message": message},
+            clean_lines(case.error) + raised,
         )
     if case.passed:
         return None

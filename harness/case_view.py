@@ -63,6 +63,10 @@ def _lines(case: CaseReport) -> Iterator[str]:
 def _record_lines(record: RunRecord) -> Iterator[str]:
     transcript = record.transcript
     if transcript is None:
+        yield (
+            "  no transcript kept (a JSON report keeps failing cases' only; the last run's "
+            "state, `show` without --report, keeps every case's)"
+        )
         for index, response in enumerate(record.turn_responses):
             yield f"  turn {index} answered: {_one(response)}"
         yield from (

@@ -178,11 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add(verify, SUITE, CONFIG, SUITE_KIND, FAIL_ON_REGRESSION)
     show = actions.add_parser(
         "show",
-        help="print one case's transcript, checks and error from the last JSON report",
+        help="print one case's transcript, checks and error from the last run",
         description="Print a case's transcript (each model request and answer, each tool "
-        "call), its checks with what was observed, and its run error, from a JSON report: "
-        "--report, else the last run's (.zeroclaw-eval/last-report.json in the directory "
-        "the run started from).",
+        "call), its checks with what was observed, and its run error with where it was "
+        "raised in your code, for any case of the last run (kept in .zeroclaw-eval/ in the "
+        "directory the run started from), or from a JSON report (--report), which keeps "
+        "its failing cases' transcripts only.",
     )
     show.add_argument("case", metavar="CASE_ID", help="the case's id")
     show.add_argument("--report", metavar="FILE", type=Path, help="a JSON report to read")
@@ -401,7 +402,7 @@ def _show(command: Invocation) -> int:
     import difflib
 
     from harness.case_view import render_case
-    from harness.reporters.json_report import last_report_path
+    from harness.last_run import last_report_path, with_transcript
     from harness.reporters.text import clean, inert
     from harness.verify import VerifyError, read_report
 
@@ -411,7 +412,7 @@ def _show(command: Invocation) -> int:
         raise VerifyError(
             f"{path}: no last report here: run `zeroclaw eval run` first, or give --report"
         )
-    report, _ = read_report(path)
+    report, raw = read_report(path)
     found = [c for c in report.cases if c.id == args.case]
     if not found:
         ids = [c.id for c in report.cases]
@@ -420,7 +421,7 @@ def _show(command: Invocation) -> int:
         said = inert(clean(f"{path}: no case {args.case!r}{hint}"))
         print(f"zeroclaw eval: {said}", file=command.err)
         return ExitCode.FAILED
-    command.out.write(render_case(found[0]))
+    command.out.write(render_case(with_transcript(path, raw, found[0])))
     return ExitCode.PASSED
 
 

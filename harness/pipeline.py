@@ -193,6 +193,8 @@ def run_cases(
         if mode != "replay":
             raise ValueError("live mode needs a backend factory for the provider")
         backend = replay_backend
+    wanted = any(r.wants_transcripts for r in reporters)
+    streamed = any(r.streams_transcripts for r in reporters)
     plan = CasePlan(
         adapter,
         mode,
@@ -207,7 +209,7 @@ def run_cases(
         jobs=jobs,
         repeat=repeat,
         maxfail=maxfail,
-        keep_transcripts=any(r.wants_transcripts for r in reporters),
+        keep_transcripts=wanted or streamed,
         agent_spec=agent_spec,
     )
     delivery = _Delivery(reporters)
@@ -217,6 +219,10 @@ def run_cases(
         delivery.case_done(report)
         if on_case is not None:
             on_case(report)
+        if streamed and not wanted and report.passed and report.record is not None:
+            # Told: the reporters that take it have it (written out); the run keeps the
+            # record without it, as it keeps every passing case's when none asks.
+            report.record.transcript = None
 
     gate = against is not None and against.fail_on_regression
     start = time.perf_counter()

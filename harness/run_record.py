@@ -25,7 +25,8 @@ class RunRecord(msgspec.Struct, kw_only=True, gc=False):
     # Live runs only: every model step of every turn, as the provider answered.
     steps: list[list[ModelStep]] | None = None
     # Every model request with its answer, for reports (None: not kept; by default only a
-    # failing case keeps it, `CasePlan.keep_transcripts` keeps every case's).
+    # failing case keeps it, `CasePlan.keep_transcripts` builds every case's, and a
+    # passing case's is dropped once told unless a reporter wants them all).
     transcript: list[TranscriptStep] | None = None
 
     @property

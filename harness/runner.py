@@ -77,8 +77,9 @@ class CasePlan:
     jobs: Jobs = DEFAULT_JOBS
     repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
     maxfail: int | None = None  # no case starts once this many cases failed
-    # Passing cases' transcripts too (the HTML report shows every case's); by default
-    # only a failing case's is kept, so a run's memory does not grow with its passes.
+    # Passing cases' transcripts too (the HTML report shows every case's; the last run
+    # kept for `show` writes each out as its case is done, and the run drops it then); by
+    # default only a failing case's is built, so a run's memory does not grow with passes.
     keep_transcripts: bool = False
     # The `agent` setting the adapter was resolved from, when it was one: worker processes
     # resolve it themselves (None: the adapter is sent to them, when it can be pickled).

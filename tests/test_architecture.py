@@ -133,6 +133,7 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.merge",
         "harness.selection",
         "harness.reporters.json_report",
+        "harness.last_run",
     }
     assert _imports(MODULES["harness.cli"]) <= allowed
 

@@ -4,6 +4,7 @@ checks and error in the terminal, from the last report or a named one."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from conftest import (
     tool_step,
     turn,
     write_module,
+    write_suite,
 )
 
 # An id that, were its newlines kept, would add lines that look like the harness's own
@@ -136,6 +138,58 @@ def test_show_shows_the_harnesss_multi_line_details_as_lines(run_cli: Cli, tmp_p
     assert result.returncode == 0, result.stderr
     assert "✗ loop(tool_results): turn 0, request 1: no tool result for c1 (echo)" in result.stdout
     assert_details_have_lines(result.stdout)
+
+
+# --- every case of the last run ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_show_prints_every_request_of_a_passing_case_after_a_plain_run(
+    run_cli: Cli, tmp_path: Path, jobs: str
+) -> None:
+    root = red_project(tmp_path)
+    assert run_cli("eval", "run", "--jobs", jobs, cwd=root).returncode == 1
+    result = run_cli("eval", "show", "echo-case", cwd=root)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("case echo-case (evals/regression/a_echo.json): passed")
+    assert "  turn 0:" in out
+    assert "    → user: Echo hello for me" in out
+    assert '    ← model calls echo({"message": "hello"})' in out
+    assert '      tool echo({"message":"hello"}) → hello in ' in out
+    assert "    → tool: result for call_1: hello" in out
+    assert "    ← model answers The echo tool said: hello" in out
+
+
+def test_show_never_mixes_two_runs(run_cli: Cli, tmp_path: Path) -> None:
+    root = project(tmp_path, {"a.json": echo_fixture("echo-case", "first")})
+    assert run_cli("eval", "run", cwd=root).returncode == 0
+    write_suite(root / "evals" / "regression", {"a.json": echo_fixture("echo-case", "second")})
+    assert run_cli("eval", "run", cwd=root).returncode == 0
+    out = run_cli("eval", "show", "echo-case", cwd=root).stdout
+    assert "    ← model answers The echo tool said: second" in out
+    assert "first" not in out
+    # The earlier run's transcripts went with its report.
+    kept = sorted(p.name for p in (root / ".zeroclaw-eval").iterdir())
+    assert len(kept) == 3 and kept[:2] == [".gitignore", "last-report.json"], kept
+    assert re.fullmatch(r"transcripts-[0-9a-f]{32}\.jsonl", kept[2]), kept
+
+
+def test_a_hostile_case_id_names_no_file_and_is_shown(run_cli: Cli, tmp_path: Path) -> None:
+    # Admission refuses controls; anything printable is an id, path separators included.
+    hostile = '../../escape/::error::x ##[error]y \\ *?"<>| 日本'
+    data = echo_fixture("plain")
+    data["id"] = hostile
+    root = project(tmp_path, {"a.json": data})
+    assert run_cli("eval", "run", cwd=root).returncode == 0
+    result = run_cli("eval", "show", hostile, cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert "    ← model answers The echo tool said: hello" in result.stdout
+    assert "##[" not in result.stdout
+    assert not (tmp_path / "escape").exists() and not (root / "escape").exists()
+    names = {p.name for p in (root / ".zeroclaw-eval").iterdir()}
+    shapes = r"\.gitignore|last-report\.json|transcripts-[0-9a-f]{32}\.jsonl"
+    assert all(re.fullmatch(shapes, name) for name in names), names
 
 
 # --- a run error's frames in the user's code --------------------------------------------

@@ -71,6 +71,10 @@ class Reporter:
     # Whether it shows passing cases' transcripts, which a run otherwise drops to stay
     # flat in memory (a failing case's is always kept).
     wants_transcripts: bool = False
+    # Whether it takes each passing case's transcript as the case is done (`case_done`)
+    # and keeps it itself (the last run's state writes it to a file): the run builds them,
+    # and drops each once told, so that its memory does not grow with its passes.
+    streams_transcripts: bool = False
 
     def start(self, total: int) -> None:
         """The run is about to start `total` cases."""

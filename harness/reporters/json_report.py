@@ -4,22 +4,31 @@ It keeps the exact text of the run, escaped: only a lone surrogate (which UTF-8 
 encode) becomes U+FFFD, and what a terminal or a GitHub runner would act on (C1 controls,
 bidirectional formatting, `##[`) is written as a JSON escape (`text.json_safe`).
 
-Every run also keeps its report in `.zeroclaw-eval/last-report.json` for `show`."""
+Every run also keeps its report for `show` (`LastRun`), with its passing cases' transcripts
+beside it, written out as each case is done, one JSON line a case, to a file staged in the
+same folder. At the end that file is put in place as `transcripts-<token>.jsonl`, then the
+report naming it (`$.transcripts`) replaces the previous one, and the earlier runs'
+transcripts are removed (`harness.last_run` reads them back). An interrupted run leaves the
+previous run's as they were. Keeping them never fails a run: a failure to is said."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import secrets
+import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
+from harness import interrupts
 from harness.options import Option
-from harness.reporters.atomic import ReportWriteError, own_folder, write_atomic
+from harness.reporters.atomic import FILE_MODE, ReportFiles, ReportWriteError, own_folder
 from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents
 from harness.reporters.text import clean, inert, json_safe, without_surrogates
 
 if TYPE_CHECKING:
-    from harness.verdict import SuiteReport
+    from harness.verdict import CaseReport, SuiteReport
 
 OPTION = Option("--json-report", "also write the JSON report here", metavar="PATH", type=Path)
 
@@ -52,6 +61,9 @@ def document_type() -> Any:
             ("duration_ms", float),
             ("cases", list[CaseReport]),
             ("baseline", BaselineComparison | None, None),
+            # The last run's report only: the file beside it that holds its passing cases'
+            # transcripts (`harness.reporters.last_run`); None in any other report.
+            ("transcripts", str | None, None),
         ],
         kw_only=True,
         module=__name__,
@@ -65,7 +77,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def render_json(report: SuiteReport) -> bytes:
+def render_json(report: SuiteReport, transcripts: str | None = None) -> bytes:
     import msgspec
 
     from harness.verdict import SCHEMA
@@ -85,45 +97,144 @@ def render_json(report: SuiteReport) -> bytes:
         duration_ms=report.duration_ms,
         cases=report.cases,
         baseline=report.baseline,
+        transcripts=transcripts,
     )
+    return inert_json(msgspec.json.format(encoded_json(document), indent=2)) + b"\n"
+
+
+def encoded_json(value: Any) -> bytes:
+    """`value` (a struct of the run's text) as JSON, a lone surrogate as U+FFFD."""
+    import msgspec
+
     try:
-        encoded = msgspec.json.encode(document)
+        return msgspec.json.encode(value)
     except UnicodeEncodeError:  # a lone surrogate somewhere in the run's text
-        encoded = msgspec.json.encode(without_surrogates(msgspec.to_builtins(document)))
-    pretty = msgspec.json.format(encoded, indent=2)
+        return msgspec.json.encode(without_surrogates(msgspec.to_builtins(value)))
+
+
+def inert_json(encoded: bytes) -> bytes:
+    """JSON text with what a terminal or a runner would act on escaped (`json_safe`)."""
     # One-byte searches first: a report seldom holds `#` or DEL, and they are the fast kind.
-    if not pretty.isascii() or b"\x7f" in pretty or (b"#" in pretty and b"##[" in pretty):
-        pretty = json_safe(pretty.decode("utf-8")).encode("utf-8")
-    return pretty + b"\n"
+    if not encoded.isascii() or b"\x7f" in encoded or (b"#" in encoded and b"##[" in encoded):
+        return json_safe(encoded.decode("utf-8")).encode("utf-8")
+    return encoded
 
 
-# The last run's report, kept where `zeroclaw eval show CASE_ID` finds it: in the directory
-# the run started from, in a folder that ignores itself in git.
-LAST_FOLDER = ".zeroclaw-eval"
-LAST_NAME = "last-report.json"
-
-
-def last_report_path(directory: Path | None = None) -> Path:
-    return (directory or Path.cwd()) / LAST_FOLDER / LAST_NAME
-
-
-class LastReport(Reporter):
-    """Keeps the last run's JSON report for `show`; never a reason for a run to fail: a
-    failure to keep it is said."""
+class LastRun(Reporter):
+    """Keeps the last run's report and its passing cases' transcripts for `show`."""
 
     order = COMMIT + 3
+    streams_transcripts = True
 
     def __init__(self, stderr: TextIO) -> None:
-        self._path = Path(os.path.abspath(last_report_path()))  # fixed before the run
+        # Imported here: `--help` imports this module, and never the transcripts' types.
+        from harness.last_run import LAST_FOLDER
+
+        self._folder = Path(os.path.abspath(Path.cwd() / LAST_FOLDER))  # fixed before the run
         self._stderr = stderr
+        self._name = f"transcripts-{secrets.token_hex(16)}.jsonl"
+        self._staged: Path | None = None  # the transcripts as they are written
+        self._handle: IO[bytes] | None = None
+        self._placed: Path | None = None  # put in place, its report not yet
+        self._off = False
+
+    def start(self, total: int) -> None:
+        try:
+            own_folder(self._folder, ignore=b"*\n")
+            with interrupts.held():  # a staged file is never created without being known
+                fd, name = tempfile.mkstemp(
+                    prefix=".transcripts-", suffix=".partial", dir=self._folder
+                )
+                self._staged = Path(name)
+            self._handle = os.fdopen(fd, "wb")
+            os.fchmod(fd, FILE_MODE)
+        except (OSError, ReportWriteError) as exc:
+            self._discard()
+            self._off = True  # said once, here: the end would fail the same way
+            self._say(f"the last run was not kept for `show`: {exc}")
+
+    def case_done(self, case: CaseReport) -> None:
+        record = case.record
+        if self._handle is None or not case.passed or record is None:
+            return
+        if record.transcript is None:
+            return
+        from harness.last_run import KeptTranscript
+
+        kept = KeptTranscript(id=case.id, fixture=case.fixture, transcript=record.transcript)
+        try:
+            self._handle.write(inert_json(encoded_json(kept)) + b"\n")
+        except OSError as exc:
+            self._give_up(exc)
 
     def finish(self, report: SuiteReport) -> None:
+        if self._off:
+            return
+        from harness.last_run import LAST_NAME
+
+        files = ReportFiles()
         try:
-            own_folder(self._path.parent, ignore=b"*\n")
-            write_atomic(self._path, render_json(report))
+            own_folder(self._folder, ignore=b"*\n")
+            named = self._place_transcripts()
+            path = files.plan(self._folder / LAST_NAME, devices=False)
+            files.stage(path, render_json(report, named))
+            with interrupts.held():  # the report in place is the one naming them
+                files.commit()
+                self._placed = None
         except (OSError, ReportWriteError) as exc:
-            said = inert(clean(f"the last report was not kept for `show`: {exc}"))
-            print(f"zeroclaw eval: {said}", file=self._stderr)
+            files.abort()
+            self._discard()
+            self._say(f"the last run was not kept for `show`: {exc}")
+            return
+        self._remove_earlier(named)
+
+    def abandon(self) -> None:
+        self._discard()
+
+    def _place_transcripts(self) -> str | None:
+        """The staged transcripts put in place: their name, None when there are none."""
+        handle, staged = self._handle, self._staged
+        if handle is None or staged is None:
+            return None
+        handle.flush()
+        os.fsync(handle.fileno())
+        handle.close()
+        self._handle = None
+        placed = self._folder / self._name
+        with interrupts.held():
+            os.replace(staged, placed)
+            self._staged, self._placed = None, placed
+        return self._name
+
+    def _remove_earlier(self, kept: str | None) -> None:
+        """The earlier runs' transcripts: no report names them any more."""
+        from harness.last_run import TRANSCRIPTS
+
+        with contextlib.suppress(OSError), os.scandir(self._folder) as entries:
+            for entry in entries:
+                if entry.name != kept and TRANSCRIPTS.fullmatch(entry.name):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+
+    def _give_up(self, exc: OSError) -> None:
+        """No transcript of this run is kept (the report still is, naming none)."""
+        self._discard()
+        self._say(f"the passing cases' transcripts were not kept for `show`: {exc}")
+
+    def _say(self, message: str) -> None:
+        print(f"zeroclaw eval: {inert(clean(message))}", file=self._stderr)
+
+    def _discard(self) -> None:
+        """Nothing of this run's state stays behind: the previous run's is as it was."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+        for path in (self._staged, self._placed):
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        self._staged = self._placed = None
 
 
 class _Spec:
@@ -133,7 +244,7 @@ class _Spec:
 
     def build(self, output: Output) -> list[Reporter]:
         reporters = documents(output, OPTION, self.stdout_format, render_json, FILES + 1)
-        return [*reporters, LastReport(output.err())]
+        return [*reporters, LastRun(output.err())]
 
 
 REPORTER = _Spec()

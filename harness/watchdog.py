@@ -29,7 +29,8 @@ from harness import event_loop
 from harness.collector import heap_frozen
 from harness.deadline import DeadlineWatch, WatchedDeadline
 from harness.errors import RAISED_BY_AGENT_CODE
-from harness.process_pool import Item, PoolUnavailable, WorkerPool, worker_spec
+from harness.pool_worker import Item, worker_spec
+from harness.process_pool import PoolUnavailable, WorkerPool
 from harness.repeats import combine, runs_of
 from harness.runner import (
     CasePlan,

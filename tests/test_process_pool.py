@@ -350,7 +350,7 @@ def test_exit_status_names_the_signal() -> None:
 
 
 def test_live_cases_and_prepared_cases_stay_in_this_process(tmp_path: Path) -> None:
-    from harness.process_pool import worker_spec
+    from harness.pool_worker import worker_spec
 
     plan = CasePlan(resolve_agent("openai-agents"), "replay", replay_backend, None, 30.0, tmp_path)
     spec = worker_spec(plan, run_watched)
@@ -380,7 +380,7 @@ def test_workers_resolve_the_agent_from_its_setting_when_they_have_it(
 def test_every_field_of_a_plan_is_sent_to_workers_or_made_there() -> None:
     # A field added to CasePlan and forgotten here would silently take its default in
     # every worker: a plan's settings would differ between serial and parallel runs.
-    from harness.process_pool import _SENT
+    from harness.pool_worker import _SENT
 
     made_there = {"adapter", "mode", "backend", "jobs", "agent_spec"}
     # Replay workers never prepare (mutation stays in this process), repeat (live only),
@@ -437,7 +437,7 @@ import multiprocessing
 from pathlib import Path
 
 from harness.agent_registry import resolve_agent
-from harness.process_pool import _worker_main, worker_spec
+from harness.pool_worker import worker_main, worker_spec
 from harness.runner import CasePlan, replay_backend
 from harness.watchdog import run_watched
 
@@ -449,7 +449,7 @@ spec = worker_spec(plan, run_watched)
 assert not isinstance(spec, str), spec
 ours, theirs = multiprocessing.Pipe()
 ours.close()  # the harness is gone before the worker says it is ready
-_worker_main(theirs, spec)
+worker_main(theirs, spec)
 """
 
 

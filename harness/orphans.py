@@ -6,7 +6,8 @@ backtracking for ever) notices nothing, and would run on at full CPU after the h
 was killed (`kill -9`, the OOM killer, a CI job cancelled). Only the kernel can stop it
 then, so the worker asks it to (`PR_SET_PDEATHSIG`): killed once its parent, the fork
 server, ends. The fork server ends when the harness does, but only once no worker holds
-its "alive" pipe: every worker inherits one end of it, so each closes its copy first.
+its "alive" pipe: every worker inherits one end of it, so each closes its copy first. (A
+server an agent stopped ends with nothing: the pool kills one it finds so, `fork_server`.)
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ worker runs in this process, saying why."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -21,6 +22,7 @@ import pytest
 from conftest import (
     BUILTIN_SURFACE,
     FAITHFUL_LOOP,
+    REPO,
     Cli,
     echo_fixture,
     failing_fixture,
@@ -44,9 +46,10 @@ from harness.verdict import CaseReport
 from harness.watchdog import run_watched
 
 # A faithful loop that does what the user input says: leave the process, crash it, sleep
-# without blocking, move to another working directory, hold its thread, or hold the
+# without blocking, move to another working directory, hold its thread, hold the
 # interpreter for good (a backtracking regular expression keeps the GIL) after saying which
-# process runs it.
+# process runs it, or stop or kill the workers' fork server (its parent in a worker; never
+# any other process).
 HOSTILE_LOOP = (
     FAITHFUL_LOOP
     + """
@@ -54,12 +57,34 @@ import asyncio
 import ctypes
 import os
 import re
+import signal
 import time
 from pathlib import Path
 
 
+def pool_server():
+    parent = os.getppid()
+    with open(f"/proc/{parent}/cmdline", "rb") as cmdline:
+        if b"forkserver" not in cmdline.read():
+            raise RuntimeError("not in a worker of the fork server")
+    return parent
+
+
 class Hostile(Session):
     async def run_turn(self, user_input):
+        if "mark the start" in user_input:
+            Path(os.environ["ZC_MARKER"]).write_text("started")
+        if "freeze the pool server" in user_input:
+            os.kill(pool_server(), signal.SIGSTOP)
+            if "then leave" in user_input:
+                os._exit(0)
+        if "end the pool server" in user_input:
+            for _ in range(600):  # until another case has begun, when it is to wait for one
+                if "once marked" not in user_input or Path(os.environ["ZC_MARKER"]).exists():
+                    break
+                await asyncio.sleep(0.05)
+            os.kill(pool_server(), signal.SIGKILL)
+            await asyncio.sleep(5)  # its worker dies with the server meanwhile
         if "exit now" in user_input:
             os._exit(3)
         if "crash now" in user_input:
@@ -430,6 +455,86 @@ def test_a_worker_holding_the_interpreter_dies_with_a_killed_harness(tmp_path: P
             harness.kill()
         if worker is not None and _alive(worker):
             os.kill(worker, signal.SIGKILL)  # never left spinning, whatever the verdict
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the fork server in /proc")
+@pytest.mark.parametrize(
+    ("frozen", "code"),
+    [("freeze the pool server then leave", 1), ("freeze the pool server", 0)],
+    ids=["and-leaves", "and-answers"],
+)
+def test_an_agent_that_stops_the_fork_server_neither_hangs_the_run_nor_is_left_stopped(
+    tmp_path: Path, frozen: str, code: int
+) -> None:
+    # A worker that ended while the fork server was stopped was never said to have ended
+    # (the server reports it), and the worker started in its place waited on the server
+    # for ever, through every timeout. A server left stopped also held the harness's
+    # stderr open after the harness ended, so whoever read it to the end waited for ever.
+    module = write_module(tmp_path, HOSTILE_LOOP)
+    suite = inputs_suite(
+        tmp_path, first="Say hi", frozen=frozen, beside="nap 1", later="Say hi", last="Say hi"
+    )
+    command = [sys.executable, "-m", "harness", "eval", "run", "--suite", str(suite)]
+    command += ["--agent", f"{module}:hostile", "--jobs", "2", "--json-report", "report.json"]
+    command += ["--timeout", "5", "--case-wall-clock", "10"]
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+    harness = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        # The pipes end once every process holding them has: a fork server left stopped too.
+        _, err = harness.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(harness.pid, signal.SIGKILL)
+        harness.communicate()
+        pytest.fail("the run never ended")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(harness.pid, signal.SIGKILL)  # nothing of it is left running
+    assert harness.returncode == code, err
+    assert "Traceback" not in err
+    assert "the workers' fork server was found stopped (SIGSTOP)" in err
+    cases = {c["id"]: c for c in json.loads((tmp_path / "report.json").read_text())["cases"]}
+    left = cases.pop("frozen")
+    if code:
+        assert "fork server" in left["error"] and "SIGSTOP" in left["error"], left["error"]
+    else:  # its answer was right: stopping the server broke none of its checks
+        assert left["passed"], left["error"]
+    assert all(c["passed"] for c in cases.values()), [c["error"] for c in cases.values()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the fork server in /proc")
+def test_killing_the_fork_server_is_the_error_of_the_case_that_did_it_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Every worker dies with the fork server: the case beside the one that killed it was
+    # a run error too, as if its own agent had broken. Both run again, one at a time; the
+    # one that kills the server again, alone, is the one to blame.
+    spec = hostile_agent(tmp_path, monkeypatch)
+    monkeypatch.setenv("ZC_MARKER", str(tmp_path / "marker"))
+    suite = inputs_suite(
+        tmp_path,
+        beside="mark the start then nap 3",
+        killer="end the pool server once marked",
+        queued="Say hi",
+        later="Say hi",
+    )
+    report = run_suite(suite, agent=spec, jobs=2)
+    beside, killer, queued, later = report.cases
+    assert killer.error == (
+        "the workers' fork server was killed by SIGKILL while the case ran, twice: "
+        "the second time alone in the pool"
+    )
+    for innocent in (beside, queued, later):
+        assert innocent.passed, innocent.error or innocent.first_failure()
+    err = capfd.readouterr().err
+    assert "the workers' fork server was killed by SIGKILL; 2 case(s) in flight run again" in err
 
 
 WORKER_WITHOUT_HARNESS = """

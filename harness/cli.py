@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness import interrupts
 from harness.errors import ExitCode, HarnessError, UsageError
 from harness.options import Option
 from harness.reporters.atomic import ReportFiles
@@ -260,8 +261,9 @@ def main(
             print(inert(clean(line)), file=err)
         return int(getattr(exc, "exit_code", ExitCode.FAILED))
     except KeyboardInterrupt as exc:
-        command.files.abort()
-        print(_interrupted(exc, command.files), file=err)
+        with interrupts.ignored():  # a second signal leaves no staged file behind
+            command.files.abort()
+            print(_interrupted(exc, command.files), file=err)
         return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
     except BrokenPipeError:
         lines = ["stdout was closed before the report on it was complete", *command.files.account()]

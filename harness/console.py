@@ -7,6 +7,9 @@ SIGINT and SIGTERM as clean interruptions, and an exit no thread an agent left c
 * A thread the agent started and never stopped (not a daemon, a thread pool's worker, a
   child process it never joined) would keep the process alive after the reports were
   written: exit handlers get `EXIT_HANDLERS_SECS`, then the process ends without waiting.
+* An interruption outside the command (as its modules import, or as the process exits
+  after the run) is said, and ends the process at once: no traceback, no wait for what
+  the agent left.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import contextlib
 import errno
 import io
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator
 from typing import NoReturn, TextIO, cast
 
-from harness import cli, interrupts
+from harness import interrupts
+from harness.errors import ExitCode
 
 # How long the interpreter's exit handlers (the agent's own among them) may take: they are
 # where thread pools and child processes are joined, which a stuck agent never lets end.
@@ -31,9 +36,32 @@ EXIT_HANDLERS_SECS = 5.0
 def main() -> NoReturn:
     """The console script: `zeroclaw …`."""
     interrupts.install()
-    with private_stdout() as out:
-        code = cli.main(sys.argv[1:], stdout=out)
-    leave(code)
+    code = None
+    try:
+        from harness import cli  # after the handlers: an interrupt while it imports is said
+
+        with private_stdout() as out:
+            code = cli.main(sys.argv[1:], stdout=out)
+        leave(code)
+    except KeyboardInterrupt as exc:  # outside the command, which says its own
+        _cut_short(exc, code)
+
+
+def _cut_short(exc: KeyboardInterrupt, code: int | None) -> NoReturn:
+    """An interruption before the command began, or once it had ended with `code` (its
+    reports written, or said not to be): said, and the process ends at once, waiting for
+    nothing the agent left."""
+    with interrupts.ignored():
+        name = signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
+        said = f"zeroclaw eval: interrupted by {name}"
+        if code is None:
+            said += "; no report was written"
+        else:
+            said += f" as it exited, after the run (exit code {code}): not waiting for the agent"
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            print(said, file=sys.stderr)
+        _flush()
+        os._exit(int(getattr(exc, "exit_code", ExitCode.INTERRUPTED)))
 
 
 @contextlib.contextmanager
@@ -102,10 +130,14 @@ def leave(code: int) -> NoReturn:
     handlers = threading.Thread(target=_exit_handlers, name="zeroclaw-eval-exit", daemon=True)
     handlers.start()
     handlers.join(EXIT_HANDLERS_SECS)
+    _flush()
+    os._exit(code)
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
-    os._exit(code)
 
 
 def _stop_children() -> None:

@@ -1,6 +1,6 @@
-"""SIGINT and SIGTERM: both stop a run as an `Interrupted` exception in the main thread, and
-a few steps that must not be cut in half (renaming report files into place) hold them off
-until they are done.
+"""SIGINT and SIGTERM: both stop a run as an `Interrupted` exception in the main thread, a
+few steps that must not be cut in half (renaming report files into place) hold them off
+until they are done, and the tidying up after an interruption ignores another.
 
 Cases run on a worker thread, which signals never reach (the main thread only watches),
 so an interruption stops the run promptly, also while a case is being graded.
@@ -70,3 +70,24 @@ def held() -> Iterator[None]:
         if pending:
             # Delivered again to the handler the block held it from (which may raise).
             signal.raise_signal(pending[0])
+
+
+@contextlib.contextmanager
+def ignored() -> Iterator[None]:
+    """Run the block with SIGINT and SIGTERM ignored: what an interruption still has to do
+    (removing staged files, saying what was written, ending the process), which another
+    signal must not cut short (a CI runner follows its SIGINT with a SIGTERM). The process
+    is stopping already: the signal has nothing left to ask for, and is not delivered."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for signum in SIGNALS:
+        handler = signal.getsignal(signum)
+        previous[signum] = signal.SIG_DFL if handler is None else handler
+        signal.signal(signum, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

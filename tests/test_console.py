@@ -256,6 +256,89 @@ def test_a_signal_stops_the_run_promptly_and_leaves_the_previous_reports_intact(
     assert sorted(p.name for p in reports.iterdir()) == ["junit.xml", "report.json"]
 
 
+# A SIGTERM as the command line's modules are still being imported (a CI job cancelled as
+# it starts): sent from the import itself, so it falls there every time.
+SIGNAL_AS_THE_CLI_IMPORTS = """
+import importlib.abc, signal, sys
+
+
+class Cancelled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "harness.cli":
+            signal.raise_signal(signal.SIGTERM)
+        return None
+
+
+sys.meta_path.insert(0, Cancelled())
+sys.argv = ["zeroclaw", "eval", "run"]
+from harness.console import main
+
+main()
+"""
+
+
+def test_a_signal_as_the_command_line_imports_is_said_not_a_silent_death(tmp_path: Path) -> None:
+    # The handlers were installed only once the command line had been imported: the
+    # signal's default action ended the process without a word.
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_AS_THE_CLI_IMPORTS],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 143, done.stderr
+    assert done.stderr == "zeroclaw eval: interrupted by SIGTERM; no report was written\n"
+
+
+# The run ends and its reports are written; the exit then waits on what the agent left (an
+# exit handler that takes its time, a thread never stopped) when the signal comes.
+LINGERING_AT_EXIT = (
+    FAITHFUL_LOOP
+    + """
+import atexit, os, pathlib, threading, time
+
+
+def _slow_exit():
+    pathlib.Path(os.environ["ZC_MARKER"]).write_text("exiting")
+    time.sleep(600)
+
+
+atexit.register(_slow_exit)
+threading.Thread(target=time.sleep, args=(600,), name="left running").start()
+"""
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+def test_a_signal_as_the_process_exits_ends_it_at_once_and_keeps_the_reports(
+    tmp_path: Path, signum: int
+) -> None:
+    # It was a traceback out of the exit, which then waited for the agent's thread.
+    root = green_project(tmp_path)
+    module = write_module(root, LINGERING_AT_EXIT)
+    marker = tmp_path / "marker"
+    process = _start(root, module, marker)
+    try:
+        _wait_for(marker, process)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    name = signal.Signals(signum).name
+    assert f"zeroclaw eval: interrupted by {name} as it exited, after the run (exit code 0)" in err
+    report = json.loads((root / "reports" / "report.json").read_text())
+    assert report["totals"]["passed"] == 2  # written before the exit began
+
+
 def test_a_closed_stdout_still_writes_the_report_files(tmp_path: Path) -> None:
     root = green_project(tmp_path)
     environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,43 @@ def test_an_interruption_while_the_command_line_is_read_is_said_not_a_traceback(
         said
         == f"zeroclaw eval: interrupted by {signal.Signals(signum).name}; no report was written\n"
     )
+
+
+def test_a_second_signal_as_an_interruption_is_tidied_up_is_said_once_and_leaves_no_file(
+    installed: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A CI runner follows its SIGINT with a SIGTERM: the second cut the tidying up short
+    # (a traceback, and the report's temporary file left beside it).
+    from harness import cli
+    from harness.reporters.atomic import ReportFiles
+
+    report = tmp_path / "report.json"
+    report.write_text("previous", encoding="utf-8")
+
+    def interrupted(command: cli.Invocation) -> int:  # a Ctrl-C as the report is staged
+        command.files.stage(command.files.plan(report), b"{}")
+        raise interrupts.Interrupted(signal.SIGINT)
+
+    tidy = ReportFiles.abort
+
+    def abort_under_a_second_signal(files: ReportFiles) -> None:
+        signal.raise_signal(signal.SIGTERM)
+        tidy(files)
+
+    monkeypatch.setitem(cli._ACTIONS, "run", interrupted)
+    monkeypatch.setattr(ReportFiles, "abort", abort_under_a_second_signal)
+    try:
+        code = cli.main(["eval", "run"])
+    except KeyboardInterrupt:
+        pytest.fail("the second signal went through the command line")
+    assert code == 130
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    assert report.read_text(encoding="utf-8") == "previous"
+    assert capsys.readouterr().err == (
+        "zeroclaw eval: interrupted by SIGINT; not written (any previous file left as it "
+        f"was): {report}\n"
+    )
+    assert signal.getsignal(signal.SIGTERM) is interrupts._raise  # put back

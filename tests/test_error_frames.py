@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARNESS
 
+import harness
 from harness.error_frames import FALLBACK_FRAMES, MAX_FRAMES, error_frames
+
+# The harness as this run imported it: the checkout, or the copy `nox -s tests` installed.
+HARNESS = Path(harness.__file__).resolve().parent
 
 
 def raised(work: Callable[[], Any]) -> BaseException:

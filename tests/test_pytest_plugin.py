@@ -42,7 +42,9 @@ def run_pytest(*args: str, cwd: Path, timeout: float = 240) -> subprocess.Comple
     environment = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith((*CI_VARIABLE_PREFIXES, "PYTEST_")) and k != "COLUMNS"
+        # pytest quotes whole failures in its short summary on CI (CI, BUILD_NUMBER).
+        if not k.startswith((*CI_VARIABLE_PREFIXES, "PYTEST_"))
+        and k not in ("COLUMNS", "CI", "BUILD_NUMBER")
     }
     # Wide enough that the short summary quotes a whole first failure; no colour codes.
     environment.update({"COLUMNS": "400", "PY_COLORS": "0", "PYTHONIOENCODING": "utf-8"})

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
+from harness.comparison import STATUSES, BaselineComparison, CaseComparison
 from harness.defaults import MAX_REPEAT
 from harness.errors import HarnessError
 from harness.reporters.atomic import ReportWriteError
@@ -36,18 +37,6 @@ DEFAULT_LEVEL = 0.05
 MAX_BASELINE_BYTES = 16 << 20
 
 Verdict = Literal["passed", "failed", "error"]
-Status = Literal[
-    "new", "removed", "error", "unverifiable", "regression", "improvement", "unchanged"
-]
-STATUSES: tuple[Status, ...] = (
-    "regression",
-    "error",
-    "unverifiable",
-    "new",
-    "removed",
-    "improvement",
-    "unchanged",
-)
 
 
 class BaselineError(HarnessError):
@@ -103,30 +92,6 @@ class Baseline(_Strict, kw_only=True, frozen=True):
     agent: str
     receipt: BaselineReceipt | None = None  # None: the run had no receipt
     cases: list[BaselineCase]
-
-
-class CaseComparison(msgspec.Struct, kw_only=True, frozen=True):
-    id: str
-    status: Status
-    # A regression: whether it is confirmed (always, for single runs); None otherwise.
-    confirmed: bool | None = None
-    # The one-sided Fisher exact p-value of a regression with repeated runs.
-    p_value: float | None = None
-    categories: list[str] = []  # a regression's failing check categories
-    token_delta: int | None = None  # this run's tokens minus the baseline's
-    why: str = ""
-
-
-class BaselineComparison(msgspec.Struct, kw_only=True, frozen=True):
-    """A run against a baseline, case by case."""
-
-    baseline: str  # the baseline file, as named
-    level: float  # a drop over repeated runs is confirmed when p < level
-    cases: list[CaseComparison]
-    counts: dict[str, int]  # every status → how many cases have it
-    confirmed_regressions: list[str] = []  # case ids
-    unconfirmed_drops: list[str] = []  # case ids
-    notes: list[str] = []  # what differs for the whole run (agent, suite, …)
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,7 @@ def case_line(case: Case, root: Path) -> str:
         if expects is not None
         else []
     )
-    from harness.runner import display_path
+    from harness.suite import display_path
 
     fixture = display_path(case.path, root)
     return inert("\t".join([clean(case.id), clean(fixture), ",".join(declared) or "-"]))

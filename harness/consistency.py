@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from harness.baseline import STATUSES, BaselineComparison, CaseComparison
+from harness.comparison import STATUSES, BaselineComparison, CaseComparison
 from harness.defaults import MAX_REPEAT
 from harness.modes import MODES
 from harness.policy import Attempt, runs_passed

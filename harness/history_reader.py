@@ -18,7 +18,7 @@ import stat
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import Any, TextIO
 
 import msgspec
 
@@ -34,9 +34,6 @@ from harness.history_store import (
 )
 from harness.inputs import InputError, open_regular, read_bounded
 from harness.verdict import Totals
-
-if TYPE_CHECKING:
-    from harness.reporters.base import Output
 
 MAX_COUNT = 10**9  # a count of cases no suite reaches: a larger one is damage
 
@@ -160,17 +157,19 @@ class History:
         self._newest: dict[tuple[str, str | None], tuple[int | None, list[HistoryEntry]]] = {}
 
     @classmethod
-    def of_run(cls, output: Output, given: str | os.PathLike[str]) -> History:
-        """The view of the history directory `given` every reporter of `output`'s run
-        shares, made by the first to ask: the history is read once however many reports
-        show it, and its warnings go to the run's stderr. Its path is fixed now: an agent
-        may change the working directory during the run."""
+    def of_run(
+        cls, shared: dict[str, Any], stderr: TextIO | None, given: str | os.PathLike[str]
+    ) -> History:
+        """The view of the history directory `given` every reporter of a run shares (kept
+        in the run's `shared`), made by the first to ask: the history is read once however
+        many reports show it, and its warnings go to the run's `stderr`. Its path is fixed
+        now: an agent may change the working directory during the run."""
         directory = Path(os.path.abspath(given))
         key = f"history:{directory}"
-        view = output.shared.get(key)
+        view = shared.get(key)
         if not isinstance(view, History):
-            view = cls(directory, str(given), output.stderr or sys.stderr)
-            output.shared[key] = view
+            view = cls(directory, str(given), stderr or sys.stderr)
+            shared[key] = view
         return view
 
     def newest(self, suite: str, agent: str | None, count: int | None) -> list[HistoryEntry]:

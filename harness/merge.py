@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from harness.baseline import STATUSES, BaselineComparison, CaseComparison
+from harness.comparison import STATUSES, BaselineComparison, CaseComparison
 from harness.consistency import consistency_problems
 from harness.errors import HarnessError
 from harness.modes import SuiteKind, kind_of_directory

@@ -22,8 +22,8 @@ from harness.json_paths import line_of
 from harness.mutants import Family, Mutants, mutants_of
 from harness.pipeline import RunOptions
 from harness.reporters.text import clean, clip, inert, json_safe, without_surrogates
-from harness.runner import CasePlan, display_path, replay_backend
-from harness.suite import Case, load_suite
+from harness.runner import CasePlan, replay_backend
+from harness.suite import Case, display_path, load_suite
 from harness.verdict import CaseReport
 from harness.watchdog import run_watched
 

@@ -32,9 +32,9 @@ from harness.problems import AdmissionError
 from harness.receipts import suite_hash, suite_receipt
 from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import Reporter
-from harness.runner import BackendFactory, CasePlan, Jobs, display_path, replay_backend
+from harness.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.selection import Selection, choose
-from harness.suite import Case, load_suite
+from harness.suite import Case, display_path, load_suite
 from harness.verdict import CaseReport, SuiteReport
 from harness.watchdog import run_watched
 

@@ -188,7 +188,7 @@ class SuitePlugin:
         return f"zeroclaw: agent {self.settings.agent}; suites: {shown}"
 
     def display(self, path: Path) -> str:
-        from harness.runner import display_path
+        from harness.suite import display_path
 
         return display_path(path, self.root)
 

@@ -36,7 +36,7 @@ from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, Prov
 from harness.modes import Mode
 from harness.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
-from harness.suite import Case, FixtureChanged
+from harness.suite import Case, FixtureChanged, display_path
 from harness.tool_registry import ToolRegistry
 from harness.transcript import Conversation, Transcript
 from harness.verdict import CaseReport, ErrorFrame
@@ -120,17 +120,6 @@ def jobs_of(jobs: Jobs) -> int:
         sched = getattr(os, "sched_getaffinity", None)
         return len(sched(0)) if sched is not None else os.cpu_count() or 1
     return int(count() or 1)
-
-
-def display_path(path: str | Path, root: Path) -> str:
-    """The fixture path relative to the project root, as CI annotations want it."""
-    # abspath, not resolve(): no file-system walk per case, and the path the user gave is
-    # the one to show (a symlinked suite keeps its own name).
-    absolute = os.path.abspath(path)
-    prefix = os.path.join(str(root), "")
-    if absolute.startswith(prefix):
-        return absolute[len(prefix) :].replace(os.sep, "/")
-    return str(path)
 
 
 class CaseProgress:

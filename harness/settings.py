@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import UsageError
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
 from harness.options import Option, count, jobs_count, percent, repeat_count, seconds
+from harness.reporters.baseline import BASELINE as BASELINE
+from harness.reporters.baseline import WRITE_BASELINE as WRITE_BASELINE
 from harness.selection import Selection, parse_shard
 
 if TYPE_CHECKING:
@@ -100,19 +102,6 @@ def significance(text: str) -> float:
     return value
 
 
-WRITE_BASELINE = Option(
-    "--write-baseline",
-    "write this run's per-case verdicts as a baseline (no transcripts), e.g. "
-    "evals/baselines/capability.json; refused when a case left no run record",
-    metavar="FILE",
-    type=Path,
-)
-BASELINE = Option(
-    "--baseline",
-    "compare the run with this baseline, case by case (read before any case runs)",
-    metavar="FILE",
-    type=Path,
-)
 FAIL_ON_REGRESSION = Option(
     "--fail-on-regression",
     "a confirmed regression against --baseline (a case that passed there, fails now) "

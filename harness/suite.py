@@ -351,3 +351,14 @@ def _identity_problems(admitted: list[tuple[Case, str]]) -> list[Problem]:
         else:
             first[key] = case
     return problems
+
+
+def display_path(path: str | Path, root: Path) -> str:
+    """The fixture path relative to the project root, as CI annotations want it."""
+    # abspath, not resolve(): no file-system walk per case, and the path the user gave is
+    # the one to show (a symlinked suite keeps its own name).
+    absolute = os.path.abspath(path)
+    prefix = os.path.join(str(root), "")
+    if absolute.startswith(prefix):
+        return absolute[len(prefix) :].replace(os.sep, "/")
+    return str(path)

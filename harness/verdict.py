@@ -6,11 +6,13 @@ reporter reads a fixture or asks another reporter.
 
 from __future__ import annotations
 
+import functools
 import sys
+from typing import Any
 
 import msgspec
 
-from harness.baseline import BaselineComparison
+from harness.comparison import BaselineComparison
 from harness.errors import ExitCode
 from harness.expectations.base import Grade
 from harness.modes import SuiteKind
@@ -293,3 +295,33 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
         """Failing cases, run errors first, then lowest score; ties keep suite order."""
         failing = [c for c in self.cases if not c.passed]
         return sorted(failing, key=lambda c: (c.error is None, c.score or 0.0))
+
+
+@functools.cache
+def document_type() -> Any:
+    """The JSON report document's struct (`schema` SCHEMA): what reports are written as
+    and read back by `verify`, `merge` and `show`; built on first use."""
+    return msgspec.defstruct(
+        "ReportDocument",
+        [
+            ("schema", str),
+            ("suite", str),
+            ("kind", SuiteKind),
+            ("mode", str),
+            ("agent", str),
+            ("exit_code", int),
+            ("all_passed", bool),
+            ("totals", Totals),
+            ("statistics", SuiteStatistics),
+            ("receipt", SuiteReceipt | None),
+            ("partial", str | None),
+            ("duration_ms", float),
+            ("cases", list[CaseReport]),
+            ("baseline", BaselineComparison | None, None),
+            # The last run's report only: the file beside it that holds its passing cases'
+            # transcripts (`harness.reporters.last_run`); None in any other report.
+            ("transcripts", str | None, None),
+        ],
+        kw_only=True,
+        module=__name__,
+    )

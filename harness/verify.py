@@ -30,8 +30,7 @@ from harness.policy import policy_for
 from harness.problems import AdmissionError
 from harness.receipts import policy_of
 from harness.repeats import runs_for
-from harness.runner import display_path
-from harness.suite import fixture_paths
+from harness.suite import display_path, fixture_paths
 from harness.verdict import SCHEMA, SuiteReport
 
 MAX_REPORT_BYTES = 512 << 20
@@ -55,7 +54,7 @@ class Verdict:
 def read_report(path: Path) -> tuple[SuiteReport, dict[str, Any]]:
     """The report at `path` as the verdict model, and its raw document (for the fields
     the model derives rather than stores: totals, exit code)."""
-    from harness.reporters.json_report import document_type
+    from harness.verdict import document_type
 
     try:
         data = read_bounded(path, MAX_REPORT_BYTES)

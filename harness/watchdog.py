@@ -35,7 +35,6 @@ from harness.repeats import combine, runs_of
 from harness.runner import (
     CasePlan,
     CaseProgress,
-    display_path,
     errored_report,
     internal_error,
     jobs_of,
@@ -44,7 +43,7 @@ from harness.runner import (
     sealed,
     start_case,
 )
-from harness.suite import Case, FixtureChanged
+from harness.suite import Case, FixtureChanged, display_path
 from harness.verdict import CaseReport
 
 # How long past its timeout a run may take to honour cancellation before its thread is

@@ -543,7 +543,7 @@ def restated(document: dict[str, Any]) -> dict[str, Any]:
     """A JSON report document whose suite-level fields (totals, statistics, `all_passed`,
     exit code) are restated from its cases by the harness's own model, as a forger with
     the harness at hand would after editing a case: what is then refused is the edit."""
-    from harness.reporters.json_report import document_type
+    from harness.verdict import document_type
 
     parsed = msgspec.convert(document, document_type())
     report = SuiteReport(

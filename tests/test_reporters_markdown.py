@@ -24,7 +24,7 @@ from test_reporters_github import (
 )
 
 from harness import history_reader, history_store, summary_trend
-from harness.baseline import STATUSES, BaselineComparison, CaseComparison
+from harness.comparison import STATUSES, BaselineComparison, CaseComparison
 from harness.expectations.base import Grade
 from harness.problems import Problem
 from harness.reporters import markdown

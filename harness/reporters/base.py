@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from harness.options import Option
 from harness.problems import Problem
 from harness.reporters.atomic import ReportFiles, ReportWriteError
+from harness.reporters.text import clean, inert
 
 if TYPE_CHECKING:
     from harness.verdict import CaseReport, SuiteReport
@@ -201,3 +202,13 @@ class Commit(Reporter):
 
     def abandon(self) -> None:
         self._files.abort()
+
+
+def skipped_as_partial(report: SuiteReport, stderr: TextIO) -> bool:
+    """Whether `report` is of a partial run, which no history holds (a point of the trend
+    is always the whole suite), said on `stderr` when it is."""
+    if report.partial is None:
+        return False
+    said = f"history entry not written: a partial run ({report.partial})"
+    print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)
+    return True

@@ -1,9 +1,9 @@
 """Baselines in a run's output: `--write-baseline FILE` written with the other report
 files, and the comparison with `--baseline FILE` said in one line on stderr.
 
-Both options are settings of `zeroclaw eval run` (`harness.settings`), not this module's:
-the comparison is part of the verdict (it can fail the gate), and this reporter only
-writes and says it.
+Both options are declared here but are settings of `zeroclaw eval run` (`harness.settings`
+adds them), not of this reporter's spec: the comparison is part of the verdict (it can fail
+the gate), and this reporter only writes and says it.
 """
 
 from __future__ import annotations
@@ -11,13 +11,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness.options import Option
 from harness.reporters.atomic import ReportFiles, ReportWriteError
 from harness.reporters.base import CI, FILES, Output, Reporter
 from harness.reporters.text import clean, inert
-from harness.settings import WRITE_BASELINE
 
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport
+
+
+# Settings of `zeroclaw eval run` (the baseline is read before any case runs), declared
+# beside the baseline reporter, which reads the first, for the run's settings to add.
+WRITE_BASELINE = Option(
+    "--write-baseline",
+    "write this run's per-case verdicts as a baseline (no transcripts), e.g. "
+    "evals/baselines/capability.json; refused when a case left no run record",
+    metavar="FILE",
+    type=Path,
+)
+BASELINE = Option(
+    "--baseline",
+    "compare the run with this baseline, case by case (read before any case runs)",
+    metavar="FILE",
+    type=Path,
+)
 
 
 class BaselineFile(Reporter):
@@ -67,7 +84,7 @@ class BaselineSummary(Reporter):
 
 class _Spec:
     name = "baseline"
-    options = ()  # `--write-baseline` and `--baseline` are declared in `harness.settings`
+    options = ()  # `--write-baseline` and `--baseline` are settings of the run
     stdout_format = None
 
     def build(self, output: Output) -> list[Reporter]:

@@ -16,8 +16,8 @@ from harness import tail_lines
 from harness.inputs import file_kind
 from harness.options import Option
 from harness.reporters.atomic import ReportFiles, ReportWriteError
-from harness.reporters.base import COMMIT, Output, Reporter
-from harness.reporters.text import clean, inert, json_safe, skipped_as_partial
+from harness.reporters.base import COMMIT, Output, Reporter, skipped_as_partial
+from harness.reporters.text import clean, inert, json_safe
 
 if TYPE_CHECKING:
     from harness.verdict import SuiteReport

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from harness.options import Option
 from harness.reporters.atomic import ReportWriteError
-from harness.reporters.base import COMMIT, Output, Reporter
-from harness.reporters.text import clean, inert, skipped_as_partial
+from harness.reporters.base import COMMIT, Output, Reporter, skipped_as_partial
+from harness.reporters.text import clean, inert
 
 if TYPE_CHECKING:
     from harness.history_reader import History
@@ -83,7 +83,7 @@ class _Spec:
             return []
         from harness.history_reader import History  # shared with the reports that show it
 
-        history = History.of_run(output, directory)
+        history = History.of_run(output.shared, output.stderr, directory)
         return [HistoryDirReporter(Path(directory), output.err(), history)]
 
 

@@ -483,7 +483,7 @@ class _Spec:
         if directory is not None:  # the run's view, shared with the other reports of the run
             from harness.history_reader import History
 
-            history = History.of_run(output, directory)
+            history = History.of_run(output.shared, output.stderr, directory)
         render = Rendered(lambda report: render_html(report, history))
         document = Document(render, path=Path(path), order=FILES + 3, files=output.files)
         document.wants_transcripts = True  # it shows every case's transcript

@@ -14,7 +14,6 @@ previous run's as they were. Keeping them never fails a run: a failure to is sai
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import secrets
 import tempfile
@@ -33,46 +32,11 @@ if TYPE_CHECKING:
 OPTION = Option("--json-report", "also write the JSON report here", metavar="PATH", type=Path)
 
 
-@functools.cache
-def document_type() -> Any:
-    """The report document's struct, built on first use: `--help` never imports the verdict
-    model for it."""
-    import msgspec
-
-    from harness.baseline import BaselineComparison
-    from harness.modes import SuiteKind
-    from harness.receipts import SuiteReceipt
-    from harness.verdict import CaseReport, SuiteStatistics, Totals
-
-    return msgspec.defstruct(
-        "ReportDocument",
-        [
-            ("schema", str),
-            ("suite", str),
-            ("kind", SuiteKind),
-            ("mode", str),
-            ("agent", str),
-            ("exit_code", int),
-            ("all_passed", bool),
-            ("totals", Totals),
-            ("statistics", SuiteStatistics),
-            ("receipt", SuiteReceipt | None),
-            ("partial", str | None),
-            ("duration_ms", float),
-            ("cases", list[CaseReport]),
-            ("baseline", BaselineComparison | None, None),
-            # The last run's report only: the file beside it that holds its passing cases'
-            # transcripts (`harness.reporters.last_run`); None in any other report.
-            ("transcripts", str | None, None),
-        ],
-        kw_only=True,
-        module=__name__,
-    )
-
-
 def __getattr__(name: str) -> Any:
     # `ReportDocument` stays importable for readers of the JSON report.
     if name == "ReportDocument":
+        from harness.verdict import document_type
+
         return document_type()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -80,7 +44,7 @@ def __getattr__(name: str) -> Any:
 def render_json(report: SuiteReport, transcripts: str | None = None) -> bytes:
     import msgspec
 
-    from harness.verdict import SCHEMA
+    from harness.verdict import SCHEMA, document_type
 
     document = document_type()(
         schema=SCHEMA,

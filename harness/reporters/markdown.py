@@ -27,7 +27,7 @@ from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
 from harness.reporters.text import brief, clean, clean_lines, inert, inert_markup, one_line
 
 if TYPE_CHECKING:
-    from harness.baseline import CaseComparison
+    from harness.comparison import CaseComparison
     from harness.history_reader import History
     from harness.reporters.atomic import ReportFiles
     from harness.verdict import CaseReport, RepeatStats, SuiteReport
@@ -283,7 +283,7 @@ def _baseline(report: SuiteReport) -> list[str]:
     comparison = report.baseline
     if comparison is None:
         return []
-    from harness.baseline import STATUSES
+    from harness.comparison import STATUSES
 
     regressions = [c for c in comparison.cases if c.status == "regression"]
     confirmed = [c for c in regressions if c.confirmed]
@@ -425,7 +425,7 @@ def _history(output: Output) -> History | None:
         return None
     from harness.history_reader import History
 
-    return History.of_run(output, directory)
+    return History.of_run(output.shared, output.stderr, directory)
 
 
 class SummaryFile(Reporter):

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
-
-if TYPE_CHECKING:
-    from harness.verdict import SuiteReport
+from typing import Any, NamedTuple
 
 REPLACEMENT = "\ufffd"
 ELLIPSIS = "…"
@@ -184,13 +181,3 @@ def stop_commands(text: str, token: str) -> str:
     line in between, whatever it holds."""
     end = "" if text.endswith("\n") else "\n"
     return f"::stop-commands::{token}\n{text}{end}::{token}::\n"
-
-
-def skipped_as_partial(report: SuiteReport, stderr: TextIO) -> bool:
-    """Whether `report` is of a partial run, which no history holds (a point of the trend
-    is always the whole suite), said on `stderr` when it is."""
-    if report.partial is None:
-        return False
-    said = f"history entry not written: a partial run ({report.partial})"
-    print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)
-    return True

@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.agent import AgentSurface
+from harness.agents.protocol import AgentSurface
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
-from harness.suite import load_suite
+from harness.fixtures.suite import load_suite
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "regression"
 TARGET = 20_000  # fixtures per second

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import msgspec
 
-from harness import history_store
+from harness.tracking import history as history_store
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "evals" / "regression"

@@ -35,7 +35,7 @@ from harness.reporters.html import render_html
 from harness.run_record import RunRecord
 from harness.tool_registry import RecordedCall
 from harness.transcript import TranscriptStep
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport
 
 
 def report_of(n: int) -> SuiteReport:

@@ -17,7 +17,7 @@ all (string hashes steer dict and set probing), and the garbage collector off on
 With it on, whether a full collection falls in one run or the other depends on when the
 harness's watching thread allocates, and one collection more or less moved the harness's
 figure by 3%. Collection is under half a percent of either side's CPU time (the harness
-leaves the heap it started with alone, `harness.collector`), which `scale.py` measures
+leaves the heap it started with alone, `harness.runtime.collector`), which `scale.py` measures
 with it on. The temporary paths still differ, by a few tenths of a percent.
 
 Instructions are not time: memory stalls and system calls count for nothing here, so the

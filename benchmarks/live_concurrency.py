@@ -11,7 +11,7 @@ requests, and a serial run costs at least cases x 2 x delay. The API key has the
 characters of a classic OpenAI key (masking it costs more the longer it is).
 
 The suite runs through the real pipeline (`harness.pipeline.run` with `RunOptions`,
-`mode="live"`, a backend from `harness.live.provider_from_config`, as `zeroclaw eval run
+`mode="live"`, a backend from `harness.live.backend.provider_from_config`, as `zeroclaw eval run
 --mode live` builds it) with `--jobs 1`, 8, 16 and 32, through both built-in frameworks, in
 this process. Rounds are interleaved (every framework and every N once per round, the order
 rotated from round to round), so drift hits every side alike; for each framework and N it
@@ -279,9 +279,9 @@ def options_for(suite: Path, framework: str, base_url: str, jobs: int) -> Any:
     configuration: a fresh provider (and its limiter) per run."""
     from harness.config import EvalConfig
     from harness.defaults import DEFAULT_CASE_TIMEOUT
-    from harness.live import provider_from_config
+    from harness.live.backend import provider_from_config
     from harness.pipeline import RunOptions
-    from harness.receipts import provider_ref
+    from harness.verdict.receipts import provider_ref
 
     config = EvalConfig(
         live_base_url=base_url,

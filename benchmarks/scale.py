@@ -42,10 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import make_cases, time_bare
 
 from harness import run_suite
-from harness.agent import AgentSurface
+from harness.agents.protocol import AgentSurface
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
-from harness.process_pool import workers_cpu
-from harness.suite import load_suite
+from harness.fixtures.suite import load_suite
+from harness.run.process_pool import workers_cpu
 
 AGENT = "openai-agents"
 ROOT = Path(__file__).resolve().parents[1]

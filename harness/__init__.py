@@ -11,26 +11,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "AdmissionError": "harness.problems",
-    "AgentAdapter": "harness.agent",
-    "AgentContext": "harness.agent",
-    "AgentError": "harness.agent_registry",
-    "AgentSession": "harness.agent",
-    "AgentSurface": "harness.agent",
-    "Attempt": "harness.policy",
+    "AdmissionError": "harness.io.problems",
+    "AgentAdapter": "harness.agents.protocol",
+    "AgentContext": "harness.agents.protocol",
+    "AgentError": "harness.agents.registry",
+    "AgentSession": "harness.agents.protocol",
+    "AgentSurface": "harness.agents.protocol",
+    "Attempt": "harness.verdict.policy",
     "BudgetExpects": "harness.expectations.budget",
-    "Case": "harness.suite",
-    "CaseReport": "harness.verdict",
+    "Case": "harness.fixtures.suite",
+    "CaseReport": "harness.verdict.reports",
     "EvalConfig": "harness.config",
     "Evidence": "harness.expectations.base",
     "ExitCode": "harness.errors",
     "Expects": "harness.expectations.registry",
-    "FrameworkAdapter": "harness.agent",
+    "FrameworkAdapter": "harness.agents.protocol",
     "Grade": "harness.expectations.base",
     "HarnessError": "harness.errors",
     "Kind": "harness.expectations.base",
-    "LlmTrace": "harness.fixture",
-    "LoopAdapter": "harness.agent",
+    "LlmTrace": "harness.fixtures.schema",
+    "LoopAdapter": "harness.agents.protocol",
     "Message": "harness.model_boundary",
     "Mode": "harness.modes",
     "ModelBackend": "harness.model_boundary",
@@ -39,16 +39,16 @@ _EXPORTS: dict[str, str] = {
     "ModelRequest": "harness.model_boundary",
     "ModelStep": "harness.model_boundary",
     "PayloadExpect": "harness.expectations.dispatch_payloads",
-    "Problem": "harness.problems",
+    "Problem": "harness.io.problems",
     "RecordedCall": "harness.tool_registry",
-    "ReplayBackend": "harness.replay",
-    "ReplayDivergence": "harness.replay",
+    "ReplayBackend": "harness.run.replay",
+    "ReplayDivergence": "harness.run.replay",
     "Reporter": "harness.reporters.base",
     "RunOptions": "harness.pipeline",
     "RunRecord": "harness.run_record",
     "SuiteKind": "harness.modes",
-    "SuitePolicy": "harness.policy",
-    "SuiteReport": "harness.verdict",
+    "SuitePolicy": "harness.verdict.policy",
+    "SuiteReport": "harness.verdict.reports",
     "Tool": "harness.tool_registry",
     "ToolCall": "harness.model_boundary",
     "ToolCallLimit": "harness.model_boundary",
@@ -59,14 +59,14 @@ _EXPORTS: dict[str, str] = {
     "WorkspaceExpects": "harness.expectations.workspace_files",
     "builtin_tools": "harness.builtin_toolset",
     "canonical_arguments": "harness.tool_registry",
-    "empty_run_passes": "harness.admission",
+    "empty_run_passes": "harness.fixtures.admission",
     "grade": "harness.expectations.registry",
-    "load_case": "harness.suite",
+    "load_case": "harness.fixtures.suite",
     "load_config": "harness.config",
-    "load_suite": "harness.suite",
-    "parse_fixture": "harness.fixture",
-    "policy_for": "harness.policy",
-    "resolve_agent": "harness.agent_registry",
+    "load_suite": "harness.fixtures.suite",
+    "parse_fixture": "harness.fixtures.schema",
+    "policy_for": "harness.verdict.policy",
+    "resolve_agent": "harness.agents.registry",
     "run_cases": "harness.pipeline",
     "run_suite": "harness.pipeline",
 }
@@ -74,31 +74,28 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from harness.admission import (
-        empty_run_passes as empty_run_passes,
-    )
-    from harness.agent import (
+    from harness.agents.protocol import (
         AgentAdapter as AgentAdapter,
     )
-    from harness.agent import (
+    from harness.agents.protocol import (
         AgentContext as AgentContext,
     )
-    from harness.agent import (
+    from harness.agents.protocol import (
         AgentSession as AgentSession,
     )
-    from harness.agent import (
+    from harness.agents.protocol import (
         AgentSurface as AgentSurface,
     )
-    from harness.agent import (
+    from harness.agents.protocol import (
         FrameworkAdapter as FrameworkAdapter,
     )
-    from harness.agent import (
+    from harness.agents.protocol import (
         LoopAdapter as LoopAdapter,
     )
-    from harness.agent_registry import (
+    from harness.agents.registry import (
         AgentError as AgentError,
     )
-    from harness.agent_registry import (
+    from harness.agents.registry import (
         resolve_agent as resolve_agent,
     )
     from harness.builtin_toolset import (
@@ -140,11 +137,29 @@ if TYPE_CHECKING:
     from harness.expectations.workspace_files import (
         WorkspaceExpects as WorkspaceExpects,
     )
-    from harness.fixture import (
+    from harness.fixtures.admission import (
+        empty_run_passes as empty_run_passes,
+    )
+    from harness.fixtures.schema import (
         LlmTrace as LlmTrace,
     )
-    from harness.fixture import (
+    from harness.fixtures.schema import (
         parse_fixture as parse_fixture,
+    )
+    from harness.fixtures.suite import (
+        Case as Case,
+    )
+    from harness.fixtures.suite import (
+        load_case as load_case,
+    )
+    from harness.fixtures.suite import (
+        load_suite as load_suite,
+    )
+    from harness.io.problems import (
+        AdmissionError as AdmissionError,
+    )
+    from harness.io.problems import (
+        Problem as Problem,
     )
     from harness.model_boundary import (
         Message as Message,
@@ -188,41 +203,17 @@ if TYPE_CHECKING:
     from harness.pipeline import (
         run_suite as run_suite,
     )
-    from harness.policy import (
-        Attempt as Attempt,
-    )
-    from harness.policy import (
-        SuitePolicy as SuitePolicy,
-    )
-    from harness.policy import (
-        policy_for as policy_for,
-    )
-    from harness.problems import (
-        AdmissionError as AdmissionError,
-    )
-    from harness.problems import (
-        Problem as Problem,
-    )
-    from harness.replay import (
-        ReplayBackend as ReplayBackend,
-    )
-    from harness.replay import (
-        ReplayDivergence as ReplayDivergence,
-    )
     from harness.reporters.base import (
         Reporter as Reporter,
     )
+    from harness.run.replay import (
+        ReplayBackend as ReplayBackend,
+    )
+    from harness.run.replay import (
+        ReplayDivergence as ReplayDivergence,
+    )
     from harness.run_record import (
         RunRecord as RunRecord,
-    )
-    from harness.suite import (
-        Case as Case,
-    )
-    from harness.suite import (
-        load_case as load_case,
-    )
-    from harness.suite import (
-        load_suite as load_suite,
     )
     from harness.tool_registry import (
         RecordedCall as RecordedCall,
@@ -242,10 +233,19 @@ if TYPE_CHECKING:
     from harness.tool_registry import (
         canonical_arguments as canonical_arguments,
     )
-    from harness.verdict import (
+    from harness.verdict.policy import (
+        Attempt as Attempt,
+    )
+    from harness.verdict.policy import (
+        SuitePolicy as SuitePolicy,
+    )
+    from harness.verdict.policy import (
+        policy_for as policy_for,
+    )
+    from harness.verdict.reports import (
         CaseReport as CaseReport,
     )
-    from harness.verdict import (
+    from harness.verdict.reports import (
         SuiteReport as SuiteReport,
     )
 

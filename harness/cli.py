@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from harness import interrupts
 from harness.errors import ExitCode, HarnessError, UsageError
+from harness.io.atomic import ReportFiles
+from harness.io.text import clean, inert
 from harness.options import Option
-from harness.reporters.atomic import ReportFiles
-from harness.reporters.text import clean, inert
+from harness.runtime import interrupts
 from harness.settings import (
     AGENT_OPTIONS,
     BASELINE,
@@ -305,8 +305,8 @@ def _check(command: Invocation) -> int:
 
 def _list(command: Invocation) -> int:
     from harness import pipeline, settings
-    from harness.case_view import case_line
-    from harness.selection import choose
+    from harness.fixtures.selection import choose
+    from harness.reporters.case_view import case_line
 
     options = settings.resolve(command.args, provider=False).options
     cases = choose(pipeline.admit(options), options.selection)
@@ -317,8 +317,8 @@ def _list(command: Invocation) -> int:
 
 def _merge(command: Invocation) -> int:
     from harness import pipeline
-    from harness.merge import merge
     from harness.reporters import registry
+    from harness.tracking.merge import merge
 
     reporters = registry.build(command.output(command.args.format))
     merged = {os.path.realpath(path): path for path in command.args.reports}
@@ -336,7 +336,7 @@ def _merge(command: Invocation) -> int:
 
 def _record(command: Invocation) -> int:
     from harness import settings
-    from harness.live_recorder import record_live_case, refuse_existing
+    from harness.live.recorder import record_live_case, refuse_existing
 
     args = command.args
     resolved = settings.resolve(args, provider=False)
@@ -353,8 +353,8 @@ def _record(command: Invocation) -> int:
 
 def _mutate(command: Invocation) -> int:
     from harness import settings
-    from harness.mutation import Thresholds, mutate, render_json, render_table
-    from harness.reporters.text import command_token, stop_commands
+    from harness.io.text import command_token, stop_commands
+    from harness.mutation.mutate import Thresholds, mutate, render_json, render_table
 
     args = command.args
     path = None if args.json_report is None else command.files.plan(args.json_report)
@@ -379,9 +379,9 @@ def _verify(command: Invocation) -> int:
     import os
 
     from harness.config import load_config
-    from harness.reporters.text import clean, inert
+    from harness.io.text import clean, inert
     from harness.settings import repository_root
-    from harness.verify import read_report, verify
+    from harness.tracking.verify import read_report, verify
 
     args = command.args
     loaded = load_config(args.config)
@@ -403,10 +403,10 @@ def _verify(command: Invocation) -> int:
 def _show(command: Invocation) -> int:
     import difflib
 
-    from harness.case_view import render_case
-    from harness.last_run import last_report_path, with_transcript
-    from harness.reporters.text import clean, inert
-    from harness.verify import VerifyError, read_report
+    from harness.io.text import clean, inert
+    from harness.reporters.case_view import render_case
+    from harness.reporters.last_run import last_report_path, with_transcript
+    from harness.tracking.verify import VerifyError, read_report
 
     args = command.args
     path = args.report or last_report_path()
@@ -430,7 +430,7 @@ def _show(command: Invocation) -> int:
 def _schema(command: Invocation) -> int:
     import json
 
-    from harness.fixture import json_schema
+    from harness.fixtures.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2, ensure_ascii=False), file=command.out)
     return ExitCode.PASSED

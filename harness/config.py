@@ -25,10 +25,10 @@ from harness.defaults import (
     MAX_JOBS,
 )
 from harness.errors import HarnessError
-from harness.inputs import InputError, read_bounded
+from harness.io.files import InputError, read_bounded
+from harness.io.problems import unsafe_name_problem
+from harness.io.validation import SchemaFaults, convert
 from harness.modes import Mode
-from harness.problems import unsafe_name_problem
-from harness.validation import SchemaFaults, convert
 
 
 class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):

@@ -25,8 +25,8 @@ import threading
 from collections.abc import Iterator
 from typing import NoReturn, TextIO, cast
 
-from harness import interrupts
 from harness.errors import ExitCode
+from harness.runtime import interrupts
 
 # How long the interpreter's exit handlers (the agent's own among them) may take: they are
 # where thread pools and child processes are joined, which a stuck agent never lets end.

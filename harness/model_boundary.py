@@ -14,14 +14,14 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from harness.deadline import within
 from harness.defaults import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_MAX_TOOL_CALLS_PER_STEP,
     MAX_STEP_TOKENS,
 )
 from harness.errors import HarnessError
-from harness.reporters.text import clean
+from harness.io.text import clean
+from harness.runtime.deadline import within
 
 Role = Literal["system", "user", "assistant", "tool"]
 

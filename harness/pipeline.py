@@ -15,9 +15,8 @@ from pathlib import Path
 
 import msgspec
 
-from harness.agent import AgentAdapter, AgentSurface
-from harness.agent_registry import resolve_within, surface_within
-from harness.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
+from harness.agents.protocol import AgentAdapter, AgentSurface
+from harness.agents.registry import resolve_within, surface_within
 from harness.defaults import (
     DEFAULT_AGENT,
     DEFAULT_CASE_TIMEOUT,
@@ -27,16 +26,17 @@ from harness.defaults import (
     DEFAULT_MAX_TOOL_CALLS_PER_STEP,
 )
 from harness.errors import UsageError
+from harness.fixtures.selection import Selection, choose
+from harness.fixtures.suite import Case, display_path, load_suite
+from harness.io.atomic import ReportWriteError
+from harness.io.problems import AdmissionError
 from harness.modes import Mode, SuiteKind, resolve_kind
-from harness.problems import AdmissionError
-from harness.receipts import suite_hash, suite_receipt
-from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import Reporter
-from harness.runner import BackendFactory, CasePlan, Jobs, replay_backend
-from harness.selection import Selection, choose
-from harness.suite import Case, display_path, load_suite
-from harness.verdict import CaseReport, SuiteReport
-from harness.watchdog import run_watched
+from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
+from harness.run.watchdog import run_watched
+from harness.tracking.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
+from harness.verdict.receipts import suite_hash, suite_receipt
+from harness.verdict.reports import CaseReport, SuiteReport
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class RunOptions:
     jobs: Jobs = DEFAULT_JOBS  # cases (and repetitions) at once; "auto": one per core
     repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
     maxfail: int | None = None  # stop starting cases once this many failed
-    baseline: Path | None = None  # compare the run with this baseline (`harness.baseline`)
+    baseline: Path | None = None  # compare the run with this baseline (`harness.tracking.baseline`)
     fail_on_regression: bool = False  # a confirmed regression fails the gate of any kind
     regression_level: float = DEFAULT_LEVEL  # repeated runs: a drop is confirmed at p < this
     # The cases picked (-k, --case, --shard); by default all.
@@ -278,7 +278,7 @@ def run_suite(
     """Admit every fixture of `suite_dir`, run each case through `agent`, grade it.
 
     Raises `AdmissionError` (every problem listed) when any fixture is refused: nothing runs.
-    Live mode needs `backend` (e.g. `harness.live.live_backend_factory(settings)`).
+    Live mode needs `backend` (e.g. `harness.live.backend.live_backend_factory(settings)`).
     """
     options = RunOptions(
         Path(suite_dir),

@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import UsageError
+from harness.fixtures.selection import Selection, parse_shard
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
 from harness.options import Option, count, jobs_count, percent, repeat_count, seconds
 from harness.reporters.baseline import BASELINE as BASELINE
 from harness.reporters.baseline import WRITE_BASELINE as WRITE_BASELINE
-from harness.selection import Selection, parse_shard
 
 if TYPE_CHECKING:
     from harness.config import EvalConfig, LoadedConfig
+    from harness.io.atomic import RunInput
     from harness.pipeline import RunOptions
-    from harness.reporters.atomic import RunInput
 
 SUITE = Option(
     "--suite", "suite directory (default: suite_dir)", metavar="DIR", config_key="suite_dir"
@@ -179,7 +179,7 @@ class Resolved:
 
     def inputs(self) -> list[RunInput]:
         """The files the run reads, which none of its reports may replace."""
-        from harness.reporters.atomic import RunInput
+        from harness.io.atomic import RunInput
 
         suite = self.options.suite
         found = [RunInput(suite, "a fixture of the suite", suite=True)]
@@ -240,8 +240,8 @@ def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) 
     """`resolved` with the live provider its configuration describes."""
     from dataclasses import replace
 
-    from harness.live import provider_from_config
-    from harness.receipts import provider_ref
+    from harness.live.backend import provider_from_config
+    from harness.verdict.receipts import provider_ref
 
     config = resolved.config
     provider = provider_from_config(
@@ -298,7 +298,7 @@ def repository_root(project: Path, environ: Mapping[str, str]) -> Path:
 
 def _baseline(args: argparse.Namespace) -> dict[str, Any]:
     """The baseline settings of `run` (the other commands have none)."""
-    from harness.baseline import DEFAULT_LEVEL
+    from harness.tracking.baseline import DEFAULT_LEVEL
 
     level = getattr(args, REGRESSION_LEVEL.dest, None)
     baseline = getattr(args, BASELINE.dest, None)

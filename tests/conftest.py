@@ -28,19 +28,19 @@ import msgspec
 import pytest
 from _openai_server import Action, OpenAIServer, hang, malformed, status, text_reply, tool_reply
 
-from harness.agent import AgentContext, AgentSurface
+from harness.agents.protocol import AgentContext, AgentSurface
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools
 from harness.cli import main
 from harness.expectations.base import Grade
 from harness.expectations.registry import Expects
-from harness.fixture import LlmTrace, parse_fixture
+from harness.fixtures.schema import LlmTrace, parse_fixture
+from harness.fixtures.suite import Case, load_case
+from harness.io.problems import AdmissionError, Problem
 from harness.model_boundary import ModelRequest
 from harness.modes import Mode
-from harness.problems import AdmissionError, Problem
 from harness.run_record import RunRecord
-from harness.suite import Case, load_case
 from harness.tool_registry import RecordedCall, ToolOutcome, ToolRegistry
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport
 
 REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "harness"
@@ -523,7 +523,7 @@ def suite_report(kind: str, *cases: CaseReport) -> SuiteReport:
 def one_passing_run() -> dict[str, Any]:
     """A repeat block of one run that passed, its statistics right: no run makes one (a
     case run once has no block), so it can only be an edit."""
-    from harness.statistics import wilson
+    from harness.verdict.statistics import wilson
 
     return {
         "requested": 1,
@@ -543,7 +543,7 @@ def restated(document: dict[str, Any]) -> dict[str, Any]:
     """A JSON report document whose suite-level fields (totals, statistics, `all_passed`,
     exit code) are restated from its cases by the harness's own model, as a forger with
     the harness at hand would after editing a case: what is then refused is the edit."""
-    from harness.verdict import document_type
+    from harness.verdict.reports import document_type
 
     parsed = msgspec.convert(document, document_type())
     report = SuiteReport(

@@ -1,5 +1,6 @@
-"""`harness.agents.openai_agents`: the OpenAI Agents SDK adapter (`agent = "openai-agents"`)
-through `run_suite`: the SDK's own loop, the registry's tools, a conversation over turns."""
+"""`harness.agents.frameworks.openai_agents`: the OpenAI Agents SDK adapter (`agent =
+"openai-agents"`) through `run_suite`: the SDK's own loop, the registry's tools, a
+conversation over turns."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from conftest import (
 )
 
 from harness import run_cases, run_suite
-from harness.agent_registry import resolve_agent
-from harness.verdict import CaseReport, SuiteReport
+from harness.agents.registry import resolve_agent
+from harness.verdict.reports import CaseReport, SuiteReport
 
 
 def run(suite: Path, agent: Any = "openai-agents", **kwargs: Any) -> SuiteReport:

@@ -1,5 +1,5 @@
-"""`harness.agents.pydantic_ai`: the pydantic-ai adapter (`agent = "pydantic-ai"`) through
-`run_suite` / `run_cases`.
+"""`harness.agents.frameworks.pydantic_ai`: the pydantic-ai adapter (`agent =
+"pydantic-ai"`) through `run_suite` / `run_cases`.
 
 A fresh `pydantic_ai.Agent` per case, its model a `FunctionModel` fed by the replay script,
 its tools the harness registry's; a conversation carried as pydantic-ai carries it.
@@ -29,9 +29,9 @@ from conftest import (
 )
 
 from harness import Message, ToolCall, run_cases, run_suite
-from harness.agent_registry import resolve_agent
+from harness.agents.registry import resolve_agent
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
@@ -53,7 +53,7 @@ def calls_of(case: CaseReport) -> list[tuple[str, str, str, bool]]:
 
 def test_resolves_to_the_pydantic_ai_adapter_with_the_builtin_tools() -> None:
     adapter = resolve_agent(AGENT)
-    assert type(adapter).__module__ == "harness.agents.pydantic_ai"
+    assert type(adapter).__module__ == "harness.agents.frameworks.pydantic_ai"
     assert adapter.name == "pydantic-ai"
     assert {t.name for t in adapter.tools()} == BUILTIN_TOOL_NAMES
 

@@ -27,13 +27,18 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _imports(path: Path) -> set[str]:
-    """The harness modules `path` imports, lazy imports included, type-only ones not."""
+def _imports(path: Path, type_only: bool = False) -> set[str]:
+    """The harness modules `path` imports, lazy imports included; type-only ones (under
+    `if TYPE_CHECKING:`) too when `type_only`."""
     found: set[str] = set()
 
     class Visitor(ast.NodeVisitor):
         def visit_If(self, node: ast.If) -> None:
-            if isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            if (
+                not type_only
+                and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"
+            ):
                 for child in node.orelse:
                     self.visit(child)
                 return
@@ -102,9 +107,127 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycle_in_the_package() -> None:
-    graph = {name: _imports(path) - {name} for name, path in MODULES.items()}
+def test_no_import_cycle_in_the_package_type_only_imports_included() -> None:
+    graph = {name: _imports(path, type_only=True) - {name} for name, path in MODULES.items()}
     assert _cycles(graph) == []
+
+
+# --- the rooms ----------------------------------------------------------------------------
+
+# The package's layers, lowest first (docs/architecture.md draws them): a unit is a room (a
+# subpackage of harness/) or a module at the top of harness/, and a module may import from
+# its own unit and from units listed before it, never after (type-only imports included).
+# `harness/__init__.py`, the public API, re-exports from every layer.
+LAYERS = (
+    "errors",
+    "defaults",
+    "modes",
+    "options",
+    "runtime",
+    "io",
+    "tool_registry",
+    "workspace",
+    "builtin_toolset",
+    "model_boundary",
+    "transcript",
+    "run_record",
+    "config",
+    "expectations",
+    "verdict",
+    "agents",
+    "fixtures",
+    "run",
+    "tracking",
+    "reporters",
+    "pipeline",
+    "live",
+    "mutation",
+    "pytest_plugin",
+    "settings",
+    "cli",
+    "console",
+    "__main__",
+)
+MAX_TOP_MODULES = 20
+
+
+def _unit(module: str) -> str | None:
+    """The room or top-level module `module` belongs to; None for the package itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _upward(graph: dict[str, set[str]], layers: tuple[str, ...]) -> list[str]:
+    """Every import of `graph` that reaches a unit listed after its own, or leaves `layers`."""
+    rank = {unit: n for n, unit in enumerate(layers)}
+    found = []
+    for module, imported in sorted(graph.items()):
+        unit = _unit(module)
+        if unit is None:
+            continue
+        if unit not in rank:
+            found.append(f"{module}: in no layer")
+            continue
+        for target in sorted(imported):
+            other = _unit(target)
+            if other is not None and other != unit and rank.get(other, len(rank)) > rank[unit]:
+                found.append(f"{module} imports {target}, a layer above it")
+    return found
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    graph = {"harness.io.text": {"harness.verdict.reports"}, "harness.verdict.reports": set()}
+    assert _upward(graph, ("io", "verdict")) == [
+        "harness.io.text imports harness.verdict.reports, a layer above it"
+    ]
+    assert _upward(graph, ("verdict", "io")) == []
+    assert _upward({"harness.new.thing": set()}, ("io",)) == ["harness.new.thing: in no layer"]
+
+
+def test_every_import_between_rooms_runs_downward_type_only_ones_included() -> None:
+    graph = {name: _imports(path, type_only=True) for name, path in MODULES.items()}
+    assert _upward(graph, LAYERS) == []
+
+
+def test_the_top_of_the_package_is_small_and_every_room_says_what_belongs_in_it() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, top
+    rooms = sorted(p.parent for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE)
+    assert {room.name for room in rooms} >= {"io", "runtime", "fixtures", "run", "tracking"}
+    for room in rooms:
+        docstring = ast.get_docstring(ast.parse((room / "__init__.py").read_text("utf-8")))
+        assert docstring and len(docstring) > 40, f"{room.relative_to(PACKAGE)} says nothing"
+
+
+TESTS = PACKAGE.parent / "tests"
+# Suites about more than one module keep descriptive names (docs/architecture.md, "Tests").
+CROSS_CUTTING = {
+    "test_architecture",
+    "test_ci_consumers",
+    "test_compat",
+    "test_examples",
+    "test_framework_differences",
+    "test_noxfile",
+    "test_process",
+    "test_workflows",
+}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    # test_<room>_<module>.py tests harness/<room>/<module>.py (a second file on one
+    # module adds an aspect: test_fixtures_suite_listing.py); a framework adapter drops
+    # `frameworks`.
+    stems = {
+        "_".join(("agents", *parts[2:]) if parts[:2] == ("agents", "frameworks") else parts)
+        for parts in (tuple(name.split(".")[1:]) for name in MODULES if "." in name)
+    }
+    strays = [
+        test.name
+        for test in sorted(TESTS.glob("test_*.py"))
+        if test.stem not in CROSS_CUTTING
+        and not any(test.stem == f"test_{s}" or test.stem.startswith(f"test_{s}_") for s in stems)
+    ]
+    assert strays == []
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -117,24 +240,24 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
     # It may import the pipeline's entry points, never the machinery behind them.
     allowed = {
         "harness.errors",
-        "harness.interrupts",  # what it says of an interruption, said whole
+        "harness.runtime.interrupts",  # what it says of an interruption, said whole
         "harness.options",
         "harness.settings",
         "harness.pipeline",
         "harness.reporters.base",
         "harness.reporters.registry",
-        "harness.live_recorder",
-        "harness.mutation",
-        "harness.reporters.atomic",
-        "harness.reporters.text",
-        "harness.fixture",
+        "harness.live.recorder",
+        "harness.mutation.mutate",
+        "harness.io.atomic",
+        "harness.io.text",
+        "harness.fixtures.schema",
         "harness.config",
-        "harness.verify",
-        "harness.case_view",
-        "harness.merge",
-        "harness.selection",
+        "harness.tracking.verify",
+        "harness.reporters.case_view",
+        "harness.tracking.merge",
+        "harness.fixtures.selection",
         "harness.reporters.json_report",
-        "harness.last_run",
+        "harness.reporters.last_run",
     }
     assert _imports(MODULES["harness.cli"]) <= allowed
 
@@ -199,12 +322,18 @@ def test_a_kind_view_holds_exactly_its_own_fields() -> None:
 # --- reporters ---------------------------------------------------------------------------
 
 
+# The reporters' room also holds what reporters share and what shows a case for a person;
+# every other module of it is a reporter.
+REPORTER_HELPERS = {"__init__", "base", "registry", "case_view", "html_transcript", "last_run"}
+
+
 def test_every_reporter_module_is_registered() -> None:
     names = {spec.name for spec in reporters.SPECS}
-    modules = {m.stem for m in (PACKAGE / "reporters").glob("*.py") if m.stem not in {"__init__"}}
+    modules = {m.stem for m in (PACKAGE / "reporters").glob("*.py")} - REPORTER_HELPERS
     declaring = {
         m for m in modules if hasattr(importlib.import_module(f"harness.reporters.{m}"), "REPORTER")
     }
+    assert modules == declaring
     assert len(names) == len(reporters.SPECS) == len(declaring)
     assert reporters.stdout_formats() == ("table", "json", "junit")
     flags = [option.flag for option in reporters.options()]
@@ -273,17 +402,17 @@ def test_every_harness_error_shares_one_base() -> None:
     from harness.errors import HarnessError
 
     raised_on_purpose = (
-        "harness.problems:AdmissionError",
+        "harness.io.problems:AdmissionError",
         "harness.config:ConfigError",
-        "harness.agent_registry:AgentError",
-        "harness.reporters.atomic:ReportWriteError",
-        "harness.live_recorder:RecordError",
+        "harness.agents.registry:AgentError",
+        "harness.io.atomic:ReportWriteError",
+        "harness.live.recorder:RecordError",
         "harness.model_boundary:ProviderFailure",
         "harness.model_boundary:Divergence",
-        "harness.replay:ReplayDivergence",
-        "harness.live:ProviderError",
+        "harness.run.replay:ReplayDivergence",
+        "harness.live.backend:ProviderError",
         "harness.tool_registry:ToolFailure",
-        "harness.deadline:DeadlineExceeded",
+        "harness.runtime.deadline:DeadlineExceeded",
     )
     for spec in raised_on_purpose:
         module, _, name = spec.partition(":")
@@ -291,25 +420,29 @@ def test_every_harness_error_shares_one_base() -> None:
 
 
 def test_no_reporter_imports_another_or_reads_fixtures() -> None:
-    shared = {"harness.reporters.base", "harness.reporters.atomic", "harness.reporters.text"}
+    shared = {f"harness.reporters.{helper}" for helper in REPORTER_HELPERS} - {
+        "harness.reporters.__init__"
+    }
     for name, path in MODULES.items():
         if not name.startswith("harness.reporters.") or name in shared:
             continue
         imported = _imports(path)
         others = {m for m in imported if m.startswith("harness.reporters.")} - shared
-        if name == "harness.reporters.registry":
-            continue  # it finds them, by name, at import time
         assert others == set(), name
-        assert not imported & {"harness.suite", "harness.fixture", "harness.json_paths"}, name
+        assert not imported & {
+            "harness.fixtures.suite",
+            "harness.fixtures.schema",
+            "harness.io.json_paths",
+        }, name
 
 
 def test_the_configuration_knows_no_agent_and_no_fixture_schema() -> None:
     imported = _imports(MODULES["harness.config"])
     assert not imported & {
-        "harness.agent",
-        "harness.agent_registry",
-        "harness.fixture",
-        "harness.admission",
+        "harness.agents.protocol",
+        "harness.agents.registry",
+        "harness.fixtures.schema",
+        "harness.fixtures.admission",
     }
 
 

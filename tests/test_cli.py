@@ -405,7 +405,7 @@ def test_every_report_path_is_checked_before_the_first_case_runs(
 def test_a_report_that_cannot_be_written_keeps_no_other_from_being_written(
     run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.reporters import atomic
+    from harness.io import atomic
 
     mkstemp = atomic.tempfile.mkstemp
 

@@ -178,9 +178,9 @@ STALLING_GRADER = (
     FAITHFUL_LOOP
     + """
 import os, pathlib, time
-import harness.runner
+import harness.run.runner
 
-_grade = harness.runner.grade
+_grade = harness.run.runner.grade
 
 
 def _slow_grade(*args, **kwargs):
@@ -189,7 +189,7 @@ def _slow_grade(*args, **kwargs):
     return _grade(*args, **kwargs)
 
 
-harness.runner.grade = _slow_grade
+harness.run.runner.grade = _slow_grade
 """
 )
 

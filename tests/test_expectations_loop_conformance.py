@@ -21,7 +21,7 @@ from conftest import (
 )
 
 from harness import run_suite
-from harness.verdict import CaseReport
+from harness.verdict.reports import CaseReport
 
 REPO = Path(__file__).resolve().parents[1]
 

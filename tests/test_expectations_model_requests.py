@@ -38,13 +38,13 @@ from conftest import (
 )
 
 from harness import run_suite
-from harness.admission import EMPTY_RUN_PASSES, empty_run_passes
 from harness.expectations.registry import assertion_count, grade
-from harness.live import LiveSettings, live_backend_factory
+from harness.fixtures.admission import EMPTY_RUN_PASSES, empty_run_passes
+from harness.live.backend import LiveSettings, live_backend_factory
 from harness.model_boundary import Message, ModelRequest, Role, ToolSchema
 from harness.run_record import RunRecord
 from harness.transcript import Conversation, Exchange
-from harness.verdict import CaseReport
+from harness.verdict.reports import CaseReport
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
@@ -678,7 +678,7 @@ def test_a_withheld_tool_far_from_the_agents_is_admitted(tmp_path: Path, far: st
 
 
 def test_the_fields_are_in_the_fixture_schema() -> None:
-    from harness.fixture import json_schema
+    from harness.fixtures.schema import json_schema
 
     schema = json_schema()
     props = schema["$defs"]["Expects"]["properties"]

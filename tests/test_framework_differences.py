@@ -18,10 +18,10 @@ import pytest
 from conftest import REPO, Recording, call, fixture, text_step, tool_step, turn, write_module
 
 from harness import Message, ModelRequest, ToolCall, parse_fixture, run_cases
-from harness.admission import check_trace
-from harness.agent_registry import agent_surface, resolve_agent
-from harness.suite import Case
-from harness.verdict import CaseReport
+from harness.agents.registry import agent_surface, resolve_agent
+from harness.fixtures.admission import check_trace
+from harness.fixtures.suite import Case
+from harness.verdict.reports import CaseReport
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")

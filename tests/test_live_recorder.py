@@ -1,4 +1,4 @@
-"""`harness.live_recorder`: `zeroclaw eval record`: one live run against the loopback server
+"""`harness.live.recorder`: `zeroclaw eval record`: one live run against the loopback server
 becomes a replay fixture that passes `check` and replays green through both frameworks,
 holding every model step the run used and nothing secret or machine-specific; or nothing is
 written at all."""
@@ -29,12 +29,12 @@ from conftest import (
     write_fixture,
 )
 
-from harness.agent_registry import resolve_agent
-from harness.live_recorder import RecordError, write_recording
+from harness.agents.registry import resolve_agent
+from harness.fixtures.suite import load_case
+from harness.live.recorder import RecordError, write_recording
 from harness.model_boundary import ModelRequest, ModelStep
 from harness.pipeline import run_cases
-from harness.suite import load_case
-from harness.verdict import CaseReport
+from harness.verdict.reports import CaseReport
 
 LIVE = Path("evals/live/x.json")
 OUT = Path("evals/regression/x.json")
@@ -327,8 +327,8 @@ def test_progress_goes_to_the_stderr_of_the_call_not_of_the_import(
 
     first, second = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stderr", first)
-    monkeypatch.delitem(sys.modules, "harness.live_recorder", raising=False)
-    fresh = importlib.import_module("harness.live_recorder")
+    monkeypatch.delitem(sys.modules, "harness.live.recorder", raising=False)
+    fresh = importlib.import_module("harness.live.recorder")
     monkeypatch.setattr(sys, "stderr", second)
     first.close()
 

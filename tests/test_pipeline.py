@@ -6,13 +6,13 @@ from pathlib import Path
 
 from conftest import greeting_fixture, write_suite
 
-from harness.agent import AgentSurface
-from harness.agent_registry import resolve_agent
+from harness.agents.protocol import AgentSurface
+from harness.agents.registry import resolve_agent
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
-from harness.fixture import fixture_hash
+from harness.fixtures.schema import fixture_hash
+from harness.fixtures.suite import load_suite
 from harness.pipeline import RunOptions, run, run_cases, run_suite
-from harness.suite import load_suite
-from harness.verdict import CaseReport
+from harness.verdict.reports import CaseReport
 
 
 def test_run_suite_names_the_suite_as_the_caller_did(tmp_path: Path) -> None:

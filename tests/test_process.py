@@ -165,13 +165,13 @@ def test_table_output_of_a_live_run(tmp_path: Path, tiny_server: OpenAIServer) -
 def test_importing_harness_does_not_import_an_agent_framework(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "import harness, harness.cli, harness.runner, harness.reporters.registry\n"
+        "import harness, harness.cli, harness.run.runner, harness.reporters.registry\n"
         "for name in harness.__all__:\n"
         "    getattr(harness, name)\n"
         "leaked = sorted(m for m in sys.modules if m == 'agents' or m.startswith('agents.'))\n"
         "print(leaked)\n"
         "assert not leaked, leaked\n"
-        "assert 'harness.agents.openai_agents' not in sys.modules\n"
+        "assert 'harness.agents.frameworks.openai_agents' not in sys.modules\n"
     )
     result = run_python(code, cwd=tmp_path)
     assert result.returncode == 0, result.stderr

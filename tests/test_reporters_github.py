@@ -40,15 +40,15 @@ from conftest import (
     write_module,
 )
 
-from harness.agent import AgentSurface
+from harness.agents.protocol import AgentSurface
 from harness.expectations.base import Grade
-from harness.problems import AdmissionError, Problem
-from harness.repeats import combine
+from harness.fixtures.suite import load_case
+from harness.io.problems import AdmissionError, Problem
 from harness.reporters import github
 from harness.reporters.github import escape_data, escape_property, problem_command
+from harness.run.repeats import combine
 from harness.run_record import RunRecord
-from harness.suite import load_case
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport
 
 FORGED = "%0A::error::forged"
 
@@ -65,7 +65,7 @@ def repeated_report(
     cluster: str | None = None,
     line: int | None = 7,
 ) -> CaseReport:
-    """A repeated case's report from synthetic runs, combined by `harness.repeats.combine`
+    """A repeated case's report from synthetic runs, combined by `harness.run.repeats.combine`
     as a live run combines them: `outcomes` has a letter per run, `P` passed, `F` failed
     (its `tools_used` check, and `exact_tool_calls` too in every third failing run), `E` a
     run error."""

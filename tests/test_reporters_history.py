@@ -14,14 +14,14 @@ import msgspec
 import pytest
 from conftest import Cli, project, says, under_scripted_fixture
 
-from harness import tail_lines
 from harness.expectations.base import Grade
-from harness.reporters.atomic import ReportWriteError
+from harness.io import tail_lines
+from harness.io.atomic import ReportWriteError
 from harness.reporters.base import Output
 from harness.reporters.history import HISTORY_SCHEMA, append_history
 from harness.reporters.history import REPORTER as HISTORY
 from harness.run_record import RunRecord
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport
 
 
 def entries(path: Path) -> list[dict[str, Any]]:

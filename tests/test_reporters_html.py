@@ -40,17 +40,17 @@ from conftest import (
     turn,
     write_fixture,
 )
-from test_case_view import assert_details_have_lines, dropping_project
+from test_reporters_case_view import assert_details_have_lines, dropping_project
 
-from harness import history_store
 from harness.expectations.base import Grade
 from harness.model_boundary import Message, ModelStep, ToolCall
 from harness.reporters import html as html_report
 from harness.reporters import registry
 from harness.run_record import RunRecord
 from harness.tool_registry import RecordedCall
+from harness.tracking import history as history_store
 from harness.transcript import TranscriptStep
-from harness.verdict import CaseReport, ErrorFrame, SuiteReport
+from harness.verdict.reports import CaseReport, ErrorFrame, SuiteReport
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -485,8 +485,8 @@ def test_report_refuses_a_pass_proportion_no_share_can_be(
 ) -> None:
     from conftest import case_of, live_trace
 
-    from harness.repeats import combine
     from harness.reporters.json_report import render_json
+    from harness.run.repeats import combine
 
     runs = [passing_report("a"), failing_report("a")]
     report = suite_report("regression", combine(case_of(live_trace(repeat=2)), runs))

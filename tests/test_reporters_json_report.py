@@ -26,7 +26,7 @@ from harness.expectations.base import Grade
 from harness.reporters.json_report import render_json
 from harness.run_record import RunRecord
 from harness.tool_registry import RecordedCall
-from harness.verdict import SCHEMA, CaseReport, ErrorFrame
+from harness.verdict.reports import SCHEMA, CaseReport, ErrorFrame
 
 # --- the JSON document ----------------------------------------------------------------------
 
@@ -193,7 +193,7 @@ def test_one_document_per_agent_on_one_stdout_reads_as_one_each(
 
 
 def test_a_run_errors_frames_are_a_field_of_their_own_and_read_back(tmp_path: Path) -> None:
-    from harness.verify import read_report
+    from harness.tracking.verify import read_report
 
     frames = [ErrorFrame(file="agent.py", line=14, function="run_turn")]
     err = msgspec.structs.replace(errored_report(), error_frames=frames)

@@ -53,7 +53,7 @@ from harness.expectations.base import Grade
 from harness.reporters.json_report import render_json
 from harness.reporters.junit import render_junit
 from harness.run_record import RunRecord
-from harness.verdict import CaseReport, ErrorFrame, SuiteReport
+from harness.verdict.reports import CaseReport, ErrorFrame, SuiteReport
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "junit-10.xsd"
 AGENT = "[openai-agents]"  # what ends every testcase name of these tests' runs

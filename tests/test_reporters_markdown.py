@@ -23,15 +23,17 @@ from test_reporters_github import (
     runner_commands,
 )
 
-from harness import history_reader, history_store, summary_trend
-from harness.comparison import STATUSES, BaselineComparison, CaseComparison
 from harness.expectations.base import Grade
-from harness.problems import Problem
+from harness.io.problems import Problem
 from harness.reporters import markdown
 from harness.reporters.json_report import ReportDocument
 from harness.reporters.markdown import render_markdown
 from harness.run_record import RunRecord
-from harness.verdict import CaseReport, SuiteReport
+from harness.tracking import history as history_store
+from harness.tracking import history_reader
+from harness.tracking import trend as summary_trend
+from harness.verdict.comparison import STATUSES, BaselineComparison, CaseComparison
+from harness.verdict.reports import CaseReport, SuiteReport
 
 
 def graded(case_id: str, grades: list[Grade], line: int | None = None) -> CaseReport:

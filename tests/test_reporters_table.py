@@ -41,7 +41,7 @@ from harness.reporters.table import (
     use_colour,
 )
 from harness.run_record import RunRecord
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport
 
 # --- the table ------------------------------------------------------------------------------
 

@@ -29,18 +29,18 @@ from conftest import (
 )
 
 from harness import run_suite
-from harness.admission import empty_run_passes
-from harness.agent import AgentSurface
+from harness.agents.protocol import AgentSurface
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.expectations.base import Evidence
 from harness.expectations.registry import Expects, all_grades
-from harness.fixture import parse_fixture
-from harness.live import LiveSettings, live_backend_factory
-from harness.problems import AdmissionError
+from harness.fixtures.admission import empty_run_passes
+from harness.fixtures.schema import parse_fixture
+from harness.fixtures.suite import load_case
+from harness.io.problems import AdmissionError
+from harness.live.backend import LiveSettings, live_backend_factory
 from harness.run_record import RunRecord
-from harness.suite import load_case
 from harness.tool_registry import RecordedCall
-from harness.verdict import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport
 from harness.workspace import DirectoryView, FilesView, Workspace
 
 FILE_TOOLS = ["read_file", "write_file", "list_files"]

@@ -11,10 +11,10 @@ from typing import ClassVar, Literal
 
 import msgspec
 
+from harness.io.validation import Fault
 from harness.modes import Mode
 from harness.run_record import RunRecord
 from harness.transcript import Conversation
-from harness.validation import Fault
 from harness.workspace import WorkspaceView
 
 Category = Literal["response", "tool", "side_effect", "budget", "request", "run", "loop"]

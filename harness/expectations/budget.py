@@ -8,8 +8,8 @@ from typing import Annotated
 import msgspec
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, NonNegative, Strict
+from harness.io.validation import Fault
 from harness.run_record import RunRecord
-from harness.validation import Fault
 
 Bound = Annotated[int, NonNegative] | None
 

@@ -18,8 +18,8 @@ from harness.expectations.base import (
     q,
     q_list,
 )
+from harness.io.validation import Fault
 from harness.run_record import RunRecord
-from harness.validation import Fault
 
 
 class PayloadExpect(Strict):

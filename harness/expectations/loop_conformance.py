@@ -13,12 +13,12 @@ import difflib
 from collections.abc import Callable, Iterator
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
-from harness.json_paths import child_path
+from harness.io.json_paths import child_path
+from harness.io.text import clean
+from harness.io.validation import Fault
 from harness.model_boundary import Message, ToolCall, summarize_request
-from harness.reporters.text import clean
 from harness.tool_registry import RecordedCall, canonical_arguments
 from harness.transcript import Conversation, Exchange
-from harness.validation import Fault
 
 AT = f"{EXPECTS}.loop_exempt"
 

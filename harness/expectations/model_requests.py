@@ -26,9 +26,9 @@ from harness.expectations.base import (
     q,
     q_list,
 )
+from harness.io.validation import Fault
 from harness.model_boundary import Role
 from harness.transcript import Exchange
-from harness.validation import Fault
 
 NO_REQUEST = "no model request was made"
 NEVER_OFFERED = "a tool it does not have is never offered, so the check could never fail"

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import msgspec
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict
+from harness.io.validation import Fault
 from harness.run_record import RunRecord
 from harness.transcript import Conversation
-from harness.validation import Fault
 from harness.workspace import DirectoryView, FilesView, WorkspaceView
 
 _NOT_KINDS = frozenset({"base", "registry"})

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
-from harness.json_paths import child_path
-from harness.validation import Fault
+from harness.io.json_paths import child_path
+from harness.io.validation import Fault
 
 AT = f"{EXPECTS}.response_json"
 _MISSING = object()

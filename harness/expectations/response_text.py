@@ -19,7 +19,7 @@ from harness.expectations.base import (
     is_blank,
     q,
 )
-from harness.validation import Fault
+from harness.io.validation import Fault
 
 
 class ResponseText(Kind):

@@ -17,7 +17,7 @@ from harness.expectations.base import (
     q,
     q_list,
 )
-from harness.validation import Fault
+from harness.io.validation import Fault
 
 
 class ToolDispatch(Kind):

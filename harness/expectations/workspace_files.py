@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict, clip, q
-from harness.json_paths import child_path
-from harness.validation import Fault
+from harness.io.json_paths import child_path
+from harness.io.validation import Fault
 from harness.workspace import NO_WORKSPACE, Unreadable, normal_path, path_problem
 
 AT = f"{EXPECTS}.workspace"

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from harness.io.atomic import ReportFiles, ReportWriteError
+from harness.io.problems import Problem
+from harness.io.text import clean, inert
 from harness.options import Option
-from harness.problems import Problem
-from harness.reporters.atomic import ReportFiles, ReportWriteError
-from harness.reporters.text import clean, inert
 
 if TYPE_CHECKING:
-    from harness.verdict import CaseReport, SuiteReport
+    from harness.verdict.reports import CaseReport, SuiteReport
 
 # Reporter orders: what writes files finishes first, the document on stdout last.
 FILES, COMMIT, CI, STDOUT = 10, 20, 50, 90

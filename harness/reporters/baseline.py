@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness.io.atomic import ReportFiles, ReportWriteError
+from harness.io.text import clean, inert
 from harness.options import Option
-from harness.reporters.atomic import ReportFiles, ReportWriteError
 from harness.reporters.base import CI, FILES, Output, Reporter
-from harness.reporters.text import clean, inert
 
 if TYPE_CHECKING:
-    from harness.verdict import SuiteReport
+    from harness.verdict.reports import SuiteReport
 
 
 # Settings of `zeroclaw eval run` (the baseline is read before any case runs), declared
@@ -48,7 +48,7 @@ class BaselineFile(Reporter):
         self._path = files.plan(path, "write baseline")
 
     def finish(self, report: SuiteReport) -> None:
-        from harness.baseline import render_baseline
+        from harness.tracking.baseline import render_baseline
 
         shown = self._files.shown(self._path)
         if report.partial is not None:
@@ -70,7 +70,7 @@ class BaselineSummary(Reporter):
         self._stderr = stderr
 
     def finish(self, report: SuiteReport) -> None:
-        from harness.baseline import summary
+        from harness.tracking.baseline import summary
 
         comparison = report.baseline
         if comparison is None:

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Literal, TextIO
 
 from msgspec import Meta
 
-from harness.problems import Problem
+from harness.io.problems import Problem
+from harness.io.text import brief, clean, clean_lines, clip
 from harness.reporters.base import ANNOTATIONS, CI, Output, Reporter
-from harness.reporters.text import brief, clean, clean_lines, clip
 
 if TYPE_CHECKING:
-    from harness.verdict import CaseReport, SuiteReport
+    from harness.verdict.reports import CaseReport, SuiteReport
 
 Level = Literal["error", "warning", "notice"]
 
@@ -130,7 +130,7 @@ def _counts(data: bytes) -> dict[str, int] | None:
     counts for itself), a document nested past what the parser follows included."""
     import msgspec
 
-    from harness.inputs import decode_json
+    from harness.io.files import decode_json
 
     if not data.strip():
         return {}
@@ -145,7 +145,7 @@ def level_of(report: SuiteReport, case: CaseReport) -> Level:
     """`error` when the suite's gate fails on this case, `warning` when it only tracks it
     (a capability suite's failed checks)."""
     from harness.errors import ExitCode
-    from harness.policy import policy_for
+    from harness.verdict.policy import policy_for
 
     gated = policy_for(report.kind).exit_code([case]) is not ExitCode.PASSED
     return "error" if gated else "warning"

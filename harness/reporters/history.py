@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from harness import tail_lines
-from harness.inputs import file_kind
+from harness.io import tail_lines
+from harness.io.atomic import ReportFiles, ReportWriteError
+from harness.io.files import file_kind
+from harness.io.text import clean, inert, json_safe
 from harness.options import Option
-from harness.reporters.atomic import ReportFiles, ReportWriteError
 from harness.reporters.base import COMMIT, Output, Reporter, skipped_as_partial
-from harness.reporters.text import clean, inert, json_safe
 
 if TYPE_CHECKING:
-    from harness.verdict import SuiteReport
+    from harness.verdict.reports import SuiteReport
 
 # Not the original harness's `zeroclaw-eval/history/v1`, a different document.
 HISTORY_SCHEMA = "zeroclaw-eval/pass-rate-line/v1"

@@ -1,5 +1,5 @@
 """Run history as a directory (`--history-dir DIR`): one transcript-free entry per run,
-its own file under `DIR/<suite>/` (`harness.history_store`), with the trend against the
+its own file under `DIR/<suite>/` (`harness.tracking.history`), with the trend against the
 previous run of the same suite and agent."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness.io.atomic import ReportWriteError
+from harness.io.text import clean, inert
 from harness.options import Option
-from harness.reporters.atomic import ReportWriteError
 from harness.reporters.base import COMMIT, Output, Reporter, skipped_as_partial
-from harness.reporters.text import clean, inert
 
 if TYPE_CHECKING:
-    from harness.history_reader import History
-    from harness.verdict import SuiteReport
+    from harness.tracking.history_reader import History
+    from harness.verdict.reports import SuiteReport
 
 OPTION = Option(
     "--history-dir",
@@ -37,7 +37,7 @@ class HistoryDirReporter(Reporter):
         self._stderr = stderr
 
     def finish(self, report: SuiteReport) -> None:
-        from harness import history_store
+        from harness.tracking import history as history_store
 
         if skipped_as_partial(report, self._stderr):
             return
@@ -59,7 +59,7 @@ class HistoryDirReporter(Reporter):
 def _checked(directory: Path) -> None:
     """The history directory, checked before the run: a directory (or none yet), reached
     through no symbolic link of the command line's relative path (as a report's path is,
-    `harness.reporters.atomic`). Below it, nothing is written through a link either, which
+    `harness.io.atomic`). Below it, nothing is written through a link either, which
     only the writing can hold to (`history_store.write`)."""
     if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
         raise ReportWriteError(f"{directory}: cannot write history: not a directory")
@@ -81,7 +81,7 @@ class _Spec:
         directory = output.values.get(OPTION.dest)
         if directory is None:
             return []
-        from harness.history_reader import History  # shared with the reports that show it
+        from harness.tracking.history_reader import History  # shared with the reports that show it
 
         history = History.of_run(output.shared, output.stderr, directory)
         return [HistoryDirReporter(Path(directory), output.err(), history)]

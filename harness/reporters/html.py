@@ -24,20 +24,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import HarnessError
-from harness.html_transcript import block as _block
-from harness.html_transcript import record_html
-from harness.html_transcript import row as _row
-from harness.html_transcript import table as _table
-from harness.html_transcript import text as _t
+from harness.io.text import clean, clean_lines, clip, inert_markup, one_line
 from harness.options import Option
 from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
-from harness.reporters.text import clean, clean_lines, clip, inert_markup, one_line
+from harness.reporters.html_transcript import block as _block
+from harness.reporters.html_transcript import record_html
+from harness.reporters.html_transcript import row as _row
+from harness.reporters.html_transcript import table as _table
+from harness.reporters.html_transcript import text as _t
 
 if TYPE_CHECKING:
-    from harness.history_reader import History
-    from harness.reporters.atomic import ReportFiles
-    from harness.summary_trend import Run
-    from harness.verdict import CaseReport, RepeatStats, SuiteReport
+    from harness.io.atomic import ReportFiles
+    from harness.tracking.history_reader import History
+    from harness.tracking.trend import Run
+    from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
 
 OPTION = Option(
     "--html",
@@ -208,7 +208,7 @@ def _cases(report: SuiteReport) -> list[str]:
 
 
 def _case(case: CaseReport) -> str:
-    from harness.history_store import verdict_of
+    from harness.tracking.history import verdict_of
 
     verdict = verdict_of(case)
     where = f"{case.fixture}:{case.line}" if case.line else case.fixture
@@ -309,7 +309,9 @@ def _when(run: Run) -> str:
 
 
 def _trend(history: History | Path, report: SuiteReport) -> list[str]:
-    from harness import summary_trend  # the history's reader, only when there is one
+    from harness.tracking import (
+        trend as summary_trend,  # the history's reader, only when there is one
+    )
 
     points = summary_trend.runs(report, history, MAX_POINTS)
     rows = [
@@ -371,7 +373,7 @@ def _chart(points: list[Run]) -> str:
 def _flips(points: list[Run]) -> list[str]:
     if len(points) < 2:
         return ['<p id="flips">The first run in this history: nothing to compare with.</p>']
-    from harness.summary_trend import flips
+    from harness.tracking.trend import flips
 
     flipped = flips(points)  # regressions first: what a reader looks for
     if not flipped:
@@ -403,7 +405,7 @@ def _document_type() -> Any:
     """The JSON report read as a `SuiteReport` with its schema tag (what the report derives,
     totals, statistics, the exit code, is derived again). Built here, not taken from the
     JSON reporter: no reporter imports another."""
-    from harness.verdict import SuiteReport
+    from harness.verdict.reports import SuiteReport
 
     class ReportDocument(SuiteReport, kw_only=True, frozen=True):
         schema: str
@@ -415,8 +417,8 @@ def load_report(path: Path) -> SuiteReport:
     """The `SuiteReport` a JSON report (`--json-report`) was written from."""
     import msgspec
 
-    from harness.inputs import InputError, decode_json, read_bounded
-    from harness.verdict import SuiteReport
+    from harness.io.files import InputError, decode_json, read_bounded
+    from harness.verdict.reports import SuiteReport
 
     try:
         document = decode_json(read_bounded(path, MAX_REPORT_BYTES), _document_type())
@@ -459,7 +461,7 @@ def write_from_json(
     suite = load_report(Path(report))
     view = None
     if history is not None:
-        from harness.history_reader import History
+        from harness.tracking.history_reader import History
 
         view = History(Path(history), str(history), stderr)
     files.stage(destination, render_html(suite, view))
@@ -481,7 +483,7 @@ class _Spec:
         directory = output.values.get(HISTORY_DIR)
         history = None
         if directory is not None:  # the run's view, shared with the other reports of the run
-            from harness.history_reader import History
+            from harness.tracking.history_reader import History
 
             history = History.of_run(output.shared, output.stderr, directory)
         render = Rendered(lambda report: render_html(report, history))

@@ -8,8 +8,9 @@ Every run also keeps its report for `show` (`LastRun`), with its passing cases' 
 beside it, written out as each case is done, one JSON line a case, to a file staged in the
 same folder. At the end that file is put in place as `transcripts-<token>.jsonl`, then the
 report naming it (`$.transcripts`) replaces the previous one, and the earlier runs'
-transcripts are removed (`harness.last_run` reads them back). An interrupted run leaves the
-previous run's as they were. Keeping them never fails a run: a failure to is said."""
+transcripts are removed (`harness.reporters.last_run` reads them back). An interrupted run
+leaves the previous run's as they were. Keeping them never fails a run: a failure to is
+said."""
 
 from __future__ import annotations
 
@@ -20,14 +21,14 @@ import tempfile
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from harness import interrupts
+from harness.io.atomic import FILE_MODE, ReportFiles, ReportWriteError, own_folder
+from harness.io.text import clean, inert, json_safe, without_surrogates
 from harness.options import Option
-from harness.reporters.atomic import FILE_MODE, ReportFiles, ReportWriteError, own_folder
 from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents
-from harness.reporters.text import clean, inert, json_safe, without_surrogates
+from harness.runtime import interrupts
 
 if TYPE_CHECKING:
-    from harness.verdict import CaseReport, SuiteReport
+    from harness.verdict.reports import CaseReport, SuiteReport
 
 OPTION = Option("--json-report", "also write the JSON report here", metavar="PATH", type=Path)
 
@@ -35,7 +36,7 @@ OPTION = Option("--json-report", "also write the JSON report here", metavar="PAT
 def __getattr__(name: str) -> Any:
     # `ReportDocument` stays importable for readers of the JSON report.
     if name == "ReportDocument":
-        from harness.verdict import document_type
+        from harness.verdict.reports import document_type
 
         return document_type()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -44,7 +45,7 @@ def __getattr__(name: str) -> Any:
 def render_json(report: SuiteReport, transcripts: str | None = None) -> bytes:
     import msgspec
 
-    from harness.verdict import SCHEMA, document_type
+    from harness.verdict.reports import SCHEMA, document_type
 
     document = document_type()(
         schema=SCHEMA,
@@ -92,7 +93,7 @@ class LastRun(Reporter):
 
     def __init__(self, stderr: TextIO) -> None:
         # Imported here: `--help` imports this module, and never the transcripts' types.
-        from harness.last_run import LAST_FOLDER
+        from harness.reporters.last_run import LAST_FOLDER
 
         self._folder = Path(os.path.abspath(Path.cwd() / LAST_FOLDER))  # fixed before the run
         self._stderr = stderr
@@ -123,7 +124,7 @@ class LastRun(Reporter):
             return
         if record.transcript is None:
             return
-        from harness.last_run import KeptTranscript
+        from harness.reporters.last_run import KeptTranscript
 
         kept = KeptTranscript(id=case.id, fixture=case.fixture, transcript=record.transcript)
         try:
@@ -134,7 +135,7 @@ class LastRun(Reporter):
     def finish(self, report: SuiteReport) -> None:
         if self._off:
             return
-        from harness.last_run import LAST_NAME
+        from harness.reporters.last_run import LAST_NAME
 
         files = ReportFiles()
         try:
@@ -172,7 +173,7 @@ class LastRun(Reporter):
 
     def _remove_earlier(self, kept: str | None) -> None:
         """The earlier runs' transcripts: no report names them any more."""
-        from harness.last_run import TRANSCRIPTS
+        from harness.reporters.last_run import TRANSCRIPTS
 
         with contextlib.suppress(OSError), os.scandir(self._folder) as entries:
             for entry in entries:

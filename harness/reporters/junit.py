@@ -29,14 +29,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.io.text import brief, clean, clean_lines, clip, headline, inert_markup, one_line
 from harness.options import Option
 from harness.reporters.base import FILES, Output, Reporter, documents
-from harness.reporters.text import brief, clean, clean_lines, clip, headline, inert_markup, one_line
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
-    from harness.verdict import CaseReport, RepeatStats, RunReceipt, SuiteReport
+    from harness.verdict.reports import CaseReport, RepeatStats, RunReceipt, SuiteReport
 
 OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
 

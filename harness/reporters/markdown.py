@@ -2,7 +2,7 @@
 repeated or clustered cases), failing cases with their checks, collapsed details, repeated
 cases with their runs, the cases the run stopped before, the comparison with the baseline
 (`--baseline`), and with `--history-dir` the pass-rate trend as a Mermaid chart
-(`harness.summary_trend`) with the cases that flipped; and, when admission refuses the
+(`harness.tracking.trend`) with the cases that flipped; and, when admission refuses the
 suite, the refusal. Written to `--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on
 GitHub Actions.
 
@@ -21,16 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harness.io.problems import Problem
+from harness.io.text import brief, clean, clean_lines, inert, inert_markup, one_line
 from harness.options import Option
-from harness.problems import Problem
 from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
-from harness.reporters.text import brief, clean, clean_lines, inert, inert_markup, one_line
 
 if TYPE_CHECKING:
-    from harness.comparison import CaseComparison
-    from harness.history_reader import History
-    from harness.reporters.atomic import ReportFiles
-    from harness.verdict import CaseReport, RepeatStats, SuiteReport
+    from harness.io.atomic import ReportFiles
+    from harness.tracking.history_reader import History
+    from harness.verdict.comparison import CaseComparison
+    from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
 
 OPTION = Option("--summary", "also write the Markdown summary here", metavar="PATH", type=Path)
 
@@ -283,7 +283,7 @@ def _baseline(report: SuiteReport) -> list[str]:
     comparison = report.baseline
     if comparison is None:
         return []
-    from harness.comparison import STATUSES
+    from harness.verdict.comparison import STATUSES
 
     regressions = [c for c in comparison.cases if c.status == "regression"]
     confirmed = [c for c in regressions if c.confirmed]
@@ -353,7 +353,7 @@ _VERDICTS = {"passed": "passed", "failed": "failed", "error": "run error", "not_
 
 
 def _trend(report: SuiteReport, history: History | Path) -> list[str]:
-    from harness import summary_trend
+    from harness.tracking import trend as summary_trend
 
     trend = summary_trend.runs(report, history)
     first = summary_trend.when(trend[0]) if len(trend) > 1 else None
@@ -423,7 +423,7 @@ def _history(output: Output) -> History | None:
     directory = output.values.get(HISTORY_DIR)
     if directory is None:
         return None
-    from harness.history_reader import History
+    from harness.tracking.history_reader import History
 
     return History.of_run(output.shared, output.stderr, directory)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from harness.reporters.base import Output, Reporter
 
 if TYPE_CHECKING:
-    from harness.verdict import CaseReport, SuiteReport
+    from harness.verdict.reports import CaseReport, SuiteReport
 
 
 class ProgressReporter(Reporter):

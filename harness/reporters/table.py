@@ -18,11 +18,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, TextIO
 
+from harness.io.text import clean, clean_lines, command_token, inert, stop_commands
 from harness.reporters.base import STDOUT, Output, Reporter
-from harness.reporters.text import clean, clean_lines, command_token, inert, stop_commands
 
 if TYPE_CHECKING:
-    from harness.verdict import CaseReport, RepeatStats, SuiteReport
+    from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
 
 # From this many cases on, the streamed lines are counted even with one job: a long run's
 # reader wants to know how far it got.

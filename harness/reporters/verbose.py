@@ -1,5 +1,5 @@
 """`run -v`: every failing case's transcript, grades and error, after the run, before the
-verdict line (`harness.case_view`)."""
+verdict line (`harness.reporters.case_view`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from harness.options import Option
 from harness.reporters.base import STDOUT, Output, Reporter
 
 if TYPE_CHECKING:
-    from harness.verdict import SuiteReport
+    from harness.verdict.reports import SuiteReport
 
 OPTION = Option(
     "--verbose",
@@ -26,7 +26,7 @@ class VerboseReporter(Reporter):
         self._stream = stream
 
     def finish(self, report: SuiteReport) -> None:
-        from harness.case_view import render_case
+        from harness.reporters.case_view import render_case
 
         for case in report.worst_first():
             self._stream.write("\n" + render_case(case))

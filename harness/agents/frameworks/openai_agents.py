@@ -1,0 +1,242 @@
+"""The OpenAI Agents SDK adapter: the SDK's own `Runner` loop, with the harness as its model.
+
+`agent = "openai-agents"` runs a fresh SDK `Agent` per case with the registry's tools;
+`agent = "openai-agents:mypkg.agents:build_agent"` runs the user's own agent, keeping its
+instructions, tools and settings, swapping only the model (for the whole run, handoffs
+included) and recording each of its function tools' dispatches at the tool boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, Usage
+from agents.items import TResponseInputItem
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+from harness.agents.protocol import AgentContext, FrameworkAdapter
+from harness.model_boundary import (
+    Message,
+    ModelBoundary,
+    ModelRequest,
+    Role,
+    ToolCall,
+    ToolSchema,
+)
+from harness.tool_registry import Tool, ToolRegistry, canonical_text
+
+
+class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
+    """`openai-agents`, or `openai-agents:module:factory` for the user's own agent."""
+
+    framework = "openai-agents"
+    agent_type = Agent
+    agent_label = "an agents.Agent"
+
+    def user_tool_names(self, agent: Agent[Any]) -> list[str]:
+        return [tool.name for tool in agent.tools]
+
+    def start(self, context: AgentContext) -> _Session:
+        registry = context.tools
+        model = HarnessModel(context.model)
+        if self._factory is None:
+            agent: Agent[Any] = Agent(
+                name=f"zeroclaw-eval:{context.case_id}",
+                model=model,
+                tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
+            )
+            return _Session(agent, _RUN_CONFIG, context.model)
+        user = self.build()
+        agent = user.clone(tools=[_recording(tool, registry) for tool in user.tools])
+        # RunConfig.model replaces the model of every agent in the run, handoffs included.
+        return _Session(agent, RunConfig(model=model, tracing_disabled=True), context.model)
+
+
+# Tracing would export spans over the network; a harness run stays offline. Shared: building
+# a RunConfig costs more than a replayed turn.
+_RUN_CONFIG = RunConfig(tracing_disabled=True)
+
+
+class _Session:
+    def __init__(self, agent: Agent[Any], config: RunConfig, boundary: ModelBoundary) -> None:
+        self._agent = agent
+        self._config = config
+        # The SDK's own limit (max_turns, 10 by default) counts model calls per run, that is
+        # per turn here; set one above the boundary's, so the harness's limit is the one
+        # that applies, with the same run error as every other agent.
+        self._max_turns = boundary.max_calls_per_turn + 1
+        self._history: list[TResponseInputItem] = []
+
+    async def run_turn(self, user_input: str) -> str:
+        # The SDK carries a conversation by feeding the previous run's items back in.
+        items = [*self._history, {"role": "user", "content": user_input}]
+        result = await Runner.run(
+            self._agent,
+            items,  # type: ignore[arg-type]
+            run_config=self._config,
+            max_turns=self._max_turns,
+        )
+        self._history = result.to_input_list()
+        output = result.final_output
+        return output if isinstance(output, str) else ("" if output is None else str(output))
+
+
+def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:
+    async def invoke(_context: Any, arguments: str) -> str:
+        return (await registry.dispatch(tool.name, arguments)).result
+
+    return FunctionTool(
+        name=tool.name,
+        description=tool.description,
+        params_json_schema=tool.parameters,
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
+
+
+# Set by the SDK on a tool's context when its default failure handler turned an exception
+# into text for the model: the only sign that such a call failed.
+_HANDLED_FAILURE = "_function_tool_default_failure_handled"
+
+
+def _recording(tool: Any, registry: ToolRegistry) -> Any:
+    """The user's tool, its every dispatch recorded; other kinds of tool pass through."""
+    if not isinstance(tool, FunctionTool):
+        return tool
+    original = tool.on_invoke_tool
+
+    async def invoke(context: Any, arguments: str) -> Any:
+        return await registry.recorded(
+            tool.name,
+            canonical_text(arguments),
+            lambda: original(context, arguments),
+            text=_text,
+            failed=lambda _result: bool(getattr(context, _HANDLED_FAILURE, False)),
+        )
+
+    return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+class HarnessModel(Model):
+    """An SDK `Model` whose responses come from the harness's model boundary."""
+
+    def __init__(self, boundary: ModelBoundary) -> None:
+        self._boundary = boundary
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: Any,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: Any,
+        *,
+        previous_response_id: str | None = None,
+        conversation_id: str | None = None,
+        prompt: Any = None,
+    ) -> ModelResponse:
+        schemas = tuple(
+            ToolSchema(t.name, t.description, t.params_json_schema)
+            for t in tools
+            if isinstance(t, FunctionTool)
+        )
+        request = ModelRequest(messages=to_messages(system_instructions, input), tools=schemas)
+        step = await self._boundary.respond(request)
+        output: list[Any] = []
+        if not step.tool_calls:
+            # A text step always yields a message, even an empty one: without it the SDK
+            # would ask the model again instead of ending the turn.
+            output.append(
+                ResponseOutputMessage(
+                    id="msg",
+                    type="message",
+                    role="assistant",
+                    status="completed",
+                    content=[
+                        ResponseOutputText(type="output_text", text=step.text, annotations=[])
+                    ],
+                )
+            )
+        for call in step.tool_calls:
+            output.append(
+                ResponseFunctionToolCall(
+                    type="function_call",
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=json.dumps(call.arguments, ensure_ascii=False),
+                    status="completed",
+                )
+            )
+        usage = Usage(
+            requests=1,
+            input_tokens=step.input_tokens,
+            output_tokens=step.output_tokens,
+            total_tokens=step.input_tokens + step.output_tokens,
+        )
+        return ModelResponse(output=output, usage=usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("the harness drives the SDK with Runner.run, not streaming")
+
+
+def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tuple[Message, ...]:
+    """SDK input items as neutral messages (user, assistant text and calls, tool results)."""
+    messages: list[Message] = []
+    if system:
+        messages.append(Message(role="system", content=system))
+    if isinstance(items, str):
+        messages.append(Message(role="user", content=items))
+        return tuple(messages)
+    for item in items:
+        raw: dict[str, Any] = dict(item)
+        kind = raw.get("type")
+        if kind == "function_call":
+            try:
+                arguments = json.loads(raw.get("arguments") or "{}")
+            except ValueError:
+                arguments = {"_raw": raw.get("arguments")}
+            call = ToolCall(str(raw.get("call_id", "")), str(raw.get("name", "")), arguments)
+            if messages and messages[-1].role == "assistant" and not messages[-1].content:
+                previous = messages.pop()
+                messages.append(Message(role="assistant", tool_calls=(*previous.tool_calls, call)))
+            else:
+                messages.append(Message(role="assistant", tool_calls=(call,)))
+        elif kind == "function_call_output":
+            messages.append(
+                Message(
+                    role="tool",
+                    content=_text(raw.get("output")),
+                    tool_call_id=str(raw.get("call_id", "")),
+                )
+            )
+        elif (role := _ROLES.get(raw.get("role"))) is not None:
+            messages.append(Message(role=role, content=_text(raw.get("content"))))
+    return tuple(messages)
+
+
+_ROLES: dict[Any, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+# What the agent registry looks up in every module of this package.
+Adapter = OpenAIAgentsAdapter

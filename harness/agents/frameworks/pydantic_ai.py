@@ -1,0 +1,204 @@
+"""The pydantic-ai adapter: pydantic-ai's own agent graph, with the harness as its model.
+
+`agent = "pydantic-ai"` runs a fresh `pydantic_ai.Agent` per case with the registry's
+tools; `agent = "pydantic-ai:mypkg.agents:build_agent"` runs the user's own agent, keeping
+its instructions, tools and settings, swapping only the model and recording each of its
+function tools' dispatches at the tool boundary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.messages import ModelRequest as PaiRequest
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import Tool as PaiTool
+from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
+from pydantic_ai.usage import RequestUsage, UsageLimits
+from pydantic_core import to_json
+
+from harness.agents.protocol import AgentContext, FrameworkAdapter
+from harness.model_boundary import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
+from harness.tool_registry import Tool, ToolRegistry, canonical_arguments
+
+
+class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
+    """`pydantic-ai`, or `pydantic-ai:module:factory` for the user's own agent."""
+
+    framework = "pydantic-ai"
+    agent_type = Agent
+    agent_label = "a pydantic_ai.Agent"
+
+    def user_tool_names(self, agent: Agent[Any, Any]) -> list[str]:
+        # Function tools are listed statically; other toolsets (MCP servers…) only at run time.
+        names: list[str] = []
+        for toolset in agent.toolsets:
+            if isinstance(toolset, FunctionToolset):
+                names.extend(toolset.tools)
+        return names
+
+    def start(self, context: AgentContext) -> _Session:
+        if self._factory is None:
+            agent: Agent[Any, Any] = Agent(
+                # One name for every case: pydantic-ai builds an agent's graph once per name
+                # (a few milliseconds of CPU), so a name per case would build one per case.
+                name="zeroclaw-eval",
+                tools=[_pai_tool(tool, context.tools) for tool in context.tools.tools.values()],
+            )
+            return _Session(agent, context, toolsets=None)
+        agent = self.build()
+        # Every toolset the user configured, each wrapped so its dispatches are recorded.
+        toolsets = [_RecordingToolset(ts, context.tools) for ts in agent.toolsets]
+        return _Session(agent, context, toolsets=toolsets)
+
+
+class _Session:
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        context: AgentContext,
+        toolsets: list[_RecordingToolset] | None,
+    ) -> None:
+        self._agent = agent
+        self._model = FunctionModel(_respond_with(context.model), model_name="zeroclaw-eval")
+        self._toolsets = toolsets
+        # pydantic-ai's own request limit (50 by default) counts model calls per run, that
+        # is per turn here; set one above the boundary's, so the harness's limit is the one
+        # that applies, with the same run error as every other agent.
+        self._limits = UsageLimits(request_limit=context.model.max_calls_per_turn + 1)
+        self._history: list[ModelMessage] = []
+
+    async def run_turn(self, user_input: str) -> str:
+        if self._toolsets is None:
+            result = await self._agent.run(
+                user_input,
+                model=self._model,
+                message_history=self._history,
+                usage_limits=self._limits,
+            )
+        else:
+            # tools=[] drops the agent's own function tools from the run; the wrapped
+            # toolsets (which include them) put them back, recorded.
+            with self._agent.override(model=self._model, tools=[], toolsets=self._toolsets):
+                result = await self._agent.run(
+                    user_input, message_history=self._history, usage_limits=self._limits
+                )
+        # pydantic-ai carries a conversation as the previous run's full message list.
+        self._history = result.all_messages()
+        output = result.output
+        return output if isinstance(output, str) else json.dumps(output, default=str)
+
+
+def _respond_with(boundary: ModelBoundary) -> Callable[..., Any]:
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tools = tuple(
+            ToolSchema(t.name, t.description or "", t.parameters_json_schema)
+            for t in info.function_tools
+        )
+        step = await boundary.respond(ModelRequest(messages=to_messages(messages), tools=tools))
+        usage = RequestUsage(input_tokens=step.input_tokens, output_tokens=step.output_tokens)
+        if step.tool_calls:
+            parts: list[Any] = [
+                ToolCallPart(tool_name=c.name, args=c.arguments, tool_call_id=c.id)
+                for c in step.tool_calls
+            ]
+        else:
+            parts = [TextPart(content=step.text)]
+        return ModelResponse(parts=parts, usage=usage, model_name="zeroclaw-eval")
+
+    return respond
+
+
+def _pai_tool(tool: Tool, registry: ToolRegistry) -> PaiTool[Any]:
+    async def invoke(**arguments: Any) -> str:
+        return (await registry.dispatch(tool.name, arguments)).result
+
+    wrapped: PaiTool[Any] = PaiTool.from_schema(
+        invoke, tool.name, tool.description, tool.parameters
+    )
+    return wrapped
+
+
+class _RecordingToolset(WrapperToolset[Any]):
+    """Records every call into the wrapped toolset at the tool boundary."""
+
+    def __init__(self, wrapped: Any, registry: ToolRegistry) -> None:
+        super().__init__(wrapped)
+        self._registry = registry
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+        return await self._registry.recorded(
+            name,
+            canonical_arguments(tool_args),
+            lambda: super(_RecordingToolset, self).call_tool(name, tool_args, ctx, tool),
+            text=_result_text,
+        )
+
+
+def _result_text(result: Any) -> str:
+    # What pydantic-ai tells the model (`ToolReturnPart.model_response_str`): compact JSON.
+    if result is None:
+        return ""
+    return result if isinstance(result, str) else to_json(result, fallback=str).decode()
+
+
+def to_messages(history: list[ModelMessage]) -> tuple[Message, ...]:
+    """pydantic-ai messages as neutral messages (system, user, assistant, tool results)."""
+    out: list[Message] = []
+    instructions: str | None = None
+    for message in history:
+        if isinstance(message, PaiRequest):
+            for part in message.parts:
+                if isinstance(part, SystemPromptPart):
+                    out.append(Message(role="system", content=part.content))
+                elif isinstance(part, UserPromptPart):
+                    content = part.content if isinstance(part.content, str) else str(part.content)
+                    out.append(Message(role="user", content=content))
+                elif isinstance(part, ToolReturnPart):
+                    out.append(
+                        Message(
+                            role="tool",
+                            content=part.model_response_str(),
+                            tool_call_id=part.tool_call_id,
+                        )
+                    )
+                elif isinstance(part, RetryPromptPart) and part.tool_name:
+                    out.append(
+                        Message(
+                            role="tool",
+                            content=part.model_response(),
+                            tool_call_id=part.tool_call_id,
+                        )
+                    )
+                elif isinstance(part, RetryPromptPart):
+                    out.append(Message(role="user", content=part.model_response()))
+            instructions = message.instructions or instructions
+        elif isinstance(message, ModelResponse):
+            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            calls = tuple(
+                ToolCall(p.tool_call_id, p.tool_name, p.args_as_dict())
+                for p in message.parts
+                if isinstance(p, ToolCallPart)
+            )
+            out.append(Message(role="assistant", content=text, tool_calls=calls))
+    # The latest instructions are what the model sees now, as the system message.
+    if instructions:
+        out.insert(0, Message(role="system", content=instructions))
+    return tuple(out)
+
+
+# What the agent registry looks up in every module of this package.
+Adapter = PydanticAIAdapter

@@ -1,0 +1,348 @@
+"""Report files: checked before the run, written atomically, and put in place together.
+
+A reader sees the old file or the whole new one, never a half. The files of one run are
+staged beside their destinations and renamed into place at once, with SIGINT and SIGTERM
+held off for the renames, so the JUnit and JSON reports on disk always come from the same
+run, and an interruption before the renames leaves every previous file as it was and no
+temporary file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import HarnessError, UsageError
+from harness.runtime import interrupts
+
+
+class ReportWriteError(HarnessError):
+    """Report files could not be written (one per line); the other reports still were."""
+
+    def lines(self) -> list[str]:
+        return [f"zeroclaw eval: {line}" for line in str(self).splitlines()]
+
+
+class ReportPathError(UsageError):
+    """The command line names one file for two reports: a usage error."""
+
+
+def _umask() -> int:
+    # Read by setting it: done once, before any worker thread creates files.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# A new report gets the permissions any new file of the user's gets (mkstemp's are 0600).
+FILE_MODE = 0o666 & ~_umask()
+
+
+def check_destination(path: Path, shown: str | None = None, what: str = "write report") -> bool:
+    """Refuse a path that cannot take a report (`ReportWriteError`, naming it as `shown`);
+    True when it is a character device (`/dev/null`, a terminal), which is written
+    through, not replaced.
+
+    A symbolic link is refused (unless it leads to a character device): replacing it would
+    silently drop the link, and writing through it would let a checked-out link (a fork's
+    pull request) aim the report at any file the job can write."""
+    cannot = f"{path if shown is None else shown}: cannot {what}"
+    try:
+        link = path.lstat()
+    except FileNotFoundError:
+        _check_parent(path, cannot)
+        return False
+    except OSError as exc:
+        raise ReportWriteError(f"{cannot}: {_why(exc)}") from None
+    try:
+        target = path.stat()
+    except OSError:
+        target = link
+    if stat.S_ISCHR(target.st_mode):
+        return True
+    if stat.S_ISLNK(link.st_mode):
+        raise ReportWriteError(
+            f"{cannot}: it is a symbolic link, and a report is never written through one "
+            "(remove it, or name the file it points to)"
+        )
+    if stat.S_ISDIR(link.st_mode):
+        raise ReportWriteError(f"{cannot}: it is a directory")
+    if not stat.S_ISREG(link.st_mode):
+        raise ReportWriteError(f"{cannot}: it is not a regular file (a pipe, socket or device)")
+    _check_parent(path, cannot)
+    return False
+
+
+def _check_linked_directories(given: Path, cannot: str) -> None:
+    """A relative report path leads through no symbolic link: a directory link checked in
+    (a fork's pull request) would aim `reports/x.json` at any directory the job can write.
+    An absolute path is where the user chose to write, links and all."""
+    if given.is_absolute():
+        return
+    prefix = Path()
+    for part in given.parent.parts:
+        prefix = prefix / part
+        if part != ".." and prefix.is_symlink():
+            raise ReportWriteError(
+                f"{cannot}: {prefix} is a symbolic link, and a report is never written "
+                "through one (name the directory it points to)"
+            )
+
+
+def _check_parent(path: Path, cannot: str) -> None:
+    """The nearest existing ancestor must be a directory the run can create files in."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ReportWriteError(f"{cannot}: {parent.name or parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ReportWriteError(f"{cannot}: {parent.name or parent} is not writable")
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """A file (or a suite directory) a run reads, which no report may replace."""
+
+    path: Path
+    what: str  # for the message: "the --baseline file", "a fixture of the suite"
+    suite: bool = False  # a suite directory: its `.json` children are its fixtures
+    rewritten_by: str | None = None  # the one report that may replace it (a baseline's)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except (OSError, ValueError):
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+def _fixture_identities(suite: Path) -> set[tuple[int, int] | None]:
+    """The files a suite directory's fixtures are (a linked one's target included)."""
+    found: set[tuple[int, int] | None] = set()
+    try:
+        device = suite.stat().st_dev
+        with os.scandir(suite) as entries:
+            for entry in entries:
+                if not entry.name.lower().endswith(".json"):
+                    continue
+                # The directory listing's inode costs no stat; a link is followed.
+                found.add(
+                    _identity(Path(entry.path)) if entry.is_symlink() else (device, entry.inode())
+                )
+    except (OSError, ValueError):
+        pass
+    found.discard(None)
+    return found
+
+
+def _fixture_name(report: Path, suite: Path) -> bool:
+    if report.suffix.lower() != ".json":
+        return False
+    try:
+        return os.path.samefile(report.parent, suite)
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass
+class _Staged:
+    path: Path
+    temporary: Path | None  # None: a character device, written at commit time
+    data: bytes = b""
+
+
+@dataclass
+class ReportFiles:
+    """The report files of one run: planned before it, staged, then committed together."""
+
+    planned: dict[str, Path] = field(default_factory=dict)  # real path → as given
+    purposes: dict[str, str] = field(default_factory=dict)  # real path → what it is for
+    written: list[Path] = field(default_factory=list)
+    failed: list[Path] = field(default_factory=list)
+    _devices: set[Path] = field(default_factory=set)
+    _staged: list[_Staged] = field(default_factory=list)
+
+    def plan(self, path: Path | str, what: str = "write report", devices: bool = True) -> Path:
+        """Check `path` before the run (`check_destination`; a character device only when
+        `devices`), refuse the same file named for two reports, and fix it as an absolute
+        path: an agent that changes the working directory cannot move it."""
+        given = Path(path)
+        absolute = Path(os.path.abspath(given))
+        key = os.path.realpath(absolute)
+        if key in self.planned:
+            raise ReportPathError(
+                f"{given}: named for two reports (also as {self.planned[key]}); "
+                "give each report its own file"
+            )
+        _check_linked_directories(given, f"{given}: cannot {what}")
+        if check_destination(absolute, str(given), what):
+            if not devices:
+                raise ReportWriteError(f"{given}: cannot {what}: it is a device, not a file")
+            self._devices.add(absolute)
+        self.planned[key] = given
+        self.purposes[key] = what
+        return absolute
+
+    def refuse_inputs(self, inputs: Sequence[RunInput]) -> None:
+        """Refuse a planned report that is one of the run's inputs (through a symbolic or
+        a hard link too), or a new `.json` file among a suite's fixtures, before the run:
+        the report would overwrite what the run read, or be a case of the next run."""
+        planned = {key: _identity(Path(key)) for key in self.planned}
+        for item in inputs:
+            if item.suite:
+                identities = _fixture_identities(item.path)
+            else:
+                identities = {_identity(item.path)} - {None}
+            for key, given in self.planned.items():
+                if item.rewritten_by == self.purposes[key]:
+                    continue
+                if item.suite and _fixture_name(Path(key), item.path):
+                    raise ReportPathError(
+                        f"{given}: a .json file in the suite directory {item.path} is one of "
+                        "its fixtures: write the report outside the suite"
+                    )
+                if planned[key] in identities or key == os.path.realpath(item.path):
+                    raise ReportPathError(
+                        f"{given}: is {item.what} ({item.path}), which the run reads; a report "
+                        "never overwrites its input: give the report a file of its own"
+                    )
+
+    def shown(self, path: Path) -> str:
+        """`path` as the command line gave it, for messages."""
+        return str(self.planned.get(os.path.realpath(path), path))
+
+    def stage(self, path: Path, data: bytes) -> None:
+        """Write `data` beside `path`, to be put in place by `commit`."""
+        if path in self._devices:
+            self._staged.append(_Staged(path, None, data))
+            return
+        with interrupts.held():  # a temporary file is never created without being known
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(
+                    prefix=f".{path.name}.", suffix=".partial", dir=path.parent
+                )
+            except OSError as exc:
+                self.failed.append(path)
+                raise ReportWriteError(
+                    f"{self.shown(path)}: cannot write report: {_why(exc)}"
+                ) from None
+            staged = _Staged(path, Path(tmp))
+            self._staged.append(staged)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), FILE_MODE)
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            self._staged.remove(staged)
+            Path(tmp).unlink(missing_ok=True)
+            self.failed.append(path)
+            raise ReportWriteError(
+                f"{self.shown(path)}: cannot write report: {_why(exc)}"
+            ) from None
+
+    def commit(self) -> None:
+        """Put every staged file in place, uninterrupted."""
+        errors: list[str] = []
+        with interrupts.held():
+            staged, self._staged = self._staged, []
+            for item in staged:
+                try:
+                    _put_in_place(item)
+                except OSError as exc:
+                    self.failed.append(item.path)
+                    errors.append(f"{self.shown(item.path)}: cannot write report: {_why(exc)}")
+                else:
+                    self.written.append(item.path)
+        if errors:
+            raise ReportWriteError("\n".join(errors))
+
+    def abort(self) -> None:
+        """Remove every staged file: nothing of this run reaches the destinations."""
+        staged, self._staged = self._staged, []
+        for item in staged:
+            if item.temporary is not None:
+                with contextlib.suppress(OSError):
+                    item.temporary.unlink()
+
+    def account(self) -> list[str]:
+        """What was and was not written, for the message of an interrupted run."""
+        written = {os.path.realpath(p): p for p in self.written}
+        done = sorted(self.shown(path) for path in written.values())
+        kept = sorted(str(given) for real, given in self.planned.items() if real not in written)
+        lines = []
+        if done:
+            lines.append("written: " + ", ".join(done))
+        if kept:
+            lines.append("not written (any previous file left as it was): " + ", ".join(kept))
+        return lines
+
+
+def _put_in_place(item: _Staged) -> None:
+    if item.temporary is None:
+        with open(item.path, "wb") as device:
+            device.write(item.data)
+        return
+    try:
+        os.replace(item.temporary, item.path)
+    except OSError:
+        item.temporary.unlink(missing_ok=True)
+        raise
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def own_folder(folder: Path, ignore: bytes | None = None) -> None:
+    """Make `folder` (a folder the harness keeps for itself, such as `.zeroclaw-eval`) or
+    check the one there, with `ignore` as its `.gitignore` when it has none. Neither is ever
+    followed as a symbolic link: a link checked into a repository would aim what the harness
+    keeps at any directory the job can write, and a dangling `.gitignore` link would create
+    its target (`ReportWriteError`, naming the link)."""
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        found = folder.lstat()
+        if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(found.st_mode) else "not a directory"
+            raise ReportWriteError(f"{folder}: it is {what}, and never written through") from None
+    except OSError as exc:
+        raise ReportWriteError(f"{folder}: cannot create it: {_why(exc)}") from None
+    if ignore is None:
+        return
+    path = folder / ".gitignore"
+    try:
+        # O_EXCL creates nothing through a link, dangling or not; O_NOFOLLOW says so.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    except FileExistsError:
+        if path.is_symlink():
+            raise ReportWriteError(
+                f"{path}: it is a symbolic link, never written through"
+            ) from None
+        return
+    except OSError as exc:
+        raise ReportWriteError(f"{path}: cannot write it: {_why(exc)}") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(ignore)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """One report file, checked, written and put in place (`ReportWriteError` if not)."""
+    files = ReportFiles()
+    destination = files.plan(path)
+    try:
+        files.stage(destination, data)
+        files.commit()
+    except BaseException:
+        files.abort()
+        raise

@@ -1,0 +1,201 @@
+"""Turning one live run into a replay fixture that provably replays green.
+
+The fixture keeps the live case as written (its id, description, turns' user inputs,
+setup, tools and expectations) and adds, per turn, every model step the run actually used:
+tool calls with their arguments, final texts and token counts. Before anything is written
+the fixture must pass replay admission and replay green through the same agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.agents.protocol import AgentAdapter
+from harness.agents.registry import agent_surface, resolve_agent
+from harness.defaults import (
+    DEFAULT_CASE_TIMEOUT,
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+)
+from harness.errors import HarnessError
+from harness.fixtures.suite import Case, load_case
+from harness.io.problems import AdmissionError
+from harness.live.chat_completions import SecretMask
+from harness.model_boundary import ModelStep
+from harness.pipeline import RunOptions, run_cases
+from harness.verdict.reports import CaseReport
+
+
+class RecordError(HarnessError):
+    """Nothing was written; the message says why."""
+
+
+def refuse_existing(out: Path, force: bool) -> None:
+    """Refuse an existing `out` before any live run: it would cost a provider run for
+    nothing."""
+    if out.exists() and not force:
+        raise RecordError(f"{out} exists; pass --force to replace it")
+
+
+def record_live_case(
+    live_fixture: Path,
+    out: Path,
+    options: RunOptions,
+    *,
+    secret: str,
+    force: bool = False,
+    progress: TextIO | None = None,
+) -> str:
+    """Run `live_fixture` live under `options` (its backend the provider) and write it to
+    `out` as a replay fixture that replays green; the line saying what was recorded.
+
+    `progress` (default: `sys.stderr` at the time of the call) hears that the run started.
+    Raises `RecordError` (nothing written), `AdmissionError`, `AgentError`."""
+    refuse_existing(out, force)
+    agent = options.agent
+    adapter = resolve_agent(agent) if isinstance(agent, str) else agent
+    case = load_case(live_fixture, "live", agent_surface(adapter))
+    print(f"zeroclaw eval: running {case.id} live ...", file=progress or sys.stderr)
+    report = run_cases(
+        [case],
+        adapter,
+        suite=str(live_fixture.parent),
+        mode="live",
+        backend=options.backend,
+        allowed_tools=options.allowed_tools,
+        case_timeout=options.case_timeout,
+        root=options.root,
+        max_model_calls_per_turn=options.max_model_calls_per_turn,
+        max_tool_calls_per_step=options.max_tool_calls_per_step,
+    )
+    try:
+        replay = write_recording(
+            case,
+            report.cases[0],
+            adapter,
+            out,
+            secrets=(secret,),
+            force=force,
+            timeout=options.case_timeout,
+            max_model_calls_per_turn=options.max_model_calls_per_turn,
+            max_tool_calls_per_step=options.max_tool_calls_per_step,
+        )
+    except RecordError as exc:
+        raise RecordError(f"{out}: not written: {exc}") from None
+    record = replay.record
+    steps = record.model_calls if record else 0
+    passed = sum(g.passed for g in replay.grades)
+    return (
+        f"recorded {case.id}: {steps} model step(s) over {len(case.trace.turns)} turn(s) "
+        f"into {out}; it replays green ({passed}/{len(replay.grades)} checks)"
+    )
+
+
+def fixture_from_run(case: Case, steps: list[list[ModelStep]]) -> dict[str, Any]:
+    """The live case's own JSON with each turn's scripted steps filled in from the run."""
+    source: dict[str, Any] = json.loads(case.text)
+    if len(steps) != len(source["turns"]):
+        raise RecordError(
+            f"the run covered {len(steps)} of {len(source['turns'])} turn(s); nothing to record"
+        )
+    used: set[str] = set()
+    turns = []
+    for turn, turn_steps in zip(source["turns"], steps, strict=True):
+        recorded = {key: value for key, value in turn.items() if key != "steps"}
+        recorded["steps"] = [{"response": _response(step, used)} for step in turn_steps]
+        turns.append(recorded)
+    fixture = dict(source)
+    fixture["turns"] = turns
+    return fixture
+
+
+def _response(step: ModelStep, used: set[str]) -> dict[str, Any]:
+    tokens = {"input_tokens": step.input_tokens, "output_tokens": step.output_tokens}
+    if not step.tool_calls:
+        return {"type": "text", "content": step.text, **tokens}
+    calls = []
+    for call in step.tool_calls:
+        calls.append({"id": _unique(call.id, used), "name": call.name, "arguments": call.arguments})
+    return {"type": "tool_calls", "tool_calls": calls, **tokens}
+
+
+def _unique(call_id: str, used: set[str]) -> str:
+    # Replay admission refuses empty or repeated ids; providers may reuse ids across turns.
+    base = call_id.strip() or "call"
+    candidate, n = base, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{base}_{n}"
+    used.add(candidate)
+    return candidate
+
+
+def write_recording(
+    case: Case,
+    live_report: CaseReport,
+    adapter: AgentAdapter,
+    out: Path,
+    *,
+    secrets: tuple[str, ...] = (),
+    force: bool = False,
+    timeout: float = DEFAULT_CASE_TIMEOUT,
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+) -> CaseReport:
+    """Write the replay fixture of a passing live run to `out`, after proving it replays
+    green (under the same limits); returns the replay's report. Raises `RecordError` and
+    writes nothing otherwise. No message and no file holds any of `secrets`, in any
+    escaping."""
+    masks = [mask for mask in map(SecretMask, secrets) if mask]
+
+    def masked(text: str) -> str:
+        # The live backend already masks what the provider said; this also covers what an
+        # agent or a tool said about the key in its own words.
+        for mask in masks:
+            text = mask(text)
+        return text
+
+    if live_report.error is not None:
+        raise RecordError(f"the live run failed: {masked(live_report.error)}")
+    if not live_report.passed:
+        failing = "; ".join(live_report.failure_lines())
+        raise RecordError(f"the live run did not pass its checks: {masked(failing)}")
+    record = live_report.record
+    if record is None or record.steps is None:
+        raise RecordError("the live run kept no model steps")
+    refuse_existing(out, force)
+    text = json.dumps(fixture_from_run(case, record.steps), indent=2, ensure_ascii=False) + "\n"
+    if any(mask.found_in(text) for mask in masks):
+        raise RecordError("the recording would contain the API key; nothing was written")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".json", dir=out.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        try:
+            replay_case = load_case(tmp, "replay", agent_surface(adapter))
+        except AdmissionError as exc:
+            problems = "; ".join(f"{p.field}: {p.message}" for p in exc.problems)
+            raise RecordError(f"the recording does not pass replay admission: {problems}") from None
+        replay = run_cases(
+            [replay_case],
+            adapter,
+            suite=str(out.parent),
+            case_timeout=timeout,
+            max_model_calls_per_turn=max_model_calls_per_turn,
+            max_tool_calls_per_step=max_tool_calls_per_step,
+        ).cases[0]
+        if not replay.passed:
+            why = replay.error or "; ".join(replay.failure_lines())
+            raise RecordError(f"the recording does not replay green: {masked(why)}")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return replay

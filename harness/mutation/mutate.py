@@ -1,0 +1,243 @@
+"""`zeroclaw eval mutate`: run every mutant of every case through the real agent, and say
+which the suite kills. A boundary mutant that survives is a broken loop the gate would
+certify.
+
+Its table and JSON report quote the fixtures (ids, file names, call ids, argument keys,
+exemptions' reasons), so both go through `reporters.text` as the run's reports do."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from harness.agents.protocol import AgentContext
+from harness.agents.registry import resolve_within
+from harness.errors import ExitCode
+from harness.fixtures.suite import Case, display_path, load_suite
+from harness.io.json_paths import line_of
+from harness.io.text import clean, clip, inert, json_safe, without_surrogates
+from harness.mutation.mutants import Family, Mutants, mutants_of
+from harness.pipeline import RunOptions
+from harness.run.runner import CasePlan, replay_backend
+from harness.run.watchdog import run_watched
+from harness.verdict.reports import CaseReport
+
+SCHEMA = "zeroclaw-eval/mutation/v1"
+REASON_WIDTH = 120  # characters of a reason not to generate shown in the table
+
+
+class MutantResult(msgspec.Struct, frozen=True):
+    family: Family
+    name: str
+    description: str
+    killed: bool
+    line: int
+    # What killed it: the first failing check or the run error ("" for a survivor).
+    by: str = ""
+
+
+class SkippedMutant(msgspec.Struct, frozen=True):
+    family: Family
+    name: str
+    reason: str
+
+
+class CaseMutation(msgspec.Struct, frozen=True):
+    id: str
+    fixture: str
+    baseline_passed: bool
+    mutants: list[MutantResult]
+    not_generated: list[SkippedMutant]
+
+    def killed(self, family: Family) -> tuple[int, int]:
+        of = [m for m in self.mutants if m.family == family]
+        return sum(m.killed for m in of), len(of)
+
+
+class Score(msgspec.Struct, frozen=True):
+    killed: int
+    generated: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.killed / self.generated if self.generated else 100.0
+
+
+class MutationReport(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = SCHEMA
+    suite: str
+    agent: str
+    cases: list[CaseMutation]
+    boundary: Score
+    script: Score
+    runs: int
+    duration_ms: float
+    min_score: float
+    min_script_score: float
+    exit_code: int
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Scores below these fail the run (percent of generated mutants killed)."""
+
+    boundary: float = 100.0
+    script: float = 0.0
+
+
+def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> MutationReport:
+    """Admit the suite, check each case passes unmutated, then run all its mutants."""
+    adapter, surface = resolve_within(options.agent, options.case_timeout)
+    cases = load_suite(options.suite, "replay", surface)
+    root = options.project_root
+    harness_tools = bool(adapter.tools())
+    plan = CasePlan(
+        adapter,
+        "replay",
+        replay_backend,
+        None,
+        options.case_timeout,
+        root,
+        surface.tools,
+        case_wall_clock=options.case_wall_clock,
+        max_model_calls_per_turn=options.max_model_calls_per_turn,
+        max_tool_calls_per_step=options.max_tool_calls_per_step,
+    )
+    start = time.perf_counter()
+    baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}
+    planned = {c.id: mutants_of(c, harness_tools) for c in cases}
+    runnable = [m for c in cases if baseline[c.id] for m in planned[c.id].generated]
+    faults = {m.case.id: m.prepare for m in runnable if m.prepare is not None}
+
+    def prepare(case: Case, context: AgentContext) -> None:
+        fault = faults.get(case.id)
+        if fault is not None:
+            fault(context)
+
+    mutant_plan = dataclasses.replace(plan, prepare=prepare)
+    outcomes = {r.id: r for r in run_watched([m.case for m in runnable], mutant_plan, None)}
+    results = [
+        _case_result(case, root, baseline[case.id], planned[case.id], outcomes) for case in cases
+    ]
+    boundary, script = _score(results, "boundary"), _score(results, "script")
+    failed = (
+        not all(baseline.values())
+        or boundary.percent < thresholds.boundary
+        or script.percent < thresholds.script
+    )
+    return MutationReport(
+        suite=display_path(options.suite, root),
+        agent=adapter.name,
+        cases=results,
+        boundary=boundary,
+        script=script,
+        runs=len(cases) + len(runnable),
+        duration_ms=(time.perf_counter() - start) * 1e3,
+        min_score=thresholds.boundary,
+        min_script_score=thresholds.script,
+        exit_code=int(ExitCode.FAILED if failed else ExitCode.PASSED),
+    )
+
+
+def _case_result(
+    case: Case,
+    root: Path,
+    baseline: bool,
+    planned: Mutants,
+    outcomes: Mapping[str, CaseReport],
+) -> CaseMutation:
+    results = []
+    for mutant in planned.generated if baseline else ():
+        report = outcomes[mutant.case.id]
+        killed = not report.passed
+        by = report.first_failure() if killed else ""
+        line = line_of(case.text, mutant.field)
+        results.append(
+            MutantResult(mutant.family, mutant.name, mutant.description, killed, line, by)
+        )
+    skipped = [SkippedMutant(s.family, s.name, s.reason) for s in planned.skipped]
+    return CaseMutation(case.id, display_path(case.path, root), baseline, results, skipped)
+
+
+def _score(cases: list[CaseMutation], family: Family) -> Score:
+    pairs = [c.killed(family) for c in cases]
+    return Score(sum(k for k, _ in pairs), sum(n for _, n in pairs))
+
+
+def render_json(report: MutationReport) -> bytes:
+    """The report as JSON, the fixtures' text kept exactly but escaped where a terminal or
+    a CI runner would act on it (`text.json_safe`); a lone surrogate becomes U+FFFD."""
+    try:
+        encoded = msgspec.json.encode(report)
+    except UnicodeEncodeError:  # a lone surrogate a fixture escaped (in a reason, say)
+        encoded = msgspec.json.encode(without_surrogates(msgspec.to_builtins(report)))
+    pretty = msgspec.json.format(encoded, indent=2).decode("utf-8")
+    return json_safe(pretty).encode("utf-8") + b"\n"
+
+
+def render_table(report: MutationReport) -> str:
+    """Each case's scores, what was not generated (one block, by reason), every survivor,
+    then the suite's scores. Fixture text is cleaned, and no line is a workflow command."""
+    lines = ["", *(_case_line(case) for case in report.cases)]
+    lines += _not_generated(report.cases)
+    lines += _survivors(report.cases)
+    b, s = report.boundary, report.script
+    lines += [
+        "",
+        f"  mutation score: boundary {b.killed}/{b.generated} ({b.percent:.1f}%, minimum "
+        f"{report.min_score:g}%), script {s.killed}/{s.generated} ({s.percent:.1f}%, minimum "
+        f"{report.min_script_score:g}%)  [{report.runs} runs, agent {clean(report.agent)}: "
+        f"exit {report.exit_code}]",
+        "",
+    ]
+    return inert("\n".join(lines))
+
+
+def _case_line(case: CaseMutation) -> str:
+    head = f"{clean(case.id)} ({clean(case.fixture)})"
+    if not case.baseline_passed:
+        return f"  ✗ {head}  fails unmutated: no mutant was run"
+    kb, nb = case.killed("boundary")
+    ks, ns = case.killed("script")
+    mark = "✓" if kb == nb else "✗"
+    return f"  {mark} {head}  boundary {kb}/{nb}, script {ks}/{ns} killed"
+
+
+def _not_generated(cases: list[CaseMutation]) -> list[str]:
+    """One line per reason: how many mutants it kept from being generated, in how many
+    cases, and which; the JSON report says which case each was."""
+    by_reason: dict[str, list[tuple[str, str]]] = {}
+    for case in cases:
+        for skipped in case.not_generated:
+            by_reason.setdefault(skipped.reason, []).append((case.id, skipped.name))
+    if not by_reason:
+        return []
+    total = sum(len(of) for of in by_reason.values())
+    lines = ["", f"  not generated: {total} mutant(s), by reason (--json-report names the cases)"]
+    width, case_width = len(str(max(map(len, by_reason.values())))), len(str(len(cases)))
+    for reason, of in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+        names = ", ".join(dict.fromkeys(name for _, name in of))
+        in_cases = len({case_id for case_id, _ in of})
+        # A reason may quote the fixture (an exemption's): one clean line, clipped.
+        said = clip(clean(reason), REASON_WIDTH)
+        count = f"{len(of):>{width}} in {in_cases:>{case_width}} case(s)"
+        lines.append(f"    {count}  {said}: {names}")
+    return lines
+
+
+def _survivors(cases: list[CaseMutation]) -> list[str]:
+    found = [(case, m) for case in cases for m in case.mutants if not m.killed]
+    if not found:
+        return []
+    lines = ["", f"  survived: {len(found)} mutant(s) no check of their case noticed"]
+    for case, m in found:
+        lines.append(
+            f"    {m.family} {m.name}  {clean(case.id)} ({clean(case.fixture)}:{m.line}): "
+            f"{clean(m.description)}"
+        )
+    return lines

@@ -1,0 +1,146 @@
+"""One case read in the terminal: its verdict, error, grades and transcript (`zeroclaw
+eval show CASE_ID`, and `run -v` for every failing case).
+
+Every string is the run's (model text, tool results, case ids): cleaned and made inert
+before it is shown, long values clipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from harness.io.text import clean, clean_lines, clip, inert
+from harness.model_boundary import Message, ModelStep
+from harness.run_record import RunRecord
+from harness.verdict.reports import CaseReport
+
+if TYPE_CHECKING:
+    from harness.fixtures.suite import Case
+
+WIDTH = 160  # characters of one value shown on one line
+
+
+def render_case(case: CaseReport) -> str:
+    """The whole case, one block of lines, ending in a newline."""
+    return "\n".join(inert(line) for line in _lines(case)) + "\n"
+
+
+def _lines(case: CaseReport) -> Iterator[str]:
+    verdict = "passed" if case.passed else ("not run" if case.not_run else "FAILED")
+    yield f"case {clean(case.id)} ({clean(case.fixture)}): {verdict}"
+    if case.not_run is not None:
+        yield f"  not run: {clean(case.not_run)}"
+    if case.error is not None:
+        yield "  run error:"
+        yield from _indented(case.error, "    ")
+        if case.error_frames:
+            yield "  raised at (innermost last):"
+            yield from (f"    {_one(frame.shown())}" for frame in case.error_frames)
+    if case.repeat is not None:
+        stats = case.repeat
+        yield (
+            f"  runs: {stats.passes}/{stats.completed} passed of {stats.requested}"
+            + (" (flaky)" if stats.flaky else "")
+        )
+    if case.grades:
+        yield "  checks:"
+        for grade in case.grades:
+            mark = "✓" if grade.passed else "✗"
+            # A detail's lines are the harness's own (what a request held, say): shown as
+            # lines, under the check; what it quotes of the run has its newlines escaped.
+            first, *rest = clean_lines(grade.detail).split("\n")
+            yield f"    {mark} {_one(grade.check)}: {clip(first, WIDTH)}"
+            yield from (f"        {clip(line, WIDTH)}" for line in rest)
+    if case.record is not None:
+        yield from _record_lines(case.record)
+
+
+def _record_lines(record: RunRecord) -> Iterator[str]:
+    transcript = record.transcript
+    if transcript is None:
+        yield (
+            "  no transcript kept (a JSON report keeps failing cases' only; the last run's "
+            "state, `show` without --report, keeps every case's)"
+        )
+        for index, response in enumerate(record.turn_responses):
+            yield f"  turn {index} answered: {_one(response)}"
+        yield from (
+            f"  tool call {_call(c.name, c.arguments, c.result, c.success)}" for c in record.calls
+        )
+        return
+    calls = iter(record.calls)
+    turn: int | None = None
+    for step in transcript:
+        if step.turn != turn:
+            turn = step.turn
+            yield f"  turn {turn}:" if turn >= 0 else "  starting the agent:"
+        for message in step.sent:
+            yield f"    → {_message(message)}"
+        yield f"    ← {_answer(step.answer)}"
+        for _ in step.answer.tool_calls if step.answer is not None else ():
+            call = next(calls, None)
+            if call is not None:
+                yield (
+                    f"      tool {_call(call.name, call.arguments, call.result, call.success)} "
+                    f"in {call.duration_ms:.0f} ms"
+                )
+    left = list(calls)
+    for call in left:
+        yield f"  tool call {_call(call.name, call.arguments, call.result, call.success)}"
+
+
+def _message(message: Message) -> str:
+    parts = [_one(message.content)] if message.content else []
+    parts += [f"calls {c.name}({_json(c.arguments)})" for c in message.tool_calls]
+    if message.tool_call_id:
+        parts.insert(0, f"result for {clean(message.tool_call_id)}:")
+    return f"{message.role}: {' '.join(parts) or '(empty)'}"
+
+
+def _answer(step: ModelStep | None) -> str:
+    if step is None:
+        return "no answer (the run stopped here)"
+    if step.tool_calls:
+        return "model calls " + ", ".join(
+            f"{c.name}({_json(c.arguments)})" for c in step.tool_calls
+        )
+    return f"model answers {_one(step.text)}"
+
+
+def _call(name: str, arguments: str, result: str, success: bool) -> str:
+    status = "" if success else " (failed)"
+    return f"{clean(name)}({_one(arguments)}) → {_one(result)}{status}"
+
+
+def _json(value: object) -> str:
+    return _one(json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _one(text: str) -> str:
+    """A value on one line: newlines and controls shown escaped, clipped."""
+    return clip(clean(text), WIDTH)
+
+
+def _indented(text: str, prefix: str) -> Iterator[str]:
+    for line in clean_lines(text).split("\n"):
+        yield prefix + clip(line, WIDTH * 2)
+
+
+def case_line(case: Case, root: Path) -> str:
+    """One admitted case as `zeroclaw eval list` shows it: id, fixture, and the kinds of
+    expectations it declares (their keys), tab-separated."""
+    expects = case.trace.expects
+    declared = (
+        [k for k, v in msgspec.structs.asdict(expects).items() if v not in (None, [], {}, False)]
+        if expects is not None
+        else []
+    )
+    from harness.fixtures.suite import display_path
+
+    fixture = display_path(case.path, root)
+    return inert("\t".join([clean(case.id), clean(fixture), ",".join(declared) or "-"]))

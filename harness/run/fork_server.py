@@ -1,0 +1,184 @@
+"""The workers' fork server, watched: no wait on it lasts for ever, and one found stopped or
+ended is said, killed and replaced.
+
+Workers come from multiprocessing's fork server, never forked from the running harness,
+whose threads a fork would copy half-done. The server is one process that an agent in any
+worker can reach (it is the worker's parent). Stopped (SIGSTOP), it starts no worker and
+tells no worker's end, so whatever waits on it waits for ever; killed, it takes every
+worker with it (`orphans`). The pool asks `lost()` as it watches its workers, and starts
+each under a `Watch`, which ends the wait on a server found stopped, or that started
+nothing in time, by killing it: every wait on it then ends, and the next start begins a
+fresh one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from types import TracebackType
+from typing import Any, NamedTuple
+
+# How often a start is looked at, and how long a stop must last to count: a Ctrl-C's
+# SIGTSTP and the SIGCONT after it reach the server a moment apart from the harness.
+WATCH_SECS = 0.05
+# How long the kernel gets to end a server sent SIGKILL.
+KILL_SECS = 2.0
+
+
+class Loss(NamedTuple):
+    """How the fork server was lost: `how` completes "the workers' fork server …"."""
+
+    how: str
+    stopped: bool  # stopped, not ended: it is still there, and ends only when killed
+
+
+def context(run_module: str, adapter_module: str) -> Any:
+    """The fork server, preloaded with the runner and a built-in agent's framework so a
+    worker starts in milliseconds (it stays up for later runs of this process); spawning
+    where there is no fork server. Never plain fork: the harness has threads."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    forking = multiprocessing.get_context("forkserver")
+    # Only harness modules: the server outlives this run, and a user's module it held
+    # would be the one every later run got, whatever had changed on disk since.
+    preload = ["__main__", "harness.run.process_pool", run_module]
+    if adapter_module.startswith("harness."):
+        # Then one case through it, in the server: workers start with the framework warm.
+        preload += [adapter_module, "harness.run.worker_warmup"]
+    forking.set_forkserver_preload(preload)  # ignored once the server runs
+    return forking
+
+
+def ensure_running() -> None:
+    """Start the fork server, if it is not running, with interrupts blocked, which it and
+    the workers it starts keep: a Ctrl-C reaches the whole process group, and one that fell
+    while the server was still importing printed its traceback. The harness handles the
+    interrupt; they end with it. (The resource tracker blocks them itself as it starts, and
+    unblocks them in the caller afterwards: it is started first, so that it is not in the
+    middle.)"""
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def pid() -> int | None:
+    """The fork server's process id; None when there is none (or workers are spawned)."""
+    try:
+        from multiprocessing import forkserver
+    except ImportError:  # a platform without one
+        return None
+    server: int | None = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    return server
+
+
+def lost(server: int) -> Loss | None:
+    """How `server` (a child of this process) was lost, None while it runs. A stop counts
+    once it has lasted `WATCH_SECS`."""
+    loss = _state(server)
+    if loss is not None and loss.stopped:
+        time.sleep(WATCH_SECS)
+        loss = _state(server)
+    return loss
+
+
+def _state(server: int) -> Loss | None:
+    if not hasattr(os, "waitid"):  # nothing to ask: only a start that takes too long tells
+        return None
+    flags = os.WEXITED | os.WSTOPPED | os.WNOHANG | os.WNOWAIT  # looked at, never reaped
+    try:
+        seen = os.waitid(os.P_PID, server, flags)
+    except ChildProcessError:  # reaped: multiprocessing saw it had ended, and started another
+        return Loss("ended", stopped=False)
+    if seen is None:
+        return None
+    if seen.si_code == os.CLD_STOPPED:
+        return Loss(f"was found stopped ({_name(seen.si_status)})", stopped=True)
+    if seen.si_code == os.CLD_EXITED:
+        return Loss(f"ended (exit code {seen.si_status})", stopped=False)
+    if seen.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+        return Loss(f"was killed by {_name(seen.si_status)}", stopped=False)
+    return None  # continued, or traced: running as far as anyone can tell
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def kill(server: int) -> None:
+    """End `server` for good (a stopped process too), and wait until it has, for at most
+    `KILL_SECS`: then its workers have died with it, and every wait on it has ended. It is
+    left for multiprocessing to reap, which then starts a fresh one."""
+    state = _state(server)
+    if state is not None and not state.stopped:
+        return  # ended already: its number may be another process's once it is reaped
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_SECS
+    while time.monotonic() < deadline:
+        state = _state(server)
+        if state is not None and not state.stopped:
+            return
+        time.sleep(0.01)
+
+
+def end_if_stopped() -> Loss | None:
+    """Kill the fork server if it is stopped: it would never end, and would hold this
+    process's stderr open after it ended. How it was found, or None."""
+    server = pid()
+    loss = None if server is None else lost(server)
+    if server is None or loss is None or not loss.stopped:
+        return None
+    kill(server)
+    return loss
+
+
+class Watch:
+    """A worker's start, watched from a thread of its own: a fork server found stopped, or
+    that started nothing within `bound` seconds, is killed, which ends the start's wait on
+    it (`lost` says how it was lost, and `server` which it was)."""
+
+    def __init__(self, bound: float) -> None:
+        self.lost: Loss | None = None
+        self.server: int | None = None
+        self._bound = bound
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="zeroclaw-eval-fork", daemon=True)
+
+    def __enter__(self) -> Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self._bound
+        while not self._done.wait(WATCH_SECS):
+            server = pid()
+            if server is None:
+                continue
+            loss = lost(server)
+            if loss is None and time.monotonic() > deadline:
+                loss = Loss(f"started no worker in {self._bound:g}s", stopped=True)
+            if loss is not None:
+                self.lost, self.server = loss, server
+                kill(server)
+                return

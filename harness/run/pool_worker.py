@@ -1,0 +1,206 @@
+"""What crosses to a worker process, and what runs there.
+
+A worker resolves the agent itself from its `agent` setting (or unpickles the adapter
+object), gets cases by their place in the suite with their fixture text (admission already
+happened in the harness: the worker parses the same text with the same parser, so it runs
+the same case), runs them through the same watched runner with one job (the per-case
+timeout and the watchdog hold in there), and sends each `CaseReport` back encoded with
+msgspec, as it finishes. It never outlives the harness (`orphans`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import msgspec
+
+from harness.agents.registry import resolve_within
+from harness.errors import describe
+from harness.fixtures.schema import parse_admitted
+from harness.fixtures.suite import Case
+from harness.run.runner import CasePlan, replay_backend
+from harness.runtime.collector import freeze_for_good
+from harness.runtime.orphans import die_with_the_fork_server
+from harness.verdict.reports import CaseReport
+
+RunCases = Callable[[list[Case], CasePlan, Callable[[CaseReport], None] | None], Any]
+# How long past a case's whole allowance (its wall clock, and the agent's start) a worker
+# may stay silent before it is taken for stuck beyond its own watchdog and stopped.
+STALL_GRACE_SECS = 5.0
+
+
+class Item(NamedTuple):
+    """One case as a worker gets it: its place in the suite, its file, and the digests of
+    the bytes admitted (the worker reads the file itself) and of their canonical form
+    (None: not made yet) or, for a case that keeps its text, the text."""
+
+    place: int
+    path: str
+    case_id: str
+    digest: bytes | None
+    text: str | None
+    canonical: bytes | None
+
+    @classmethod
+    def of(cls, place: int, case: Case) -> Item:
+        digest = case.digest
+        text = case.text if digest is None else None
+        return cls(place, case.where, case.id, digest, text, case.canonical)
+
+    def case(self) -> Case:
+        if self.digest is not None:
+            return Case.dropped(self.case_id, self.path, self.digest, self.canonical)
+        assert self.text is not None
+        return Case(parse_admitted(self.text), Path(self.path), self.text)
+
+
+# What a worker builds its plan from as it is; the rest it makes itself (the adapter and
+# backend from their pickles, one job, nothing prepared) or has no use for.
+_SENT = (
+    "allowed_tools",
+    "timeout",
+    "root",
+    "agent_tools",
+    "case_wall_clock",
+    "max_model_calls_per_turn",
+    "max_tool_calls_per_step",
+    "keep_transcripts",
+)
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker needs to run cases as this process would: the runner (by reference),
+    the agent, the plan's settings, and the environment the cases run in."""
+
+    run: RunCases
+    agent_spec: str | None
+    adapter: bytes | None  # the pickled adapter, when there is no `agent_spec`
+    backend: bytes | None  # the pickled backend factory; None: the replay backend
+    settings: dict[str, Any]  # the plan's fields named in `_SENT`
+    cwd: str
+    sys_path: list[str]
+    environ: dict[str, str]
+
+    @property
+    def stall(self) -> float:
+        settings = self.settings
+        return float(settings["timeout"] + settings["case_wall_clock"]) + STALL_GRACE_SECS
+
+
+def worker_spec(plan: CasePlan, run: RunCases) -> WorkerSpec | str:
+    """The spec of workers running `plan`'s cases, or why they cannot (then the cases run
+    in this process)."""
+    if plan.mode != "replay":
+        return "live cases share one provider limiter, which only one process can hold"
+    if plan.prepare is not None:
+        return "cases prepared in this process (mutation testing) cannot cross processes"
+    adapter = None
+    if plan.agent_spec is None:
+        try:
+            adapter = pickle.dumps(plan.adapter)
+        except Exception as exc:  # whatever the adapter's state refuses
+            return f"the agent adapter cannot be sent to a worker process ({describe(exc)})"
+    backend = None
+    if plan.backend is not replay_backend:
+        try:
+            backend = pickle.dumps(plan.backend)
+        except Exception as exc:
+            return f"the backend factory cannot be sent to a worker process ({describe(exc)})"
+    return WorkerSpec(
+        run=run,
+        agent_spec=plan.agent_spec,
+        adapter=adapter,
+        backend=backend,
+        settings={name: getattr(plan, name) for name in _SENT},
+        cwd=os.getcwd(),
+        sys_path=list(sys.path),
+        environ=dict(os.environ),
+    )
+
+
+def worker_main(conn: Any, spec: WorkerSpec) -> None:
+    """A worker: the harness's cases, one at a time, until told to stop. It never waits
+    for a thread an agent left running, and leaves interruptions to the harness."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_the_fork_server()  # killed, should the harness be, whatever its case does
+    # What the fork server had loaded is never garbage: the collector leaves it alone, so
+    # it neither spends time on it nor copies the pages it would touch.
+    freeze_for_good()
+    code = 0
+    try:
+        _serve(conn, spec)
+    except (BrokenPipeError, ConnectionResetError):  # the harness is gone: no one to tell
+        code = 70
+    except BaseException:  # the harness sees it die: the case running gets the blame
+        code = 70
+        with contextlib.suppress(Exception):
+            traceback.print_exc()  # a harness bug: said where the harness's errors go
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _serve(conn: Any, spec: WorkerSpec) -> None:
+    os.chdir(spec.cwd)
+    sys.path[:] = spec.sys_path
+    os.environ.clear()
+    os.environ.update(spec.environ)
+    try:
+        plan = _plan(spec)
+    except Exception as exc:  # the agent failed to resolve here: said, then this worker ends
+        conn.send(("failed", describe(exc)))
+        return
+    conn.send(("ready",))
+    send = _Sender(conn)
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message[0] != "run":
+            conn.send(("cpu", time.process_time()))
+            return
+        items: list[Item] = message[1]
+        cases = [item.case() for item in items]
+        send.index_of = {case.id: item.place for case, item in zip(cases, items, strict=True)}
+        spec.run(cases, plan, send)
+
+
+class _Sender:
+    """Sends each report back as it is in, with the case's place in the suite (ids are
+    unique within a suite), one message at a time whichever thread reports it."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._encode = msgspec.json.Encoder().encode
+        self.index_of: dict[str, int] = {}
+
+    def __call__(self, report: CaseReport) -> None:
+        payload = self._encode(report)
+        with self._lock:
+            self._conn.send(("report", self.index_of[report.id], payload))
+
+
+def _plan(spec: WorkerSpec) -> CasePlan:
+    if spec.agent_spec is not None:
+        adapter, _ = resolve_within(spec.agent_spec, spec.settings["timeout"])
+    else:
+        assert spec.adapter is not None
+        adapter = pickle.loads(spec.adapter)
+    backend = replay_backend if spec.backend is None else pickle.loads(spec.backend)
+    return CasePlan(adapter, "replay", backend, jobs=1, **spec.settings)

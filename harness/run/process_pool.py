@@ -1,0 +1,421 @@
+"""Replay cases in worker processes: every core busy, and a case that kills its process
+(`os._exit`, a segfault, the out-of-memory killer) is that case's run error while the
+suite goes on in a fresh worker.
+
+Workers come from a fork server (spawned where there is none: `fork_server`), which is
+watched: a server an agent stopped or killed is replaced, and the cases it took down with
+it run again. What a worker is sent and does with it is `pool_worker`; this side sends the
+cases, watches the workers (a worker silent past its case's whole allowance is stopped),
+and hands each report on as it comes in.
+
+Live mode never comes here: its provider limiter is shared by every case of a run, which
+only one process can do; neither does a run whose cases are prepared in this process
+(mutation testing's faults cannot cross processes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import selectors
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from harness.errors import describe
+from harness.run import fork_server
+from harness.run.pool_worker import Item, WorkerSpec, worker_main
+from harness.verdict.reports import CaseReport
+
+# Cases sent to a worker at once: enough to keep it busy between two looks at its pipe,
+# few enough that the last ones spread evenly over the workers.
+MAX_BATCH = 16
+
+
+class PoolUnavailable(Exception):
+    """No worker could start (the message says why): the caller runs the cases itself."""
+
+
+def exit_status(exitcode: int | None) -> str:
+    """How a worker process ended: `exit code 3`, `killed by SIGSEGV`."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+class _Worker:
+    """One worker process, the cases sent to it in order (the first is the one it runs),
+    and a thread writing to it, so this side never blocks on a full pipe."""
+
+    def __init__(self, context: Any, spec: WorkerSpec) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=worker_main, args=(child, spec), name="zeroclaw-eval-worker", daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.server = fork_server.pid()  # what started it, and tells how it ended
+        self.sent: deque[int] = deque()
+        self.ready = False
+        self.since = time.monotonic()  # when it last did something
+        self.hung_up: float | None = None  # when its pipe ended, if it has
+        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._send_all, name="zeroclaw-eval-feed", daemon=True).start()
+
+    def send(self, items: list[Item]) -> None:
+        if not self.sent:
+            self.since = time.monotonic()  # an idle worker starts the first case now
+        self.sent.extend(item.place for item in items)
+        self._outbox.put(("run", items))
+
+    def _send_all(self) -> None:
+        while (message := self._outbox.get()) is not None:
+            try:
+                self.conn.send(message)
+            except (OSError, ValueError):  # it died: its sentinel says so
+                return
+
+    def stop(self) -> None:
+        self._outbox.put(("stop",))
+        self._outbox.put(None)
+
+    def cpu(self, deadline: float) -> float:
+        """The CPU time it used, as it said once told to stop (0.0: it did not, in time)."""
+        with contextlib.suppress(EOFError, OSError):
+            if self.hung_up is None and self.conn.poll(_left(deadline)):
+                message = self.conn.recv()
+                return float(message[1]) if message[0] == "cpu" else 0.0
+        return 0.0
+
+    def kill(self) -> None:
+        self._outbox.put(None)
+        with contextlib.suppress(ValueError):  # closed already
+            if self.process.is_alive():
+                self.process.kill()
+
+    def close(self, deadline: float) -> None:
+        """Once it has ended, or `deadline` has passed: what is left is the OS's."""
+        with contextlib.suppress(ValueError):
+            self.process.join(_left(deadline))
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        with contextlib.suppress(ValueError):  # still there after all (its server is stopped)
+            self.process.close()
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def _end(workers: list[_Worker], wait: float) -> None:
+    """Kill every worker, then give them `wait` seconds in all (not each) to have ended."""
+    for worker in workers:
+        worker.kill()
+    deadline = time.monotonic() + wait
+    for worker in workers:
+        worker.close(deadline)
+
+
+def _stop(workers: list[_Worker], wait: float) -> float:
+    """Tell every worker to stop, give them `wait` seconds in all to say what they used and
+    end, then end what is left; the CPU seconds they said."""
+    for worker in workers:
+        worker.stop()
+    deadline = time.monotonic() + wait
+    used = sum(worker.cpu(deadline) for worker in workers)
+    for worker in workers:
+        with contextlib.suppress(ValueError):
+            worker.process.join(_left(deadline))
+    _end(workers, wait)
+    return used
+
+
+_DECODE = msgspec.json.Decoder(CaseReport)
+# CPU seconds the workers of this process's pools used, as each said when stopped (a
+# worker that died says nothing): what a benchmark adds to this process's own.
+_CPU = [0.0]
+_CPU_LOCK = threading.Lock()
+# A worker's exit code when the fork server could not tell it: the server is gone.
+_UNTOLD = 255
+# How long a worker whose pipe ended may take to be told dead by the fork server.
+HUNG_UP_SECS = 2.0
+
+
+def workers_cpu() -> float:
+    """CPU seconds used so far by the worker processes of this process's runs."""
+    with _CPU_LOCK:
+        return _CPU[0]
+
+
+def _note(text: str) -> None:
+    print(f"zeroclaw eval: {text}", file=sys.stderr)
+
+
+class WorkerPool:
+    """Runs items on up to `size` workers; `on_report` hears each case's report as it
+    comes in, `on_death` each case whose worker died under it. `may_start` is asked before
+    any case is sent (`--maxfail`); with `stepwise` a case goes only once its worker is
+    idle, so none starts after the answer turned.
+
+    A fork server lost (`fork_server`) kills its workers: the cases they were running run
+    again, one at a time with nothing beside them, and one during which the server is lost
+    again is that case's run error."""
+
+    def __init__(self, spec: WorkerSpec, size: int, adapter_module: str) -> None:
+        self._spec = spec
+        self._wanted = size  # less each worker that ends before it is ready
+        self._context = fork_server.context(spec.run.__module__, adapter_module)
+        self._workers: list[_Worker] = []
+        self._pending: deque[Item] = deque()
+        self._again: deque[Item] = deque()  # in flight when the fork server was lost
+        self._alone: int | None = None  # the one of them running now, by itself
+        self._failures: list[str] = []  # what workers that could not start said
+        self._ended_as = "it ended"  # how the last worker that never started ended
+        self._selector = selectors.DefaultSelector()
+
+    def run(
+        self,
+        items: Iterable[Item],
+        on_report: Callable[[int, CaseReport], None],
+        on_death: Callable[[int, str], None],
+        may_start: Callable[[], bool],
+        stepwise: bool = False,
+    ) -> None:
+        self._pending.extend(items)
+        self._items = {item.place: item for item in self._pending}
+        self._on_report, self._on_death, self._may_start = on_report, on_death, may_start
+        self._stepwise = stepwise
+        try:
+            while self._step():
+                pass
+            self._watch_server()  # a server stopped meanwhile would never end
+        except BaseException:  # an interruption: nothing is left running, nor stopped
+            _end(self._workers, 1.0)
+            fork_server.end_if_stopped()
+            raise
+        finally:
+            self._selector.close()
+        used = _stop(self._workers, 1.0)
+        with _CPU_LOCK:
+            _CPU[0] += used
+
+    def _step(self) -> bool:
+        """Feed the workers, wait for one of them; False once all is done."""
+        self._replenish()
+        for worker in self._workers:
+            self._feed(worker)
+        if not any(w.sent for w in self._workers):
+            return False
+        # Idle workers are watched too: one that dies idle is replaced, blaming no case.
+        poll = min(1.0, self._spec.stall / 4, HUNG_UP_SECS / 4)
+        ready = {key.fileobj for key, _ in self._selector.select(poll)}
+        for worker in self._workers:
+            if worker.conn in ready:
+                self._receive(worker)
+        if self._watch_server():
+            return True
+        now = time.monotonic()
+        for worker in list(self._workers):
+            if worker.process.sentinel in ready:
+                self._ended(worker)
+            elif worker.hung_up is not None and now - worker.hung_up > HUNG_UP_SECS:
+                why = "the worker running the case closed its pipe to the harness and was stopped"
+                self._lost(worker, why, "its pipe closed")
+            elif worker.sent and now - worker.since > self._spec.stall:
+                silent = f"{self._spec.stall:g}s"
+                why = f"the worker running the case stopped answering for {silent} and was stopped"
+                self._lost(worker, why, f"no answer for {silent}")
+        return True
+
+    def _replenish(self) -> None:
+        """As many workers as there is work for, up to the pool's size."""
+        busy = sum(1 for worker in self._workers if worker.sent)
+        work = busy + len(self._again) + (len(self._pending) if self._may_start() else 0)
+        while len(self._workers) < min(self._wanted, work):
+            self._start()
+        if work and not self._workers:
+            # None started (or the one replacing a dead worker did not): never looping on
+            # a start that fails, the caller runs what is left itself.
+            reason = self._failures[-1] if self._failures else self._ended_as
+            raise PoolUnavailable(f"no worker process could start: {reason}")
+
+    def _start(self) -> None:
+        """One more worker; a fork server lost as it is asked for one is replaced, once."""
+        for _ in range(2):
+            watch = fork_server.Watch(self._spec.stall)
+            worker = None
+            try:
+                if self._context.get_start_method() == "forkserver":
+                    fork_server.ensure_running()  # a running server is left as it is
+                with watch:
+                    worker = _Worker(self._context, self._spec)
+            except (OSError, EOFError) as exc:  # no process to be had (limits, no server)
+                if watch.lost is None:
+                    why = describe(exc)
+                    raise PoolUnavailable(f"no worker process could start: {why}") from exc
+            if watch.lost is None and worker is not None:
+                self._workers.append(worker)
+                # One selector for the whole run: waiting costs nothing per look at them.
+                self._selector.register(worker.conn, selectors.EVENT_READ)
+                self._selector.register(worker.process.sentinel, selectors.EVENT_READ)
+                return
+            if worker is not None:  # started as the server was killed: it died with it
+                _end([worker], 1.0)
+            assert watch.lost is not None and watch.server is not None
+            self._server_lost(watch.server, watch.lost, killed=True)
+        assert watch.lost is not None
+        raise PoolUnavailable(f"no worker process could start: the fork server {watch.lost.how}")
+
+    def _feed(self, worker: _Worker) -> None:
+        if self._alone is not None:
+            return  # a case runs by itself
+        if self._again:  # once nothing else runs, the first of them goes, alone
+            if not any(w.sent for w in self._workers):
+                item = self._again.popleft()
+                self._alone = item.place
+                worker.send([item])
+            return
+        if not self._pending or not self._may_start():
+            return
+        per_worker = len(self._pending) // (4 * len(self._workers))
+        batch = 1 if self._stepwise else max(1, min(MAX_BATCH, per_worker))
+        if len(worker.sent) >= (1 if self._stepwise else 2 * batch):
+            return  # busy enough: one batch running, one waiting
+        worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
+
+    def _receive(self, worker: _Worker, drain: bool = False) -> None:
+        """The message the selector saw waiting (one: the selector says when there is
+        another, at no cost, where asking the pipe builds a selector each time); with
+        `drain`, every message still in the pipe of a worker that ended."""
+        while worker.hung_up is None:
+            try:
+                if drain and not worker.conn.poll():
+                    return
+                message = worker.conn.recv()
+            except (EOFError, OSError):
+                # It ended (its sentinel says how), or closed its pipe: not looked at again.
+                worker.hung_up = time.monotonic()
+                self._selector.unregister(worker.conn)
+                return
+            self._handle(worker, message)
+            if not drain:
+                return
+
+    def _handle(self, worker: _Worker, message: tuple[Any, ...]) -> None:
+        worker.since = time.monotonic()
+        kind = message[0]
+        if kind == "ready":
+            worker.ready = True
+        elif kind == "report":
+            _, index, payload = message
+            if worker.sent and worker.sent[0] == index:
+                worker.sent.popleft()
+            if index == self._alone:
+                self._alone = None
+            self._on_report(index, _DECODE.decode(payload))
+        elif kind == "failed":
+            self._failures.append(message[1])
+
+    def _ended(self, worker: _Worker) -> None:
+        """A worker's sentinel says it ended: the fork server ended with it, or it died."""
+        code = worker.process.exitcode
+        if code == _UNTOLD and worker.server is not None:
+            # The server may be gone, which takes a moment to be seen.
+            deadline = time.monotonic() + fork_server.KILL_SECS
+            while (loss := fork_server.lost(worker.server)) is None and _left(deadline):
+                time.sleep(0.01)
+            if loss is not None:
+                self._server_lost(worker.server, loss)
+                return
+        status = exit_status(code)
+        self._lost(worker, f"the worker running the case died ({status})", status)
+
+    def _watch_server(self) -> bool:
+        """Whether the fork server the workers came from was found lost (then dealt with)."""
+        server = fork_server.pid()
+        if server is None or all(worker.server != server for worker in self._workers):
+            return False
+        loss = fork_server.lost(server)
+        if loss is not None:
+            self._server_lost(server, loss)
+        return loss is not None
+
+    def _server_lost(self, server: int, loss: fork_server.Loss, killed: bool = False) -> None:
+        """The fork server is lost: killed for good (unless it was, `killed`), and its
+        workers with it. A case that was running alone is that case's run error; so is one
+        whose worker ended while the server was stopped (a stopped server kills no one).
+        The others in flight run again, one at a time; what the workers had waiting goes
+        back to the queue."""
+        lost = [worker for worker in self._workers if worker.server == server]
+        if not killed:  # who has ended, before the server is killed and takes the others
+            for worker in lost:
+                self._receive(worker, drain=True)
+        ended = [worker.hung_up is not None for worker in lost]
+        for worker in lost:
+            self._drop(worker)
+        fork_server.kill(server)
+        _end(lost, 1.0)
+        again = []
+        for worker, on_its_own in zip(lost, ended, strict=True):
+            left = list(worker.sent)
+            if not (worker.ready and left):  # nothing begun there
+                self._requeue(left)
+                continue
+            first = left.pop(0)
+            if loss.stopped and on_its_own:
+                self._blame(
+                    first,
+                    "the worker running the case died, and the workers' fork server, which "
+                    f"says how a worker ended, {loss.how}",
+                )
+            elif first == self._alone:
+                why = f"the workers' fork server {loss.how} while the case ran, twice: "
+                self._blame(first, why + "the second time alone in the pool")
+            else:
+                again.append(first)
+            self._requeue(left)
+        self._again.extend(self._items[place] for place in again)
+        more = f"; {len(again)} case(s) in flight run again, one at a time" if again else ""
+        _note(f"the workers' fork server {loss.how}{more}")
+
+    def _lost(self, worker: _Worker, why: str, status: str) -> None:
+        """A worker ended (or was stopped): the case it was running is that case's run
+        error, the rest it had go back to the front of the queue, a fresh worker takes
+        over; a worker that never started blames no case, and is not replaced."""
+        self._drop(worker)
+        _end([worker], 1.0)
+        left = list(worker.sent)
+        if worker.ready and left:
+            self._blame(left.pop(0), why)
+        self._requeue(left)
+        if not worker.ready:
+            self._wanted -= 1
+            self._ended_as = f"it ended ({status})"
+
+    def _drop(self, worker: _Worker) -> None:
+        """No longer watched: what it sent before it went is taken."""
+        self._receive(worker, drain=True)
+        if worker.hung_up is None:
+            self._selector.unregister(worker.conn)
+        self._selector.unregister(worker.process.sentinel)
+        self._workers.remove(worker)
+
+    def _blame(self, place: int, why: str) -> None:
+        if place == self._alone:
+            self._alone = None
+        self._on_death(place, why)
+
+    def _requeue(self, places: list[int]) -> None:
+        if self._alone in places:  # it was not begun, so it has yet to run alone
+            self._again.appendleft(self._items[places.pop(places.index(self._alone))])
+            self._alone = None
+        self._pending.extendleft(reversed([self._items[place] for place in places]))

@@ -1,0 +1,90 @@
+"""Replay backend: answers model requests from a fixture's scripted steps, turn by turn."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from harness.fixtures.schema import LlmTrace, Response, TextResponse
+from harness.model_boundary import Divergence, ModelRequest, ModelStep, ToolCall
+
+
+class ReplayDivergence(Divergence):
+    """The agent and the script parted: it asked for more steps, or left some unused."""
+
+
+class ReplayBackend:
+    """One FIFO queue of scripted steps per turn; a request never borrows from another turn.
+
+    Its divergence errors name the case and the turn; the model boundary adds the last
+    request the agent made."""
+
+    def __init__(self, trace: LlmTrace) -> None:
+        self._case = trace.case_id
+        self._queues: list[deque[ModelStep]] = [
+            deque(to_step(step.response) for step in (turn.steps or ())) for turn in trace.turns
+        ]
+        self._turn = -1
+        self._last: ModelStep | None = None  # the step last answered in this turn
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        if not 0 <= self._turn < len(self._queues):
+            raise ReplayDivergence(
+                f"case {self._case!r}: model requested outside any scripted turn",
+                show_request=False,
+            )
+        queue = self._queues[self._turn]
+        if not queue:
+            last = f" after {describe_step(self._last)}" if self._last else ""
+            raise ReplayDivergence(
+                f"case {self._case!r}: turn {self._turn} requested more model responses than "
+                f"the trace scripts; the script has no step{last}"
+            )
+        self._last = queue.popleft()
+        return self._last
+
+    def start_turn(self, index: int) -> None:
+        if index != self._turn + 1 or index >= len(self._queues):
+            raise ReplayDivergence(
+                f"case {self._case!r}: turn {index} started out of order "
+                f"(replay cursor at turn {self._turn}, {len(self._queues)} turn(s) scripted)",
+                show_request=False,
+            )
+        self._turn, self._last = index, None
+
+    def end_turn(self, index: int) -> None:
+        queue = self._queues[index]
+        if queue:
+            raise ReplayDivergence(
+                f"case {self._case!r}: turn {index} scripted {len(queue)} step(s) the agent never "
+                "requested (the trace over-specifies this turn); the script expected next "
+                f"{describe_step(queue[0])}"
+            )
+
+
+def to_step(response: Response) -> ModelStep:
+    if isinstance(response, TextResponse):
+        return ModelStep(
+            text=response.content,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+        )
+    return ModelStep(
+        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in response.tool_calls),
+        input_tokens=response.input_tokens,
+        output_tokens=response.output_tokens,
+    )
+
+
+def describe_step(step: ModelStep, width: int = 120) -> str:
+    """A scripted step in one line: the tool calls it asks for, or the text it answers,
+    each value clipped to `width` characters as the request summary clips them."""
+    import json
+
+    def clipped(value: object) -> str:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    if step.tool_calls:
+        calls = ", ".join(f"{c.name}({clipped(c.arguments)})" for c in step.tool_calls)
+        return f"a step calling {calls}"
+    return f"a step answering {clipped(step.text)}"

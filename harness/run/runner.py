@@ -1,0 +1,421 @@
+"""Running one case: a fresh agent, backend, registry and workspace; its turns driven
+through the agent's own loop under the timeout; the record graded; the case's report built.
+
+A case's failure is confined to its own report: whatever goes wrong becomes its run error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import math
+import os
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from harness.agents.protocol import AgentAdapter, AgentContext
+from harness.defaults import (
+    DEFAULT_CASE_WALL_CLOCK,
+    DEFAULT_JOBS,
+    DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+)
+from harness.errors import RAISED_BY_AGENT_CODE, describe
+from harness.expectations.registry import grade
+from harness.fixtures.suite import Case, FixtureChanged, display_path
+from harness.io.json_paths import line_of
+from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
+from harness.modes import Mode
+from harness.run.error_frames import error_frames
+from harness.run.replay import ReplayBackend, to_step
+from harness.run_record import RunRecord
+from harness.runtime.deadline import DeadlineExceeded, WatchedDeadline, within
+from harness.tool_registry import ToolRegistry
+from harness.transcript import Conversation, Transcript
+from harness.verdict.reports import CaseReport, ErrorFrame
+from harness.workspace import set_current_workspace
+
+BackendFactory = Callable[[Case], ModelBackend]
+T = TypeVar("T")
+_AGENT_FAILURES: tuple[type[BaseException], ...] = RAISED_BY_AGENT_CODE
+
+
+def replay_backend(case: Case) -> ModelBackend:
+    return ReplayBackend(case.trace)
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """How every case of one run is run."""
+
+    adapter: AgentAdapter
+    mode: Mode
+    backend: BackendFactory
+    allowed_tools: frozenset[str] | None
+    timeout: float
+    root: Path
+    # The tools the agent registers, for grades that say whether a tool is the agent's.
+    agent_tools: frozenset[str] | None = None
+    # Called with each case's fresh context before the agent starts (mutation testing
+    # injects its faults at the boundaries here).
+    prepare: Callable[[Case, AgentContext], None] | None = None
+    # A whole case (starting, every turn, grading) ends within this many seconds.
+    case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK
+    # The model call over this in one turn is the case's run error, whatever the agent.
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
+    # The answer asking for more tool calls than this is the case's run error, whatever the agent.
+    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP
+    # Runs at once: in replay, worker processes (`harness.run.process_pool`); live, tasks of
+    # one event loop. "auto": one per core.
+    jobs: Jobs = DEFAULT_JOBS
+    repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
+    maxfail: int | None = None  # no case starts once this many cases failed
+    # Passing cases' transcripts too (the HTML report shows every case's; the last run
+    # kept for `show` writes each out as its case is done, and the run drops it then); by
+    # default only a failing case's is built, so a run's memory does not grow with passes.
+    keep_transcripts: bool = False
+    # The `agent` setting the adapter was resolved from, when it was one: worker processes
+    # resolve it themselves (None: the adapter is sent to them, when it can be pickled).
+    agent_spec: str | None = None
+
+    @functools.cached_property
+    def surfaces(self) -> dict[tuple[str, ...], list[str]]:
+        return {}
+
+    @functools.cached_property
+    def whole_surface(self) -> list[str]:
+        """The surface of a case that narrows no tool: every one of the agent's."""
+        return sorted(self.surface_tools)
+
+    @functools.cached_property
+    def surface_tools(self) -> frozenset[str]:
+        """The agent's tools as reports keep them: what admission knew the agent registers,
+        else what the adapter says (an adapter failing to say is each case's run error,
+        as the runner asks again per case, not the run's)."""
+        if self.agent_tools is not None:
+            return self.agent_tools
+        try:
+            return frozenset(t.name for t in self.adapter.tools())
+        except Exception:
+            return frozenset()
+
+
+Jobs = int | Literal["auto"]
+
+
+def jobs_of(jobs: Jobs) -> int:
+    """How many runs go at once for a `jobs` setting: "auto" is one per core this process
+    may use."""
+    if jobs != "auto":
+        return jobs
+    count = getattr(os, "process_cpu_count", None)  # Python 3.13+: the affinity's count
+    if count is None:
+        sched = getattr(os, "sched_getaffinity", None)
+        return len(sched(0)) if sched is not None else os.cpu_count() or 1
+    return int(count() or 1)
+
+
+class CaseProgress:
+    """The case in progress: where it got to, so a timeout can say which turn hung and the
+    watchdog can tell a case that blocked its thread."""
+
+    def __init__(
+        self,
+        case: Case,
+        fixture: str,
+        context: AgentContext,
+        transcript: Transcript,
+        wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
+    ) -> None:
+        self.case = case
+        # Read once: an admitted case dropped its trace, and each read finds it again.
+        self.trace = case.trace
+        self.fixture = fixture
+        self.context = context
+        self.transcript = transcript
+        self.responses: list[str] = []
+        self.began = self.started = time.monotonic()  # the case's start; the phase's start
+        self.start = time.perf_counter()
+        self.wall_clock = wall_clock
+        self.grading = False
+        self._wall_clock_binds = False  # whether the phase ends at the case's wall clock
+        self._allowed: float | None = None  # what the phase in progress may take
+        # Set by a watchdog that keeps the phases' clocks (else each phase has a timer).
+        self.watched: WatchedDeadline | None = None
+
+    def allowance(self, timeout: float) -> float:
+        """Seconds the phase starting now may take: its own timeout, or what is left of the
+        case's wall clock when that is less."""
+        self.started = time.monotonic()
+        left = self.wall_clock - (self.started - self.began)
+        self._wall_clock_binds = left < timeout
+        self._allowed = max(left, 0.0) if self._wall_clock_binds else timeout
+        return self._allowed
+
+    async def within(self, timeout: float, work: Awaitable[T]) -> T:
+        """`await work` as the phase starting now, bounded by its `allowance`."""
+        allowed = self.allowance(timeout)
+        if self.watched is None:
+            return await within(allowed, work)
+        return await self.watched.within(allowed, work)
+
+    def overdue(self, timeout: float, grace: float) -> bool:
+        """Whether the case has outlived its phase's timeout or its wall clock by `grace`:
+        then only a blocked thread can be keeping it (the watchdog's test)."""
+        now = time.monotonic()
+        if now - self.began > self.wall_clock + grace:
+            self._wall_clock_binds = True
+            return True
+        # Grading has no timeout of its own: the wall clock bounds it.
+        allowed = timeout if self._allowed is None else self._allowed
+        return not self.grading and now - self.started > allowed + grace
+
+    @property
+    def turn(self) -> int:
+        """The turn in progress (-1 while the agent starts): the transcript keeps it."""
+        return self.transcript.turn
+
+    def record(self, transcript: bool = True) -> RunRecord:
+        """What the run left; its transcript only when asked (it is for reports, and costs
+        as much to build as the rest)."""
+        model = self.context.model
+        return RunRecord(
+            final_response=self.responses[-1] if self.responses else "",
+            turn_responses=list(self.responses),
+            calls=list(self.context.tools.calls),
+            model_calls=model.calls,
+            input_tokens=model.input_tokens,
+            output_tokens=model.output_tokens,
+            duration_ms=(time.perf_counter() - self.start) * 1e3,
+            steps=[list(turn) for turn in model.steps] if model.steps is not None else None,
+            transcript=self.transcript.steps() if transcript else None,
+        )
+
+    def timeout_message(self, timeout: float) -> str:
+        if self.grading:
+            where = "while grading"
+        else:
+            where = f"in turn {self.turn}" if self.turn >= 0 else "starting the agent"
+        if self._wall_clock_binds:
+            return f"ran past the case's wall clock of {self.wall_clock:g}s {where}"
+        return f"timed out after {timeout:g}s {where}"
+
+    def errored(
+        self,
+        error: str,
+        record: RunRecord | None,
+        trace: str | None = None,
+        frames: list[ErrorFrame] | None = None,
+    ) -> CaseReport:
+        return errored_report(self.case, self.fixture, error, record, trace, self.turn, frames)
+
+    def abandoned_report(self, timeout: float) -> CaseReport:
+        self.context.remove_workspace()
+        blocker = "grading" if self.grading else "the agent"
+        message = f"{self.timeout_message(timeout)}; {blocker} blocked its thread and was abandoned"
+        return self.errored(message, self.record())
+
+
+def errored_report(
+    case: Case,
+    fixture: str,
+    error: str,
+    record: RunRecord | None,
+    trace: str | None = None,
+    turn: int = -1,
+    frames: list[ErrorFrame] | None = None,
+) -> CaseReport:
+    """A run error's report, pointing at the turn in which the run failed."""
+    field = f"$.turns[{turn}]" if turn >= 0 else "$.turns"
+    return CaseReport.errored(case.id, fixture, error, record, trace, _line(case, field), frames)
+
+
+def _line(case: Case, field: str) -> int | None:
+    try:
+        return line_of(case.text, field)
+    except FixtureChanged:  # the case's error says so; it has no line to point at
+        return None
+
+
+def internal_error(case: Case, fixture: str, exc: BaseException, turn: int = -1) -> CaseReport:
+    if isinstance(exc, FixtureChanged):  # not the harness's fault: said as it is
+        return errored_report(case, fixture, str(exc), None, None, turn)
+    return errored_report(
+        case,
+        fixture,
+        f"internal error: {type(exc).__name__}: {exc}",
+        None,
+        "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        turn,
+        error_frames(exc) or None,
+    )
+
+
+def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
+    """A fresh context for `case`: backend, boundary, registry, workspace."""
+    # The adapter's tools the case may use: those it names in `tools` (all when it names
+    # none), and in live mode only those `live_allowed_tools` allows.
+    usable = _usable(case.trace.tools, plan.allowed_tools)
+    tools = plan.adapter.tools()
+    registry = ToolRegistry.of(tools if usable is None else [t for t in tools if usable(t.name)])
+    transcript = Transcript(registry)
+    boundary = ModelBoundary(
+        plan.backend(case),
+        keep_steps=plan.mode == "live",
+        on_request=transcript.observe,
+        on_step=transcript.answered,
+        max_calls_per_turn=plan.max_model_calls_per_turn,
+        max_tool_calls_per_step=plan.max_tool_calls_per_step,
+    )
+    context = AgentContext(case.id, boundary, registry)
+    if plan.prepare is not None:
+        plan.prepare(case, context)
+    return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock)
+
+
+async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
+    """Drive every turn, then grade while the workspace still exists; always removes it."""
+    case, context, timeout = progress.case, progress.context, plan.timeout
+    # File tools find the workspace of the case they run in through this variable.
+    set_current_workspace(context.case_workspace)
+    # An agent may change the working directory; the next case and the reports must not
+    # notice, so it is put back whatever the case did.
+    cwd = os.getcwd()
+    try:
+        error: str | None = None
+        trace_text: str | None = None
+        frames: list[ErrorFrame] | None = None
+        try:
+            await _drive(plan.adapter, progress, timeout)
+        except DeadlineExceeded:
+            error = progress.timeout_message(timeout)
+        except (Divergence, ProviderFailure) as exc:  # the harness's own words: said as is
+            error = str(exc)
+        except _AGENT_FAILURES as exc:
+            # Any failure of the agent is its run error; a CancelledError here is the
+            # agent's own (the deadline's cancellation arrives as DeadlineExceeded).
+            error = describe(exc)
+            trace_text = traceback.format_exc()
+            frames = error_frames(exc, functools.partial(display_path, root=plan.root)) or None
+        finally:
+            await context.model.aclose()
+        if error is not None:
+            return progress.errored(error, progress.record(), trace_text, frames)
+        # Graded without its transcript: no grade reads it (they read the conversation).
+        record = progress.record(transcript=False)
+        expects = progress.trace.expects
+        assert expects is not None  # admission guarantees it
+        progress.grading = True  # bounded by the wall clock, through the watchdog
+        # Graded while the workspace still exists: graders inspect what the agent left
+        # (created here if the run never touched it, so a file check sees it empty).
+        view = context.case_workspace.view() if expects.workspace is not None else None
+        grades = grade(expects, record, view, plan.agent_tools, conversation_of(progress, plan))
+        failing = next((g.field for g in grades if not g.passed), None)
+        line = _line(case, failing) if failing is not None else None
+        if failing is not None or plan.keep_transcripts:
+            record.transcript = progress.transcript.steps()
+        return CaseReport.graded(case.id, progress.fixture, grades, record, line)
+    except RAISED_BY_AGENT_CODE as exc:  # a harness bug is still only this case's run error
+        return internal_error(case, progress.fixture, exc, progress.turn)
+    finally:
+        restore_cwd(cwd)
+        context.remove_workspace()
+
+
+def restore_cwd(cwd: str) -> None:
+    """Back in `cwd`, whatever the agent did to the working directory (if it still exists)."""
+    try:
+        if os.getcwd() == cwd:
+            return
+    except OSError:  # the agent removed the directory it moved to
+        pass
+    # The original may be gone too: then there is nothing to restore (the paths are absolute).
+    with contextlib.suppress(OSError):
+        os.chdir(cwd)
+
+
+def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
+    """The conversation of the run: what the agent sent and, in replay, what the script
+    implies it should have."""
+    turns = progress.trace.turns
+    return Conversation(
+        user_inputs=tuple(t.user_input for t in turns),
+        script=tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns),
+        exchanges=tuple(progress.transcript.exchanges),
+        calls=tuple(progress.context.tools.calls),
+        scripted=plan.mode == "replay",
+    )
+
+
+def sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
+    """`report` with what receipts and baselines keep of its case: the hash of the fixture
+    it ran and the tools it could use. Done as each case is in, so a run never holds a
+    second copy of its reports; a report sealed already (by a worker process) is kept."""
+    if report.fixture_sha256 is not None:
+        return report
+    try:
+        return _sealed(report, case, plan)
+    except FixtureChanged as exc:  # what ran can no longer be vouched for: no hash
+        return internal_error(case, report.fixture, exc)
+
+
+def _sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
+    # The sorted names of the tools the case could use: a baseline keeps them, so a case
+    # whose tools changed is not compared with a verdict reached with other tools.
+    usable = _usable(case.trace.tools, plan.allowed_tools)
+    if usable is None:
+        surface = plan.whole_surface
+    else:
+        surface = sorted(filter(usable, plan.surface_tools))
+        # Most cases of a suite share one: they share the list too (reports are read-only).
+        surface = plan.surfaces.setdefault(tuple(surface), surface)
+    return msgspec.structs.replace(report, fixture_sha256=case.fixture_sha256, tool_surface=surface)
+
+
+def _usable(
+    named: list[str] | None, allowed: frozenset[str] | None
+) -> Callable[[str], bool] | None:
+    """Whether a tool of the agent is one a case may use: named in its `tools` (`named`;
+    any, when it names none) and, in live mode, allowed. None: every tool is."""
+    if named is None and allowed is None:
+        return None
+    return lambda name: (named is None or name in named) and (allowed is None or name in allowed)
+
+
+async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) -> None:
+    context = progress.context
+    setup = progress.trace.setup
+    if setup is not None and setup.workspace_files:
+        context.case_workspace.write_setup_files(setup.workspace_files)
+
+    async def start() -> Any:
+        session = adapter.start(context)
+        return await session if inspect.isawaitable(session) else session
+
+    session = await progress.within(timeout, start())
+    for index, turn in enumerate(progress.trace.turns):
+        # A pause the provider asked for delays the turn instead of using up its time: it
+        # is waited out before the turn's clock starts, within the case's wall clock.
+        await context.model.ready(progress.allowance(math.inf))
+        progress.transcript.start_turn(index)
+        context.model.start_turn(index)
+        # The watchdog times each turn from here, as the deadline does.
+        response = await progress.within(timeout, _turn(session, turn.user_input))
+        progress.responses.append(response)
+        context.model.end_turn(index)
+
+
+async def _turn(session: Any, user_input: str) -> str:
+    response = session.run_turn(user_input)
+    if inspect.isawaitable(response):
+        response = await response
+    if not isinstance(response, str):
+        raise TypeError(f"run_turn returned {type(response).__name__}, expected str")
+    return response

@@ -1,0 +1,442 @@
+"""Running the cases of a suite on a worker thread, watched.
+
+Each case is one or more runs (a repeated live case has n); up to `jobs` runs go at once,
+as tasks of one event loop. The calling thread only watches: a run that blocks the loop's
+thread past its timeout (which no in-loop deadline can stop) is reported and abandoned,
+and the rest of the suite goes on, on a fresh thread. A case is reported as soon as its
+last run is in (streaming, in the order cases finish); the suite's reports keep fixture
+order. `maxfail` stops starting new cases once that many have failed.
+
+Replay with several jobs runs its cases in worker processes instead (`process_pool`), each
+worker running them through this same machinery one at a time; a case that kills its
+worker is that case's run error. Live mode stays here: its cases share one provider
+limiter, which is per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from harness.errors import RAISED_BY_AGENT_CODE
+from harness.fixtures.suite import Case, FixtureChanged, display_path
+from harness.run.pool_worker import Item, worker_spec
+from harness.run.process_pool import PoolUnavailable, WorkerPool
+from harness.run.repeats import combine, runs_of
+from harness.run.runner import (
+    CasePlan,
+    CaseProgress,
+    errored_report,
+    internal_error,
+    jobs_of,
+    restore_cwd,
+    run_case,
+    sealed,
+    start_case,
+)
+from harness.runtime import event_loop
+from harness.runtime.collector import heap_frozen
+from harness.runtime.deadline import DeadlineWatch, WatchedDeadline
+from harness.verdict.reports import CaseReport
+
+# How long past its timeout a run may take to honour cancellation before its thread is
+# considered blocked and abandoned.
+GRACE_SECS = 1.0
+
+OnCase = Callable[[CaseReport], None]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One run of one case: the case's place in the suite, and which repetition."""
+
+    index: int
+    run: int
+
+
+class _Results:
+    """Each case's runs as they come in, from any worker; a case is reported (`on_case`)
+    once its last run is in. Under `--maxfail` cases are reported in fixture order, as a
+    serial run reports them: one that ran beside the failure that stopped the run but
+    comes after it is reported as not run, as it is in a serial run, which never ran it
+    (cases go out in fixture order, so every case before that failure ran)."""
+
+    def __init__(self, cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> None:
+        self._cases = cases
+        self._on_case = on_case
+        self._plan = plan
+        self.runs = [runs_of(case, plan.mode, plan.repeat) for case in cases]
+        # The runs in of each case not complete yet (a complete case's are in `reports`).
+        self._partial: dict[int, dict[int, CaseReport]] = {}
+        self.reports: dict[int, CaseReport] = {}
+        self.failed = 0
+        # The cases begun, by any event loop: one in flight beside a run that blocked its
+        # loop is begun again on the next, even once the run is stopping.
+        self.started: set[int] = set()
+        self._lock = threading.Lock()
+        # Under --maxfail: the cases reported so far (a prefix, in fixture order), the
+        # failures among them, and the lock that keeps the reporting in that order.
+        self._told = 0
+        self._told_failed = 0
+        self._telling = threading.Lock()
+
+    def units(self) -> list[Unit]:
+        return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]
+
+    def has(self, unit: Unit) -> bool:
+        return unit.index in self.reports or unit.run in self._partial.get(unit.index, ())
+
+    @property
+    def stopping(self) -> bool:
+        """Enough cases failed (`--maxfail`): no new case starts."""
+        maxfail = self._plan.maxfail
+        return maxfail is not None and self.failed >= maxfail
+
+    def add(self, unit: Unit, report: CaseReport) -> None:
+        with self._telling:
+            self._tell(self._added(unit, report))
+
+    def _added(self, unit: Unit, report: CaseReport) -> list[CaseReport]:
+        """What is to be reported now that `report` is in."""
+        with self._lock:
+            if self.has(unit):  # also run again after an abandoned worker: the first counts
+                return []
+            runs = self._partial.setdefault(unit.index, {})
+            runs[unit.run] = report
+            if len(runs) < self.runs[unit.index]:
+                return []
+            del self._partial[unit.index]
+            # One run of a replay case is its report (replay has no clusters): its trace,
+            # dropped since admission, is not parsed again to say so.
+            single = self._plan.mode == "replay" and len(runs) == 1
+            of = self._cases[unit.index]
+            try:
+                whole = runs[0] if single else combine(of, [runs[r] for r in sorted(runs)])
+            except FixtureChanged as exc:  # its cluster could not be read again
+                whole = internal_error(of, runs[0].fixture, exc)
+            case = sealed(whole, of, self._plan)
+            self.reports[unit.index] = case
+            self.failed += not case.passed
+            return [case] if self._plan.maxfail is None else self._in_order()
+
+    def _in_order(self) -> list[CaseReport]:
+        """The cases after those reported so far that are in, in fixture order; those past
+        the failure that stopped the run as not run."""
+        maxfail = self._plan.maxfail
+        assert maxfail is not None
+        ready = []
+        while self._told in self.reports:
+            index = self._told
+            if self._told_failed >= maxfail:
+                self.reports[index] = self._unrun(index)
+            told = self.reports[index]
+            self._told_failed += not told.passed and told.not_run is None
+            ready.append(told)
+            self._told += 1
+        return ready
+
+    def _unrun(self, index: int) -> CaseReport:
+        case = self._cases[index]
+        reason = f"the run stopped after {self._plan.maxfail} failing case(s) (--maxfail)"
+        return sealed(
+            CaseReport.unrun(case.id, display_path(case.where, self._plan.root), reason),
+            case,
+            self._plan,
+        )
+
+    def finish(self) -> list[CaseReport]:
+        """Every case's report, in fixture order: those that never started (the run
+        stopped early) as not run."""
+        with self._telling:
+            with self._lock:
+                unrun = [i for i in range(len(self._cases)) if i not in self.reports]
+                for index in unrun:
+                    self.reports[index] = self._unrun(index)
+                ordered = self._plan.maxfail is not None
+                ready = self._in_order() if ordered else [self.reports[i] for i in unrun]
+            self._tell(ready)
+        return [self.reports[i] for i in range(len(self._cases))]
+
+    def _tell(self, reports: list[CaseReport]) -> None:
+        if self._on_case is not None:
+            for report in reports:
+                self._on_case(report)
+
+
+@heap_frozen()
+def run_watched(
+    cases: list[Case], plan: CasePlan, on_case: OnCase | None, *, reuse_thread: bool = False
+) -> list[CaseReport]:
+    """Every case's report, in fixture order; `on_case` hears each as it finishes.
+    `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
+    free (`run_batch`). The heap the run starts with is left to the collector's frozen
+    generation meanwhile (`heap_frozen`)."""
+    results = _Results(cases, plan, on_case)
+    pending = results.units()
+    if _pays_for_workers(plan, len(pending)):
+        pending = _in_workers(cases, plan, results, pending)
+    # Each case puts back the working directory its agent changed; one abandoned never
+    # gets to, and the cases after it would read their fixtures from wherever it went.
+    cwd = os.getcwd()
+    while pending:
+        worker = _SuiteWorker(cases, pending, plan, results, reuse_thread)
+        try:
+            stuck = worker.watch()
+        except BaseException:  # an interruption: the runs in flight leave nothing behind
+            worker.abandon()
+            raise
+        if stuck is None:
+            break
+        # The run blocked its thread past the timeout: report it, leave the thread behind
+        # (a daemon), and go on with the runs not yet in, on a fresh thread.
+        unit, progress = stuck
+        results.add(unit, progress.abandoned_report(plan.timeout))
+        restore_cwd(cwd)
+        pending = [u for u in pending if not results.has(u)]
+    return results.finish()
+
+
+# Live runs going at once start this many seconds apart, not in one burst: a provider
+# sees their requests spread out instead of N at the same instant (a burst is what rate
+# limits answer with 429s), and their CPU on the one event loop interleaves with the
+# others' waits instead of queueing behind them. Sixteen cases take 30 ms to start.
+LIVE_START_SPACING = 0.002
+
+# Starting worker processes costs a second or so (the fork server, the agent framework's
+# imports), about what 200 replayed cases take on one core: below that "auto" runs the
+# cases here. A number of jobs the user gave is taken as it is.
+AUTO_WORKERS_FROM = 200
+
+
+def _pays_for_workers(plan: CasePlan, runs: int) -> bool:
+    if runs == 0 or jobs_of(plan.jobs) < 2 or plan.mode != "replay" or plan.prepare is not None:
+        return False
+    return plan.jobs != "auto" or runs >= AUTO_WORKERS_FROM
+
+
+def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:
+    """`run_watched` as a worker process runs the batches of cases it gets: all on one
+    thread while none blocks it (a fresh thread per batch costs an agent framework its
+    warm-up again, a millisecond or two each time)."""
+    return run_watched(cases, plan, on_case, reuse_thread=True)
+
+
+def _in_workers(
+    cases: list[Case], plan: CasePlan, results: _Results, pending: list[Unit]
+) -> list[Unit]:
+    """Run `pending` (one run per case: replay) in worker processes; the runs left for
+    this process (none, unless no worker could run them: then it says why)."""
+    jobs = jobs_of(plan.jobs)
+    spec = worker_spec(plan, run_batch)
+    if isinstance(spec, str):
+        _note(jobs, spec)
+        return pending
+
+    def died(index: int, why: str) -> None:
+        case = cases[index]
+        results.add(
+            Unit(index, 0), errored_report(case, display_path(case.where, plan.root), why, None)
+        )
+
+    items = [Item.of(u.index, cases[u.index]) for u in pending]
+    pool = WorkerPool(spec, jobs, type(plan.adapter).__module__)
+    try:
+        pool.run(
+            items,
+            lambda index, report: results.add(Unit(index, 0), report),
+            died,
+            lambda: not results.stopping,
+            # With --maxfail a case goes only to an idle worker: none starts after the stop.
+            stepwise=plan.maxfail is not None,
+        )
+    except PoolUnavailable as exc:
+        _note(jobs, str(exc))
+    if results.stopping:
+        return []  # the rest never start
+    return [u for u in pending if not results.has(u)]
+
+
+def _note(jobs: int, why: str) -> None:
+    print(f"zeroclaw eval: --jobs {jobs} runs the cases in this process: {why}", file=sys.stderr)
+
+
+class _SuiteWorker:
+    """Runs the pending runs, up to `plan.jobs` at once, on an event loop in its own thread."""
+
+    def __init__(
+        self,
+        cases: list[Case],
+        pending: list[Unit],
+        plan: CasePlan,
+        results: _Results,
+        reuse_thread: bool = False,
+    ) -> None:
+        self._cases = cases
+        self._pending = pending
+        self._plan = plan
+        self._results = results
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._done = threading.Event()
+        self.clock = DeadlineWatch()  # the clocks of the runs' phases, kept by `watch`
+        self._failure: BaseException | None = None
+        self.running: dict[Unit, CaseProgress] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._units: dict[asyncio.Task[None], Unit] = {}
+        if reuse_thread:
+            _CaseThread.run(self._main)
+        else:
+            threading.Thread(target=self._main, name="zeroclaw-eval-cases", daemon=True).start()
+
+    def watch(self) -> tuple[Unit, CaseProgress] | None:
+        """Wait for the worker, expiring its runs' phases as they fall due (their clocks
+        are kept here: `DeadlineWatch`); the run it abandoned, if any."""
+        timeout = self._plan.timeout
+        poll = min(1.0, timeout / 4, self._plan.case_wall_clock / 4)
+        while True:
+            self.clock.look(self._watched, poll)
+            if self._done.is_set():
+                break
+            with self._lock:
+                overdue = [
+                    (u, p) for u, p in self.running.items() if p.overdue(timeout, GRACE_SECS)
+                ]
+                if not overdue:
+                    continue
+                # While one run blocks the thread every other run of the loop stalls too:
+                # the blocker is the task the loop is running; the others run again.
+                # Known even before it is itself overdue: a run that started later than
+                # the others can be the one keeping them waiting.
+                blocker = self._blocking_unit()
+                if blocker is not None and blocker in self.running:
+                    unit, progress = blocker, self.running[blocker]
+                else:
+                    unit, progress = min(overdue, key=lambda item: item[1].started)
+                self._abandoned = True
+                for other in self.running.values():
+                    if other is not progress:
+                        other.context.remove_workspace()
+                    # Should the loop run again, its runs end at once (they are run again
+                    # elsewhere, and nothing watches this loop's clocks any more).
+                    if other.watched is not None:
+                        other.watched.expire_if_due(math.inf)
+                return unit, progress
+        if self._failure is not None:
+            raise self._failure
+        return None
+
+    def _watched(self) -> list[WatchedDeadline]:
+        with self._lock:
+            return [p.watched for p in self.running.values() if p.watched is not None]
+
+    def abandon(self) -> None:
+        """Give up every run in flight, removing their workspaces."""
+        with self._lock:
+            self._abandoned = True
+            running = list(self.running.values())
+        for progress in running:
+            progress.context.remove_workspace()
+
+    def _blocking_unit(self) -> Unit | None:
+        """The run whose task the loop is executing right now (read from this thread: the
+        loop's thread is stuck in it)."""
+        if self._loop is None:
+            return None
+        task = asyncio.current_task(self._loop)
+        return None if task is None else self._units.get(task)
+
+    def _main(self) -> None:
+        try:
+            event_loop.run(self._run_all())
+        except BaseException as exc:  # surfaced in the watching thread
+            self._failure = exc
+        finally:
+            self._done.set()
+            self.clock.wake()
+
+    async def _run_all(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        queue = list(reversed(self._pending))
+        jobs = jobs_of(self._plan.jobs)
+        spacing = LIVE_START_SPACING if self._plan.mode == "live" else 0.0
+        started = self._results.started
+        tasks: set[asyncio.Task[None]] = set()
+        while queue or tasks:
+            # An abandoned loop starts nothing more: its runs are run again elsewhere.
+            while queue and len(tasks) < jobs and not self._abandoned:
+                unit = queue.pop()
+                if unit.index not in started and self._results.stopping:
+                    continue  # a case not yet begun is not begun once the run stops
+                started.add(unit.index)
+                task = self._loop.create_task(self._one(unit))
+                self._units[task] = unit
+                tasks.add(task)
+                if spacing and queue and len(tasks) < jobs:
+                    await asyncio.sleep(spacing)
+            if not tasks:
+                break
+            if len(tasks) == 1:
+                # The one run in flight (always, with one job): awaited as it is. `wait`
+                # adds a future and two callbacks, a third of a percent of a replayed case.
+                (task,) = tasks
+                tasks = set()
+                try:
+                    await task  # a harness bug surfaces in the watching thread
+                finally:
+                    self._units.pop(task, None)
+                continue
+            done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                self._units.pop(task, None)
+                task.result()  # a harness bug surfaces in the watching thread
+
+    async def _one(self, unit: Unit) -> None:
+        plan, case = self._plan, self._cases[unit.index]
+        fixture = display_path(case.where, plan.root)
+        try:
+            progress = start_case(case, plan, fixture)
+        except RAISED_BY_AGENT_CODE as exc:  # e.g. an adapter's tools() raising
+            report = internal_error(case, fixture, exc)
+        else:
+            progress.watched = self.clock.deadline()
+            with self._lock:
+                self.running[unit] = progress
+            report = await run_case(progress, plan)
+        with self._lock:
+            if self._abandoned:
+                return
+            self.running.pop(unit, None)
+        self._results.add(unit, report)
+
+
+class _CaseThread:
+    """A thread that runs one suite worker's loop after another (`run_batch`). One whose
+    work blocked it never comes back: it stays behind, and the next work gets another."""
+
+    # The free ones, most recent last: a run may start before the thread that ran the one
+    # before is back, and then there are two.
+    _idle: ClassVar[list[_CaseThread]] = []
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="zeroclaw-eval-cases", daemon=True).start()
+
+    @classmethod
+    def run(cls, work: Callable[[], None]) -> None:
+        with cls._lock:
+            thread = cls._idle.pop() if cls._idle else None
+        (thread or cls())._work.put(work)
+
+    def _serve(self) -> None:
+        while True:
+            self._work.get()()
+            with _CaseThread._lock:
+                _CaseThread._idle.append(self)

@@ -1,0 +1,97 @@
+"""The workers' fork server imports this last: it runs one scripted case through each
+built-in agent whose framework the server loaded, so the set-up a framework does lazily on
+its first run (schemas, validators, type hints read from annotations) is done once, in the
+server, and every worker forked from it starts warm. Without it each worker spent its first
+case, a hundred milliseconds or more, on that set-up: on every run, per worker.
+
+Best effort: a failure here is dropped (the fork server must start, and a worker that is
+not warm is only slower), and `warm` is what tests call to see that it works. The server
+forks right after, so nothing here may leave a thread: the case runs on this thread's own
+event loop, with one tool that runs in the loop, and touches no file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from pathlib import Path
+
+from harness.agents.registry import BUILTIN_AGENTS, resolve_agent
+from harness.defaults import DEFAULT_CASE_TIMEOUT
+from harness.fixtures.schema import parse_fixture
+from harness.fixtures.suite import Case
+from harness.run.runner import CasePlan, replay_backend, run_case, start_case
+from harness.runtime import event_loop
+from harness.verdict.reports import CaseReport
+
+# A tool call and its answer, graded: the path a replayed case takes, start to verdict.
+FIXTURE = """{
+  "model_name": "worker-warm-up",
+  "turns": [{
+    "user_input": "Echo warm.",
+    "steps": [
+      {"response": {"type": "tool_calls", "tool_calls": [
+        {"id": "c1", "name": "echo", "arguments": {"message": "warm"}}]}},
+      {"response": {"type": "text", "content": "warm"}}
+    ]
+  }],
+  "expects": {
+    "exact_tool_calls": 1,
+    "tool_results_contain": [{"tool": "echo", "needle": "warm"}],
+    "response_contains": ["warm"]
+  }
+}"""
+
+
+# The agents warmed in this process (a worker sees the list of the server it forked from).
+WARMED: list[str] = []
+
+
+def loaded_agents() -> list[str]:
+    """The built-in agents whose adapter module this process has imported."""
+    return [name for name, target in BUILTIN_AGENTS.items() if target.split(":")[0] in sys.modules]
+
+
+def warm(agents: list[str]) -> list[CaseReport]:
+    """Run the warm-up case once through each of `agents` (built-in agent names)."""
+    trace = parse_fixture(FIXTURE, "worker-warm-up")
+    case = Case(trace, Path("worker-warm-up.json"), FIXTURE)
+    reports = []
+    for name in agents:
+        plan = CasePlan(
+            resolve_agent(name), "replay", replay_backend, None, DEFAULT_CASE_TIMEOUT, Path.cwd()
+        )
+        progress = start_case(case, plan, "worker-warm-up.json")
+        report = event_loop.run(run_case(progress, plan))
+        if report.passed:
+            WARMED.append(name)
+        reports.append(report)
+    return reports
+
+
+def _settle() -> None:
+    # A thread a framework started and left would be copied half-done into every worker.
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread():
+            thread.join(1.0)
+
+
+def _imported_by_fork_server() -> bool:
+    """Whether the code importing this module (the caller's caller, past the import
+    machinery) is the fork server's own `main` importing its preloads. A worker runs
+    below that `main` too, but imports from its own code."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        frame = frame.f_back  # type: ignore[assignment]
+    return (
+        frame is not None
+        and frame.f_code.co_name == "main"
+        and frame.f_code.co_filename.endswith("forkserver.py")
+    )
+
+
+if _imported_by_fork_server():
+    with contextlib.suppress(Exception):  # a cold worker is only slower
+        warm(loaded_agents())
+    _settle()

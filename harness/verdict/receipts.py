@@ -1,0 +1,163 @@
+"""Receipts: what a report was made from, so a green artifact proves which bar it passed.
+
+Each case carries the hash of its canonical fixture; the suite report carries what ran it
+(harness, agent and framework versions, the provider, Python, the git commit and whether
+the tree was dirty) and the gate policy applied. `zeroclaw eval verify` recomputes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import platform
+import subprocess
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from harness.modes import Mode, SuiteKind
+from harness.verdict.policy import policy_for
+
+# Each framework's distribution names, in the order they are looked up.
+_DISTRIBUTIONS = {
+    "openai-agents": ("openai-agents",),
+    "pydantic-ai": ("pydantic-ai", "pydantic-ai-slim"),
+}
+GIT_SECS = 5.0
+
+
+class Policy(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+    """The gate a report was judged by."""
+
+    kind: SuiteKind
+    gates_checks: bool
+    summary: str
+    # Confirmed regressions against the baseline failed the gate too (`--fail-on-regression`);
+    # left out of the document when not, so reports without baselines keep their shape.
+    fail_on_regression: bool = False
+
+
+class SuiteReceipt(msgspec.Struct, kw_only=True, frozen=True):
+    harness_version: str
+    agent: str
+    framework: str | None  # None: the user's own loop or adapter
+    framework_version: str | None
+    provider: str  # "scripted" in replay; "<host>/<model>" in live
+    python: str
+    git_commit: str | None  # None: not in a git work tree, or git is not installed
+    git_dirty: bool | None
+    policy: Policy
+    # A run of part of the suite (-k, --case, --shard): what it picked, which shard, and
+    # the digest of the whole admitted suite (so shards prove they are of one suite). A
+    # partial run's gate is never the suite's.
+    selection: str | None = None
+    shard: tuple[int, int] | None = None
+    suite_sha256: str | None = None
+    # `--repeat`: the runs of every live case, overriding the fixtures' `repeat`; None: each
+    # case ran as its fixture says. What makes a repeat block of a case admissible.
+    repeat: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.selection is not None
+
+
+def policy_of(kind: SuiteKind, fail_on_regression: bool = False) -> Policy:
+    policy = policy_for(kind)
+    return Policy(
+        kind=kind,
+        gates_checks=policy.gates_checks,
+        summary=policy.summary,
+        fail_on_regression=fail_on_regression,
+    )
+
+
+def harness_version() -> str:
+    try:
+        return version("zeroclaw-eval")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
+
+
+def framework_version(framework: str | None) -> str | None:
+    for name in _DISTRIBUTIONS.get(framework or "", ()):
+        with contextlib.suppress(PackageNotFoundError):
+            return version(name)
+    return None
+
+
+def git_state(root: Path) -> tuple[str | None, bool | None]:
+    """The commit checked out at `root` and whether its tree has changes (None, None when
+    it is no git work tree or git cannot say in time)."""
+    try:
+        commit = _git(root, "rev-parse", "HEAD").strip()
+        dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=normal").strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return (commit or None), dirty
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=GIT_SECS,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    return done.stdout
+
+
+def provider_ref(base_url: str, model: str) -> str:
+    """A live provider as receipts name it: its host (and port) and the model, never the
+    URL's path, query or credentials."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or "unknown-host"
+    return f"{host}:{parts.port}/{model}" if parts.port else f"{host}/{model}"
+
+
+def suite_receipt(
+    *,
+    agent: str,
+    framework: str | None,
+    mode: Mode,
+    kind: SuiteKind,
+    root: Path,
+    provider: str | None = None,
+    fail_on_regression: bool = False,
+    selection: Any = None,
+    repeat: int | None = None,
+) -> SuiteReceipt:
+    """What ran the suite; `selection` (a `harness.fixtures.selection.Selection`) when it ran part
+    of it, `repeat` when `--repeat` set every live case's runs."""
+    commit, dirty = git_state(root)
+    return SuiteReceipt(
+        harness_version=harness_version(),
+        agent=agent,
+        framework=framework,
+        framework_version=framework_version(framework),
+        provider="scripted" if mode != "live" else (provider or "live"),
+        python=platform.python_version(),
+        git_commit=commit,
+        git_dirty=dirty,
+        policy=policy_of(kind, fail_on_regression),
+        selection=selection.describe() if selection is not None else None,
+        shard=selection.shard if selection is not None else None,
+        suite_sha256=selection.suite_sha256 if selection is not None else None,
+        repeat=repeat if mode == "live" else None,
+    )
+
+
+def suite_hash(hashes: Iterable[tuple[str, str]]) -> str:
+    """SHA-256 over a whole admitted suite: each fixture's path (as reports show it) and
+    canonical hash (`harness.fixtures.schema.fixture_hash`, in hex), in suite order."""
+    digest = hashlib.sha256()
+    for shown, sha256 in hashes:
+        digest.update(shown.encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(sha256.encode("ascii") + b"\n")
+    return digest.hexdigest()

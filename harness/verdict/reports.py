@@ -1,0 +1,327 @@
+"""The verdict model: what each case and the suite came to, immutable once built.
+
+Everything a reporter needs is here (the failing line of each case included), so no
+reporter reads a fixture or asks another reporter.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+import msgspec
+
+from harness.errors import ExitCode
+from harness.expectations.base import Grade
+from harness.modes import SuiteKind
+from harness.run_record import RunRecord
+from harness.verdict.comparison import BaselineComparison
+from harness.verdict.policy import Attempt, policy_for, regression_gate
+from harness.verdict.receipts import SuiteReceipt
+
+# v2: a repeated case's `repeat` block, `cluster`, `not_run` and `fixture_sha256` per case;
+# the suite's `statistics` and `receipt` blocks; `not_run` and `flaky` in the totals. Later
+# optional fields (a reader of v2 may find them missing): `error_frames` per case.
+SCHEMA = "zeroclaw-eval/report/v2"
+DETERMINISTIC = "no interval: a deterministic replay samples nothing"
+
+
+class ErrorFrame(msgspec.Struct, kw_only=True, frozen=True, gc=False):
+    """One frame of a run error's traceback (`harness.run.error_frames` picks them): where in
+    the user's code it was raised, or passed through."""
+
+    file: str  # from the project root when under it
+    line: int
+    function: str
+
+    def shown(self) -> str:
+        """`file:line in function`, as every report says it (cleaned by the report)."""
+        return f"{self.file}:{self.line} in {self.function}"
+
+
+class RunReceipt(msgspec.Struct, kw_only=True, frozen=True):
+    """One run of a repeated case, without its transcript."""
+
+    run: int  # 1-based
+    passed: bool
+    error: str | None = None
+    failed_checks: list[str] = []
+    tokens: int = 0
+    model_calls: int = 0
+    duration_ms: float = 0.0
+
+
+class RepeatStats(msgspec.Struct, kw_only=True, frozen=True):
+    """What the n runs of a repeated case came to (`harness.run.repeats` builds it)."""
+
+    requested: int  # runs asked for
+    completed: int  # runs that ended without a run error
+    passes: int
+    proportion: float  # passes / completed (0.0 when none completed)
+    interval: tuple[float, float]  # 95% Wilson interval of the proportion
+    pass_at_k: list[float]  # k = 1..completed
+    # k = 1..requested; None when a run errored: a truncated set never establishes pass^k.
+    pass_hat_k: list[float] | None
+    min_pass_rate: float | None  # the case's own bar; None: every run must pass
+    flaky: bool  # some completed runs passed and some failed
+    flips: dict[str, int] = {}  # check → how often it flipped (min of passes and failures)
+    tokens_mean: float = 0.0
+    tokens_sd: float = 0.0
+    model_calls_mean: float = 0.0
+    model_calls_sd: float = 0.0
+    duration_ms_mean: float = 0.0
+    duration_ms_sd: float = 0.0
+    note: str | None = None  # e.g. no run passed: maybe the task, not the agent, is broken
+    runs: list[RunReceipt] = []
+
+
+def _shared(grades: list[Grade]) -> None:
+    """`grades` holding the one copy of each of their strings: a run keeps every case's
+    grades, and across cases most of them repeat (fields, check names, `found`)."""
+    intern, set_field = sys.intern, msgspec.structs.force_setattr
+    for g in grades:
+        set_field(g, "check", intern(g.check))
+        set_field(g, "detail", intern(g.detail))
+        set_field(g, "field", intern(g.field))
+
+
+class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
+    """What one case came to. Untracked by the garbage collector (data only, never a
+    cycle): a run keeps one per case, and the collector need not walk them all again and
+    again."""
+
+    id: str
+    fixture: str
+    passed: bool
+    error: str | None = None
+    traceback: str | None = None
+    # The run error's frames in the user's code, innermost last (None: it has none).
+    error_frames: list[ErrorFrame] | None = None
+    grades: list[Grade] = []
+    score: float | None = None
+    duration_ms: float = 0.0
+    # Line in the fixture of what failed (the failing expectation, or the turn that
+    # errored), for annotations; None for a passing case.
+    line: int | None = None
+    record: RunRecord | None = None
+    # A repeated case: its runs' statistics (its grades and record are its first failing
+    # run's, else its first run's).
+    repeat: RepeatStats | None = None
+    cluster: str | None = None
+    # Why the run stopped (`--maxfail`) before this case started: never run, never passed.
+    not_run: str | None = None
+    # SHA-256 of the canonical fixture the case ran (`harness.fixtures.schema.fixture_hash`).
+    fixture_sha256: str | None = None
+    # The sorted names of the tools the case could use, for baselines; None: not known.
+    tool_surface: list[str] | None = None
+
+    @classmethod
+    def graded(
+        cls,
+        id: str,
+        fixture: str,
+        grades: list[Grade],
+        record: RunRecord,
+        line: int | None = None,
+    ) -> CaseReport:
+        passed = Attempt(grades).passed
+        _shared(grades)
+        return cls(
+            id=id,
+            fixture=fixture,
+            passed=passed,
+            grades=grades,
+            score=sum(g.passed for g in grades) / len(grades) if grades else None,
+            duration_ms=record.duration_ms,
+            line=None if passed else line,
+            record=record,
+        )
+
+    @classmethod
+    def errored(
+        cls,
+        id: str,
+        fixture: str,
+        error: str,
+        record: RunRecord | None,
+        traceback: str | None = None,
+        line: int | None = None,
+        frames: list[ErrorFrame] | None = None,
+    ) -> CaseReport:
+        return cls(
+            id=id,
+            fixture=fixture,
+            passed=False,
+            error=error,
+            traceback=traceback,
+            error_frames=frames,
+            duration_ms=record.duration_ms if record else 0.0,
+            line=line,
+            record=record,
+        )
+
+    @classmethod
+    def unrun(cls, id: str, fixture: str, reason: str) -> CaseReport:
+        """A case the run stopped before starting."""
+        return cls(id=id, fixture=fixture, passed=False, not_run=reason)
+
+    @property
+    def flaky(self) -> bool:
+        return self.repeat is not None and self.repeat.flaky
+
+    @property
+    def failing_grades(self) -> list[Grade]:
+        return [g for g in self.grades if not g.passed]
+
+    def failure_lines(self) -> list[str]:
+        """Each failing check with what was observed, as every report shows it."""
+        return [f"{g.check}: {g.detail}" for g in self.failing_grades]
+
+    def first_failure(self) -> str:
+        """The one line that says why this case failed."""
+        head, more = self.failure_parts()
+        return head + more
+
+    def failure_parts(self) -> tuple[str, str]:
+        """`first_failure` in two parts: what failed first with what was observed (or the
+        run error), and how many more checks failed; a report that must be short clips
+        the first and keeps the second."""
+        if self.not_run is not None:
+            return f"not run: {self.not_run}", ""
+        if self.error is not None:
+            return f"run error: {self.error}", ""
+        failing = self.failing_grades
+        if not failing:
+            return "the case produced no grades", ""
+        grade = failing[0]
+        more = f" (+{len(failing) - 1} more failing check(s))" if len(failing) > 1 else ""
+        return f"{grade.check}: {grade.detail}", more
+
+
+class Totals(msgspec.Struct, frozen=True):
+    cases: int
+    passed: int
+    failed: int
+    errors: int
+    not_run: int = 0
+    flaky: int = 0  # repeated cases whose runs disagreed, passed or not
+
+
+class SuiteStatistics(msgspec.Struct, kw_only=True, frozen=True):
+    """The suite's pass rate over the cases that completed (a repeated case counts with its
+    pass proportion), with, for a live run, a 95% interval that counts each cluster as one
+    unit; `note` says what the interval rests on, or why there is none."""
+
+    pass_rate: float
+    low: float | None  # None: a replay (nothing sampled), or fewer than two independent units
+    high: float | None
+    standard_error: float | None
+    cases: int  # cases it rests on (run errors and cases not run are left out)
+    units: int  # independent units: clusters, and each unclustered case
+    repeated: int  # cases run more than once
+    flaky: int  # repeated cases whose runs disagreed
+    note: str
+
+
+class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
+    suite: str
+    kind: SuiteKind
+    mode: str
+    agent: str
+    cases: list[CaseReport]
+    duration_ms: float = 0.0
+    # What the run was made from and judged by (`harness.verdict.receipts`); None for a report
+    # built by hand.
+    receipt: SuiteReceipt | None = None
+    # The run against a baseline (`--baseline`), and whether a confirmed regression
+    # fails the gate (`--fail-on-regression`), whatever the suite kind.
+    baseline: BaselineComparison | None = None
+    fail_on_regression: bool = False
+
+    @property
+    def totals(self) -> Totals:
+        passed = sum(c.passed for c in self.cases)
+        errors = sum(c.error is not None for c in self.cases)
+        unrun = sum(c.not_run is not None for c in self.cases)
+        failed = len(self.cases) - passed - errors - unrun
+        flaky = sum(c.flaky for c in self.cases)
+        return Totals(len(self.cases), passed, failed, errors, unrun, flaky)
+
+    @property
+    def statistics(self) -> SuiteStatistics:
+        from harness.verdict.statistics import clustered_interval
+
+        items = [
+            (c.cluster, c.repeat.proportion if c.repeat is not None else float(c.passed))
+            for c in self.cases
+            if c.error is None and c.not_run is None
+        ]
+        interval = clustered_interval(items)
+        # A replay answers from its script: run again, the suite gives the same rate, so
+        # nothing was sampled and an interval would claim an uncertainty there is not.
+        sampled = self.mode == "live"
+        return SuiteStatistics(
+            pass_rate=interval.estimate,
+            low=interval.low if sampled else None,
+            high=interval.high if sampled else None,
+            standard_error=interval.standard_error if sampled else None,
+            cases=interval.cases,
+            units=interval.units,
+            repeated=sum(c.repeat is not None for c in self.cases),
+            flaky=sum(c.flaky for c in self.cases),
+            note=interval.note if sampled else DETERMINISTIC,
+        )
+
+    @property
+    def partial(self) -> str | None:
+        """What the run picked when it ran part of the suite (-k, --case, --shard): its
+        gate is then not the suite's, and every report says so."""
+        return self.receipt.selection if self.receipt is not None else None
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.cases) and all(c.passed for c in self.cases)
+
+    def exit_code(self) -> ExitCode:
+        """The process exit code of `zeroclaw eval run` for this verdict, by the suite
+        kind's policy (`harness.verdict.policy`); FAILED also, for any kind, when a confirmed
+        regression against the baseline is to fail it."""
+        code = policy_for(self.kind).exit_code(self.cases)
+        confirmed = len(self.baseline.confirmed_regressions) if self.baseline is not None else 0
+        return regression_gate(code, confirmed, self.fail_on_regression)
+
+    def worst_first(self) -> list[CaseReport]:
+        """Failing cases, run errors first, then lowest score; ties keep suite order."""
+        failing = [c for c in self.cases if not c.passed]
+        return sorted(failing, key=lambda c: (c.error is None, c.score or 0.0))
+
+
+@functools.cache
+def document_type() -> Any:
+    """The JSON report document's struct (`schema` SCHEMA): what reports are written as
+    and read back by `verify`, `merge` and `show`; built on first use."""
+    return msgspec.defstruct(
+        "ReportDocument",
+        [
+            ("schema", str),
+            ("suite", str),
+            ("kind", SuiteKind),
+            ("mode", str),
+            ("agent", str),
+            ("exit_code", int),
+            ("all_passed", bool),
+            ("totals", Totals),
+            ("statistics", SuiteStatistics),
+            ("receipt", SuiteReceipt | None),
+            ("partial", str | None),
+            ("duration_ms", float),
+            ("cases", list[CaseReport]),
+            ("baseline", BaselineComparison | None, None),
+            # The last run's report only: the file beside it that holds its passing cases'
+            # transcripts (`harness.reporters.last_run`); None in any other report.
+            ("transcripts", str | None, None),
+        ],
+        kw_only=True,
+        module=__name__,
+    )

@@ -1,0 +1,93 @@
+"""Loading a suite from one directory listing (SPEC section 4, rule 9): the entry type the
+listing gives is the check before a fixture is opened, and the open file is checked again,
+so an entry that changes in between is refused as any other, never blocking; the names the
+problems carry are the paths' own."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import BUILTIN_SURFACE, finishes_within, lines, replay_trace, write_fixture
+
+from harness.fixtures import suite
+from harness.fixtures.suite import fixture_paths, load_suite
+from harness.io.problems import AdmissionError
+
+FIFO = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+
+
+def refused(directory: Path) -> list[str]:
+    with pytest.raises(AdmissionError) as caught:
+        load_suite(directory, "replay", BUILTIN_SURFACE)
+    return lines(caught.value.problems)
+
+
+@pytest.fixture
+def listed_as_regular(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every entry listed as a regular file: as if each were swapped for what it is now
+    between the listing and the reading."""
+    monkeypatch.setattr(suite, "_regular", lambda entry: True)
+
+
+@FIFO
+@pytest.mark.usefixtures("listed_as_regular")
+def test_a_fifo_listed_as_a_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(model_name="a"))
+    fifo = tmp_path / "b.json"
+    os.mkfifo(fifo)
+    try:
+        assert finishes_within(5, lambda: refused(tmp_path)) == [
+            f"{fifo}: $: not a regular file (FIFO)"
+        ]
+    finally:
+        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader that blocked would return
+        os.close(fd)
+
+
+@pytest.mark.usefixtures("listed_as_regular")
+def test_a_directory_or_device_listed_as_a_file_is_refused_unread(tmp_path: Path) -> None:
+    (tmp_path / "a.json").mkdir()
+    expected = [f"{tmp_path / 'a.json'}: $: not a regular file (directory)"]
+    if Path("/dev/zero").exists():
+        (tmp_path / "b.json").symlink_to("/dev/zero")
+        expected.append(f"{tmp_path / 'b.json'}: $: not a regular file (character device)")
+    assert refused(tmp_path) == expected
+
+
+@pytest.mark.usefixtures("listed_as_regular")
+def test_a_fixture_gone_since_the_listing_is_refused_as_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_fixture(tmp_path, "a.json", replay_trace(model_name="a"))
+    gone = write_fixture(tmp_path, "b.json", replay_trace(model_name="b"))
+    listing = suite._listed(tmp_path)
+    gone.unlink()
+    monkeypatch.setattr(suite, "_listed", lambda directory: listing)
+    assert refused(tmp_path) == [f"{gone}: $: cannot stat: No such file or directory"]
+
+
+def test_a_symlinked_fixture_is_read_through_its_link(tmp_path: Path) -> None:
+    target = write_fixture(tmp_path / "elsewhere", "real.json", replay_trace(model_name="a"))
+    suite_dir = tmp_path / "suite"
+    suite_dir.mkdir()
+    (suite_dir / "a.json").symlink_to(target)
+    [case] = load_suite(suite_dir, "replay", BUILTIN_SURFACE)
+    assert (case.id, case.path) == ("a", suite_dir / "a.json")
+
+
+@pytest.mark.parametrize("where", [".", "suite", "./suite/"])
+def test_problems_name_each_fixture_as_its_path_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    directory = tmp_path / "suite" if where != "." else tmp_path
+    write_fixture(directory, "a.json", replay_trace(model_name="a"))
+    write_fixture(directory, "b.json", "{")
+    monkeypatch.chdir(tmp_path)
+    suite_dir = Path(where)
+    [path, broken] = fixture_paths(suite_dir)
+    assert [listed.where for listed in suite._listed(suite_dir)] == [str(path), str(broken)]
+    [problem] = refused(suite_dir)
+    assert problem.startswith(f"{broken}: $: not valid JSON")
+    assert str(broken) in ("b.json", os.path.join("suite", "b.json"))

@@ -1,0 +1,135 @@
+"""`harness.mutation.mutants`: which mutants a case gets, and why the others are not generated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import (
+    call,
+    case_of,
+    echo_fixture,
+    fixture,
+    greeting_fixture,
+    text_step,
+    tool_step,
+    turn,
+)
+
+from harness.mutation.mutants import mutants_of
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def names(
+    case_data: dict[str, object], harness_tools: bool = True
+) -> tuple[set[str], dict[str, str]]:
+    found = mutants_of(case_of(case_data), harness_tools)  # type: ignore[arg-type]
+    return {m.name for m in found.generated}, {s.name: s.reason for s in found.skipped}
+
+
+def test_a_tool_case_gets_script_and_boundary_mutants() -> None:
+    made, skipped = names(echo_fixture("e"))
+    assert made == {
+        "drop_tool_call",
+        "change_argument",
+        "change_final_text",
+        "drop_tool_results",
+        "dispatch_twice",
+        "skip_call",
+    }
+    assert skipped == {
+        "swap_calls": "fewer than two scripted calls",
+        "drop_last_turn": "one turn only",
+        "drop_history": "one turn only",
+        "failure_as_success": "no scripted call to a failing tool",
+        "reverse_parallel": "no step calls two tools at once",
+    }
+
+
+def test_a_negative_case_without_tools_gets_no_tool_mutant_and_says_why() -> None:
+    made, skipped = names(greeting_fixture("g"))
+    assert made == {"change_final_text"}
+    assert skipped["drop_tool_results"] == "no scripted tool call"
+    assert skipped["dispatch_twice"] == "no scripted tool call"
+
+
+def test_tool_faults_are_not_generated_for_an_agent_running_its_own_tools() -> None:
+    made, skipped = names(echo_fixture("e"), harness_tools=False)
+    assert "dispatch_twice" not in made and "drop_tool_results" in made
+    assert skipped["skip_call"].startswith("the agent runs its own tools")
+
+
+def test_mutated_cases_have_their_own_ids_and_keep_the_expectations() -> None:
+    data = fixture(
+        "multi",
+        [
+            turn(
+                "a",
+                tool_step(call("c1", message="x"), call("c2", "fail", reason="r")),
+                text_step("t1"),
+            ),
+            turn("b", text_step("t2")),
+        ],
+        {"response_contains": ["t2"]},
+    )
+    found = mutants_of(case_of(data), True)
+    ids = {m.case.id for m in found.generated}
+    assert len(ids) == len(found.generated) and all(i.startswith("multi~") for i in ids)
+    swapped = next(m for m in found.generated if m.name == "swap_calls")
+    calls = json.loads(swapped.case.text)["turns"][0]["steps"][0]["response"]["tool_calls"]
+    assert [c["id"] for c in calls] == ["c2", "c1"]
+    dropped = next(m for m in found.generated if m.name == "drop_last_turn")
+    assert len(dropped.case.trace.turns) == 1
+    assert all(
+        m.case.trace.expects == found.generated[0].case.trace.expects for m in found.generated
+    )
+    assert {"failure_as_success", "drop_history"} <= {m.name for m in found.generated}
+    # Calls of one step may run in any order: reversing them is a fault only where a check
+    # claims their order.
+    assert {s.name: s.reason for s in found.skipped}["reverse_parallel"] == (
+        "no check claims an order between the calls of one step (call_index)"
+    )
+
+
+def test_reversing_parallel_calls_is_generated_where_their_order_is_claimed() -> None:
+    data = fixture(
+        "ordered",
+        [turn("a", tool_step(call("c1", message="x"), call("c2", message="y")), text_step("t"))],
+        {"tool_arguments_contain": [{"tool": "echo", "needle": "x", "call_index": 0}]},
+    )
+    found = mutants_of(case_of(data), True)
+    reverse = next(m for m in found.generated if m.name == "reverse_parallel")
+    assert reverse.field == "$.turns[0].steps[0]"
+
+
+def test_an_exempt_rule_keeps_the_mutants_it_would_kill_from_being_generated() -> None:
+    data = echo_fixture("e")
+    data["expects"]["loop_exempt"] = {"dispatches": "a test of exemptions"}
+    made, skipped = names(data)
+    assert "dispatch_twice" not in made and "skip_call" not in made
+    assert skipped["dispatch_twice"] == (
+        "the case is exempt from loop(dispatches): a test of exemptions"
+    )
+
+
+def test_no_tool_results_mutant_where_no_request_follows_a_tool_step() -> None:
+    data = fixture(
+        "stop", [turn("a", tool_step(call("c1", message="x")))], {"tools_used": ["echo"]}
+    )
+    made, skipped = names(data)
+    assert "drop_tool_results" not in made
+    assert skipped["drop_tool_results"] == "no model request follows a tool step in its turn"
+
+
+def test_a_lone_surrogate_in_the_fixture_leaves_every_mutant_hashable() -> None:
+    # JSON may escape a lone surrogate; a mutated fixture written back with it raw could
+    # not be encoded as UTF-8, and hashing the mutant for its report crashed the run.
+    data = echo_fixture("e")
+    data["expects"]["loop_exempt"] = {"history": "why \ud800"}
+    found = mutants_of(case_of(data), True)
+    script = [m for m in found.generated if m.family == "script"]
+    assert script
+    for mutant in script:
+        assert len(mutant.case.fixture_sha256) == 64
+        assert json.loads(mutant.case.text)["expects"]["loop_exempt"]["history"] == "why \ud800"

@@ -1,0 +1,233 @@
+"""`harness.mutation.mutate` and `zeroclaw eval mutate`: mutants run through the real agent; the
+gate holds when every boundary mutant is killed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    Cli,
+    CliResult,
+    call,
+    echo_fixture,
+    fixture,
+    greeting_fixture,
+    parse_commands,
+    text_step,
+    tool_step,
+    turn,
+    write_suite,
+)
+
+from harness.mutation.mutate import SCHEMA, Thresholds, mutate
+from harness.pipeline import RunOptions
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("agent", ["openai-agents", "pydantic-ai"])
+def test_the_regression_suite_kills_every_boundary_mutant(agent: str) -> None:
+    report = mutate(RunOptions(REPO / "evals" / "regression", agent=agent, root=REPO))
+    survivors = [
+        (c.id, m.name)
+        for c in report.cases
+        for m in c.mutants
+        if m.family == "boundary" and not m.killed
+    ]
+    assert survivors == []
+    assert report.boundary.generated > 30 and report.exit_code == 0
+    assert all(c.baseline_passed for c in report.cases)
+
+
+@pytest.fixture
+def without_conformance(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The harness as it was before replay conformance: nothing looked at what the agent
+    # sent the model, so only the declared checks can kill a boundary mutant.
+    from harness.expectations import loop_conformance
+
+    monkeypatch.setattr(loop_conformance, "RULES", {})
+
+
+def weak_suite(tmp_path: Path) -> Path:
+    # Checks only the final text: without conformance, a loop that dispatches twice or
+    # never passes tool results back passes it.
+    data = echo_fixture("weak")
+    data["expects"] = {"response_contains": ["hello"]}
+    return write_suite(tmp_path / "evals" / "regression", {"weak.json": data})
+
+
+@pytest.mark.usefixtures("without_conformance")
+def test_a_weak_case_lets_boundary_mutants_survive_and_fails_the_gate(tmp_path: Path) -> None:
+    report = mutate(RunOptions(weak_suite(tmp_path), root=tmp_path))
+    (case,) = report.cases
+    survivors = {m.name for m in case.mutants if not m.killed}
+    assert {"dispatch_twice", "drop_tool_results"} <= survivors
+    assert "change_final_text" not in survivors  # the one thing it checks
+    assert report.boundary.percent < 100 and report.exit_code == 1
+    lenient = mutate(RunOptions(weak_suite(tmp_path / "b"), root=tmp_path / "b"), Thresholds(0.0))
+    assert lenient.exit_code == 0
+
+
+def test_a_case_failing_unmutated_runs_no_mutant_and_fails(tmp_path: Path) -> None:
+    data = fixture("red", [turn("hi", text_step("nope"))], {"response_contains": ["yes"]})
+    suite = write_suite(tmp_path / "s", {"red.json": data})
+    report = mutate(RunOptions(suite, root=tmp_path))
+    (case,) = report.cases
+    assert not case.baseline_passed and case.mutants == []
+    assert report.exit_code == 1
+
+
+def test_conformance_kills_what_the_weak_case_lets_through(tmp_path: Path) -> None:
+    report = mutate(RunOptions(weak_suite(tmp_path), root=tmp_path))
+    (case,) = report.cases
+    assert case.killed("boundary") == (3, 3) and report.exit_code == 0
+
+
+def test_mutate_refuses_live_mode(run_cli: Cli, tmp_path: Path) -> None:
+    weak_suite(tmp_path)
+    result = run_cli(
+        "eval", "mutate", "--suite", "evals/regression", "--mode", "live", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "--mode live does not apply" in result.stderr
+
+
+@pytest.mark.usefixtures("without_conformance")
+def test_the_command_prints_scores_and_survivors_and_writes_the_report(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    weak_suite(tmp_path)
+    result = run_cli(
+        "eval",
+        "mutate",
+        "--suite",
+        "evals/regression",
+        "--json-report",
+        "out/mutation.json",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "    boundary dispatch_twice  weak (evals/regression/weak.json:" in result.stdout
+    assert "mutation score: boundary" in result.stdout
+    document = json.loads((tmp_path / "out" / "mutation.json").read_text("utf-8"))
+    assert document["schema"] == SCHEMA and document["exit_code"] == 1
+    (case,) = document["cases"]
+    assert {m["name"] for m in case["mutants"]} >= {"dispatch_twice", "change_final_text"}
+    assert {s["name"]: s["reason"] for s in case["not_generated"]}[
+        "drop_history"
+    ] == "one turn only"
+    ok = run_cli("eval", "mutate", "--suite", "evals/regression", "--min-score", "0", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout
+    bad = run_cli("eval", "mutate", "--min-score", "101", cwd=tmp_path)
+    assert bad.returncode == 2
+
+
+@pytest.mark.usefixtures("without_conformance")
+def test_what_was_not_generated_is_one_block_by_reason_and_survivors_close_the_table(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    weak_suite(tmp_path)
+    greetings: dict[str, dict[str, Any] | str] = {
+        f"g{i}.json": greeting_fixture(f"greet-{i}") for i in range(3)
+    }
+    write_suite(tmp_path / "evals" / "regression", greetings)
+    result = run_cli("eval", "mutate", "--suite", "evals/regression", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    # Each reason once, for every case it held in: four one-turn cases, two mutants each.
+    assert [line for line in lines if "one turn only" in line] == [
+        "     8 in 4 case(s)  one turn only: drop_last_turn, drop_history"
+    ]
+    assert sum("not generated" in line for line in lines) == 1
+    cases = [i for i, line in enumerate(lines) if line.startswith(("  ✓ ", "  ✗ "))]
+    block = lines.index("  not generated: 35 mutant(s), by reason (--json-report names the cases)")
+    survived = lines.index("  survived: 5 mutant(s) no check of their case noticed")
+    score = next(i for i, line in enumerate(lines) if "mutation score" in line)
+    assert len(cases) == 4 and max(cases) < block < survived < score
+    survivors = lines[survived + 1 : score - 1]
+    assert len(survivors) == 5 and all(" weak (evals/regression/weak.json:" in s for s in survivors)
+
+
+def test_mutating_a_two_step_tool_case(tmp_path: Path) -> None:
+    data = fixture(
+        "two",
+        [
+            turn(
+                "go",
+                tool_step(call("c1", message="a")),
+                tool_step(call("c2", message="b")),
+                text_step("a b"),
+            )
+        ],
+        {
+            "response_contains": ["a b"],
+            "tool_arguments_contain": [{"tool": "echo", "needle": "a", "call_index": 0}],
+        },
+    )
+    report = mutate(RunOptions(write_suite(tmp_path / "s", {"two.json": data}), root=tmp_path))
+    (case,) = report.cases
+    assert case.killed("boundary") == (3, 3)
+    killed = {m.name: m.by for m in case.mutants if m.killed}
+    assert killed["dispatch_twice"].startswith("loop(dispatches)")
+
+
+FORGED = "\n::error::forged ##[error]legacy"
+
+
+def hostile_suite(tmp_path: Path, reason: str = "why" + FORGED) -> Path:
+    # Everything a fork's fixture may put where mutate prints it: a call id and an argument
+    # key (in survivors' descriptions), an exemption's reason (why a mutant is not
+    # generated), a case id and a file name (`##[` only: admission refuses a line break
+    # there).
+    hostile_call = {"id": "c1" + FORGED, "name": "echo", "arguments": {"message" + FORGED: "hi"}}
+    data = fixture(
+        "hostile ##[error]id",
+        [turn("go", tool_step(hostile_call), text_step("hi"))],
+        {"response_contains": ["hi"], "loop_exempt": {"history": reason}},
+    )
+    # ASCII JSON: a lone surrogate escaped, as a file can hold one.
+    return write_suite(tmp_path / "evals" / "regression", {"h ##[x].json": json.dumps(data)})
+
+
+def mutate_cli(run_cli: Cli, root: Path, env: dict[str, str] | None = None) -> CliResult:
+    argv = ("eval", "mutate", "--suite", "evals/regression", "--json-report", "mutation.json")
+    return run_cli(*argv, cwd=root, env=env)
+
+
+@pytest.mark.parametrize("on_github", [False, True])
+def test_hostile_fixture_text_forges_no_workflow_command(
+    run_cli: Cli, tmp_path: Path, on_github: bool
+) -> None:
+    hostile_suite(tmp_path)
+    result = mutate_cli(run_cli, tmp_path, {"GITHUB_ACTIONS": "true"} if on_github else {})
+    assert result.returncode == 0, result.stderr
+    assert "drop_tool_call" in result.stdout  # a survivor, its description shown
+    commands = [c.name for c in parse_commands(result.stdout)]
+    # On GitHub the table is also fenced: the runner acts on nothing between the two.
+    assert commands == (["stop-commands", commands[-1]] if on_github else [])
+    assert parse_commands(result.stderr) == []
+    assert "##[" not in result.stdout + result.stderr
+    raw = (tmp_path / "mutation.json").read_text("utf-8")
+    assert "##[" not in raw and parse_commands(raw) == []
+    (case,) = json.loads(raw)["cases"]
+    # Escaped, not changed: the report keeps the fixture's exact text.
+    assert case["id"] == "hostile ##[error]id"
+    described = {m["name"]: m["description"] for m in case["mutants"]}
+    assert described["drop_tool_call"] == f"drop the call c1{FORGED} (echo)"
+    reasons = {s["name"]: s["reason"] for s in case["not_generated"]}
+    assert reasons["drop_history"] == f"the case is exempt from loop(history): why{FORGED}"
+
+
+def test_a_lone_surrogate_in_a_fixture_is_reported_not_a_traceback(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    hostile_suite(tmp_path, reason="why \ud800")
+    result = mutate_cli(run_cli, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "exempt from loop(history): why \ufffd" in result.stdout
+    (case,) = json.loads((tmp_path / "mutation.json").read_bytes())["cases"]
+    reasons = {s["name"]: s["reason"] for s in case["not_generated"]}
+    assert reasons["drop_history"] == "the case is exempt from loop(history): why \ufffd"

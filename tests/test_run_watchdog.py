@@ -1,0 +1,262 @@
+"""`harness.run.watchdog`: cases run up to `jobs` at once, reported as they finish and kept in
+fixture order; a blocked run is abandoned without taking the others with it; `maxfail`
+stops the run early and the cases never started are reported as not run."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    FAITHFUL_LOOP,
+    Cli,
+    echo_fixture,
+    failing_fixture,
+    fixture,
+    project,
+    text_step,
+    turn,
+    write_module,
+    write_suite,
+)
+
+from harness import run_suite
+from harness.agents.registry import resolve_within
+from harness.verdict.reports import CaseReport
+
+# A faithful loop whose turns take a while without blocking the thread (a slow provider),
+# or block it outright when the input says so.
+SLOW_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import itertools
+import time
+
+
+class Slow(Session):
+    async def run_turn(self, user_input):
+        if "block" in user_input:
+            time.sleep(30)
+        await asyncio.sleep(0.5)
+        return await super().run_turn(user_input)
+
+
+def slow(ctx):
+    return Slow(ctx)
+"""
+)
+
+
+def says_hi(name: str, user_input: str = "Say hi") -> dict[str, Any]:
+    return fixture(name, [turn(user_input, text_step("hi there"))], {"response_contains": ["hi"]})
+
+
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{write_module(tmp_path, SLOW_LOOP)}:slow"
+
+
+def test_jobs_run_cases_at_once_and_keep_fixture_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = agent(tmp_path, monkeypatch)
+    names = [f"case-{n}" for n in range(8)]
+    suite = write_suite(tmp_path / "suite", {f"{n}.json": says_hi(n) for n in names})
+    finished: list[str] = []
+    started = time.monotonic()
+    report = run_suite(suite, agent=spec, jobs=8, on_case=lambda c: finished.append(c.id))
+    elapsed = time.monotonic() - started
+    assert [c.id for c in report.cases] == names  # fixture order, whatever finished first
+    assert sorted(finished) == names
+    assert all(c.passed for c in report.cases), [c.first_failure() for c in report.cases]
+    assert elapsed < 8 * 0.5 / 2, elapsed  # one after another would take 4 s
+
+
+def test_a_blocked_run_is_abandoned_and_the_others_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = agent(tmp_path, monkeypatch)
+    cases = {f"{n}.json": says_hi(f"case-{n}") for n in range(4)}
+    cases["1.json"] = says_hi("case-1", "block now")
+    suite = write_suite(tmp_path / "suite", cases)
+    report = run_suite(suite, agent=spec, jobs=3, case_timeout=1.5)
+    by_id = {c.id: c for c in report.cases}
+    error = by_id["case-1"].error
+    assert error is not None and "blocked its thread and was abandoned" in error
+    for name in ("case-0", "case-2", "case-3"):
+        assert by_id[name].passed, by_id[name].first_failure()
+    assert [c.id for c in report.cases] == [f"case-{n}" for n in range(4)]
+
+
+def test_maxfail_stops_starting_cases_and_the_rest_are_not_run(tmp_path: Path) -> None:
+    suite = write_suite(
+        tmp_path / "suite",
+        {
+            "a.json": echo_fixture("passes"),
+            "b.json": failing_fixture("fails"),
+            "c.json": echo_fixture("later", "x"),
+            "d.json": echo_fixture("last", "y"),
+        },
+    )
+    seen: list[CaseReport] = []
+    report = run_suite(suite, maxfail=1, on_case=seen.append)
+    outcomes = [(c.id, c.passed, c.not_run is not None) for c in report.cases]
+    assert outcomes == [
+        ("passes", True, False),
+        ("fails", False, False),
+        ("later", False, True),
+        ("last", False, True),
+    ]
+    assert report.totals.not_run == 2 and report.totals.failed == 1
+    assert report.cases[2].first_failure() == (
+        "not run: the run stopped after 1 failing case(s) (--maxfail)"
+    )
+    assert int(report.exit_code()) == 1
+    assert [c.id for c in seen] == ["passes", "fails", "later", "last"]
+
+
+@pytest.mark.parametrize("blocked", [0, 1])
+def test_maxfail_with_a_blocked_case_on_one_loop_reports_what_a_serial_run_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocked: int
+) -> None:
+    # The blocked case's loop is abandoned with the other case in flight on it: that one
+    # is begun again on the next loop (the run is stopping by then), and a not-run case
+    # is no failure of the count.
+    adapter, _ = resolve_within(agent(tmp_path, monkeypatch), 1.0)
+    adapter.unsendable = threading.Lock()  # type: ignore[attr-defined]  # stays on one loop
+    cases = {f"{n}.json": says_hi(f"case-{n}") for n in range(3)}
+    cases[f"{blocked}.json"] = says_hi(f"case-{blocked}", "block now")
+    suite = write_suite(tmp_path / "suite", cases)
+
+    def outcomes(jobs: int) -> list[tuple[str, bool, bool, bool]]:
+        report = run_suite(suite, agent=adapter, jobs=jobs, maxfail=1, case_timeout=1.0)
+        return [(c.id, c.passed, c.error is not None, c.not_run is not None) for c in report.cases]
+
+    expected = [(f"case-{n}", n < blocked, n == blocked, n > blocked) for n in range(3)]
+    assert outcomes(2) == outcomes(1) == expected
+
+
+def test_a_capability_suite_stopped_early_fails_its_gate(tmp_path: Path) -> None:
+    suite = write_suite(
+        tmp_path / "capability",
+        {"a.json": failing_fixture("fails"), "b.json": echo_fixture("never")},
+    )
+    report = run_suite(suite, maxfail=1, kind="capability")
+    assert report.cases[1].not_run is not None
+    assert int(report.exit_code()) == 1  # a case the run never reached measured nothing
+
+
+def test_exitfirst_on_the_command_line(run_cli: Cli, tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        {"a.json": failing_fixture("fails"), "b.json": echo_fixture("never")},
+    )
+    result = run_cli("eval", "run", "-x", "--format", "json", cwd=root)
+    assert result.returncode == 1
+    import json
+
+    document = json.loads(result.stdout)
+    assert document["totals"]["not_run"] == 1
+    assert document["cases"][1]["not_run"].endswith("(--maxfail)")
+
+
+def test_jobs_on_the_command_line_and_in_the_configuration(run_cli: Cli, tmp_path: Path) -> None:
+    root = project(tmp_path, {f"{n}.json": echo_fixture(f"e{n}") for n in range(3)})
+    assert run_cli("eval", "run", "--jobs", "3", cwd=root).returncode == 0
+    bad = run_cli("eval", "run", "--jobs", "0", cwd=root)
+    assert bad.returncode == 2 and "must be at least 1" in bad.stderr
+    # The configuration's bound, on the command line too.
+    huge = run_cli("eval", "run", "--jobs", "1025", cwd=root)
+    assert huge.returncode == 2 and "must be at most 1024: 1025" in huge.stderr
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "jobs = 2\n", encoding="utf-8")
+    assert run_cli("eval", "run", cwd=root).returncode == 0
+    pyproject.write_text(pyproject.read_text().replace("jobs = 2", "jobs = 0"), encoding="utf-8")
+    refused = run_cli("eval", "run", cwd=root)
+    assert refused.returncode == 1 and "jobs" in refused.stderr
+
+
+def test_repeat_in_replay_is_a_usage_error(run_cli: Cli, tmp_path: Path) -> None:
+    root = project(tmp_path, {"a.json": echo_fixture("e")})
+    result = run_cli("eval", "run", "--repeat", "3", cwd=root)
+    assert result.returncode == 2
+    assert "--repeat applies to live mode only" in result.stderr
+
+
+LATE_BLOCKER = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import itertools
+import time
+
+
+class Late(Session):
+    async def run_turn(self, user_input):
+        if "block" in user_input:
+            await asyncio.sleep(0.2)  # starts after the healthy case, then holds the thread
+            time.sleep(30)
+        else:
+            await asyncio.sleep(1.0)
+        return await super().run_turn(user_input)
+
+
+def late(ctx):
+    return Late(ctx)
+"""
+)
+
+
+def test_the_run_blocking_the_thread_is_abandoned_not_the_one_it_keeps_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = f"{write_module(tmp_path, LATE_BLOCKER)}:late"
+    suite = write_suite(
+        tmp_path / "suite",
+        {"0.json": says_hi("healthy"), "1.json": says_hi("blocker", "block now")},
+    )
+    report = run_suite(suite, agent=spec, jobs=2, case_timeout=3)
+    healthy, blocker = report.cases
+    assert healthy.passed, healthy.first_failure()  # waited on the blocker, then ran again
+    assert blocker.error is not None and "blocked its thread" in blocker.error
+
+
+def test_live_runs_going_at_once_start_spaced_not_in_one_burst(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A provider sees N cases' first requests spread over a few milliseconds, not at one
+    # instant (the burst a rate limit answers with 429s).
+    from conftest import BUILTIN_SURFACE
+
+    from harness.agents.registry import resolve_agent
+    from harness.fixtures.suite import Case, load_suite
+    from harness.model_boundary import ModelBackend
+    from harness.run import watchdog
+    from harness.run.runner import CasePlan, replay_backend
+    from harness.run.watchdog import run_watched
+
+    assert watchdog.LIVE_START_SPACING >= 0.002  # two milliseconds apart at least
+    # Timed here with a wider spacing: starting a case takes about as long as the real
+    # one, so on a loaded machine its jitter could hide it; unspaced, the gaps are that.
+    monkeypatch.setattr(watchdog, "LIVE_START_SPACING", 0.05)
+
+    suite = write_suite(tmp_path / "suite", {f"{n}.json": says_hi(f"c{n}") for n in range(5)})
+    cases = load_suite(suite, "replay", BUILTIN_SURFACE)
+    started: list[float] = []
+
+    def backend(case: Case) -> ModelBackend:
+        started.append(time.monotonic())
+        return replay_backend(case)
+
+    adapter = resolve_agent("openai-agents")
+    plan = CasePlan(adapter, "live", backend, None, 30.0, tmp_path, jobs=5)
+    reports = run_watched(cases, plan, None)
+    assert all(r.passed for r in reports), [r.first_failure() for r in reports]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(started)]
+    assert len(gaps) == 4 and min(gaps) >= 0.04, gaps

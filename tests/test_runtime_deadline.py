@@ -1,0 +1,200 @@
+"""`within` and `WatchedDeadline`: deadlines telling their own expiry from the awaited code's
+TimeoutError; a watched one expired by its watching thread, with no timer on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from typing import Any
+
+import pytest
+from conftest import WATCHED_ONLY
+
+from harness.runtime.deadline import DeadlineExceeded, DeadlineWatch, WatchedDeadline, within
+
+
+def run(coro: object) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def test_work_that_finishes_in_time_returns_its_result() -> None:
+    async def quick() -> str:
+        await asyncio.sleep(0)
+        return "done"
+
+    assert run(within(5, quick())) == "done"
+
+
+async def _slow(cancelled: list[bool]) -> None:
+    """Work that would take 30 s, noting in `cancelled` that it was cancelled."""
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        cancelled.append(True)
+        raise
+
+
+def test_work_that_outlives_the_deadline_is_cancelled_and_reported() -> None:
+    cancelled: list[bool] = []
+    with pytest.raises(DeadlineExceeded):
+        run(within(0.05, _slow(cancelled)))
+    assert cancelled == [True]
+
+
+def test_a_timeout_error_the_work_raises_itself_is_not_the_deadline() -> None:
+    async def raises() -> None:
+        raise TimeoutError("the agent's own")
+
+    with pytest.raises(TimeoutError, match="the agent's own") as caught:
+        run(within(5, raises()))
+    assert not isinstance(caught.value, DeadlineExceeded)
+
+
+def test_work_that_swallows_the_cancellation_is_still_too_late() -> None:
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return "finished anyway"
+        return "never"
+
+    with pytest.raises(DeadlineExceeded):
+        run(within(0.05, stubborn()))
+
+
+def test_nested_deadlines_each_know_their_own() -> None:
+    async def inner_expires() -> str:
+        try:
+            await within(0.05, asyncio.sleep(30))
+        except DeadlineExceeded:
+            return "inner"
+        return "no"
+
+    assert run(within(5, inner_expires())) == "inner"
+
+    async def outer_expires() -> None:
+        await within(30, asyncio.sleep(30))
+
+    with pytest.raises(DeadlineExceeded):
+        run(within(0.05, outer_expires()))
+
+
+def test_after_a_deadline_the_task_can_await_again() -> None:
+    async def twice() -> str:
+        with pytest.raises(DeadlineExceeded):
+            await within(0.02, asyncio.sleep(30))
+        await asyncio.sleep(0.01)  # no cancellation left pending on this task
+        return await within(5, asyncio.sleep(0, result="again"))
+
+    assert run(twice()) == "again"
+
+
+def _watched(seconds: float, work: Any, watch: DeadlineWatch, poll: float = 5.0) -> Any:
+    """`work` under a `WatchedDeadline` of `watch`, with a thread looking every `poll`."""
+    stop = threading.Event()
+
+    def watcher(deadline: WatchedDeadline) -> None:
+        while not stop.is_set():
+            watch.look(lambda: [deadline], poll)
+
+    async def main() -> Any:
+        deadline = watch.deadline()
+        thread = threading.Thread(target=watcher, args=(deadline,), daemon=True)
+        thread.start()
+        try:
+            return await deadline.within(seconds, work)
+        finally:
+            stop.set()
+            watch.wake()
+
+    return run(main())
+
+
+@WATCHED_ONLY
+def test_a_watched_deadline_expires_when_the_watcher_finds_it_due() -> None:
+    cancelled: list[bool] = []
+    with pytest.raises(DeadlineExceeded):
+        _watched(0.05, _slow(cancelled), DeadlineWatch(), poll=0.01)
+    assert cancelled == [True]
+
+
+@WATCHED_ONLY
+def test_a_phase_due_before_the_watcher_would_wake_wakes_it() -> None:
+    # The watcher sleeps up to 30 s between looks; a phase due in 50 ms must not wait
+    # for that.
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded):
+        _watched(0.05, asyncio.sleep(60), DeadlineWatch(), poll=30.0)
+    assert time.monotonic() - started < 10
+
+
+@WATCHED_ONLY
+def test_a_watched_deadline_puts_no_timer_on_the_loop() -> None:
+    # A pending timer makes every turn of the loop look at the timer heap: the point of
+    # keeping the clock on the watching thread.
+    timers: list[object] = []
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        real = loop.call_at
+
+        def call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+            timers.append(callback)
+            return real(when, callback, *args, **kwargs)
+
+        loop.call_at = call_at  # type: ignore[method-assign]
+        return await watch.deadline().within(5, asyncio.sleep(0, result="done"))
+
+    watch = DeadlineWatch()
+    assert run(main()) == "done"
+    assert timers == []
+
+
+def test_a_watched_deadline_tells_the_works_own_timeout_error() -> None:
+    async def raises() -> None:
+        raise TimeoutError("the agent's own")
+
+    with pytest.raises(TimeoutError, match="the agent's own") as caught:
+        _watched(5, raises(), DeadlineWatch(), poll=0.01)
+    assert not isinstance(caught.value, DeadlineExceeded)
+
+
+@WATCHED_ONLY
+def test_expire_if_due_answers_when_to_look_again() -> None:
+    async def main() -> None:
+        deadline = DeadlineWatch().deadline()
+        seen: list[float] = []
+
+        async def work() -> None:
+            due = deadline.due
+            seen.append(deadline.expire_if_due(due - 1))  # not due yet: when it will be
+            seen.append(due)
+            assert deadline.expire_if_due(due) == math.inf  # expired now
+            assert deadline.expire_if_due(due + 1) == math.inf  # and only once
+            await asyncio.sleep(30)
+
+        with pytest.raises(DeadlineExceeded):
+            await deadline.within(10, work())
+        assert seen[0] == seen[1]
+        assert deadline.due == math.inf and deadline.expire_if_due(math.inf) == math.inf
+
+    run(main())
+
+
+@WATCHED_ONLY
+def test_an_expiry_that_arrives_after_its_phase_ended_expires_nothing() -> None:
+    async def main() -> str:
+        deadline = DeadlineWatch().deadline()
+
+        async def quick() -> str:
+            # The watcher finds the phase due; its expiry lands on the loop only after the
+            # phase has ended and the next one begun.
+            assert deadline.expire_if_due(deadline.due) == math.inf
+            return "first"
+
+        assert await deadline.within(10, quick()) == "first"
+        return await deadline.within(10, asyncio.sleep(0.05, result="second"))
+
+    assert run(main()) == "second"

@@ -1,0 +1,138 @@
+"""`harness.verdict.receipts`: each case's fixture hash and the suite's receipt, in the JSON
+report of a real run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from conftest import Cli, echo_fixture, green_project
+
+from harness.fixtures.schema import canonical_json, fixture_hash
+from harness.verdict.receipts import git_state, provider_ref
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_fixture_hash_ignores_layout_and_sees_every_value() -> None:
+    compact = '{"b":1,"a":[1,2],"c":"é"}'
+    spaced = '{\n  "a": [1, 2],\n  "c": "\\u00e9",\n  "b": 1\n}'
+    assert fixture_hash(compact) == fixture_hash(spaced)
+    assert fixture_hash(compact) != fixture_hash('{"b":2,"a":[1,2],"c":"é"}')
+    assert len(fixture_hash(compact)) == 64
+
+
+def test_a_lone_surrogate_still_hashes() -> None:
+    assert fixture_hash('{"a": "\\ud800"}') == fixture_hash('{"a":"\\ud800"}')
+
+
+CANONICAL_EDGES = [
+    "[1e16, 1e-7, 0.00001, 1.5E+3, -0.0, 5e-324, 1.7976931348623157e308, 100000.0]",
+    '{"v": "1.5", "w": "version 2e5", "n": [1, -0, 18446744073709551616, 1000000000000000000000]}',
+    '{"s": "a\\u0000b\\u001f\\u007f\\u2028\\ud7ff\\ud83d\\ude00 \u2028\u007f\U0001f600"}',
+    '{"t": " \\" \\\\ \\/ \\b\\f\\n\\r\\t"}',
+    '{"é": 1, "e": 2, "Z": [true, false, null], "\\uffff": {}, "\\ud83d\\ude00": []}',
+    '{"\U0001f600!": 0, "\U0001f600": 1, "\uffff": 2}',
+    '{"a": 1, "a": 2}',
+    '{"a": NaN, "b": Infinity}',
+    '{"a": "\\ud800"}',
+]
+
+
+@pytest.mark.parametrize("text", CANONICAL_EDGES)
+def test_the_fast_canonical_form_is_the_json_one_or_none(text: str) -> None:
+    # Hashes already in reports and baselines were made with `json`: the fast path must
+    # spell every document as it did, or step aside.
+    spelt = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    fast = canonical_json(text)
+    assert fast is None or fast == spelt.encode("utf-8")
+    assert fixture_hash(text) == hashlib.sha256(spelt.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def test_the_fast_canonical_form_covers_the_suites_fixtures() -> None:
+    texts = [p.read_text("utf-8") for p in sorted((ROOT / "evals").glob("*/*.json"))]
+    regression = [p.read_text("utf-8") for p in (ROOT / "evals" / "regression").glob("*.json")]
+    # Only a fixture holding a float literal takes the slow path (a string spelling one,
+    # like a version "2e5", does not).
+    floats: list[str] = []
+    for text in regression:
+        floats.clear()
+        json.loads(text, parse_float=floats.append)
+        assert (canonical_json(text) is None) == bool(floats)
+    for text in texts:
+        spelt = json.dumps(
+            json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        assert fixture_hash(text) == hashlib.sha256(spelt.encode("utf-8")).hexdigest()
+
+
+def test_provider_references_name_host_and_model_only() -> None:
+    assert provider_ref("https://user:sk-secret@api.example.com/v1?key=x", "m1") == (
+        "api.example.com/m1"
+    )
+    assert provider_ref("http://127.0.0.1:8080/v1", "tiny") == "127.0.0.1:8080/tiny"
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_the_report_carries_hashes_and_the_receipt(run_cli: Cli, tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    _git(root, "init", "-q")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "add", ".")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "fixtures")
+    result = run_cli("eval", "run", "--format", "json", cwd=root)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    for case in document["cases"]:
+        text = (root / case["fixture"]).read_text(encoding="utf-8")
+        assert case["fixture_sha256"] == fixture_hash(text)
+    receipt = document["receipt"]
+    commit, dirty = git_state(root)
+    assert receipt == {
+        "harness_version": version("zeroclaw-eval"),
+        "agent": "openai-agents",
+        "framework": "openai-agents",
+        "framework_version": version("openai-agents"),
+        "provider": "scripted",
+        "python": platform.python_version(),
+        "git_commit": commit,
+        "git_dirty": False,
+        "policy": {
+            "kind": "regression",
+            "gates_checks": True,
+            "summary": "gated: exit 0 iff every case passed",
+        },
+        # The whole suite ran: no selection, no shard.
+        "selection": None,
+        "shard": None,
+        "suite_sha256": None,
+        # No --repeat: each case ran as its fixture says.
+        "repeat": None,
+    }
+    assert commit is not None and len(commit) == 40 and dirty is False
+    (root / "evals" / "regression" / "a_echo.json").write_text(
+        json.dumps(echo_fixture("echo-case", "changed")), encoding="utf-8"
+    )
+    assert git_state(root) == (commit, True)
+
+
+def test_outside_a_git_work_tree_the_commit_is_unknown(tmp_path: Path) -> None:
+    assert git_state(tmp_path) == (None, None)
+
+
+@pytest.mark.parametrize("agent", ["pydantic-ai"])
+def test_the_framework_version_is_the_installed_one(
+    run_cli: Cli, tmp_path: Path, agent: str
+) -> None:
+    root = green_project(tmp_path)
+    result = run_cli("eval", "run", "--agent", agent, "--format", "json", cwd=root)
+    receipt = json.loads(result.stdout)["receipt"]
+    assert receipt["framework"] == "pydantic-ai"
+    assert receipt["framework_version"] == version("pydantic-ai-slim")  # what the extra installs

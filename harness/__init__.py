@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "Expects": "harness.expectations.registry",
     "FrameworkAdapter": "harness.agents.protocol",
     "Grade": "harness.expectations.base",
+    "Handoff": "harness.model_boundary",
     "HarnessError": "harness.errors",
     "Kind": "harness.expectations.base",
     "LlmTrace": "harness.fixtures.schema",
@@ -160,6 +161,9 @@ if TYPE_CHECKING:
     )
     from harness.io.problems import (
         Problem as Problem,
+    )
+    from harness.model_boundary import (
+        Handoff as Handoff,
     )
     from harness.model_boundary import (
         Message as Message,

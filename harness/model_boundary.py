@@ -48,6 +48,9 @@ class ToolSchema(msgspec.Struct, frozen=True):
 class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...] = ()
+    # The agent of a multi-agent graph that asks (a specialist handed to, an agent used as a
+    # tool); None: the agent under test, or a loop that has only one.
+    agent: str | None = None
 
 
 class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +60,16 @@ class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
     tool_calls: tuple[ToolCall, ...] = ()
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+class Handoff(msgspec.Struct, frozen=True, gc=False):
+    """Control passed from one agent of a graph to another: in which turn (-1 while the agent
+    started), after which model request of it (its index in the turn), from and to whom."""
+
+    turn: int
+    step: int
+    source: str
+    target: str
 
 
 class ProviderFailure(HarnessError):
@@ -169,13 +182,23 @@ class ModelBoundary:
         self.last_request: ModelRequest | None = None
         # Every step of every turn, when kept (live runs: what `record` turns into a fixture).
         self.steps: list[list[ModelStep]] | None = [] if keep_steps else None
+        # Control passed from one agent of a graph to another, in order (`handoff`).
+        self.handoffs: list[Handoff] = []
+        self._turn_requests = 0  # requests made in the turn in progress
 
     @property
     def backend(self) -> ModelBackend:
         return self._backend
 
+    def handoff(self, source: str, target: str) -> None:
+        """Control passes from agent `source` to agent `target` (an adapter says so as its
+        framework makes the handoff): recorded with the turn and the number of the model
+        request it followed, never as a tool call."""
+        self.handoffs.append(Handoff(self._turn, self._turn_requests - 1, source, target))
+
     async def respond(self, request: ModelRequest) -> ModelStep:
         self._count_call()
+        self._turn_requests += 1
         if self.rewrite_request is not None:
             request = self.rewrite_request(request)
         self.last_request = request
@@ -210,6 +233,7 @@ class ModelBoundary:
 
     def start_turn(self, index: int) -> None:
         self._turn, self._turn_calls, self._over_limit = index, 0, None
+        self._turn_requests = 0
         if self.steps is not None:
             self.steps.append([])
         self._hook("start_turn", index)

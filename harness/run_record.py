@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from harness.model_boundary import ModelStep
+from harness.model_boundary import Handoff, ModelStep
 from harness.tool_registry import RecordedCall
 from harness.transcript import TranscriptStep
 
@@ -28,6 +28,10 @@ class RunRecord(msgspec.Struct, kw_only=True, gc=False):
     # failing case keeps it, `CasePlan.keep_transcripts` builds every case's, and a
     # passing case's is dropped once told unless a reporter wants them all).
     transcript: list[TranscriptStep] | None = None
+    # A multi-agent graph's handoffs, in order, and the agent that gave the last turn's
+    # final answer (None: the agent under test, or a loop that has only one).
+    handoffs: list[Handoff] = []
+    final_agent: str | None = None
 
     @property
     def tools_called(self) -> list[str]:

@@ -38,6 +38,9 @@ class RecordedCall(msgspec.Struct, frozen=True, gc=False):
     result: str
     success: bool
     duration_ms: float
+    # The agent of a multi-agent graph that made the call; None: the agent under test, or a
+    # loop that has only one.
+    agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class ToolRegistry:
     calls: list[RecordedCall] = field(default_factory=list)
     # Mutation testing only: a fault wrapped around every `dispatch` (it gets the real one).
     dispatch_fault: DispatchFault | None = None
+    # The agent whose calls are being dispatched, in a multi-agent graph: an adapter sets it
+    # as its framework passes control, and every call recorded carries it.
+    agent: str | None = None
 
     @classmethod
     def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
@@ -100,7 +106,7 @@ class ToolRegistry:
         self, name: str, arguments: str, result: str, success: bool, duration_ms: float
     ) -> None:
         """Record a dispatch made outside `dispatch` (a tool the framework ran itself)."""
-        self.calls.append(RecordedCall(name, arguments, result, success, duration_ms))
+        self.calls.append(RecordedCall(name, arguments, result, success, duration_ms, self.agent))
 
     # The spelling the adapter protocol documented first; it stays.
     record = add_call

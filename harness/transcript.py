@@ -21,6 +21,7 @@ class TranscriptStep(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     sent: list[Message]  # the messages it added to the previous request's
     tools_offered: list[str] = []
     answer: ModelStep | None = None  # None: never answered (a divergence, a failure)
+    agent: str | None = None  # the agent of a graph that asked (`ModelRequest.agent`)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Transcript:
                     sent=list(messages[len(previous) :] if grown else messages),
                     tools_offered=[t.name for t in exchange.request.tools],
                     answer=answer,
+                    agent=exchange.request.agent,
                 )
             )
             previous = messages

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -435,3 +436,69 @@ def test_a_scripted_answer_over_the_tool_call_limit_is_the_run_error_in_every_wo
     assert result.returncode == 1, result.stderr
     errors = [case["error"] for case in report_of(result)["cases"]]
     assert errors == [wide_error(3, 2)] * 2
+
+
+# --- who spoke: the agents of a graph -----------------------------------------------------
+
+# An own loop with two agents: `triage` hands every turn to `billing`, which calls echo and
+# answers. It says who asks (ModelRequest.agent), who dispatches (tools.agent) and when
+# control passes (model.handoff), as an adapter of a multi-agent framework does.
+TWO_AGENT_LOOP = """
+from harness import Message, ModelRequest, ToolSchema
+
+
+class Session:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.tools = tuple(
+            ToolSchema(t.name, t.description, t.parameters) for t in ctx.tools.tools.values()
+        )
+
+    async def run_turn(self, user_input):
+        messages = [Message(role="user", content=user_input)]
+        agent = "triage"
+        while True:
+            request = ModelRequest(messages=tuple(messages), tools=self.tools, agent=agent)
+            step = await self.ctx.model.respond(request)
+            if not step.tool_calls:
+                return step.text
+            messages.append(Message(role="assistant", tool_calls=step.tool_calls))
+            for call in step.tool_calls:
+                if agent == "triage":
+                    self.ctx.model.handoff("triage", "billing")
+                    agent = self.ctx.tools.agent = "billing"
+                    result = "handed off"
+                else:
+                    result = (await self.ctx.tools.dispatch(call.name, call.arguments)).result
+                messages.append(Message(role="tool", content=result, tool_call_id=call.id))
+
+
+def factory(ctx):
+    return Session(ctx)
+"""
+
+
+def test_each_request_call_and_handoff_says_which_agent_of_the_graph(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    steps = [tool_step(call("h1", message="to billing")), tool_step(call("c1", message="hi"))]
+    data = fixture("two-agents", [scripted_turn("Refund me", *steps, text_step("Done"))], {})
+    # Until conformance follows each agent's conversation, the handoff's call is no dispatch.
+    exempt = {"dispatches": "the handoff is made by the loop", "tool_results": "the same"}
+    data["expects"] = {"response_contains": ["Done"], "tools_used": ["echo"], "loop_exempt": exempt}
+    root = project(tmp_path, {"a.json": data})
+    module = write_module(root, TWO_AGENT_LOOP)
+    result = run_cli(
+        "eval", "run", "--agent", f"{module}:factory", "--json-report", "r.json", "-v", cwd=root
+    )
+    assert result.returncode == 0, result.stderr
+    (case,) = json.loads((root / "r.json").read_text(encoding="utf-8"))["cases"]
+    record = case["record"]
+    assert record["handoffs"] == [{"turn": 0, "step": 0, "source": "triage", "target": "billing"}]
+    assert record["final_agent"] == "billing"
+    # The handoff is no tool call: only billing's echo was dispatched, and it says so.
+    assert [(c["name"], c["agent"]) for c in record["calls"]] == [("echo", "billing")]
+    # Its transcript, kept for `show` beside the last run's report, says who asked.
+    (kept,) = (root / ".zeroclaw-eval").glob("transcripts-*.jsonl")
+    transcript = json.loads(kept.read_text(encoding="utf-8"))["transcript"]
+    assert [step["agent"] for step in transcript] == ["triage", "billing", "billing"]

@@ -92,6 +92,7 @@ def test_json_report_keeps_the_run_record() -> None:
                 "result": "日本",
                 "success": True,
                 "duration_ms": 0.5,
+                "agent": None,  # the agent under test: it has no graph
             }
         ],
         "model_calls": 2,
@@ -100,6 +101,8 @@ def test_json_report_keeps_the_run_record() -> None:
         "duration_ms": 4.0,
         "steps": None,  # kept only for live runs
         "transcript": None,  # a record built by hand has none
+        "handoffs": [],
+        "final_agent": None,
     }
     assert document_case["duration_ms"] == 4.0
 

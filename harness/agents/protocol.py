@@ -7,8 +7,8 @@ turn's final text. The harness never re-implements a framework's loop.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -21,10 +21,15 @@ from harness.workspace import Workspace
 @dataclass(frozen=True)
 class AgentSurface:
     """What admission needs to know about the agent under test: its name and the tools a
-    fixture may script calls to."""
+    fixture may script calls to (those of every agent of its graph, handoffs included).
+
+    `agents` maps each agent of a multi-agent graph (the one the factory returns, the
+    agents it hands off to, the agents it uses as tools or delegates to) to the tools it
+    offers its model; empty for an agent that is one agent."""
 
     name: str
     tools: frozenset[str]
+    agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 class AgentContext:

@@ -196,6 +196,8 @@ class CaseProgress:
             duration_ms=(time.perf_counter() - self.start) * 1e3,
             steps=[list(turn) for turn in model.steps] if model.steps is not None else None,
             transcript=self.transcript.steps() if transcript else None,
+            handoffs=list(model.handoffs),
+            final_agent=model.last_request.agent if model.last_request is not None else None,
         )
 
     def timeout_message(self, timeout: float) -> str:

@@ -264,3 +264,13 @@ def test_a_report_aimed_at_the_configuration_is_refused(tmp_path: Path, run_cli:
     assert result.returncode == 2, result
     assert "pyproject.toml: is the configuration file" in result.stderr
     assert (root / "pyproject.toml").read_bytes() == before
+
+
+def test_a_report_name_holding_a_nul_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    # The command line cannot pass a NUL; the Python API (Output values, run_suite) can.
+    with pytest.raises(atomic.ReportPathError, match="cannot hold a NUL") as caught:
+        atomic.ReportFiles().plan(tmp_path / "r\0.json")
+    assert caught.value.exit_code == 2
+    with pytest.raises(atomic.ReportPathError, match="cannot hold a NUL"):
+        write_atomic(tmp_path / "a\0b", b"{}")
+    assert list(tmp_path.iterdir()) == []

@@ -174,6 +174,8 @@ class ReportFiles:
         `devices`), refuse the same file named for two reports, and fix it as an absolute
         path: an agent that changes the working directory cannot move it."""
         given = Path(path)
+        if "\0" in str(given):  # no file has such a name; every os call would raise on it
+            raise ReportPathError(f"{str(given)!r}: a file name cannot hold a NUL character")
         absolute = Path(os.path.abspath(given))
         key = os.path.realpath(absolute)
         if key in self.planned:

@@ -96,6 +96,8 @@ class Hostile(Session):
             os.chdir("/")
         if "block" in user_input:
             time.sleep(30)
+        if "stall" in user_input:
+            time.sleep(2)
         if "hold" in user_input:
             Path(os.environ["ZC_PID_FILE"]).write_text(str(os.getpid()))
             re.match(r"(a+)+$", "a" * 60 + "b")
@@ -212,6 +214,24 @@ def test_an_abandoned_case_that_moved_the_working_directory_moves_no_other(
     assert second.passed, second.error or second.first_failure()
     assert third.passed, third.error or third.first_failure()
     assert Path.cwd() == tmp_path
+
+
+def test_an_abandoned_case_that_wakes_later_moves_no_later_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The abandoned run goes on in its thread; when its agent wakes and its run ends, the
+    # directory it would put back is the one of a run long over, and the process's caller
+    # (the next suite of an API user, the next test) may be elsewhere by then.
+    spec = hostile_agent(tmp_path, monkeypatch)
+    inputs_suite(tmp_path, moved="wander and stall", second="Say hi", third="Say hi")
+    monkeypatch.chdir(tmp_path)
+    report = run_suite(Path("suite"), agent=spec, jobs=1, case_timeout=0.5)
+    assert report.cases[0].error is not None and "abandoned" in report.cases[0].error
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    time.sleep(3)  # not a measure: the abandoned agent wakes within it and its run ends
+    assert Path.cwd() == elsewhere
 
 
 def test_reports_stream_as_cases_finish_and_the_suite_keeps_fixture_order(

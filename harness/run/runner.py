@@ -145,6 +145,7 @@ class CaseProgress:
         self.start = time.perf_counter()
         self.wall_clock = wall_clock
         self.grading = False
+        self.abandoned = False  # the watchdog gave up on it (`abandoned_report`)
         self._wall_clock_binds = False  # whether the phase ends at the case's wall clock
         self._allowed: float | None = None  # what the phase in progress may take
         # Set by a watchdog that keeps the phases' clocks (else each phase has a timer).
@@ -219,6 +220,9 @@ class CaseProgress:
         return errored_report(self.case, self.fixture, error, record, trace, self.turn, frames)
 
     def abandoned_report(self, timeout: float) -> CaseReport:
+        # The run goes on in its thread: when it ends, it must not move the process back to
+        # a directory of a run long over (the watchdog put it back as it abandoned it).
+        self.abandoned = True
         self.context.remove_workspace()
         blocker = "grading" if self.grading else "the agent"
         message = f"{self.timeout_message(timeout)}; {blocker} blocked its thread and was abandoned"
@@ -327,7 +331,8 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
     except RAISED_BY_AGENT_CODE as exc:  # a harness bug is still only this case's run error
         return internal_error(case, progress.fixture, exc, progress.turn)
     finally:
-        restore_cwd(cwd)
+        if not progress.abandoned:
+            restore_cwd(cwd)
         context.remove_workspace()
 
 

@@ -15,6 +15,7 @@ from conftest import REPO, Cli
 EXAMPLES = REPO / "examples"
 OWN_LOOP = EXAMPLES / "own_loop"
 SUPPORT = EXAMPLES / "support_agent"
+DELEGATION = EXAMPLES / "pydantic_ai_delegation"
 
 
 def readme_commands(example: Path) -> list[list[str]]:
@@ -41,8 +42,9 @@ def fixtures_of(example: Path) -> list[dict]:
             ["openai-agents:agents_sdk:build_agent", "pydantic-ai:pydantic_agent:build_agent"],
             4,
         ),
+        (DELEGATION, ["pydantic-ai:flight_booking:booking_agent"], 3),
     ],
-    ids=["own_loop", "support_agent"],
+    ids=["own_loop", "support_agent", "pydantic_ai_delegation"],
 )
 def test_readme_commands_run_green(
     run_cli: Cli, example: Path, agents: list[str], minimum: int
@@ -99,7 +101,11 @@ def test_support_suite_scripts_only_the_users_tools_and_grades_them() -> None:
     } <= families
 
 
-@pytest.mark.parametrize("example", [OWN_LOOP, SUPPORT], ids=["own_loop", "support_agent"])
+@pytest.mark.parametrize(
+    "example",
+    [OWN_LOOP, SUPPORT, DELEGATION],
+    ids=["own_loop", "support_agent", "pydantic_ai_delegation"],
+)
 def test_examples_follow_the_authoring_rules(example: Path) -> None:
     for data in fixtures_of(example):
         description = data["description"]

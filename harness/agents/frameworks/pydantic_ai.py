@@ -9,7 +9,8 @@ function tools' dispatches at the tool boundary.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from typing import Any
 
 from pydantic_ai import Agent
@@ -26,11 +27,12 @@ from pydantic_ai.messages import (
 from pydantic_ai.messages import ModelRequest as PaiRequest
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool as PaiTool
-from pydantic_ai.toolsets import FunctionToolset, WrapperToolset
+from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.usage import RequestUsage, UsageLimits
 from pydantic_core import to_json
 
 from harness.agents.protocol import AgentContext, FrameworkAdapter
+from harness.agents.pydantic_ai_graph import GraphAgent, agent_graph, function_tool_names
 from harness.model_boundary import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
 from harness.tool_registry import Tool, ToolRegistry, canonical_arguments
 
@@ -43,12 +45,21 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
     agent_label = "a pydantic_ai.Agent"
 
     def user_tool_names(self, agent: Agent[Any, Any]) -> list[str]:
-        # Function tools are listed statically; other toolsets (MCP servers…) only at run time.
-        names: list[str] = []
-        for toolset in agent.toolsets:
-            if isinstance(toolset, FunctionToolset):
-                names.extend(toolset.tools)
-        return names
+        # Every agent of the graph: a fixture scripts the delegates' steps too.
+        return [name for node in self._graph(agent) for name in function_tool_names(node.agent)]
+
+    def agent_tools(self) -> Mapping[str, frozenset[str]]:
+        """Each agent of the user's graph and its function tools; empty for one agent."""
+        if self._factory is None:
+            return {}
+        graph = self._graph(self.build())
+        if len(graph) == 1:
+            return {}
+        return {node.name: frozenset(function_tool_names(node.agent)) for node in graph}
+
+    def _graph(self, agent: Agent[Any, Any]) -> list[GraphAgent]:
+        # An unnamed agent the factory returns goes by the factory's name in the spec.
+        return agent_graph(agent, self.name.rpartition(":")[2] or "agent")
 
     def start(self, context: AgentContext) -> _Session:
         if self._factory is None:
@@ -58,23 +69,32 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
                 name="zeroclaw-eval",
                 tools=[_pai_tool(tool, context.tools) for tool in context.tools.tools.values()],
             )
-            return _Session(agent, context, toolsets=None)
+            return _Session(agent, context, graph=None)
         agent = self.build()
-        # Every toolset the user configured, each wrapped so its dispatches are recorded.
-        toolsets = [_RecordingToolset(ts, context.tools) for ts in agent.toolsets]
-        return _Session(agent, context, toolsets=toolsets)
+        return _Session(agent, context, graph=self._graph(agent))
+
+
+class _Wired:
+    """One agent of the graph as a case runs it: its model the harness's, speaking as the
+    agent, and every toolset it configured wrapped so its dispatches are recorded as its."""
+
+    def __init__(self, node: GraphAgent, context: AgentContext, named: bool) -> None:
+        self.agent = node.agent
+        # One agent alone keeps the single-agent record: no agent named anywhere.
+        name = node.name if named else None
+        self.model = FunctionModel(_respond_with(context.model, name), model_name="zeroclaw-eval")
+        self.toolsets = [_RecordingToolset(ts, context.tools, name) for ts in node.agent.toolsets]
 
 
 class _Session:
     def __init__(
-        self,
-        agent: Agent[Any, Any],
-        context: AgentContext,
-        toolsets: list[_RecordingToolset] | None,
+        self, agent: Agent[Any, Any], context: AgentContext, graph: list[GraphAgent] | None
     ) -> None:
         self._agent = agent
-        self._model = FunctionModel(_respond_with(context.model), model_name="zeroclaw-eval")
-        self._toolsets = toolsets
+        self._model = FunctionModel(_respond_with(context.model, None), model_name="zeroclaw-eval")
+        self._wired = (
+            None if graph is None else [_Wired(node, context, len(graph) > 1) for node in graph]
+        )
         # pydantic-ai's own request limit (50 by default) counts model calls per run, that
         # is per turn here; set one above the boundary's, so the harness's limit is the one
         # that applies, with the same run error as every other agent.
@@ -82,7 +102,7 @@ class _Session:
         self._history: list[ModelMessage] = []
 
     async def run_turn(self, user_input: str) -> str:
-        if self._toolsets is None:
+        if self._wired is None:
             result = await self._agent.run(
                 user_input,
                 model=self._model,
@@ -90,11 +110,22 @@ class _Session:
                 usage_limits=self._limits,
             )
         else:
-            # tools=[] drops the agent's own function tools from the run; the wrapped
-            # toolsets (which include them) put them back, recorded.
-            with self._agent.override(model=self._model, tools=[], toolsets=self._toolsets):
+            with ExitStack() as overrides:
+                # Every agent of the graph, delegates included, answered by the script. The
+                # overrides are context variables: set and reset in this turn's task, they
+                # reach the tasks pydantic-ai starts for tools (and so the delegates' runs)
+                # and never another case's, even where a delegate is one module-level agent
+                # every case shares. tools=[] drops each agent's own function tools from the
+                # run; its wrapped toolsets (which include them) put them back, recorded.
+                for wired in self._wired:
+                    overrides.enter_context(
+                        wired.agent.override(model=wired.model, tools=[], toolsets=wired.toolsets)
+                    )
                 result = await self._agent.run(
-                    user_input, message_history=self._history, usage_limits=self._limits
+                    user_input,
+                    message_history=self._history,
+                    usage_limits=self._limits,
+                    infer_name=False,
                 )
         # pydantic-ai carries a conversation as the previous run's full message list.
         self._history = result.all_messages()
@@ -102,13 +133,14 @@ class _Session:
         return output if isinstance(output, str) else json.dumps(output, default=str)
 
 
-def _respond_with(boundary: ModelBoundary) -> Callable[..., Any]:
+def _respond_with(boundary: ModelBoundary, agent: str | None) -> Callable[..., Any]:
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         tools = tuple(
             ToolSchema(t.name, t.description or "", t.parameters_json_schema)
             for t in info.function_tools
         )
-        step = await boundary.respond(ModelRequest(messages=to_messages(messages), tools=tools))
+        request = ModelRequest(messages=to_messages(messages), tools=tools, agent=agent)
+        step = await boundary.respond(request)
         usage = RequestUsage(input_tokens=step.input_tokens, output_tokens=step.output_tokens)
         if step.tool_calls:
             parts: list[Any] = [
@@ -133,19 +165,27 @@ def _pai_tool(tool: Tool, registry: ToolRegistry) -> PaiTool[Any]:
 
 
 class _RecordingToolset(WrapperToolset[Any]):
-    """Records every call into the wrapped toolset at the tool boundary."""
+    """Records every call into the wrapped toolset at the tool boundary, as its agent's."""
 
-    def __init__(self, wrapped: Any, registry: ToolRegistry) -> None:
+    def __init__(self, wrapped: Any, registry: ToolRegistry, agent: str | None) -> None:
         super().__init__(wrapped)
         self._registry = registry
+        self._agent = agent
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
-        return await self._registry.recorded(
-            name,
-            canonical_arguments(tool_args),
-            lambda: super(_RecordingToolset, self).call_tool(name, tool_args, ctx, tool),
-            text=_result_text,
-        )
+        registry, agent = self._registry, self._agent
+
+        async def run() -> Any:
+            registry.agent = agent
+            try:
+                return await super(_RecordingToolset, self).call_tool(name, tool_args, ctx, tool)
+            finally:
+                # A delegate run by this tool set its own agent; this call is recorded as
+                # this agent's, and `recorded` records it with no await after this line, so
+                # no call running beside it can set another agent in between.
+                registry.agent = agent
+
+        return await registry.recorded(name, canonical_arguments(tool_args), run, text=_result_text)
 
 
 def _result_text(result: Any) -> str:

@@ -646,6 +646,65 @@ def factory(ctx):
 """
 
 
+# An own loop with two agents, as a multi-agent adapter reports them: TRIAGE treats its
+# model's first tool call as a handoff to BILLING (never dispatched), and BILLING
+# dispatches its calls and answers. Both names are Python literals put in by
+# `two_agent_project`, so a test can make them hostile.
+HANDING_OFF_LOOP = """
+from harness import Message, ModelRequest, ToolSchema
+
+
+class Session:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.tools = tuple(
+            ToolSchema(t.name, t.description, t.parameters) for t in ctx.tools.tools.values()
+        )
+
+    async def run_turn(self, user_input):
+        messages = [Message(role="user", content=user_input)]
+        agent = TRIAGE
+        while True:
+            request = ModelRequest(messages=tuple(messages), tools=self.tools, agent=agent)
+            step = await self.ctx.model.respond(request)
+            if not step.tool_calls:
+                return step.text
+            messages.append(Message(role="assistant", tool_calls=step.tool_calls))
+            for call in step.tool_calls:
+                if agent == TRIAGE:
+                    self.ctx.model.handoff(TRIAGE, BILLING)
+                    agent = self.ctx.tools.agent = BILLING
+                    result = "handed off"
+                else:
+                    result = (await self.ctx.tools.dispatch(call.name, call.arguments)).result
+                messages.append(Message(role="tool", content=result, tool_call_id=call.id))
+
+
+def factory(ctx):
+    return Session(ctx)
+"""
+
+
+def two_agent_project(
+    where: Path, triage: str = "triage", billing: str = "billing", *, answer: str = "Done"
+) -> tuple[Path, str]:
+    """A project of one case run by `HANDING_OFF_LOOP`: triage hands off after its first
+    request (a `fail` call, never dispatched), billing calls echo("hi") and answers
+    `answer`; the case expects "Done". Returns the project and its `--agent`."""
+    steps = [
+        tool_step(call("h1", "fail", reason="to billing")),
+        tool_step(call("c1", message="hi")),
+        text_step(answer),
+    ]
+    data = fixture("two-agents", [turn("Refund me", *steps)], {}, id="two-agents")
+    # The handoff's call is made by the loop, not dispatched: conformance would say so.
+    exempt = {"dispatches": "the handoff is made by the loop", "tool_results": "the same"}
+    data["expects"] = {"response_contains": ["Done"], "tools_used": ["echo"], "loop_exempt": exempt}
+    root = project(where, {"a.json": data})
+    source = HANDING_OFF_LOOP.replace("TRIAGE", repr(triage)).replace("BILLING", repr(billing))
+    return root, write_module(root, source, "twoagents") + ":factory"
+
+
 class Recording:
     """Wraps an adapter; keeps every model request its cases make, in order."""
 

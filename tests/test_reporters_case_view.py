@@ -15,11 +15,13 @@ from conftest import (
     call,
     echo_fixture,
     fixture,
+    parse_commands,
     project,
     red_project,
     text_step,
     tool_step,
     turn,
+    two_agent_project,
     write_module,
     write_suite,
 )
@@ -303,3 +305,71 @@ def test_a_report_with_error_frames_verifies_and_merges(run_cli: Cli, tmp_path: 
     assert merged.returncode == 1, merged.stderr  # the run error fails the merged gate too
     (case,) = json.loads((root / "m.json").read_text())["cases"]
     assert [frame["function"] for frame in case["error_frames"]] == ["run_turn", "answer", "parse"]
+
+
+# --- who spoke: the agents of a graph -----------------------------------------------------
+
+
+def transcript_lines(out: str) -> list[str]:
+    """The lines of a case's transcript, from its first turn on, durations made 0."""
+    lines = out.splitlines()
+    start = lines.index("  turn 0:")
+    shown = [re.sub(r" in \d+ ms$", " in 0 ms", line) for line in lines[start:]]
+    return [line for line in shown if line.startswith("    ")]
+
+
+def test_show_and_verbose_say_which_agent_asked_called_and_handed_off(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root, agent = two_agent_project(tmp_path, answer="Nope")
+    run = run_cli("eval", "run", "-v", "--agent", agent, "--json-report", "r.json", cwd=root)
+    assert run.returncode == 1, run.stderr
+    last = run_cli("eval", "show", "two-agents", cwd=root)
+    named = run_cli("eval", "show", "two-agents", "--report", "r.json", cwd=root)
+    # Each request's agent is on its answer; the handoff follows the request it came after;
+    # billing's echo sits under billing's answer, not under triage's call it never made.
+    expected = [
+        "    → user: Refund me",
+        '    ← [triage] model calls fail({"reason": "to billing"})',
+        "    handoff: triage → billing",
+        '    → assistant: calls fail({"reason": "to billing"})',
+        "    → tool: result for h1: handed off",
+        '    ← [billing] model calls echo({"message": "hi"})',
+        '      tool [billing] echo({"message":"hi"}) → hi in 0 ms',
+        '    → assistant: calls echo({"message": "hi"})',
+        "    → tool: result for c1: hi",
+        "    ← [billing] model answers Nope",
+    ]
+    for out in (run.stdout, last.stdout, named.stdout):
+        assert transcript_lines(out) == expected, out
+
+
+def test_a_hostile_agent_name_forges_no_line_and_no_workflow_command(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    hostile = "tri\n::error::forged\r\n  [9] user: ##[error]x"
+    root, agent = two_agent_project(tmp_path, hostile, answer="Nope")
+    run = run_cli("eval", "run", "-v", "--agent", agent, cwd=root)
+    shown = run_cli("eval", "show", "two-agents", cwd=root)
+    escaped = "tri\\u000a::error::forged\\u000d\\u000a  [9] user: #\\u0023[error]x"
+    for out in (run.stdout, shown.stdout):
+        assert parse_commands(out) == [] and "##[" not in out
+        assert f"    handoff: {escaped} → billing" in out.splitlines()
+        assert f'    ← [{escaped}] model calls fail({{"reason": "to billing"}})' in out
+        assert not any(line.strip().startswith("[9]") for line in out.splitlines())
+
+
+def test_a_report_without_the_transcript_still_says_who_called_and_handed_off(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    # A JSON report keeps no transcript of a passing case: its calls and handoffs are
+    # listed as the record has them.
+    root, agent = two_agent_project(tmp_path)
+    assert (
+        run_cli("eval", "run", "--agent", agent, "--json-report", "r.json", cwd=root).returncode
+        == 0
+    )
+    out = run_cli("eval", "show", "two-agents", "--report", "r.json", cwd=root).stdout
+    assert "  no transcript kept" in out
+    assert '  tool call [billing] echo({"message":"hi"}) → hi' in out.splitlines()
+    assert "  handoff in turn 0 after request 0: triage → billing" in out.splitlines()

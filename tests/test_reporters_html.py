@@ -38,6 +38,7 @@ from conftest import (
     text_step,
     tool_step,
     turn,
+    two_agent_project,
     write_fixture,
 )
 from test_reporters_case_view import assert_details_have_lines, dropping_project
@@ -790,5 +791,85 @@ def test_a_run_errors_frames_are_shown_under_it() -> None:
     assert "Raised at (innermost last)" in page.shown
     assert "agent.py:14 in run_turn\n</pre><b>x</b>\\u000a::error::y.py:2 in f" in page.shown
     assert not page.all("b")
+    for line in document.splitlines():
+        assert not line.lstrip().startswith("::") and "##[" not in line, line
+
+
+class Spoken(HTMLParser):
+    """Who spoke, in the order the transcript shows it: each request's label up to the
+    tools it was offered, each handoff, and the tool cell of each recorded call."""
+
+    def __init__(self, document: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.said: list[tuple[str, str]] = []
+        self._open: list[str] = []  # the kind of what each open element's text is
+        self._cells = 0  # the cell of the calls table's row
+        self.feed(document)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        css = dict(attrs).get("class") or ""
+        kind = ""
+        if tag == "p" and css == "sub" and self._open[-1:] == ["request"]:
+            kind = "label"
+        elif tag == "div" and css == "request":
+            kind = "request"
+        elif tag == "p" and "handoff" in css.split():
+            kind = "handoff"
+        elif tag == "tr":
+            self._cells = 0
+        elif tag == "td":
+            self._cells += 1
+            kind = "tool" if self._cells == 1 and "calls" in self._open else ""
+        elif tag == "table" and css == "calls":
+            kind = "calls"
+        if kind in ("label", "handoff", "tool"):
+            self.said.append((kind, ""))
+        self._open.append(kind)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._open:
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self.said and self.said[-1][0] in self._open[-3:]:
+            kind, text = self.said[-1]
+            self.said[-1] = (kind, text + data)
+
+    def shown(self) -> list[tuple[str, str]]:
+        return [
+            (kind, " ".join(text.split(" (tools offered")[0].split())) for kind, text in self.said
+        ]
+
+
+def test_the_transcript_says_which_agent_asked_called_and_handed_off(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root, agent = two_agent_project(tmp_path)
+    result = run_cli("eval", "run", "--agent", agent, "--html", "r.html", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert Spoken((root / "r.html").read_text("utf-8")).shown() == [
+        ("label", "model request 0 by triage"),
+        ("handoff", "handoff: triage → billing"),
+        ("label", "model request 1 by billing"),
+        ("tool", "echo by billing"),
+        ("label", "model request 2 by billing"),
+    ]
+
+
+def test_a_hostile_agent_name_is_shown_as_text_and_forges_no_command(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    hostile = "tri<b>x</b>\n::error::forged ##[error]y"
+    root, agent = two_agent_project(tmp_path, hostile, "bill<i>ing</i>")
+    assert run_cli("eval", "run", "--agent", agent, "--html", "r.html", cwd=root).returncode == 0
+    document = (root / "r.html").read_text("utf-8")
+    page = Page(document)
+    assert not page.all("b") and not page.all("i")
+    shown = Spoken(document).shown()
+    escaped = "tri<b>x</b>\\u000a::error::forged ##[error]y"
+    assert ("handoff", f"handoff: {escaped} → bill<i>ing</i>") in shown
+    assert ("label", f"model request 0 by {escaped}") in shown
+    assert ("tool", "echo by bill<i>ing</i>") in shown
     for line in document.splitlines():
         assert not line.lstrip().startswith("::") and "##[" not in line, line

@@ -25,6 +25,7 @@ from conftest import (
     project,
     red_project,
     restated,
+    two_agent_project,
     write_fixture,
     write_module,
 )
@@ -464,3 +465,24 @@ def test_a_repeat_block_of_numbers_no_run_has_is_refused_without_a_traceback(
         assert result.returncode == 1, what
         assert said in result.stderr, (what, result.stderr)
         assert "Traceback" not in result.stderr, what
+
+
+def test_a_report_of_a_two_agent_run_verifies_and_merges(run_cli: Cli, tmp_path: Path) -> None:
+    # Its records carry who spoke (each step's and call's agent, the handoffs, the final
+    # agent): verify and merge read them back as any other field of the report.
+    root, agent = two_agent_project(tmp_path, answer="Nope")
+    shard = run_cli(
+        "eval", "run", "--agent", agent, "--shard", "1/1", "--json-report", "s.json", cwd=root
+    )
+    assert shard.returncode == 1, shard.stderr
+    (case,) = json.loads((root / "s.json").read_text())["cases"]
+    assert case["record"]["handoffs"] == [
+        {"turn": 0, "step": 0, "source": "triage", "target": "billing"}
+    ]
+    assert [step["agent"] for step in case["record"]["transcript"]] == ["triage"] + ["billing"] * 2
+    verified = run_cli("eval", "verify", "s.json", cwd=root)
+    assert verified.returncode == 0, verified.stderr
+    merged = run_cli("eval", "merge", "s.json", "--json-report", "m.json", cwd=root)
+    assert merged.returncode == 1, merged.stderr  # the failing case fails the merged gate
+    (kept,) = json.loads((root / "m.json").read_text())["cases"]
+    assert kept["record"] == case["record"]

@@ -1,8 +1,12 @@
 """One case read in the terminal: its verdict, error, grades and transcript (`zeroclaw
 eval show CASE_ID`, and `run -v` for every failing case).
 
-Every string is the run's (model text, tool results, case ids): cleaned and made inert
-before it is shown, long values clipped.
+In a multi-agent run each answer and tool call names its agent (`← [billing] model calls
+…`, `tool [billing] echo(…)`) and each handoff is a line after the request it followed
+(`handoff: triage → billing`); a run of one agent names none.
+
+Every string is the run's (model text, tool results, case ids, agent names): cleaned and
+made inert before it is shown, long values clipped.
 """
 
 from __future__ import annotations
@@ -16,11 +20,15 @@ import msgspec
 
 from harness.io.text import clean, clean_lines, clip, inert
 from harness.model_boundary import Message, ModelStep
+from harness.reporters.claims import HandoffsAfter, Unclaimed
 from harness.run_record import RunRecord
 from harness.verdict.reports import CaseReport
 
 if TYPE_CHECKING:
     from harness.fixtures.suite import Case
+    from harness.model_boundary import Handoff
+    from harness.tool_registry import RecordedCall
+    from harness.transcript import TranscriptStep
 
 WIDTH = 160  # characters of one value shown on one line
 
@@ -62,6 +70,7 @@ def _lines(case: CaseReport) -> Iterator[str]:
 
 def _record_lines(record: RunRecord) -> Iterator[str]:
     transcript = record.transcript
+    handoffs = HandoffsAfter(record.handoffs)
     if transcript is None:
         yield (
             "  no transcript kept (a JSON report keeps failing cases' only; the last run's "
@@ -69,29 +78,52 @@ def _record_lines(record: RunRecord) -> Iterator[str]:
         )
         for index, response in enumerate(record.turn_responses):
             yield f"  turn {index} answered: {_one(response)}"
-        yield from (
-            f"  tool call {_call(c.name, c.arguments, c.result, c.success)}" for c in record.calls
-        )
+        yield from (f"  tool call {_recorded(c)}" for c in record.calls)
+        yield from _handoffs_left(handoffs)
         return
-    calls = iter(record.calls)
+    calls = Unclaimed(record.calls)
     turn: int | None = None
     for step in transcript:
         if step.turn != turn:
             turn = step.turn
             yield f"  turn {turn}:" if turn >= 0 else "  starting the agent:"
-        for message in step.sent:
-            yield f"    → {_message(message)}"
-        yield f"    ← {_answer(step.answer)}"
-        for _ in step.answer.tool_calls if step.answer is not None else ():
-            call = next(calls, None)
-            if call is not None:
-                yield (
-                    f"      tool {_call(call.name, call.arguments, call.result, call.success)} "
-                    f"in {call.duration_ms:.0f} ms"
-                )
-    left = list(calls)
-    for call in left:
-        yield f"  tool call {_call(call.name, call.arguments, call.result, call.success)}"
+            yield from _handoff_lines(handoffs.after(turn, -1))
+        yield from _step_lines(step, calls)
+        yield from _handoff_lines(handoffs.after(step.turn, step.step))
+    for call in calls.left():
+        yield f"  tool call {_recorded(call)}"
+    yield from _handoffs_left(handoffs)
+
+
+def _step_lines(step: TranscriptStep, calls: Unclaimed) -> Iterator[str]:
+    for message in step.sent:
+        yield f"    → {_message(message)}"
+    # Who asked, in a multi-agent run; a run of one agent names none.
+    by = f"[{_one(step.agent)}] " if step.agent is not None else ""
+    yield f"    ← {by}{_answer(step.answer)}"
+    for asked in step.answer.tool_calls if step.answer is not None else ():
+        call = calls.take(asked, step.agent)
+        if call is not None:
+            yield f"      tool {_recorded(call)} in {call.duration_ms:.0f} ms"
+
+
+def _handoff_lines(handoffs: list[Handoff]) -> Iterator[str]:
+    for handoff in handoffs:
+        yield f"    handoff: {_one(handoff.source)} → {_one(handoff.target)}"
+
+
+def _handoffs_left(handoffs: HandoffsAfter) -> Iterator[str]:
+    for handoff in handoffs.left():
+        where = "as the agent started" if handoff.turn < 0 else f"in turn {handoff.turn}"
+        yield (
+            f"  handoff {where} after request {handoff.step}: "
+            f"{_one(handoff.source)} → {_one(handoff.target)}"
+        )
+
+
+def _recorded(call: RecordedCall) -> str:
+    by = f"[{_one(call.agent)}] " if call.agent is not None else ""
+    return by + _call(call.name, call.arguments, call.result, call.success)
 
 
 def _message(message: Message) -> str:

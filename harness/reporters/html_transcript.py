@@ -1,8 +1,9 @@
 """A run record as HTML, for the HTML report (`harness.reporters.html`): its transcript,
 request by request (what each request added, the tools offered, the answer, and the tool
-calls the answer asked for with their recorded arguments, results and durations), or, for
-a record kept without one, its responses and tool calls; and the escaping every part of
-that report goes through.
+calls the answer asked for with their recorded arguments, results and durations; in a
+multi-agent run the agent of each request and call, and each handoff after the request it
+followed), or, for a record kept without one, its responses and tool calls; and the
+escaping every part of that report goes through.
 
 Untrusted text is cleaned (`text.clean`, `text.clean_lines`) and HTML-escaped here, quotes
 included, so it is inert in an element and in an attribute alike.
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import html
 import json
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from harness.io.text import clean, clean_lines
+from harness.reporters.claims import HandoffsAfter, Unclaimed
 
 if TYPE_CHECKING:
-    from harness.model_boundary import Message, ModelStep, ToolCall
+    from harness.model_boundary import Handoff, Message, ModelStep, ToolCall
     from harness.run_record import RunRecord
     from harness.tool_registry import RecordedCall
 
@@ -70,7 +71,12 @@ def record_html(record: RunRecord) -> list[str]:
         f"{record.duration_ms:.1f} ms"
     )
     steps = getattr(record, "transcript", None)  # records made before it was kept have none
-    body = _transcript(steps, record.calls) if steps else _without_transcript(record)
+    handoffs = HandoffsAfter(record.handoffs)
+    body = _transcript(steps, record.calls, handoffs) if steps else _without_transcript(record)
+    left = handoffs.left()
+    if left:
+        body += ['<p class="sub">Handoffs after no request shown:</p>']
+        body += [_handoff(h, f"{_turn_name(h.turn)}, after request {h.step}: ") for h in left]
     return [f'<h4>Transcript</h4><p class="sub">{said}</p>', *body]
 
 
@@ -79,8 +85,9 @@ def _turn_name(turn: int) -> str:
     return "While the agent started" if turn < 0 else f"Turn {turn}"
 
 
-def _transcript(steps: list[Any], calls: list[RecordedCall]) -> list[str]:
-    # Each recorded dispatch is shown once, under the answer asking for it.
+def _transcript(steps: list[Any], calls: list[RecordedCall], handoffs: HandoffsAfter) -> list[str]:
+    # Each recorded dispatch is shown once, under the answer asking for it; each handoff
+    # after the request it followed.
     pending = Unclaimed(calls)
     lines: list[str] = []
     turn: int | None = None
@@ -89,7 +96,9 @@ def _transcript(steps: list[Any], calls: list[RecordedCall]) -> list[str]:
             lines.append("" if turn is None else "</section>")
             turn = step.turn
             lines.append(f'<section class="turn"><h4>{_turn_name(step.turn)}</h4>')
+            lines += map(_handoff, handoffs.after(step.turn, -1))
         lines += _request(step, pending)
+        lines += map(_handoff, handoffs.after(step.turn, step.step))
     lines.append("</section>")
     left = pending.left()
     if left:
@@ -99,8 +108,10 @@ def _transcript(steps: list[Any], calls: list[RecordedCall]) -> list[str]:
 
 def _request(step: Any, pending: Unclaimed) -> list[str]:
     offered = ", ".join(step.tools_offered) or "none"
+    # Who asked, in a multi-agent run; a run of one agent names none.
+    by = f" by {text(step.agent)}" if step.agent is not None else ""
     lines = [
-        f'<div class="request"><p class="sub">model request {step.step} '
+        f'<div class="request"><p class="sub">model request {step.step}{by} '
         f'(tools offered: {text(offered)})</p><ol class="sent">',
         *(_message(m) for m in step.sent),
         "</ol>",
@@ -112,10 +123,16 @@ def _request(step: Any, pending: Unclaimed) -> list[str]:
             "(see the run error).</p>"
         )
     else:
-        found = [c for c in (pending.take(call) for call in answer.tool_calls) if c]
+        taken = (pending.take(call, step.agent) for call in answer.tool_calls)
+        found = [c for c in taken if c]
         lines += [_answer(answer), _calls(found) if found else ""]
     lines.append("</div>")
     return lines
+
+
+def _handoff(handoff: Handoff, where: str = "") -> str:
+    to = f"{text(handoff.source)} → {text(handoff.target)}"
+    return f'<p class="handoff sub">{where}handoff: {to}</p>'
 
 
 def _tool_calls(calls: tuple[ToolCall, ...]) -> str:
@@ -146,49 +163,11 @@ def _answer(answer: ModelStep) -> str:
     )
 
 
-class Unclaimed:
-    """The recorded dispatches no answer has claimed yet. `take(call)` gives the one of
-    `call`: the first left of its name with its arguments, else of its name (a framework
-    may have rewritten the arguments). Each dispatch's arguments are made canonical once and
-    each is passed over once in all: searching every dispatch left for each call made the
-    page quadratic in a case's tool calls."""
-
-    def __init__(self, calls: list[RecordedCall]) -> None:
-        from harness.tool_registry import canonical_arguments, canonical_text
-
-        self._canonical = canonical_arguments
-        self._calls = calls
-        self._taken = [False] * len(calls)
-        self._named: dict[str, deque[int]] = {}
-        self._same: dict[tuple[str, str], deque[int]] = {}
-        for index, call in enumerate(calls):
-            self._named.setdefault(call.name, deque()).append(index)
-            same = (call.name, canonical_text(call.arguments))
-            self._same.setdefault(same, deque()).append(index)
-
-    def take(self, call: ToolCall) -> RecordedCall | None:
-        same = self._first(self._same.get((call.name, self._canonical(call.arguments))))
-        index = same if same is not None else self._first(self._named.get(call.name))
-        if index is None:
-            return None
-        self._taken[index] = True
-        return self._calls[index]
-
-    def left(self) -> list[RecordedCall]:
-        """The dispatches never claimed, in the order they were made."""
-        return [call for call, taken in zip(self._calls, self._taken, strict=True) if not taken]
-
-    def _first(self, queue: deque[int] | None) -> int | None:
-        # A dispatch taken through the other index is dropped here, once.
-        while queue and self._taken[queue[0]]:
-            queue.popleft()
-        return queue[0] if queue else None
-
-
 def _calls(calls: list[RecordedCall]) -> str:
     rows = [
         row(
-            f"<code>{text(c.name)}</code>",
+            f"<code>{text(c.name)}</code>"
+            + (f' <span class="sub">by {text(c.agent)}</span>' if c.agent is not None else ""),
             arguments(c.arguments),
             block(c.result),
             "ok" if c.success else "failed",

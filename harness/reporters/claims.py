@@ -1,0 +1,79 @@
+"""What a transcript shows under each model request: the recorded dispatches its answer
+asked for (`Unclaimed`) and the handoffs made after it (`HandoffsAfter`), for every view of
+a case (`case_view` in the terminal, `html_transcript` in the HTML report).
+
+A call is the dispatch of the agent whose request asked for it: in a multi-agent run a
+handoff is a scripted tool call that is never dispatched, and the next agent's dispatch of
+a tool of the same name must not be shown under it. A run of one agent has no agent on
+either side, so nothing changes for it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.model_boundary import Handoff, ToolCall
+    from harness.tool_registry import RecordedCall
+
+
+class Unclaimed:
+    """The recorded dispatches no answer has claimed yet. `take(call, agent)` gives the one
+    of `call`, asked for by `agent`'s request: the first left of that agent and name with
+    its arguments, else of that agent and name (a framework may have rewritten the
+    arguments). Each dispatch's arguments are made canonical once and each is passed over
+    once in all: searching every dispatch left for each call made a page quadratic in a
+    case's tool calls."""
+
+    def __init__(self, calls: list[RecordedCall]) -> None:
+        from harness.tool_registry import canonical_arguments, canonical_text
+
+        self._canonical = canonical_arguments
+        self._calls = calls
+        self._taken = [False] * len(calls)
+        self._named: dict[tuple[str | None, str], deque[int]] = {}
+        self._same: dict[tuple[str | None, str, str], deque[int]] = {}
+        for index, call in enumerate(calls):
+            self._named.setdefault((call.agent, call.name), deque()).append(index)
+            same = (call.agent, call.name, canonical_text(call.arguments))
+            self._same.setdefault(same, deque()).append(index)
+
+    def take(self, call: ToolCall, agent: str | None = None) -> RecordedCall | None:
+        same_key = (agent, call.name, self._canonical(call.arguments))
+        same = self._first(self._same.get(same_key))
+        index = same if same is not None else self._first(self._named.get((agent, call.name)))
+        if index is None:
+            return None
+        self._taken[index] = True
+        return self._calls[index]
+
+    def left(self) -> list[RecordedCall]:
+        """The dispatches never claimed, in the order they were made."""
+        return [call for call, taken in zip(self._calls, self._taken, strict=True) if not taken]
+
+    def _first(self, queue: deque[int] | None) -> int | None:
+        # A dispatch taken through the other index is dropped here, once.
+        while queue and self._taken[queue[0]]:
+            queue.popleft()
+        return queue[0] if queue else None
+
+
+class HandoffsAfter:
+    """A record's handoffs by the request they followed: `after(turn, step)` gives (once)
+    those made after request `step` of `turn` (step -1: before the turn's first request),
+    `left()` those no request shown was theirs (a transcript cut short), in order."""
+
+    def __init__(self, handoffs: Iterable[Handoff]) -> None:
+        self._by_request: dict[tuple[int, int], list[Handoff]] = {}
+        for handoff in handoffs:
+            self._by_request.setdefault((handoff.turn, handoff.step), []).append(handoff)
+
+    def after(self, turn: int, step: int) -> list[Handoff]:
+        return self._by_request.pop((turn, step), [])
+
+    def left(self) -> list[Handoff]:
+        left = [handoff for handoffs in self._by_request.values() for handoff in handoffs]
+        self._by_request.clear()
+        return sorted(left, key=lambda handoff: (handoff.turn, handoff.step))

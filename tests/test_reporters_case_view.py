@@ -357,6 +357,11 @@ def test_a_hostile_agent_name_forges_no_line_and_no_workflow_command(
         assert f"    handoff: {escaped} → billing" in out.splitlines()
         assert f'    ← [{escaped}] model calls fail({{"reason": "to billing"}})' in out
         assert not any(line.strip().startswith("[9]") for line in out.splitlines())
+    # The JSON the last run keeps holds the name as it was, its `##[` escaped.
+    for kept in (root / ".zeroclaw-eval").iterdir():
+        assert "##[" not in kept.read_text("utf-8"), kept.name
+    report = json.loads((root / ".zeroclaw-eval" / "last-report.json").read_text("utf-8"))
+    assert report["cases"][0]["record"]["handoffs"][0]["source"] == hostile
 
 
 def test_a_report_without_the_transcript_still_says_who_called_and_handed_off(

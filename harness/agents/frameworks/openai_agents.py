@@ -2,17 +2,17 @@
 
 `agent = "openai-agents"` runs a fresh SDK `Agent` per case with the registry's tools;
 `agent = "openai-agents:mypkg.agents:build_agent"` runs the user's own agent, keeping its
-instructions, tools and settings, swapping only the model (for the whole run, handoffs
-included) and recording each of its function tools' dispatches at the tool boundary.
+instructions, tools and settings, swapping only the model (for the whole run, handoffs and
+agents used as tools included) and recording each function tool's dispatches, of every
+agent of its graph, at the tool boundary (`harness.agents.sdk_graph`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
-from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, Usage
+from agents import Agent, FunctionTool, Handoff, Model, ModelResponse, RunConfig, Runner, Usage
 from agents.items import TResponseInputItem
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -21,15 +21,25 @@ from openai.types.responses import (
 )
 
 from harness.agents.protocol import AgentContext, FrameworkAdapter
+from harness.agents.sdk_graph import (
+    ACTIVE_AGENT,
+    GraphCopy,
+    agent_tools,
+    note_agent,
+    reachable,
+    tool_text,
+)
 from harness.model_boundary import (
+    Divergence,
     Message,
     ModelBoundary,
     ModelRequest,
+    ModelStep,
     Role,
     ToolCall,
     ToolSchema,
 )
-from harness.tool_registry import Tool, ToolRegistry, canonical_text
+from harness.tool_registry import Tool, ToolRegistry
 
 
 class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
@@ -39,13 +49,25 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
     agent_type = Agent
     agent_label = "an agents.Agent"
 
+    _graph: dict[str, frozenset[str]] | None = None
+
     def user_tool_names(self, agent: Agent[Any]) -> list[str]:
-        return [tool.name for tool in agent.tools]
+        # Every agent of the graph: a fixture scripts the specialists' steps too.
+        self._graph = agent_tools(agent)
+        return sorted(frozenset[str]().union(*self._graph.values()))
+
+    def agent_tools(self) -> dict[str, frozenset[str]]:
+        """Each agent of the user's graph and the tools it offers; empty for one agent."""
+        if self._factory is None:
+            return {}
+        self.tool_names()  # builds the user's agent once, keeping its graph
+        graph = self._graph or {}
+        return graph if len(graph) > 1 else {}
 
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools
-        model = HarnessModel(context.model)
         if self._factory is None:
+            model = HarnessModel(context.model)
             agent: Agent[Any] = Agent(
                 name=f"zeroclaw-eval:{context.case_id}",
                 model=model,
@@ -53,9 +75,14 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
             )
             return _Session(agent, _RUN_CONFIG, context.model)
         user = self.build()
-        agent = user.clone(tools=[_recording(tool, registry) for tool in user.tools])
-        # RunConfig.model replaces the model of every agent in the run, handoffs included.
-        return _Session(agent, RunConfig(model=model, tracing_disabled=True), context.model)
+        several = len(reachable(user)) > 1
+        model = HarnessModel(context.model, attribute=several)
+        # RunConfig.model replaces the model of every agent in the run, handoffs included;
+        # an agent run as a tool inherits the run configuration (or keeps its own, whose
+        # model the copy replaces too). The input filter tells the model who asks.
+        config = RunConfig(model=model, tracing_disabled=True, call_model_input_filter=note_agent)
+        agent = GraphCopy(registry, context.model, config, attribute=several).copy(user)
+        return _Session(agent, config, context.model)
 
 
 # Tracing would export spans over the network; a harness run stays offline. Shared: building
@@ -100,34 +127,14 @@ def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:
     )
 
 
-# Set by the SDK on a tool's context when its default failure handler turned an exception
-# into text for the model: the only sign that such a call failed.
-_HANDLED_FAILURE = "_function_tool_default_failure_handled"
-
-
-def _recording(tool: Any, registry: ToolRegistry) -> Any:
-    """The user's tool, its every dispatch recorded; other kinds of tool pass through."""
-    if not isinstance(tool, FunctionTool):
-        return tool
-    original = tool.on_invoke_tool
-
-    async def invoke(context: Any, arguments: str) -> Any:
-        return await registry.recorded(
-            tool.name,
-            canonical_text(arguments),
-            lambda: original(context, arguments),
-            text=_text,
-            failed=lambda _result: bool(getattr(context, _HANDLED_FAILURE, False)),
-        )
-
-    return dataclasses.replace(tool, on_invoke_tool=invoke)
-
-
 class HarnessModel(Model):
     """An SDK `Model` whose responses come from the harness's model boundary."""
 
-    def __init__(self, boundary: ModelBoundary) -> None:
+    def __init__(self, boundary: ModelBoundary, *, attribute: bool = False) -> None:
         self._boundary = boundary
+        # In a graph of several agents each request names its agent, and a scripted call
+        # the asking agent does not offer is a divergence naming it.
+        self._attribute = attribute
 
     async def get_response(
         self,
@@ -147,9 +154,18 @@ class HarnessModel(Model):
             ToolSchema(t.name, t.description, t.params_json_schema)
             for t in tools
             if isinstance(t, FunctionTool)
+        ) + tuple(
+            # The SDK offers the model each handoff as a function tool of its own.
+            ToolSchema(h.tool_name, h.tool_description, h.input_json_schema)
+            for h in handoffs
+            if isinstance(h, Handoff)
         )
-        request = ModelRequest(messages=to_messages(system_instructions, input), tools=schemas)
+        agent = ACTIVE_AGENT.get() if self._attribute else None
+        messages = to_messages(system_instructions, input)
+        request = ModelRequest(messages=messages, tools=schemas, agent=agent)
         step = await self._boundary.respond(request)
+        if agent is not None:
+            _check_offered(step, agent, schemas)
         output: list[Any] = []
         if not step.tool_calls:
             # A text step always yields a message, even an empty one: without it the SDK
@@ -187,6 +203,17 @@ class HarnessModel(Model):
         raise NotImplementedError("the harness drives the SDK with Runner.run, not streaming")
 
 
+def _check_offered(step: ModelStep, agent: str, offered: tuple[ToolSchema, ...]) -> None:
+    names = {schema.name for schema in offered}
+    for call in step.tool_calls:
+        if call.name not in names:
+            listed = ", ".join(sorted(names)) or "none"
+            raise Divergence(
+                f"the model called tool {call.name!r}, which agent {agent!r} (the agent "
+                f"asking) does not offer (its tools: {listed})"
+            )
+
+
 def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tuple[Message, ...]:
     """SDK input items as neutral messages (user, assistant text and calls, tool results)."""
     messages: list[Message] = []
@@ -213,12 +240,12 @@ def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tu
             messages.append(
                 Message(
                     role="tool",
-                    content=_text(raw.get("output")),
+                    content=tool_text(raw.get("output")),
                     tool_call_id=str(raw.get("call_id", "")),
                 )
             )
         elif (role := _ROLES.get(raw.get("role"))) is not None:
-            messages.append(Message(role=role, content=_text(raw.get("content"))))
+            messages.append(Message(role=role, content=tool_text(raw.get("content"))))
     return tuple(messages)
 
 
@@ -228,14 +255,6 @@ _ROLES: dict[Any, Role] = {
     "system": "system",
     "developer": "system",
 }
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)
 
 
 # What the agent registry looks up in every module of this package.

@@ -1,0 +1,274 @@
+"""The agent graph of an OpenAI Agents SDK agent: every agent it can reach (the agents it
+hands off to, plain or through `handoff(...)`, and the agents it uses as tools), the tools
+each offers its model, and a copy of the whole graph whose function tools are recorded and
+whose handoffs are told to the model boundary.
+
+Only `harness.agents.frameworks.openai_agents` imports it: it needs the SDK.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import weakref
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, cast
+
+from agents import Agent, FunctionTool, Handoff, RunConfig, handoff
+from agents.run_config import CallModelData, ModelInputData
+
+from harness.model_boundary import ModelBoundary
+from harness.tool_registry import ToolRegistry, canonical_text
+
+# The agent whose model call is being made: set by the run configuration's model-input
+# filter, which the SDK calls in the task about to call the model, for every agent of the
+# run and for agents run as tools (their runs inherit the run configuration).
+ACTIVE_AGENT: ContextVar[str | None] = ContextVar("zeroclaw_sdk_agent", default=None)
+
+
+def note_agent(data: CallModelData[Any]) -> ModelInputData:
+    ACTIVE_AGENT.set(data.agent.name)
+    return data.model_data
+
+
+def handoff_name(item: Agent[Any] | Handoff[Any, Any]) -> str:
+    return item.tool_name if isinstance(item, Handoff) else Handoff.default_tool_name(item)
+
+
+def handoff_target(item: Agent[Any] | Handoff[Any, Any]) -> Agent[Any] | None:
+    """The agent a handoff passes control to (None: a `Handoff` built without `handoff()`,
+    whose target only its own function knows)."""
+    if isinstance(item, Agent):
+        return item
+    target = item._agent_ref() if item._agent_ref is not None else None
+    return target if isinstance(target, Agent) else None
+
+
+def nested_agent(tool: Any) -> Agent[Any] | None:
+    """The agent an `as_tool` function tool runs, else None."""
+    agent = getattr(tool, "_agent_instance", None) if isinstance(tool, FunctionTool) else None
+    return agent if isinstance(agent, Agent) else None
+
+
+def _neighbours(agent: Agent[Any]) -> Iterator[Agent[Any]]:
+    for item in agent.handoffs:
+        if (target := handoff_target(item)) is not None:
+            yield target
+    for tool in agent.tools:
+        if (inner := nested_agent(tool)) is not None:
+            yield inner
+
+
+def reachable(root: Agent[Any]) -> list[Agent[Any]]:
+    """Every agent reachable from `root`, root first; agents are told apart by identity, so
+    agents that hand back to each other end the walk."""
+    seen: dict[int, Agent[Any]] = {id(root): root}
+    queue = [root]
+    while queue:
+        for other in _neighbours(queue.pop(0)):
+            if id(other) not in seen:
+                seen[id(other)] = other
+                queue.append(other)
+    return list(seen.values())
+
+
+def offered(agent: Agent[Any]) -> frozenset[str]:
+    """The names an agent may offer its model: its function tools and its handoffs (less any
+    switched off for good with `is_enabled=False`; a callable is decided at run time)."""
+    tools = {
+        t.name for t in agent.tools if isinstance(t, FunctionTool) and t.is_enabled is not False
+    }
+    handoffs = {handoff_name(h) for h in agent.handoffs if _enabled(h)}
+    return frozenset(tools | handoffs)
+
+
+def _enabled(item: Agent[Any] | Handoff[Any, Any]) -> bool:
+    return not isinstance(item, Handoff) or item.is_enabled is not False
+
+
+def agent_tools(root: Agent[Any]) -> dict[str, frozenset[str]]:
+    """Each agent of the graph (by name; agents sharing a name share an entry) and what it
+    offers its model."""
+    tools: dict[str, frozenset[str]] = {}
+    for agent in reachable(root):
+        tools[agent.name] = tools.get(agent.name, frozenset()) | offered(agent)
+    return tools
+
+
+# Set by the SDK on a tool's context when its default failure handler turned an exception
+# into text for the model: the only sign that such a call failed.
+_HANDLED_FAILURE = "_function_tool_default_failure_handled"
+
+
+def tool_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+def recording(tool: Any, registry: ToolRegistry, agent: str | None = None) -> Any:
+    """The user's tool, its every dispatch recorded (under `agent`, in a graph of several);
+    other kinds of tool pass through."""
+    if not isinstance(tool, FunctionTool):
+        return tool
+    original = tool.on_invoke_tool
+
+    async def invoke(context: Any, arguments: str) -> Any:
+        async def run() -> Any:
+            try:
+                return await original(context, arguments)
+            finally:
+                # The registry records the call as soon as this returns, with no await in
+                # between: another agent's call (one run as this tool, say) may have set
+                # the registry's agent meanwhile.
+                if agent is not None:
+                    registry.agent = agent
+
+        return await registry.recorded(
+            tool.name,
+            canonical_text(arguments),
+            run,
+            text=tool_text,
+            failed=lambda _result: bool(getattr(context, _HANDLED_FAILURE, False)),
+        )
+
+    return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+class GraphCopy:
+    """A copy of the user's graph for one case (the user's agents are never modified): every
+    agent cloned with its function tools recorded, its handoffs leading to the copies and
+    told to the boundary, the agents it uses as tools copied too and run with the harness's
+    model even where `as_tool` was given a run configuration of its own."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        boundary: ModelBoundary,
+        config: RunConfig,
+        *,
+        attribute: bool,
+    ) -> None:
+        self._registry = registry
+        self._boundary = boundary
+        self._config = config
+        self._attribute = attribute
+        self._copies: dict[int, Agent[Any]] = {}
+
+    def copy(self, agent: Agent[Any]) -> Agent[Any]:
+        if (done := self._copies.get(id(agent))) is not None:
+            return done
+        clone = agent.clone()
+        # Registered before its neighbours are copied, so a cycle ends here; and as its own
+        # copy, since a handoff made with `handoff(copy)` gives back the copy itself.
+        self._copies[id(agent)] = self._copies[id(clone)] = clone
+        clone.tools = [self._tool(tool, agent.name) for tool in agent.tools]
+        clone.handoffs = [self._handoff(item, agent.name) for item in agent.handoffs]
+        return clone
+
+    def _tool(self, tool: Any, owner: str) -> Any:
+        inner = nested_agent(tool)
+        if inner is not None:
+            copy = self.copy(inner)
+            invoke = rebound(tool.on_invoke_tool, lambda value: self._substitute(value, inner))
+            if invoke is tool.on_invoke_tool:
+                raise TypeError(
+                    f"agent {owner!r} uses agent {inner.name!r} as tool {tool.name!r} in a way "
+                    "the harness cannot follow (its as_tool function does not hold the agent)"
+                )
+            tool = dataclasses.replace(tool, on_invoke_tool=invoke, _agent_instance=copy)
+        return recording(tool, self._registry, owner if self._attribute else None)
+
+    def _substitute(self, value: Any, inner: Agent[Any]) -> Any:
+        if value is inner:
+            return self._copies[id(inner)]
+        if isinstance(value, RunConfig) and value is not self._config:
+            # An as_tool given its own run configuration keeps it, but for the model.
+            return dataclasses.replace(
+                value,
+                model=self._config.model,
+                tracing_disabled=True,
+                call_model_input_filter=self._config.call_model_input_filter,
+            )
+        return None
+
+    def _handoff(self, item: Agent[Any] | Handoff[Any, Any], owner: str) -> Handoff[Any, Any]:
+        made: Handoff[Any, Any] = handoff(self.copy(item)) if isinstance(item, Agent) else item
+        original = made.on_invoke_handoff
+
+        async def invoke(context: Any, arguments: str) -> Any:
+            target = await original(context, arguments)
+            # A `Handoff` built by hand returns the user's own agent: run its copy instead.
+            copy = self.copy(target) if isinstance(target, Agent) else target
+            self._boundary.handoff(owner, getattr(copy, "name", str(copy)))
+            return copy
+
+        replaced = dataclasses.replace(made, on_invoke_handoff=invoke)
+        target = handoff_target(item)
+        if target is not None:
+            replaced._agent_ref = weakref.ref(self.copy(target))
+        return replaced
+
+
+# How deep into a function's closures a nested agent is looked for: as_tool's tool wraps
+# the function that runs the agent once; a little room for a wrapper of the user's.
+_CLOSURE_DEPTH = 4
+
+
+def rebound(
+    func: Callable[..., Any], substitute: Callable[[Any], Any], depth: int = _CLOSURE_DEPTH
+) -> Callable[..., Any]:
+    """`func` with every value its closures hold (functions' closures followed `depth`
+    deep) replaced by `substitute(value)` where that is not None; `func` itself when none
+    is. The SDK's `as_tool` keeps the agent it runs only in its function's closure."""
+    if depth == 0:
+        return func
+    if not isinstance(func, types.FunctionType):
+        return _rebound_object(func, substitute, depth)
+    if not func.__closure__:
+        return func
+    cells: list[types.CellType] = []
+    changed = False
+    for cell in func.__closure__:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            cells.append(cell)
+            continue
+        new = substitute(value)
+        if new is None and isinstance(value, types.FunctionType):
+            inner = rebound(value, substitute, depth - 1)
+            new = inner if inner is not value else None
+        changed = changed or new is not None
+        cells.append(types.CellType(new) if new is not None else cell)
+    if not changed:
+        return func
+    copy = types.FunctionType(
+        func.__code__, func.__globals__, func.__name__, func.__defaults__, tuple(cells)
+    )
+    copy.__kwdefaults__ = func.__kwdefaults__
+    copy.__dict__.update(func.__dict__)
+    return copy
+
+
+def _rebound_object(
+    invoker: Any, substitute: Callable[[Any], Any], depth: int
+) -> Callable[..., Any]:
+    """A callable object (the SDK's tool invokers keep the function they call as an
+    attribute) copied with its functions rebound; the object itself when none changes."""
+    attributes = getattr(invoker, "__dict__", None) or {}
+    changed = {
+        key: new
+        for key, value in attributes.items()
+        if isinstance(value, types.FunctionType)
+        and (new := rebound(value, substitute, depth - 1)) is not value
+    }
+    if not changed:
+        return cast(Callable[..., Any], invoker)
+    duplicate = copy.copy(invoker)
+    duplicate.__dict__.update(changed)
+    return cast(Callable[..., Any], duplicate)

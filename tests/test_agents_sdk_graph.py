@@ -1,0 +1,308 @@
+"""`harness.agents.sdk_graph` through the SDK adapter: a user's multi-agent graph (handoffs,
+plain and through `handoff(...)`, agents used as tools) admitted, replayed, recorded and
+attributed per agent, and a graph that broke (the wrong specialist, a specialist that lost
+its tool, a triage agent that answers itself) failing its suite with the run error that
+names the agent and its tools."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Cli, call, fixture, text_step, tool_step, turn, write_suite
+
+from harness.agents.registry import resolve_agent, surface_of
+
+TRIAGE = REPO / "examples" / "openai_agents_triage"
+
+
+@pytest.fixture
+def triage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The triage example, copied to a directory of its own the test may add modules to."""
+    root = tmp_path / "triage"
+    shutil.copytree(TRIAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def report(root: Path) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = json.loads((root / "r.json").read_text(encoding="utf-8"))["cases"]
+    return sorted(cases, key=lambda case: case["id"])
+
+
+def run_triage(run_cli: Cli, root: Path, agent: str) -> Any:
+    return run_cli(
+        "eval", "run", "--suite", "evals", "--agent", agent, "--json-report", "r.json", cwd=root
+    )
+
+
+# --- the graph, known at admission ----------------------------------------------------------
+
+
+def test_every_agent_of_the_graph_and_its_handoffs_are_on_the_surface(triage: Path) -> None:
+    surface = surface_of("openai-agents:triage_agents:build_agent")
+    assert dict(surface.agents) == {
+        "triage_agent": {"transfer_to_billing_agent", "transfer_to_faq_agent"},
+        "billing_agent": {"lookup_invoice"},
+        # faq hands back to triage: the walk ends there.
+        "faq_agent": {"transfer_to_triage_agent"},
+    }
+    assert surface.tools == frozenset().union(*surface.agents.values())
+
+
+def test_an_unknown_tool_is_still_refused_with_did_you_mean(run_cli: Cli, triage: Path) -> None:
+    data = json.loads((triage / "evals" / "billing_invoice_lookup.json").read_text("utf-8"))
+    data["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "transfer_to_biling"
+    (triage / "evals" / "billing_invoice_lookup.json").write_text(json.dumps(data), "utf-8")
+    result = run_triage(run_cli, triage, "openai-agents:triage_agents:build_agent")
+    assert result.returncode == 1
+    assert "tool 'transfer_to_biling' is not registered" in result.stderr + result.stdout
+    assert "transfer_to_billing_agent" in result.stderr + result.stdout
+
+
+# --- replayed, recorded and attributed ------------------------------------------------------
+
+
+def test_the_triage_suite_replays_green_each_request_call_and_handoff_says_its_agent(
+    run_cli: Cli, triage: Path
+) -> None:
+    result = run_triage(run_cli, triage, "openai-agents:triage_agents:build_agent")
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    cases = {case["id"]: case["record"] for case in report(triage)}
+    back = cases["faq-hands-back-to-triage"]
+    assert [(h["step"], h["source"], h["target"]) for h in back["handoffs"]] == [
+        (0, "triage_agent", "faq_agent"),
+        (1, "faq_agent", "triage_agent"),
+        (2, "triage_agent", "billing_agent"),
+    ]
+    assert back["final_agent"] == "billing_agent"
+    # A handoff is no tool call: only the specialist's own tool was recorded, under it.
+    assert [(c["name"], c["agent"]) for c in back["calls"]] == [("lookup_invoice", "billing_agent")]
+    turns = cases["multi-turn-billing-then-faq"]
+    assert [(h["turn"], h["target"]) for h in turns["handoffs"]] == [
+        (0, "billing_agent"),
+        (1, "faq_agent"),
+    ]
+    assert turns["final_agent"] == "faq_agent"
+
+
+def test_each_transcript_step_names_the_agent_that_asked(run_cli: Cli, triage: Path) -> None:
+    result = run_cli(
+        "eval", "run", "--suite", "evals", "--agent", "openai-agents:triage_agents:build_agent",
+        "-k", "faq-hands-back", "-v", cwd=triage,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (kept,) = (triage / ".zeroclaw-eval").glob("transcripts-*.jsonl")
+    transcript = json.loads(kept.read_text(encoding="utf-8"))["transcript"]
+    assert [step["agent"] for step in transcript] == [
+        "triage_agent",
+        "faq_agent",
+        "triage_agent",
+        "billing_agent",
+        "billing_agent",
+    ]
+    # The model is offered each handoff as the SDK offers it: a tool of the asking agent.
+    assert transcript[0]["tools_offered"] == ["transfer_to_billing_agent", "transfer_to_faq_agent"]
+
+
+# --- a graph that broke fails its suite, naming the agent and its tools ---------------------
+
+WRONG_SPECIALIST = """
+from agents import handoff
+import triage_agents
+
+
+def build_agent():
+    triage = triage_agents.build_agent()
+    billing, faq = triage.handoffs[0], triage.handoffs[1]._agent_ref()
+    # The two handoffs are crossed: each leads to the other specialist.
+    triage.handoffs = [
+        handoff(faq, tool_name_override="transfer_to_billing_agent"),
+        handoff(billing, tool_name_override="transfer_to_faq_agent"),
+    ]
+    return triage
+"""
+
+LOST_TOOL = """
+import triage_agents
+
+
+def build_agent():
+    triage = triage_agents.build_agent()
+    billing = triage.handoffs[0]
+    # The billing agent's tool ended up on the triage agent.
+    triage.tools, billing.tools = billing.tools, []
+    return triage
+"""
+
+ANSWERS_ITSELF = """
+from agents import handoff
+import triage_agents
+
+
+def build_agent():
+    triage = triage_agents.build_agent()
+    billing, faq = triage.handoffs[0], triage.handoffs[1]._agent_ref()
+    # A switch that turns the handoffs off: the triage agent is left to answer itself.
+    off = lambda context, agent: False
+    triage.handoffs = [handoff(billing, is_enabled=off), handoff(faq, is_enabled=off)]
+    return triage
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "failing", "error"),
+    [
+        (
+            WRONG_SPECIALIST,
+            4,
+            "the model called tool 'lookup_invoice', which agent 'faq_agent' (the agent "
+            "asking) does not offer (its tools: transfer_to_triage_agent)",
+        ),
+        (
+            LOST_TOOL,
+            4,
+            "the model called tool 'lookup_invoice', which agent 'billing_agent' (the agent "
+            "asking) does not offer (its tools: none)",
+        ),
+        (
+            ANSWERS_ITSELF,
+            5,
+            "the model called tool 'transfer_to_billing_agent', which agent 'triage_agent' "
+            "(the agent asking) does not offer (its tools: none)",
+        ),
+    ],
+    ids=["handoff-to-the-wrong-agent", "specialist-lost-its-tool", "triage-answers-itself"],
+)
+def test_a_broken_graph_fails_the_suite_naming_the_agent_and_its_tools(
+    run_cli: Cli, triage: Path, source: str, failing: int, error: str
+) -> None:
+    (triage / "broken.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    result = run_triage(run_cli, triage, "openai-agents:broken:build_agent")
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    cases = report(triage)
+    errors = [case["error"] for case in cases if case["error"]]
+    assert len(errors) == failing, errors
+    assert all("(the agent asking) does not offer" in e for e in errors), errors
+    (billing,) = [case for case in cases if case["id"] == "billing-invoice-lookup"]
+    assert error in billing["error"]
+
+
+def test_a_specialist_without_its_tool_anywhere_is_refused_at_admission(
+    run_cli: Cli, triage: Path
+) -> None:
+    (triage / "broken.py").write_text(
+        "import triage_agents\n\n\ndef build_agent():\n"
+        "    triage = triage_agents.build_agent()\n"
+        "    triage.handoffs[0].tools = []\n"
+        "    return triage\n",
+        encoding="utf-8",
+    )
+    result = run_triage(run_cli, triage, "openai-agents:broken:build_agent")
+    assert result.returncode == 1
+    assert (
+        "tool 'lookup_invoice' is not registered by agent 'openai-agents:broken:build_agent'"
+        in (result.stdout + result.stderr)
+    )
+
+
+# --- an agent used as a tool ----------------------------------------------------------------
+
+ORCHESTRATOR = """
+from agents import Agent, RunConfig, function_tool
+
+
+@function_tool
+def forecast(city: str) -> str:
+    '''The weather in a city.'''
+    return f"{city}: sunny, 21 C"
+
+
+async def first_line(result):
+    return str(result.final_output).splitlines()[0]
+
+
+def build_agent():
+    weather = Agent(name="weather_agent", instructions="Answer with forecast.", tools=[forecast])
+    kwargs = {OWN_CONFIG}
+    return Agent(
+        name="orchestrator",
+        instructions="Ask the weather agent.",
+        tools=[
+            weather.as_tool(
+                "ask_weather", "Ask the weather agent.",
+                custom_output_extractor=first_line, **kwargs,
+            )
+        ],
+    )
+"""
+
+
+@pytest.mark.parametrize(
+    "own_config",
+    ["{}", "{'run_config': RunConfig(model='a-model-of-its-own', tracing_disabled=True)}"],
+    ids=["inherits-the-run-configuration", "has-a-run-configuration-of-its-own"],
+)
+def test_an_agent_used_as_a_tool_is_the_outer_agents_call_and_its_steps_are_its_own(
+    run_cli: Cli, tmp_path: Path, own_config: str
+) -> None:
+    steps = [
+        tool_step(call("o1", "ask_weather", input="Oslo?")),
+        # The nested agent's model calls are steps of the same turn's script.
+        tool_step(call("w1", "forecast", city="Oslo")),
+        text_step("Oslo: sunny, 21 C\n(from the forecast)"),
+        text_step("It is sunny in Oslo."),
+    ]
+    expects = {
+        "tools_used": ["ask_weather", "forecast"],
+        "tool_results_contain": [{"tool": "ask_weather", "needle": "sunny, 21 C"}],
+        "response_contains": ["sunny"],
+        "loop_exempt": {
+            "dispatches": "the nested agent's calls are its own conversation's",
+            "instructions": "each agent sends its own instructions",
+            "history": "the nested agent starts its own conversation",
+            "tool_results": "the nested agent starts its own conversation",
+        },
+    }
+    write_suite(
+        tmp_path / "evals", {"w.json": fixture("weather", [turn("Oslo?", *steps)], expects)}
+    )
+    (tmp_path / "orchestra.py").write_text(
+        ORCHESTRATOR.replace("{OWN_CONFIG}", own_config), encoding="utf-8"
+    )
+    result = run_cli(
+        "eval", "run", "--suite", "evals", "--agent", "openai-agents:orchestra:build_agent",
+        "--json-report", "r.json", cwd=tmp_path,
+    )  # fmt: skip
+    (case,) = report(tmp_path)
+    assert result.returncode == 0, (case["error"], result.stdout)
+    record = case["record"]
+    # The nested call finishes first; the outer call's result is what its extractor gave.
+    assert [(c["name"], c["agent"], c["result"]) for c in record["calls"]] == [
+        ("forecast", "weather_agent", "Oslo: sunny, 21 C"),
+        ("ask_weather", "orchestrator", "Oslo: sunny, 21 C"),
+    ]
+    assert record["handoffs"] == []
+    assert record["final_agent"] == "orchestrator"
+    assert record["model_calls"] == 4
+
+
+def test_the_graph_surface_of_a_graph_with_an_agent_as_a_tool(tmp_path: Path) -> None:
+    (tmp_path / "orchestra_surface.py").write_text(
+        ORCHESTRATOR.replace("{OWN_CONFIG}", "{}"), encoding="utf-8"
+    )
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        adapter = resolve_agent("openai-agents:orchestra_surface:build_agent")
+        assert adapter.agent_tools() == {  # type: ignore[attr-defined]
+            "orchestrator": {"ask_weather"},
+            "weather_agent": {"forecast"},
+        }
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import msgspec
 
+from harness.io.problems import escaped, unsafe_name_problem
 from harness.io.validation import Fault
 from harness.modes import Mode
 from harness.run_record import RunRecord
 from harness.transcript import Conversation
 from harness.workspace import WorkspaceView
 
-Category = Literal["response", "tool", "side_effect", "budget", "request", "run", "loop"]
+Category = Literal["response", "tool", "agent", "side_effect", "budget", "request", "run", "loop"]
 EXPECTS = "$.expects"
 
 
@@ -58,6 +59,9 @@ class Context:
     # One entry per turn of the fixture: how many steps it scripts, or None for a turn the
     # real model answers (live), whose requests cannot be counted in advance.
     turn_steps: tuple[int | None, ...] | None = None
+    # Each agent of a multi-agent graph and its tools; empty: the graph is not known (one
+    # agent, or an own loop), and any agent name is taken as it is.
+    agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -161,3 +165,22 @@ def _misspelt(
 # misspelling of it: `ecoh`/`echo` and `read_flie`/`read_file` are; `shell`, `search` or
 # `http_request` against the built-in tools are not.
 MISSPELT = 0.75
+
+
+def agent_name_problem(name: str, context: Context) -> str | None:
+    """Why `name` cannot name an agent of the graph under test, or None when it can. An
+    unknown name is refused only when the graph is known: a check on an agent that never
+    runs could never hold, and a step for one could never be asked for."""
+    if is_blank(name):
+        return "empty or whitespace-only agent name"
+    unsafe = unsafe_name_problem("agent name", name)
+    if unsafe is not None:
+        return unsafe
+    known = context.agents
+    if not known or name in known:
+        return None
+    # Looser than for tools: agents are few, and `faq` for `faq_agent` is meant.
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    agents = ", ".join(escaped(a) for a in sorted(known))
+    return f"{name!r} is not an agent of {context.agent}{hint}; its agents: {agents}"

@@ -41,6 +41,7 @@ from conftest import (
 )
 
 from harness.agents.protocol import AgentSurface
+from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.expectations.dispatch_payloads import PayloadExpect
 from harness.expectations.registry import Expects, assertion_count
 from harness.fixtures.admission import empty_run_passes
@@ -1811,3 +1812,42 @@ def test_token_counts_are_bounded(tmp_path: Path) -> None:
     )
     _text_step(data)["response"]["output_tokens"] = MAX_STEP_TOKENS
     admit(write_fixture(tmp_path, "case.json", data))
+
+
+# --- a step naming the agent it answers -------------------------------------------------------
+
+TRIAGE_GRAPH = AgentSurface(
+    "triage-graph",
+    BUILTIN_TOOL_NAMES,
+    {"triage": frozenset(), "billing": BUILTIN_TOOL_NAMES, "faq_agent": frozenset()},
+)
+
+
+def test_a_step_naming_an_unknown_agent_is_refused_with_did_you_mean(tmp_path: Path) -> None:
+    data = replay_trace()
+    data["turns"][0]["steps"][0]["agent"] = "triage"
+    data["turns"][0]["steps"][1]["agent"] = "biling"
+    refuse_one(
+        tmp_path,
+        data,
+        "$.turns[0].steps[1].agent",
+        "'biling' is not an agent of triage-graph (did you mean billing?); its agents: "
+        "billing, faq_agent, triage",
+        agent=TRIAGE_GRAPH,
+    )
+
+
+def test_a_step_naming_a_blank_agent_is_refused(tmp_path: Path) -> None:
+    data = replay_trace()
+    data["turns"][0]["steps"][1]["agent"] = " "
+    refuse_one(tmp_path, data, "$.turns[0].steps[1].agent", "empty or whitespace-only agent name")
+
+
+def test_a_step_naming_a_known_agent_is_admitted_and_any_when_the_graph_is_unknown(
+    tmp_path: Path,
+) -> None:
+    data = replay_trace()
+    data["turns"][0]["steps"][1]["agent"] = "billing"
+    case = admit(write_fixture(tmp_path, "a.json", data), agent=TRIAGE_GRAPH)
+    assert [s.agent for s in case.trace.turns[0].steps or ()] == [None, "billing"]
+    assert admit(write_fixture(tmp_path, "b.json", data)).trace.turns[0].steps

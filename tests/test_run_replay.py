@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import call, fixture, text_step, tool_step, trace_of, turn
+from conftest import (
+    Cli,
+    call,
+    fixture,
+    project,
+    text_step,
+    tool_step,
+    trace_of,
+    turn,
+    write_module,
+)
 
 from harness.model_boundary import Message, ModelBoundary, ModelRequest, ModelStep, ToolCall
 from harness.run.replay import ReplayBackend, ReplayDivergence
@@ -240,3 +253,114 @@ def test_fresh_backends_do_not_share_queues() -> None:
     respond(first)
     second.start_turn(0)
     assert respond(second).text == "a"
+
+
+# --- steps naming the agent they answer -------------------------------------------------------
+
+
+def for_agent(agent: str, step: dict[str, Any]) -> dict[str, Any]:
+    return {**step, "agent": agent}
+
+
+def asks(agent: str | None, text: str = "hi") -> ModelRequest:
+    return ModelRequest(messages=(Message(role="user", content=text),), agent=agent)
+
+
+def test_a_step_naming_an_agent_answers_that_agents_request_whatever_its_position() -> None:
+    # A guardrail agent runs beside the agent it guards: either may ask first.
+    script = turn(
+        "one",
+        for_agent("triage", text_step("triage's")),
+        for_agent("guard", text_step("guard's")),
+        for_agent("triage", text_step("triage's second")),
+    )
+    for order in (["triage", "guard", "triage"], ["guard", "triage", "triage"]):
+        b = boundary_for(script)
+        b.start_turn(0)
+        answers: dict[str, list[str]] = {}
+        for agent in order:
+            answers.setdefault(agent, []).append(respond(b, asks(agent)).text)
+        b.end_turn(0)
+        assert answers == {"triage": ["triage's", "triage's second"], "guard": ["guard's"]}
+
+
+def test_a_request_no_step_of_the_turn_answers_is_a_divergence_naming_the_agent() -> None:
+    b = boundary_for(
+        turn("one", for_agent("billing", text_step("billing's")), text_step("anyone's")),
+        name="by-agent",
+    )
+    b.start_turn(0)
+    with pytest.raises(ReplayDivergence) as info:
+        respond(b, asks("faq_agent"))
+    message = str(info.value)
+    assert message.startswith(
+        "case 'by-agent': turn 0: agent 'faq_agent' requested a model response, but no step "
+        "of the turn left answers it; the script expected next a step answering "
+        "\"billing's\" for agent 'billing'"
+    )
+    # A request naming no agent cannot take a step that names one either.
+    with pytest.raises(ReplayDivergence, match="the agent under test requested"):
+        respond(b, asks(None))
+
+
+def test_steps_naming_no_agent_answer_any_request_in_order() -> None:
+    b = boundary_for(turn("one", text_step("a"), text_step("b"), for_agent("x", text_step("c"))))
+    b.start_turn(0)
+    assert [respond(b, asks("y")).text, respond(b, asks(None)).text] == ["a", "b"]
+    assert respond(b, asks("x")).text == "c"
+    b.end_turn(0)
+
+
+def test_an_unused_step_naming_an_agent_is_named_as_over_specification() -> None:
+    b = boundary_for(turn("one", text_step("a"), for_agent("faq_agent", text_step("b"))))
+    b.start_turn(0)
+    respond(b)
+    with pytest.raises(ReplayDivergence, match="a step answering \"b\" of agent 'faq_agent'"):
+        b.end_turn(0)
+
+
+# A loop whose guardrail agent asks before the agent it guards, though the script lists the
+# guarded agent's step first.
+GUARDED_LOOP = """
+from harness import Message, ModelRequest
+
+
+class Session:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    async def run_turn(self, user_input):
+        said = (Message(role="user", content=user_input),)
+        verdict = await self.ctx.model.respond(ModelRequest(messages=said, agent="guard"))
+        answer = await self.ctx.model.respond(ModelRequest(messages=said, agent="triage"))
+        return f"{verdict.text}: {answer.text}"
+
+
+def factory(ctx):
+    return Session(ctx)
+"""
+
+
+def test_a_run_matches_steps_to_agents_and_names_the_agent_no_step_answers(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    def case(name: str, guard: str) -> dict[str, Any]:
+        steps = [
+            for_agent("triage", text_step("Refunded")),
+            for_agent(guard, text_step("safe")),
+        ]
+        return fixture(name, [turn("Refund me", *steps)], {"response_contains": ["safe: Refunded"]})
+
+    root = project(tmp_path, {"a.json": case("in-order", "guard"), "b.json": case("no", "gaurd")})
+    module = write_module(root, GUARDED_LOOP)
+    result = run_cli(
+        "eval", "run", "--agent", f"{module}:factory", "--json-report", "r.json", cwd=root
+    )
+    assert result.returncode == 1, result.stderr
+    cases = {c["id"]: c for c in json.loads((root / "r.json").read_text("utf-8"))["cases"]}
+    assert cases["in-order"]["passed"] is True
+    assert cases["no"]["error"].startswith(
+        "case 'no': turn 0: agent 'guard' requested a model response, but no step of the turn "
+        'left answers it; the script expected next a step answering "Refunded" for agent '
+        "'triage'"
+    )

@@ -15,13 +15,19 @@ class ReplayDivergence(Divergence):
 class ReplayBackend:
     """One FIFO queue of scripted steps per turn; a request never borrows from another turn.
 
+    A step naming an agent answers a request of that agent: when the next step names
+    another, the request takes the first step of the turn not yet taken that names its
+    agent, so agents running at the same time may ask in either order. Steps naming no
+    agent are taken in order.
+
     Its divergence errors name the case and the turn; the model boundary adds the last
     request the agent made."""
 
     def __init__(self, trace: LlmTrace) -> None:
         self._case = trace.case_id
-        self._queues: list[deque[ModelStep]] = [
-            deque(to_step(step.response) for step in (turn.steps or ())) for turn in trace.turns
+        self._queues: list[deque[tuple[str | None, ModelStep]]] = [
+            deque((step.agent, to_step(step.response)) for step in (turn.steps or ()))
+            for turn in trace.turns
         ]
         self._turn = -1
         self._last: ModelStep | None = None  # the step last answered in this turn
@@ -39,8 +45,26 @@ class ReplayBackend:
                 f"case {self._case!r}: turn {self._turn} requested more model responses than "
                 f"the trace scripts; the script has no step{last}"
             )
-        self._last = queue.popleft()
+        self._last = self._take(queue, request.agent)
         return self._last
+
+    def _take(self, queue: deque[tuple[str | None, ModelStep]], agent: str | None) -> ModelStep:
+        """The step answering a request of `agent`: the next one, unless it names another
+        agent, then the first of the turn naming `agent`."""
+        named, head = queue[0]
+        if named is None or named == agent:
+            queue.popleft()
+            return head
+        for i, (other, step) in enumerate(queue):
+            if other is not None and other == agent:
+                del queue[i]
+                return step
+        asking = f"agent {agent!r}" if agent is not None else "the agent under test"
+        raise ReplayDivergence(
+            f"case {self._case!r}: turn {self._turn}: {asking} requested a model response, "
+            f"but no step of the turn left answers it; the script expected next "
+            f"{describe_step(head)} for agent {named!r}"
+        )
 
     def start_turn(self, index: int) -> None:
         if index != self._turn + 1 or index >= len(self._queues):
@@ -54,10 +78,12 @@ class ReplayBackend:
     def end_turn(self, index: int) -> None:
         queue = self._queues[index]
         if queue:
+            named, step = queue[0]
+            by = f" of agent {named!r}" if named is not None else ""
             raise ReplayDivergence(
                 f"case {self._case!r}: turn {index} scripted {len(queue)} step(s) the agent never "
                 "requested (the trace over-specifies this turn); the script expected next "
-                f"{describe_step(queue[0])}"
+                f"{describe_step(step)}{by}"
             )
 
 

@@ -4,6 +4,7 @@ request's new messages only, so its size grows with the conversation, not its sq
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import msgspec
@@ -17,7 +18,9 @@ class TranscriptStep(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     collector, like the record holding it)."""
 
     turn: int  # -1: while the agent started
-    step: int  # its place in the turn
+    # Its place in the turn; in replay, the scripted step that answered it, which differs
+    # where a step naming its agent was taken out of order.
+    step: int
     sent: list[Message]  # the messages it added to the previous request's
     tools_offered: list[str] = []
     answer: ModelStep | None = None  # None: never answered (a divergence, a failure)
@@ -52,6 +55,12 @@ class Transcript:
         self.exchanges.append(Exchange(self.turn, self._step, len(self.tools.calls), request))
         self.answers.append(None)
         self._step += 1
+
+    def answered_by(self, index: int) -> None:
+        """The request in progress is answered by step `index` of the turn's script: not
+        the one of its place when steps naming agents were taken out of order."""
+        if self.exchanges and self.exchanges[-1].step != index:
+            self.exchanges[-1] = dataclasses.replace(self.exchanges[-1], step=index)
 
     def answered(self, step: ModelStep) -> None:
         if self.answers:

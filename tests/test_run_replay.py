@@ -330,8 +330,9 @@ class Session:
         self.ctx = ctx
 
     async def run_turn(self, user_input):
+        check = (Message(role="user", content=f"check: {user_input}"),)
+        verdict = await self.ctx.model.respond(ModelRequest(messages=check, agent="guard"))
         said = (Message(role="user", content=user_input),)
-        verdict = await self.ctx.model.respond(ModelRequest(messages=said, agent="guard"))
         answer = await self.ctx.model.respond(ModelRequest(messages=said, agent="triage"))
         return f"{verdict.text}: {answer.text}"
 
@@ -349,7 +350,10 @@ def test_a_run_matches_steps_to_agents_and_names_the_agent_no_step_answers(
             for_agent("triage", text_step("Refunded")),
             for_agent(guard, text_step("safe")),
         ]
-        return fixture(name, [turn("Refund me", *steps)], {"response_contains": ["safe: Refunded"]})
+        # The guard asked first, but its request is the one answered by step 1.
+        asked = {"turn": 0, "step": 1, "role": "user", "needle": "check: Refund me"}
+        checks = {"response_contains": ["safe: Refunded"], "request_contains": [asked]}
+        return fixture(name, [turn("Refund me", *steps)], checks)
 
     root = project(tmp_path, {"a.json": case("in-order", "guard"), "b.json": case("no", "gaurd")})
     module = write_module(root, GUARDED_LOOP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from harness.fixtures.schema import LlmTrace, Response, TextResponse
 from harness.model_boundary import Divergence, ModelRequest, ModelStep, ToolCall
@@ -21,14 +22,19 @@ class ReplayBackend:
     agent are taken in order.
 
     Its divergence errors name the case and the turn; the model boundary adds the last
-    request the agent made."""
+    request the agent made. `on_take`, when set, is told the index in the turn of each step
+    taken: a step taken out of order answers a request other than the one of its index."""
 
     def __init__(self, trace: LlmTrace) -> None:
         self._case = trace.case_id
-        self._queues: list[deque[tuple[str | None, ModelStep]]] = [
-            deque((step.agent, to_step(step.response)) for step in (turn.steps or ()))
+        # Each turn's steps not yet taken: (index in the turn, agent named, step).
+        self._queues: list[deque[_Scripted]] = [
+            deque(
+                (i, step.agent, to_step(step.response)) for i, step in enumerate(turn.steps or ())
+            )
             for turn in trace.turns
         ]
+        self.on_take: Callable[[int], None] | None = None
         self._turn = -1
         self._last: ModelStep | None = None  # the step last answered in this turn
 
@@ -48,23 +54,28 @@ class ReplayBackend:
         self._last = self._take(queue, request.agent)
         return self._last
 
-    def _take(self, queue: deque[tuple[str | None, ModelStep]], agent: str | None) -> ModelStep:
+    def _take(self, queue: deque[_Scripted], agent: str | None) -> ModelStep:
         """The step answering a request of `agent`: the next one, unless it names another
         agent, then the first of the turn naming `agent`."""
-        named, head = queue[0]
+        index, named, head = queue[0]
         if named is None or named == agent:
             queue.popleft()
-            return head
-        for i, (other, step) in enumerate(queue):
+            return self._taken(index, head)
+        for i, (index, other, step) in enumerate(queue):
             if other is not None and other == agent:
                 del queue[i]
-                return step
+                return self._taken(index, step)
         asking = f"agent {agent!r}" if agent is not None else "the agent under test"
         raise ReplayDivergence(
             f"case {self._case!r}: turn {self._turn}: {asking} requested a model response, "
             f"but no step of the turn left answers it; the script expected next "
             f"{describe_step(head)} for agent {named!r}"
         )
+
+    def _taken(self, index: int, step: ModelStep) -> ModelStep:
+        if self.on_take is not None:
+            self.on_take(index)
+        return step
 
     def start_turn(self, index: int) -> None:
         if index != self._turn + 1 or index >= len(self._queues):
@@ -78,13 +89,16 @@ class ReplayBackend:
     def end_turn(self, index: int) -> None:
         queue = self._queues[index]
         if queue:
-            named, step = queue[0]
+            _, named, step = queue[0]
             by = f" of agent {named!r}" if named is not None else ""
             raise ReplayDivergence(
                 f"case {self._case!r}: turn {index} scripted {len(queue)} step(s) the agent never "
                 "requested (the trace over-specifies this turn); the script expected next "
                 f"{describe_step(step)}{by}"
             )
+
+
+_Scripted = tuple[int, str | None, ModelStep]
 
 
 def to_step(response: Response) -> ModelStep:

@@ -272,8 +272,11 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     tools = plan.adapter.tools()
     registry = ToolRegistry.of(tools if usable is None else [t for t in tools if usable(t.name)])
     transcript = Transcript(registry)
+    backend = plan.backend(case)
+    if isinstance(backend, ReplayBackend):
+        backend.on_take = transcript.answered_by
     boundary = ModelBoundary(
-        plan.backend(case),
+        backend,
         keep_steps=plan.mode == "live",
         on_request=transcript.observe,
         on_step=transcript.answered,

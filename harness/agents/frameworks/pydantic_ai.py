@@ -44,18 +44,23 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
     agent_type = Agent
     agent_label = "a pydantic_ai.Agent"
 
+    # Each agent of the user's graph and its function tools, found with the tool names
+    # admission checks (the factory is called once for both, as for the SDK's).
+    _agents: Mapping[str, frozenset[str]] | None = None
+
     def user_tool_names(self, agent: Agent[Any, Any]) -> list[str]:
         # Every agent of the graph: a fixture scripts the delegates' steps too.
-        return [name for node in self._graph(agent) for name in function_tool_names(node.agent)]
+        graph = self._graph(agent)
+        self._agents = {node.name: frozenset(function_tool_names(node.agent)) for node in graph}
+        return [name for node in graph for name in function_tool_names(node.agent)]
 
     def agent_tools(self) -> Mapping[str, frozenset[str]]:
         """Each agent of the user's graph and its function tools; empty for one agent."""
         if self._factory is None:
             return {}
-        graph = self._graph(self.build())
-        if len(graph) == 1:
-            return {}
-        return {node.name: frozenset(function_tool_names(node.agent)) for node in graph}
+        self.tool_names()  # builds the user's agent once, keeping its graph
+        agents = self._agents or {}
+        return agents if len(agents) > 1 else {}
 
     def _graph(self, agent: Agent[Any, Any]) -> list[GraphAgent]:
         # An unnamed agent the factory returns goes by the factory's name in the spec.

@@ -124,7 +124,54 @@ class ToolRegistry:
         recorded form): its result as `text(result)`, failed when `failed(result)`; an
         exception is recorded as a failed call (`Type: message`) and propagates. A result
         that cannot be shown as text (its `__str__` raises) is a failed call too, and the
-        framework gets that failure's text in its place: no framework could send it on."""
+        framework gets that failure's text in its place: no framework could send it on.
+
+        A `dispatch_fault` applies here as in `dispatch`: mutation testing reaches the tools
+        a framework runs itself, a nested agent's included."""
+        if self.dispatch_fault is None:
+            return await self._recorded(name, arguments, run, text, failed)
+        return await self._faulted(self.dispatch_fault, name, arguments, run, text, failed)
+
+    async def _faulted(
+        self,
+        fault: DispatchFault,
+        name: str,
+        arguments: str,
+        run: Callable[[], Awaitable[T]],
+        text: Callable[[T], str],
+        failed: Callable[[T], bool],
+    ) -> T:
+        # The fault sees outcomes; the framework needs its own result back. Each real run
+        # is remembered by its outcome, so what the fault passes on goes back as the run
+        # gave it (its exception raised again), and only an outcome the fault made up is
+        # handed over as its text.
+        real: dict[int, tuple[ToolOutcome, T | Exception]] = {}
+
+        async def dispatch(_name: str, _arguments: str | dict[str, Any]) -> ToolOutcome:
+            try:
+                result: T | Exception = await self._recorded(name, arguments, run, text, failed)
+            except Exception as exc:  # recorded as failed; raised again if passed on
+                result = exc
+            outcome = _outcome(result, text, failed)
+            real[id(outcome)] = (outcome, result)
+            return outcome
+
+        outcome = await fault(dispatch, name, arguments)
+        kept = real.get(id(outcome))
+        if kept is None or kept[0] is not outcome:
+            return cast(T, outcome.result)
+        if isinstance(kept[1], Exception):
+            raise kept[1]
+        return kept[1]
+
+    async def _recorded(
+        self,
+        name: str,
+        arguments: str,
+        run: Callable[[], Awaitable[T]],
+        text: Callable[[T], str],
+        failed: Callable[[T], bool],
+    ) -> T:
         start = time.perf_counter()
         try:
             result = await run()
@@ -192,3 +239,13 @@ class ToolRegistry:
             return ToolOutcome(
                 f"{name} returned a result whose str() raised {describe(exc)}", False
             )
+
+
+def _outcome(result: Any, text: Callable[[Any], str], failed: Callable[[Any], bool]) -> ToolOutcome:
+    """What a framework's tool run told its model, as a dispatch's outcome."""
+    if isinstance(result, Exception):
+        return ToolOutcome(f"{type(result).__name__}: {result}", False)
+    try:
+        return ToolOutcome(text(result), not failed(result))
+    except Exception as exc:  # `recorded` already recorded it as a failed call
+        return ToolOutcome(f"the tool's result cannot be shown: {describe(exc)}", False)

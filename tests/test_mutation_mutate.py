@@ -12,6 +12,7 @@ from conftest import (
     Cli,
     CliResult,
     call,
+    case_of,
     echo_fixture,
     fixture,
     greeting_fixture,
@@ -22,8 +23,15 @@ from conftest import (
     write_suite,
 )
 
+from harness.agents.protocol import AgentContext
+from harness.agents.registry import resolve_within
+from harness.fixtures.suite import Case
+from harness.mutation.mutants import mutants_of
 from harness.mutation.mutate import SCHEMA, Thresholds, mutate
 from harness.pipeline import RunOptions
+from harness.run.runner import CasePlan, replay_backend
+from harness.run.watchdog import run_watched
+from harness.verdict.reports import CaseReport
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -231,3 +239,91 @@ def test_a_lone_surrogate_in_a_fixture_is_reported_not_a_traceback(
     (case,) = json.loads((tmp_path / "mutation.json").read_bytes())["cases"]
     reasons = {s["name"]: s["reason"] for s in case["not_generated"]}
     assert reasons["drop_history"] == "the case is exempt from loop(history): why \ufffd"
+
+
+# --- multi-agent graphs: the examples ------------------------------------------------------
+
+TRIAGE_SPEC = "openai-agents:triage_agents:build_agent"
+BOOKING_SPEC = "pydantic-ai:flight_booking:booking_agent"
+EXAMPLES = {
+    TRIAGE_SPEC: REPO / "examples" / "openai_agents_triage",
+    BOOKING_SPEC: REPO / "examples" / "pydantic_ai_delegation",
+}
+
+
+def on_path(spec: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example's directory, importable as its README runs it (from that directory)."""
+    pytest.importorskip(spec.split(":")[0].replace("-", "_").replace("openai_", ""))
+    monkeypatch.syspath_prepend(str(EXAMPLES[spec]))
+    return EXAMPLES[spec]
+
+
+def run_mutant(spec: str, fixture_name: str, name: str, root: Path) -> CaseReport:
+    """One boundary mutant of an example's case, run through the real agent. The case's
+    loop exemptions are dropped first, so every mutant is generated; the record, not the
+    verdict, is what the caller looks at."""
+    data = json.loads((root / "evals" / fixture_name).read_text("utf-8"))
+    data["expects"].pop("loop_exempt", None)
+    (mutant,) = (m for m in mutants_of(case_of(data), True).generated if m.name == name)
+    adapter, surface = resolve_within(spec, 30.0)
+
+    def prepare(_case: Case, context: AgentContext) -> None:
+        assert mutant.prepare is not None
+        mutant.prepare(context)
+
+    plan = CasePlan(
+        adapter, "replay", replay_backend, None, 30.0, root, surface.tools, prepare=prepare
+    )
+    (report,) = run_watched([mutant.case], plan, None)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("spec", "fixture_name", "nested"),
+    [
+        (TRIAGE_SPEC, "billing_invoice_lookup.json", ("lookup_invoice", "billing_agent")),
+        (BOOKING_SPEC, "search_then_book.json", ("find_flights", "flight_search")),
+    ],
+)
+def test_a_dispatch_fault_reaches_the_tools_of_the_nested_agents(
+    spec: str, fixture_name: str, nested: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The specialist after a handoff and the delegate run their own tools, which the
+    # framework dispatches: the fault must reach those as it reaches the harness's.
+    root = on_path(spec, monkeypatch)
+    report = run_mutant(spec, fixture_name, "dispatch_twice", root)
+    assert report.record is not None
+    calls = [(c.name, c.agent) for c in report.record.calls]
+    assert calls.count(nested) == 2, calls
+
+
+def test_a_frameworks_own_tools_get_the_dispatch_faults(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's agent brings its own tools, which the framework runs: they were left out
+    # as tools the harness could not fault.
+    on_path(BOOKING_SPEC, monkeypatch)
+    data = fixture(
+        "book-directly",
+        [
+            turn(
+                "Book ZC101 for me.",
+                tool_step(
+                    {"id": "c1", "name": "book_flight", "arguments": {"flight_number": "ZC101"}}
+                ),
+                text_step("Booked: confirmation B-ZC101."),
+            )
+        ],
+        {
+            "exact_tool_calls": 1,
+            "tool_results_contain": [{"tool": "book_flight", "needle": "B-ZC101"}],
+            "response_contains": ["B-ZC101"],
+        },
+    )
+    write_suite(tmp_path / "evals", {"book.json": data})
+    argv = ("eval", "mutate", "--suite", "evals", "--agent", BOOKING_SPEC)
+    result = run_cli(*argv, "--json-report", "m.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (case,) = json.loads((tmp_path / "m.json").read_text("utf-8"))["cases"]
+    killed = {m["name"]: m["killed"] for m in case["mutants"] if m["family"] == "boundary"}
+    assert killed == {"drop_tool_results": True, "dispatch_twice": True, "skip_call": True}

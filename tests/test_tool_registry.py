@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from conftest import builtins, dispatch, only_call
 
 from harness.builtin_toolset import builtin_tools
-from harness.tool_registry import RecordedCall, Tool, ToolFailure, ToolRegistry, canonical_arguments
+from harness.tool_registry import (
+    Dispatch,
+    RecordedCall,
+    Tool,
+    ToolFailure,
+    ToolOutcome,
+    ToolRegistry,
+    canonical_arguments,
+)
 
 OBJECT = {"type": "object", "properties": {}}
 
@@ -151,3 +160,31 @@ def test_record_appends_an_external_dispatch() -> None:
     registry = builtins()
     registry.record("mine", '{"a":1}', "ok", True, 2.5)
     assert registry.calls == [RecordedCall("mine", '{"a":1}', "ok", True, 2.5)]
+
+
+def test_a_dispatch_fault_reaches_a_call_the_framework_runs_itself() -> None:
+    # Mutation testing faults a framework's own tools too: what the fault passes on goes
+    # back as the run gave it (its exception raised again); what it makes up, as its text.
+    registry = ToolRegistry()
+    runs: list[str] = []
+
+    async def run() -> str:
+        runs.append("ran")
+        raise ValueError("bad invoice")
+
+    async def twice(dispatch: Dispatch, name: str, arguments: Any) -> ToolOutcome:
+        await dispatch(name, arguments)
+        return await dispatch(name, arguments)
+
+    registry.dispatch_fault = twice
+    with pytest.raises(ValueError, match="bad invoice"):
+        asyncio.run(registry.recorded("lookup", "{}", run, text=str))
+    assert runs == ["ran", "ran"]
+    assert [(c.name, c.success) for c in registry.calls] == [("lookup", False)] * 2
+
+    async def invent(dispatch: Dispatch, name: str, arguments: Any) -> ToolOutcome:
+        return ToolOutcome("made up", True)
+
+    registry.dispatch_fault = invent
+    assert asyncio.run(registry.recorded("lookup", "{}", run, text=str)) == "made up"
+    assert len(runs) == 2 and len(registry.calls) == 2  # never run, never recorded

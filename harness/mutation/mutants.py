@@ -52,13 +52,15 @@ class Mutants:
     skipped: list[NotGenerated] = field(default_factory=list)
 
 
-def mutants_of(case: Case, agent_runs_harness_tools: bool) -> Mutants:
-    """Every mutant of `case`, and why the others were not generated."""
+def mutants_of(case: Case, faultable: bool) -> Mutants:
+    """Every mutant of `case`, and why the others were not generated. `faultable`: the
+    agent's tool calls go through the registry (`dispatch` or `recorded`), so a dispatch
+    fault reaches them, whichever agent of a graph makes them."""
     found = Mutants()
     data: dict[str, Any] = json.loads(case.text)
     exempt: dict[str, str] = (data.get("expects") or {}).get("loop_exempt") or {}
     for family, name, make in _SCRIPT + _BOUNDARY:
-        if family == "boundary" and name in _TOOL_FAULTS and not agent_runs_harness_tools:
+        if family == "boundary" and name in _TOOL_FAULTS and not faultable:
             reason = "the agent runs its own tools: the harness cannot fault their dispatch"
             found.skipped.append(NotGenerated(family, name, reason))
             continue

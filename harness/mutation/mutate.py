@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from harness.agents.protocol import AgentContext
+from harness.agents.protocol import AgentContext, FrameworkAdapter
 from harness.agents.registry import resolve_within
 from harness.errors import ExitCode
 from harness.fixtures.suite import Case, display_path, load_suite
@@ -95,7 +95,9 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
     adapter, surface = resolve_within(options.agent, options.case_timeout)
     cases = load_suite(options.suite, "replay", surface)
     root = options.project_root
-    harness_tools = bool(adapter.tools())
+    # A framework adapter runs the user's tools, every agent's of the graph, through the
+    # registry's `recorded`, which a dispatch fault reaches as it reaches `dispatch`.
+    faultable = bool(adapter.tools()) or isinstance(adapter, FrameworkAdapter)
     plan = CasePlan(
         adapter,
         "replay",
@@ -110,7 +112,7 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
     )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}
-    planned = {c.id: mutants_of(c, harness_tools) for c in cases}
+    planned = {c.id: mutants_of(c, faultable) for c in cases}
     runnable = [m for c in cases if baseline[c.id] for m in planned[c.id].generated]
     faults = {m.case.id: m.prepare for m in runnable if m.prepare is not None}
 

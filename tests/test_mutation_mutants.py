@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from conftest import (
     call,
@@ -41,6 +42,7 @@ def test_a_tool_case_gets_script_and_boundary_mutants() -> None:
     assert skipped == {
         "swap_calls": "fewer than two scripted calls",
         "drop_last_turn": "one turn only",
+        "wrong_handoff": "the agent hands off to no other agent",
         "drop_history": "one turn only",
         "failure_as_success": "no scripted call to a failing tool",
         "reverse_parallel": "no step calls two tools at once",
@@ -133,3 +135,42 @@ def test_a_lone_surrogate_in_the_fixture_leaves_every_mutant_hashable() -> None:
     for mutant in script:
         assert len(mutant.case.fixture_sha256) == 64
         assert json.loads(mutant.case.text)["expects"]["loop_exempt"]["history"] == "why \ud800"
+
+
+TRIAGE_HANDOFFS = {
+    "triage": {"transfer_to_billing": "billing", "transfer_to_faq": "faq"},
+    "faq": {"transfer_to_triage": "triage"},
+}
+
+
+def handoff_fixture(*names: str) -> dict[str, Any]:
+    steps = [tool_step({"id": f"h{i}", "name": n, "arguments": {}}) for i, n in enumerate(names)]
+    return fixture("h", [turn("help", *steps, text_step("done"))], {"response_contains": ["done"]})
+
+
+def test_a_scripted_handoff_is_made_to_another_agent_of_the_graph() -> None:
+    # faq can hand back to triage only: the first handoff that has another target is
+    # triage's, to billing instead of faq.
+    data = handoff_fixture("transfer_to_faq", "transfer_to_triage", "transfer_to_faq")
+    found = mutants_of(case_of(data), True, TRIAGE_HANDOFFS)
+    (mutant,) = (m for m in found.generated if m.name == "wrong_handoff")
+    assert mutant.family == "script" and mutant.prepare is None
+    assert mutant.description == "h0 hands off to billing, not faq"
+    assert mutant.field == "$.turns[0].steps[0].response.tool_calls[0].name"
+    steps = mutant.case.trace.turns[0].steps
+    calls = [c.name for step in steps for c in getattr(step.response, "tool_calls", ())]
+    assert calls == ["transfer_to_billing", "transfer_to_triage", "transfer_to_faq"]
+
+
+def test_no_handoff_mutant_without_a_graph_or_another_agent_to_hand_to() -> None:
+    only_back = handoff_fixture("transfer_to_triage")
+    found = mutants_of(case_of(only_back), True, TRIAGE_HANDOFFS)
+    reasons = {s.name: s.reason for s in found.skipped}
+    assert reasons["wrong_handoff"] == "no scripted handoff's agent hands off to any other agent"
+    found = mutants_of(case_of(echo_fixture("e")), True, TRIAGE_HANDOFFS)
+    assert {s.name: s.reason for s in found.skipped}["wrong_handoff"] == "no scripted handoff"
+    # A single agent, or pydantic-ai's delegation (a call that comes back): no graph of
+    # handoffs, whatever the script calls.
+    found = mutants_of(case_of(handoff_fixture("transfer_to_faq")), True)
+    reasons = {s.name: s.reason for s in found.skipped}
+    assert reasons["wrong_handoff"] == "the agent hands off to no other agent"

@@ -151,7 +151,7 @@ def test_what_was_not_generated_is_one_block_by_reason_and_survivors_close_the_t
     ]
     assert sum("not generated" in line for line in lines) == 1
     cases = [i for i, line in enumerate(lines) if line.startswith(("  ✓ ", "  ✗ "))]
-    block = lines.index("  not generated: 35 mutant(s), by reason (--json-report names the cases)")
+    block = lines.index("  not generated: 39 mutant(s), by reason (--json-report names the cases)")
     survived = lines.index("  survived: 5 mutant(s) no check of their case noticed")
     score = next(i for i, line in enumerate(lines) if "mutation score" in line)
     assert len(cases) == 4 and max(cases) < block < survived < score
@@ -327,3 +327,53 @@ def test_a_frameworks_own_tools_get_the_dispatch_faults(
     (case,) = json.loads((tmp_path / "m.json").read_text("utf-8"))["cases"]
     killed = {m["name"]: m["killed"] for m in case["mutants"] if m["family"] == "boundary"}
     assert killed == {"drop_tool_results": True, "dispatch_twice": True, "skip_call": True}
+
+
+def mutate_example(run_cli: Cli, spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """`zeroclaw eval mutate` on an example's suite, run as its README runs the suite."""
+    root = on_path(spec, monkeypatch)
+    argv = ("eval", "mutate", "--suite", "evals", "--agent", spec, "--json-report")
+    result = run_cli(*argv, str(tmp_path / "mutation.json"), cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads((tmp_path / "mutation.json").read_text("utf-8"))
+
+
+def boundary_survivors(document: Any) -> list[tuple[str, str]]:
+    return [
+        (case["id"], m["name"])
+        for case in document["cases"]
+        for m in case["mutants"]
+        if m["family"] == "boundary" and not m["killed"]
+    ]
+
+
+def test_the_triage_suite_kills_every_boundary_mutant_and_each_wrong_handoff(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    document = mutate_example(run_cli, TRIAGE_SPEC, monkeypatch, tmp_path)
+    assert boundary_survivors(document) == [] and document["boundary"]["generated"] >= 6
+    assert all(case["baseline_passed"] for case in document["cases"])
+    # The faults reach the specialists: their requests lose the lookup's result.
+    handed = {}
+    for case in document["cases"]:
+        killed = {m["name"]: m for m in case["mutants"]}
+        assert killed["drop_tool_results"]["killed"] or case["id"] == "faq-opening-hours"
+        handed[case["id"]] = killed["wrong_handoff"]
+    # Every case scripts a handoff triage could make elsewhere: the wrong specialist is
+    # taken, and each case notices (faq-opening-hours by who was asked last).
+    assert len(handed) == 5 and all(m["killed"] for m in handed.values())
+    assert handed["faq-opening-hours"]["description"] == (
+        "call_to_faq hands off to billing_agent, not faq_agent"
+    )
+
+
+def test_the_delegation_suite_kills_every_boundary_mutant_and_has_no_handoff_to_change(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    document = mutate_example(run_cli, BOOKING_SPEC, monkeypatch, tmp_path)
+    assert boundary_survivors(document) == []
+    assert all(case["baseline_passed"] for case in document["cases"])
+    for case in document["cases"]:
+        reasons = {s["name"]: s["reason"] for s in case["not_generated"]}
+        # Delegation comes back to the booking agent: it is a tool call, not a handoff.
+        assert reasons["wrong_handoff"] == "the agent hands off to no other agent"

@@ -97,6 +97,20 @@ def agent_tools(root: Agent[Any]) -> dict[str, frozenset[str]]:
     return tools
 
 
+def agent_handoffs(root: Agent[Any]) -> dict[str, dict[str, str]]:
+    """Each agent of the graph that hands off: the name of each handoff tool it offers and
+    the agent that tool passes control to (a handoff whose target only its own function
+    knows goes by the agent name it declares)."""
+    found: dict[str, dict[str, str]] = {}
+    for agent in reachable(root):
+        for item in agent.handoffs:
+            target = handoff_target(item)
+            to = target.name if target is not None else getattr(item, "agent_name", None)
+            if _enabled(item) and isinstance(to, str):
+                found.setdefault(agent.name, {})[handoff_name(item)] = to
+    return found
+
+
 # Set by the SDK on a tool's context when its default failure handler turned an exception
 # into text for the model: the only sign that such a call failed.
 _HANDLED_FAILURE = "_function_tool_default_failure_handled"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -52,14 +52,21 @@ class Mutants:
     skipped: list[NotGenerated] = field(default_factory=list)
 
 
-def mutants_of(case: Case, faultable: bool) -> Mutants:
+def mutants_of(
+    case: Case, faultable: bool, handoffs: Mapping[str, Mapping[str, str]] | None = None
+) -> Mutants:
     """Every mutant of `case`, and why the others were not generated. `faultable`: the
     agent's tool calls go through the registry (`dispatch` or `recorded`), so a dispatch
-    fault reaches them, whichever agent of a graph makes them."""
+    fault reaches them, whichever agent of a graph makes them. `handoffs`: each agent of
+    the graph that hands off, its handoff tools and the agent each leads to."""
     found = Mutants()
     data: dict[str, Any] = json.loads(case.text)
     exempt: dict[str, str] = (data.get("expects") or {}).get("loop_exempt") or {}
-    for family, name, make in _SCRIPT + _BOUNDARY:
+    graph = handoffs or {}
+    handoff: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
+        ("script", "wrong_handoff", lambda _case, data: _wrong_handoff(data, graph))
+    ]
+    for family, name, make in _SCRIPT + handoff + _BOUNDARY:
         if family == "boundary" and name in _TOOL_FAULTS and not faultable:
             reason = "the agent runs its own tools: the harness cannot fault their dispatch"
             found.skipped.append(NotGenerated(family, name, reason))
@@ -172,6 +179,40 @@ def _drop_last_turn(case: Case, data: dict[str, Any]) -> Made:
     mutated = copy.deepcopy(data)
     mutated["turns"].pop()
     return "drop the last turn", f"$.turns[{len(data['turns']) - 1}]", mutated, None
+
+
+def _wrong_handoff(data: dict[str, Any], graph: Mapping[str, Mapping[str, str]]) -> Made:
+    """The first scripted handoff whose agent could hand off elsewhere, made to another
+    agent of the graph: the wrong specialist."""
+    if not graph:
+        # Only a graph whose agents hand off has another agent to hand to: a single agent
+        # has none, and a delegate (pydantic-ai) is a tool call that comes back, not a
+        # handoff.
+        return "the agent hands off to no other agent"
+    scripted = False
+    for t, s, response in _tool_steps(data):
+        for c, call in enumerate(response["tool_calls"]):
+            askers = [tools for tools in graph.values() if call["name"] in tools]
+            if not askers:
+                continue
+            scripted = True
+            target = askers[0][call["name"]]
+            # Another handoff every agent offering this one offers too: whichever asks, the
+            # mutant is a handoff it could make, not a call it does not have.
+            others = sorted(
+                name
+                for name, to in askers[0].items()
+                if to != target and all(name in tools for tools in askers)
+            )
+            if others:
+                mutated = copy.deepcopy(data)
+                mutated["turns"][t]["steps"][s]["response"]["tool_calls"][c]["name"] = others[0]
+                to = askers[0][others[0]]
+                where = f"$.turns[{t}].steps[{s}].response.tool_calls[{c}].name"
+                return f"{call['id']} hands off to {to}, not {target}", where, mutated, None
+    if not scripted:
+        return "no scripted handoff"
+    return "no scripted handoff's agent hands off to any other agent"
 
 
 # --- boundary mutants: faults of a broken loop, injected by the harness ---------------------

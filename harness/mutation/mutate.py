@@ -112,7 +112,10 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
     )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}
-    planned = {c.id: mutants_of(c, faultable) for c in cases}
+    # The adapter says where its graph hands off, when its framework has handoffs.
+    graph = getattr(adapter, "agent_handoffs", None)
+    handoffs: dict[str, dict[str, str]] = graph() if callable(graph) else {}
+    planned = {c.id: mutants_of(c, faultable, handoffs) for c in cases}
     runnable = [m for c in cases if baseline[c.id] for m in planned[c.id].generated]
     faults = {m.case.id: m.prepare for m in runnable if m.prepare is not None}
 

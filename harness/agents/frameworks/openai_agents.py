@@ -24,6 +24,7 @@ from harness.agents.protocol import AgentContext, FrameworkAdapter
 from harness.agents.sdk_graph import (
     ACTIVE_AGENT,
     GraphCopy,
+    agent_handoffs,
     agent_tools,
     note_agent,
     reachable,
@@ -50,10 +51,12 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
     agent_label = "an agents.Agent"
 
     _graph: dict[str, frozenset[str]] | None = None
+    _handoffs: dict[str, dict[str, str]] | None = None
 
     def user_tool_names(self, agent: Agent[Any]) -> list[str]:
         # Every agent of the graph: a fixture scripts the specialists' steps too.
         self._graph = agent_tools(agent)
+        self._handoffs = agent_handoffs(agent)
         return sorted(frozenset[str]().union(*self._graph.values()))
 
     def agent_tools(self) -> dict[str, frozenset[str]]:
@@ -63,6 +66,15 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         self.tool_names()  # builds the user's agent once, keeping its graph
         graph = self._graph or {}
         return graph if len(graph) > 1 else {}
+
+    def agent_handoffs(self) -> dict[str, dict[str, str]]:
+        """Each agent of the user's graph that hands off: its handoff tools, each with the
+        agent it passes control to (mutation testing hands off to another); empty for one
+        agent."""
+        if self._factory is None:
+            return {}
+        self.tool_names()
+        return self._handoffs or {}
 
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools

@@ -17,6 +17,7 @@ OWN_LOOP = EXAMPLES / "own_loop"
 SUPPORT = EXAMPLES / "support_agent"
 DELEGATION = EXAMPLES / "pydantic_ai_delegation"
 TRIAGE = EXAMPLES / "openai_agents_triage"
+ORCHESTRATOR = EXAMPLES / "openai_agents_orchestrator"
 
 
 def readme_commands(example: Path) -> list[list[str]]:
@@ -45,8 +46,15 @@ def fixtures_of(example: Path) -> list[dict]:
         ),
         (DELEGATION, ["pydantic-ai:flight_booking:booking_agent"], 3),
         (TRIAGE, ["openai-agents:triage_agents:build_agent"], 5),
+        (ORCHESTRATOR, ["openai-agents:travel_desk:build_agent"], 5),
     ],
-    ids=["own_loop", "support_agent", "pydantic_ai_delegation", "openai_agents_triage"],
+    ids=[
+        "own_loop",
+        "support_agent",
+        "pydantic_ai_delegation",
+        "openai_agents_triage",
+        "openai_agents_orchestrator",
+    ],
 )
 def test_readme_commands_run_green(
     run_cli: Cli, example: Path, agents: list[str], minimum: int
@@ -67,7 +75,7 @@ def test_readme_commands_run_green(
 def test_no_example_module_shadows_a_framework_package() -> None:
     names = {p.stem for p in EXAMPLES.rglob("*.py")}
     assert names & {"agents", "pydantic_ai", "openai", "harness"} == set()
-    assert {"loop", "agents_sdk", "pydantic_agent", "triage_agents"} <= names
+    assert {"loop", "agents_sdk", "pydantic_agent", "triage_agents", "travel_desk"} <= names
 
 
 def test_the_own_loop_uses_no_framework() -> None:
@@ -105,8 +113,14 @@ def test_support_suite_scripts_only_the_users_tools_and_grades_them() -> None:
 
 @pytest.mark.parametrize(
     "example",
-    [OWN_LOOP, SUPPORT, DELEGATION, TRIAGE],
-    ids=["own_loop", "support_agent", "pydantic_ai_delegation", "openai_agents_triage"],
+    [OWN_LOOP, SUPPORT, DELEGATION, TRIAGE, ORCHESTRATOR],
+    ids=[
+        "own_loop",
+        "support_agent",
+        "pydantic_ai_delegation",
+        "openai_agents_triage",
+        "openai_agents_orchestrator",
+    ],
 )
 def test_examples_follow_the_authoring_rules(example: Path) -> None:
     for data in fixtures_of(example):

@@ -154,3 +154,47 @@ def test_a_nested_agent_without_its_tool_anywhere_is_refused_at_admission(
         "tool 'get_forecast' is not registered by agent 'openai-agents:broken:build_agent'"
         in result.stdout + result.stderr
     )
+
+
+FORGETFUL = """
+from agents import RunConfig
+from agents.run_config import ModelInputData
+import travel_desk
+
+
+def forget_tool_results(data):
+    # The bug: a filter meant to trim the nested run's context drops every tool result.
+    kept = [item for item in data.model_data.input if item.get("type") != "function_call_output"]
+    return ModelInputData(input=kept, instructions=data.model_data.instructions)
+
+
+def build_agent():
+    orchestrator = travel_desk.build_agent()
+    orchestrator.tools[0] = travel_desk.build_weather_agent().as_tool(
+        tool_name="ask_weather",
+        tool_description="Ask the weather agent.",
+        run_config=RunConfig(call_model_input_filter=forget_tool_results),
+    )
+    return orchestrator
+"""
+
+
+def test_a_nested_agent_whose_tool_results_never_reach_its_model_fails_the_suite(
+    run_cli: Cli, desk: Path
+) -> None:
+    (desk / "forgetful.py").write_text(textwrap.dedent(FORGETFUL), encoding="utf-8")
+    result = run_desk(run_cli, desk, "openai-agents:forgetful:build_agent")
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    # Every case the weather agent's tool answers in; the translator's alone still passes.
+    assert "1/5 cases passed" in result.stdout
+    assert {i for i, case in cases_of(desk).items() if case["passed"]} == {
+        "translation-via-translator"
+    }
+    # Its tool ran and returned the forecast; its model was never sent it.
+    assert 'request_contains(turn 0, step 2, "tool", "Paris: light rain, 14 C")' in result.stdout
+    assert 'request_contains(turn 0, step 2, "tool", "Oslo: sunny, 9 C")' in result.stdout
+    forgetful = cases_of(desk)["weather-via-weather-agent"]["record"]
+    assert [(c["name"], c["result"]) for c in forgetful["calls"]] == [
+        ("get_forecast", "Paris: light rain, 14 C"),
+        ("ask_weather", "Paris: light rain, 14 C."),
+    ]

@@ -17,7 +17,8 @@ from contextvars import ContextVar
 from typing import Any, cast
 
 from agents import Agent, FunctionTool, Handoff, RunConfig, handoff
-from agents.run_config import CallModelData, ModelInputData
+from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
+from agents.util._types import MaybeAwaitable
 
 from harness.model_boundary import ModelBoundary
 from harness.tool_registry import ToolRegistry, canonical_text
@@ -31,6 +32,20 @@ ACTIVE_AGENT: ContextVar[str | None] = ContextVar("zeroclaw_sdk_agent", default=
 def note_agent(data: CallModelData[Any]) -> ModelInputData:
     ACTIVE_AGENT.set(data.agent.name)
     return data.model_data
+
+
+def noting(own: CallModelInputFilter | None) -> CallModelInputFilter:
+    """The model-input filter of a run configuration of the user's (an `as_tool`'s): it
+    notes the asking agent, then applies the user's own filter, which decides what that
+    agent's model is sent and so must not be lost in replay."""
+    if own is None:
+        return note_agent
+
+    def both(data: CallModelData[Any]) -> MaybeAwaitable[ModelInputData]:
+        note_agent(data)
+        return own(data)
+
+    return both
 
 
 def handoff_name(item: Agent[Any] | Handoff[Any, Any]) -> str:
@@ -206,7 +221,7 @@ class GraphCopy:
                 value,
                 model=self._config.model,
                 tracing_disabled=True,
-                call_model_input_filter=self._config.call_model_input_filter,
+                call_model_input_filter=noting(value.call_model_input_filter),
             )
         return None
 

@@ -84,6 +84,23 @@ def test_the_suite_replays_green_the_agent_tool_the_orchestrators_its_steps_the_
 
 # --- a graph that broke fails its suite, naming what broke ----------------------------------
 
+TOOL_ON_THE_WRONG_AGENT = """
+import travel_desk
+
+
+def build_agent():
+    orchestrator = travel_desk.build_agent()
+    # The weather agent lost its tool: it ended up on the orchestrator.
+    weather = travel_desk.build_weather_agent()
+    forecast, weather.tools = weather.tools[0], []
+    orchestrator.tools = [
+        weather.as_tool(tool_name="ask_weather", tool_description="Ask the weather agent."),
+        orchestrator.tools[1],
+        forecast,
+    ]
+    return orchestrator
+"""
+
 ANSWERS_ITSELF = """
 import travel_desk
 
@@ -113,13 +130,19 @@ def build_agent():
     ("source", "failing", "error"),
     [
         (
+            TOOL_ON_THE_WRONG_AGENT,
+            4,
+            "the model called tool 'get_forecast', which agent 'weather_agent' (the agent "
+            "asking) does not offer (its tools: none)",
+        ),
+        (
             ANSWERS_ITSELF,
             5,
             "the model called tool 'ask_weather', which agent 'orchestrator' (the agent "
             "asking) does not offer (its tools: none)",
         ),
     ],
-    ids=["orchestrator-answers-itself"],
+    ids=["nested-agent-lost-its-tool", "orchestrator-answers-itself"],
 )
 def test_a_broken_graph_fails_the_suite_naming_the_agent_and_its_tools(
     run_cli: Cli, desk: Path, source: str, failing: int, error: str

@@ -30,6 +30,7 @@ from harness.agents.sdk_graph import (
     reachable,
     tool_text,
 )
+from harness.errors import HarnessError
 from harness.model_boundary import (
     Divergence,
     Message,
@@ -85,7 +86,7 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
                 model=model,
                 tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
             )
-            return _Session(agent, _RUN_CONFIG, context.model)
+            return _Session(agent, _RUN_CONFIG, context.model, model)
         user = self.build()
         several = len(reachable(user)) > 1
         model = HarnessModel(context.model, attribute=several)
@@ -94,7 +95,7 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         # model the copy replaces too). The input filter tells the model who asks.
         config = RunConfig(model=model, tracing_disabled=True, call_model_input_filter=note_agent)
         agent = GraphCopy(registry, context.model, config, attribute=several).copy(user)
-        return _Session(agent, config, context.model)
+        return _Session(agent, config, context.model, model)
 
 
 # Tracing would export spans over the network; a harness run stays offline. Shared: building
@@ -103,9 +104,12 @@ _RUN_CONFIG = RunConfig(tracing_disabled=True)
 
 
 class _Session:
-    def __init__(self, agent: Agent[Any], config: RunConfig, boundary: ModelBoundary) -> None:
+    def __init__(
+        self, agent: Agent[Any], config: RunConfig, boundary: ModelBoundary, model: HarnessModel
+    ) -> None:
         self._agent = agent
         self._config = config
+        self._model = model
         # The SDK's own limit (max_turns, 10 by default) counts model calls per run, that is
         # per turn here; set one above the boundary's, so the harness's limit is the one
         # that applies, with the same run error as every other agent.
@@ -115,12 +119,17 @@ class _Session:
     async def run_turn(self, user_input: str) -> str:
         # The SDK carries a conversation by feeding the previous run's items back in.
         items = [*self._history, {"role": "user", "content": user_input}]
-        result = await Runner.run(
-            self._agent,
-            items,  # type: ignore[arg-type]
-            run_config=self._config,
-            max_turns=self._max_turns,
-        )
+        try:
+            result = await Runner.run(
+                self._agent,
+                items,  # type: ignore[arg-type]
+                run_config=self._config,
+                max_turns=self._max_turns,
+            )
+        except Exception:
+            self._model.raise_failure()
+            raise
+        self._model.raise_failure()
         self._history = result.to_input_list()
         output = result.final_output
         return output if isinstance(output, str) else ("" if output is None else str(output))
@@ -147,6 +156,17 @@ class HarnessModel(Model):
         # In a graph of several agents each request names its agent, and a scripted call
         # the asking agent does not offer is a divergence naming it.
         self._attribute = attribute
+        self._failure: HarnessError | None = None
+
+    def raise_failure(self) -> None:
+        """Raise the first harness error of the turn's model calls, if there was one. An
+        agent used as a tool runs inside the tool's failure handler, which would tell the
+        outer model "An error occurred" and go on: the case's run error is the cause (the
+        nested agent asked for a tool it does not offer, ran past the script), not what the
+        script's leftover steps say later."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
     async def get_response(
         self,
@@ -175,9 +195,13 @@ class HarnessModel(Model):
         agent = ACTIVE_AGENT.get() if self._attribute else None
         messages = to_messages(system_instructions, input)
         request = ModelRequest(messages=messages, tools=schemas, agent=agent)
-        step = await self._boundary.respond(request)
-        if agent is not None:
-            _check_offered(step, agent, schemas)
+        try:
+            step = await self._boundary.respond(request)
+            if agent is not None:
+                _check_offered(step, agent, schemas)
+        except HarnessError as exc:
+            self._failure = self._failure or exc
+            raise
         output: list[Any] = []
         if not step.tool_calls:
             # A text step always yields a message, even an empty one: without it the SDK

@@ -62,14 +62,17 @@ class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int = 0
 
 
-class Handoff(msgspec.Struct, frozen=True, gc=False):
+class Handoff(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """Control passed from one agent of a graph to another: in which turn (-1 while the agent
-    started), after which model request of it (its index in the turn), from and to whom."""
+    started), after which model request of it (its index in the turn), from and to whom;
+    `filtered` when the handoff passed the history on through a filter of its own (the
+    SDK's `input_filter`) rather than whole."""
 
     turn: int
     step: int
     source: str
     target: str
+    filtered: bool = False
 
 
 class ProviderFailure(HarnessError):
@@ -190,11 +193,13 @@ class ModelBoundary:
     def backend(self) -> ModelBackend:
         return self._backend
 
-    def handoff(self, source: str, target: str) -> None:
+    def handoff(self, source: str, target: str, *, filtered: bool = False) -> None:
         """Control passes from agent `source` to agent `target` (an adapter says so as its
-        framework makes the handoff): recorded with the turn and the number of the model
+        framework makes the handoff; `filtered` when a filter of the handoff's own makes the
+        history the target gets): recorded with the turn and the number of the model
         request it followed, never as a tool call."""
-        self.handoffs.append(Handoff(self._turn, self._turn_requests - 1, source, target))
+        at = (self._turn, self._turn_requests - 1)
+        self.handoffs.append(Handoff(*at, source, target, filtered=filtered))
 
     async def respond(self, request: ModelRequest) -> ModelStep:
         self._count_call()

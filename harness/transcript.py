@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from harness.model_boundary import Message, ModelRequest, ModelStep
+from harness.model_boundary import Handoff, Message, ModelRequest, ModelStep
 from harness.tool_registry import RecordedCall, ToolRegistry
 
 
@@ -99,12 +99,99 @@ class Conversation:
     exchanges: tuple[Exchange, ...]
     calls: tuple[RecordedCall, ...]
     scripted: bool = True
+    # Control passed between agents of a graph, in order (the record's `handoffs`).
+    handoffs: tuple[Handoff, ...] = ()
 
     def final_text(self, turn: int) -> str:
         """The scripted final text of `turn` (its last step, when that is a text)."""
         steps = self.script[turn]
         return steps[-1].text if steps and not steps[-1].tool_calls else ""
 
-    def dispatched_between(self, earlier: Exchange, later: Exchange) -> tuple[RecordedCall, ...]:
-        """The calls recorded after `earlier` was requested and before `later` was."""
-        return self.calls[earlier.calls_before : later.calls_before]
+    def step_of(self, exchange: Exchange) -> ModelStep | None:
+        """The scripted step answering `exchange` (None: the script has none)."""
+        steps = self.script[exchange.turn] if 0 <= exchange.turn < len(self.script) else ()
+        return steps[exchange.step] if exchange.step < len(steps) else None
+
+    def handoffs_after(self, exchange: Exchange) -> list[Handoff]:
+        """The handoffs the answer to `exchange` made."""
+        at = (exchange.turn, exchange.step)
+        return [h for h in self.handoffs if (h.turn, h.step) == at]
+
+    def answered(self, index: int) -> tuple[RecordedCall, ...]:
+        """The calls that answer the request at `index`: those its agent recorded before it
+        asked again. Another agent's calls in between (a delegate's, a nested agent's) are
+        that agent's; with one agent, every call up to the next request."""
+        exchange = self.exchanges[index]
+        agent = exchange.request.agent
+        end = next(
+            (e.calls_before for e in self.exchanges[index + 1 :] if e.request.agent == agent),
+            len(self.calls),
+        )
+        calls = self.calls[exchange.calls_before : end]
+        if all(e.request.agent is None for e in self.exchanges):
+            return calls  # one agent: whatever its loop says of its calls
+        return tuple(c for c in calls if c.agent == agent)
+
+    def threads(self) -> list[Thread]:
+        """The run's requests split into the conversations the framework holds (see
+        `split_threads`); a run of one agent is one."""
+        return split_threads(self)
+
+
+@dataclass(frozen=True)
+class Thread:
+    """One conversation of a run: the requests (their indices among the exchanges) of the
+    agent that holds it, or of the agents it was handed to. `nested`: an agent used as a
+    tool or delegated to, which starts a conversation of its own; `handed`: per request,
+    the handoff it is the new agent's first request after (None: it is not)."""
+
+    nested: bool
+    members: tuple[int, ...]
+    handed: tuple[Handoff | None, ...]
+
+
+@dataclass
+class _Open:
+    agent: str | None  # the agent holding the conversation now
+    nested: bool
+    members: list[int] = field(default_factory=list)
+    handed: list[Handoff | None] = field(default_factory=list)
+    pending: Handoff | None = None  # made, its target not yet asked
+
+    def closed(self) -> Thread:
+        return Thread(self.nested, tuple(self.members), tuple(self.handed))
+
+
+def split_threads(conversation: Conversation) -> list[Thread]:
+    """A request belongs to the open conversation its agent holds (the latest opened,
+    when two are); a handoff moves its source's conversation to the target, history and
+    all. A request by an agent holding none is an agent used as a tool or a delegate: it
+    opens a conversation of its own, closed by its final text or the turn's end. The first
+    conversation is the turn's: each turn continues it, at the agent its first request is
+    of (the root again, or where the loop left off)."""
+    done: list[_Open] = []
+    open_: list[_Open] = []
+    turn: int | None = None
+    for index, exchange in enumerate(conversation.exchanges):
+        agent = exchange.request.agent
+        if exchange.turn != turn and open_:
+            done += open_[1:]
+            del open_[1:]
+            if open_[0].agent != agent:
+                open_[0].agent, open_[0].pending = agent, None
+        turn = exchange.turn
+        holder = next((t for t in reversed(open_) if t.agent == agent), None)
+        if holder is None:
+            holder = _Open(agent, nested=bool(open_))
+            open_.append(holder)
+        holder.members.append(index)
+        holder.handed.append(holder.pending)
+        holder.pending = None
+        for handoff in conversation.handoffs_after(exchange):
+            source = next((t for t in reversed(open_) if t.agent == handoff.source), holder)
+            source.agent, source.pending = handoff.target, handoff
+        step = conversation.step_of(exchange)
+        if holder.nested and holder.agent == agent and step is not None and not step.tool_calls:
+            open_.remove(holder)
+            done.append(holder)
+    return sorted((t.closed() for t in done + open_), key=lambda t: t.members[0])

@@ -12,10 +12,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from conftest import REPO, Cli, call, fixture, text_step, tool_step, turn, write_suite
 
+from harness import run_suite
 from harness.agents.registry import resolve_agent, surface_of
+from harness.model_boundary import ModelRequest
 
 TRIAGE = REPO / "examples" / "openai_agents_triage"
 
@@ -261,12 +264,6 @@ def test_an_agent_used_as_a_tool_is_the_outer_agents_call_and_its_steps_are_its_
         "tools_used": ["ask_weather", "forecast"],
         "tool_results_contain": [{"tool": "ask_weather", "needle": "sunny, 21 C"}],
         "response_contains": ["sunny"],
-        "loop_exempt": {
-            "dispatches": "the nested agent's calls are its own conversation's",
-            "instructions": "each agent sends its own instructions",
-            "history": "the nested agent starts its own conversation",
-            "tool_results": "the nested agent starts its own conversation",
-        },
     }
     write_suite(
         tmp_path / "evals", {"w.json": fixture("weather", [turn("Oslo?", *steps)], expects)}
@@ -306,3 +303,128 @@ def test_the_graph_surface_of_a_graph_with_an_agent_as_a_tool(tmp_path: Path) ->
         }
     finally:
         sys.path.remove(str(tmp_path))
+
+
+# --- replay conformance, per conversation ---------------------------------------------------
+
+
+def test_the_triage_suite_needs_no_conformance_exemption() -> None:
+    for path in sorted((TRIAGE / "evals").glob("*.json")):
+        assert "loop_exempt" not in json.loads(path.read_text("utf-8"))["expects"], path.name
+
+
+class ForgetsResults:
+    """The SDK adapter, with every request of one agent sent without its tool results (as a
+    framework that never hands them back would send it)."""
+
+    def __init__(self, inner: Any, agent: str) -> None:
+        self.inner, self.agent, self.name = inner, agent, inner.name
+
+    def tools(self) -> Any:
+        return self.inner.tools()
+
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(self.inner.tool_names())
+
+    def start(self, context: Any) -> Any:
+        respond = context.model.respond
+
+        async def forgetting(request: ModelRequest) -> Any:
+            if request.agent == self.agent:
+                kept = tuple(m for m in request.messages if m.role != "tool")
+                request = msgspec.structs.replace(request, messages=kept)
+            return await respond(request)
+
+        context.model.respond = forgetting
+        return self.inner.start(context)
+
+
+def weather_case(tmp_path: Path) -> Path:
+    steps = [
+        tool_step(call("o1", "ask_weather", input="Oslo?")),
+        tool_step(call("w1", "forecast", city="Oslo")),
+        text_step("Oslo: sunny, 21 C"),
+        text_step("It is sunny in Oslo."),
+    ]
+    expects = {"tools_used": ["ask_weather", "forecast"], "response_contains": ["sunny"]}
+    return write_suite(
+        tmp_path / "evals", {"w.json": fixture("weather", [turn("Oslo?", *steps)], expects)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("forgetful", "request_index"), [("weather_agent", 2), ("orchestrator", 3)]
+)
+def test_an_agent_whose_tool_results_never_reach_its_model_is_caught_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forgetful: str, request_index: int
+) -> None:
+    # The nested agent is held to its own conversation as the outer one is to its own.
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "orchestra_forgets.py").write_text(
+        ORCHESTRATOR.replace("{OWN_CONFIG}", "{}"), encoding="utf-8"
+    )
+    inner = resolve_agent("openai-agents:orchestra_forgets:build_agent")
+    adapter = ForgetsResults(inner, forgetful)
+    (case,) = run_suite(weather_case(tmp_path), agent=adapter).cases
+    assert case.error is None, case.error
+    failures = {g.check: g.detail for g in case.grades if not g.passed}
+    assert list(failures) == ["loop(tool_results)"], failures
+    assert failures["loop(tool_results)"].startswith(
+        f'turn 0, request {request_index} (agent "{forgetful}"): no tool result for '
+    )
+
+
+FILTERED = """
+from agents import handoff
+from agents.extensions import handoff_filters
+import triage_agents
+
+
+def build_agent():
+    triage = triage_agents.build_agent()
+    billing, faq = triage.handoffs[0], triage.handoffs[1]._agent_ref()
+    triage.handoffs = [handoff(billing, input_filter=FILTER), handoff(faq)]
+    return triage
+"""
+
+DROP_EVERYTHING = "lambda data: data.clone(input_history=(), pre_handoff_items=(), new_items=())"
+
+
+@pytest.mark.parametrize(
+    ("filter_", "failing"),
+    [
+        # The SDK's own filter: tool calls and results dropped, every input kept.
+        ("handoff_filters.remove_all_tools", {}),
+        (
+            DROP_EVERYTHING,
+            {
+                "billing-invoice-lookup": (1, "Has invoice INV-101 been paid?"),
+                "faq-hands-back-to-triage": (3, "Was INV-100 paid? I asked the FAQ first."),
+                "multi-turn-billing-then-faq": (1, "Has invoice INV-100 been paid?"),
+                "unknown-invoice-not-invented": (1, "Is INV-999 paid?"),
+            },
+        ),
+    ],
+    ids=["a-filter-that-keeps-the-inputs", "a-filter-that-drops-the-history"],
+)
+def test_a_handoffs_filter_makes_the_history_the_specialist_is_held_to(
+    run_cli: Cli, triage: Path, filter_: str, failing: dict[str, tuple[int, str]]
+) -> None:
+    (triage / "filtered.py").write_text(
+        textwrap.dedent(FILTERED).replace("FILTER", filter_), encoding="utf-8"
+    )
+    result = run_triage(run_cli, triage, "openai-agents:filtered:build_agent")
+    cases = report(triage)
+    assert [c["error"] for c in cases] == [None] * len(cases)
+    history = {
+        case["id"]: grade["detail"]
+        for case in cases
+        for grade in case["grades"]
+        if not grade["passed"] and grade["check"] == "loop(history)"
+    }
+    assert sorted(history) == sorted(failing), history
+    for case_id, (request, lost) in failing.items():
+        assert history[case_id].startswith(
+            f'turn 0, request {request} (agent "billing_agent"): the user input "{lost}" is missing'
+        ), history[case_id]
+    assert result.returncode == (1 if failing else 0)

@@ -284,3 +284,126 @@ def test_results_of_one_tool_are_matched_by_their_arguments_not_their_finishing_
     )
     assert list(RULES["tool_results"](conversation)) == []
     assert list(RULES["dispatches"](conversation)) == []
+
+
+# Two agents: triage hands every turn to billing (its call answered by the loop with a
+# transfer text, never dispatched); billing echoes and answers. `Forgetful` starts billing
+# on the turn's input alone, as a handoff that drops the history would.
+HANDOFF_LOOPS = """
+from harness import Message, ModelRequest, ToolSchema
+
+
+class Faithful:
+    keeps_history = True
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.history = []
+        self.tools = tuple(
+            ToolSchema(t.name, t.description, t.parameters) for t in ctx.tools.tools.values()
+        )
+
+    async def run_turn(self, user_input):
+        self.history.append(Message(role="user", content=user_input))
+        messages, agent = list(self.history), "triage"
+        while True:
+            request = ModelRequest(messages=tuple(messages), tools=self.tools, agent=agent)
+            step = await self.ctx.model.respond(request)
+            if not step.tool_calls:
+                self.history.append(Message(role="assistant", content=step.text))
+                return step.text
+            messages.append(Message(role="assistant", tool_calls=step.tool_calls))
+            for call in step.tool_calls:
+                if agent == "triage":
+                    self.ctx.model.handoff("triage", "billing")
+                    agent = self.ctx.tools.agent = "billing"
+                    result = "transferred to billing"
+                else:
+                    result = (await self.ctx.tools.dispatch(call.name, call.arguments)).result
+                messages.append(Message(role="tool", content=result, tool_call_id=call.id))
+            if agent == "billing" and not self.keeps_history and len(messages) > 3:
+                # The handoff and its transfer text kept, the earlier turns dropped.
+                messages = [Message(role="user", content=user_input), *messages[-2:]]
+
+
+class Forgetful(Faithful):
+    keeps_history = False
+
+
+def make_Faithful(ctx):
+    return Faithful(ctx)
+
+
+def make_Forgetful(ctx):
+    return Forgetful(ctx)
+"""
+
+
+def handed_turn(text: str, message: str, answer: str) -> dict[str, object]:
+    return turn(
+        text,
+        # The loop's handoff is the model calling `fail`: the loop never dispatches it.
+        tool_step(call(f"h-{message}", "fail", reason="to billing")),
+        tool_step(call(f"e-{message}", message=message)),
+        text_step(answer),
+    )
+
+
+HANDED_TWICE = fixture(
+    "handed-twice",
+    [
+        handed_turn("Echo alpha", "alpha", "alpha echoed"),
+        handed_turn("Echo beta", "beta", "beta echoed"),
+    ],
+    {"response_contains": ["beta echoed"], "exact_tool_calls": 2},
+)
+
+
+@pytest.fixture
+def handoff_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return write_module(tmp_path, HANDOFF_LOOPS, "handoff_loops")
+
+
+def test_a_handoff_passing_the_whole_history_conforms_with_no_exemption(
+    tmp_path: Path, handoff_loops: str
+) -> None:
+    # The handoff's call is answered by the loop, not dispatched: neither `dispatches` nor
+    # `tool_results` asks for a dispatch of it.
+    case = one_case(tmp_path, HANDED_TWICE, handoff_loops, "Faithful")
+    assert case.passed, loop_failures(case)
+
+
+def test_a_specialist_that_drops_the_history_after_a_handoff_is_caught_naming_it(
+    tmp_path: Path, handoff_loops: str
+) -> None:
+    case = one_case(tmp_path, HANDED_TWICE, handoff_loops, "Forgetful")
+    failures = loop_failures(case)
+    assert list(failures) == ["loop(history)"], failures
+    assert failures["loop(history)"].startswith(
+        'turn 1, request 1 (agent "billing"): the user input "Echo alpha" is missing'
+    ), failures
+
+
+def test_a_handoff_step_that_also_dispatches_nothing_else_is_a_dispatch_violation() -> None:
+    # A step that handed off answers one of its calls itself; every other call is dispatched.
+    from harness.expectations.loop_conformance import RULES
+    from harness.model_boundary import Handoff, Message, ModelRequest, ModelStep, ToolCall
+    from harness.transcript import Conversation, Exchange
+
+    handing = ToolCall("h1", "transfer_to_billing", {})
+    echo = ToolCall("e1", "echo", {"message": "x"})
+    asked = ModelRequest(messages=(Message(role="user", content="go"),), agent="triage")
+    after = ModelRequest(messages=(Message(role="user", content="go"),), agent="billing")
+    conversation = Conversation(
+        user_inputs=("go",),
+        script=((ModelStep(tool_calls=(handing, echo)), ModelStep(text="done")),),
+        exchanges=(Exchange(0, 0, 0, asked), Exchange(0, 1, 0, after)),
+        calls=(),
+        handoffs=(Handoff(0, 0, "triage", "billing"),),
+    )
+    (violation,) = RULES["dispatches"](conversation)
+    assert violation[1] == (
+        'turn 0, step 0 (agent "triage"): the script called [echo, transfer_to_billing], '
+        "the agent dispatched [] and made 1 handoff(s)"
+    )

@@ -233,7 +233,8 @@ class GraphCopy:
             target = await original(context, arguments)
             # A `Handoff` built by hand returns the user's own agent: run its copy instead.
             copy = self.copy(target) if isinstance(target, Agent) else target
-            self._boundary.handoff(owner, getattr(copy, "name", str(copy)))
+            filtered = made.input_filter is not None
+            self._boundary.handoff(owner, getattr(copy, "name", str(copy)), filtered=filtered)
             return copy
 
         replaced = dataclasses.replace(made, on_invoke_handoff=invoke)

@@ -18,7 +18,7 @@ from harness.io.text import clean
 from harness.io.validation import Fault
 from harness.model_boundary import Message, ToolCall, summarize_request
 from harness.tool_registry import RecordedCall, canonical_arguments
-from harness.transcript import Conversation, Exchange
+from harness.transcript import Conversation, Exchange, Thread
 
 AT = f"{EXPECTS}.loop_exempt"
 
@@ -65,23 +65,46 @@ def _held(exchange: Exchange) -> str:
     return summarize_request(exchange.request, width=80)
 
 
+def _request(exchange: Exchange) -> str:
+    """`turn T, request S`, and the agent that asked when the run names one."""
+    agent = exchange.request.agent
+    said = f"turn {exchange.turn}, request {exchange.step}"
+    return said if agent is None else f"{said} (agent {q(clip(agent, 60))})"
+
+
+def _first(violations: Iterator[Iterator[Violation]]) -> Iterator[Violation]:
+    """The first violation of the first conversation that has one."""
+    for found in violations:
+        violation = next(found, None)
+        if violation is not None:
+            yield violation
+            return
+
+
 def _tool_results(conversation: Conversation) -> Iterator[Violation]:
-    """After a scripted tool-call step, the next request of that turn carries a result for
-    every call of that step, holding what the tool returned."""
-    previous: Exchange | None = None
-    for exchange in conversation.exchanges:
-        if previous is not None and previous.turn == exchange.turn:
-            step = conversation.script[previous.turn][previous.step]
-            if step.tool_calls:
-                dispatched = conversation.dispatched_between(previous, exchange)
-                for problem in _results_problems(step.tool_calls, dispatched, exchange):
-                    yield (
-                        _step_at(previous),
-                        f"turn {exchange.turn}, request {exchange.step}: {problem}; "
-                        f"the request held:\n{_held(exchange)}",
-                    )
-                    return
-        previous = exchange
+    """After a scripted tool-call step, the next request of that conversation in that turn
+    carries a result for every call of that step, holding what the tool returned. A
+    handoff's call is answered by the framework (its text is not a tool's), and a handoff
+    whose filter makes the new agent's history may leave the step's results out."""
+    return _first(_thread_results(conversation, t) for t in conversation.threads())
+
+
+def _thread_results(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
+    pairs = zip(thread.members, thread.members[1:], thread.handed[1:], strict=False)
+    for earlier, later, handed in pairs:
+        previous, exchange = conversation.exchanges[earlier], conversation.exchanges[later]
+        step = conversation.step_of(previous)
+        if previous.turn != exchange.turn or step is None or not step.tool_calls:
+            continue
+        if handed is not None and handed.filtered:
+            continue
+        dispatched = conversation.answered(earlier)
+        for problem in _results_problems(step.tool_calls, dispatched, exchange):
+            yield (
+                _step_at(previous),
+                f"{_request(exchange)}: {problem}; the request held:\n{_held(exchange)}",
+            )
+            return
 
 
 def _results_problems(
@@ -146,21 +169,26 @@ def _carries(content: str, ran: RecordedCall) -> bool:
 
 def _dispatches(conversation: Conversation) -> Iterator[Violation]:
     """The tool boundary saw what the script asked for: after each step, its calls were
-    dispatched once each, and nothing else. Compared by tool name: a framework may fill in
-    defaults or coerce arguments before the tool runs. A scripted call the framework refuses
-    to run (arguments its schema rejects) breaks this rule: such a case says so with
-    `loop_exempt`."""
-    exchanges = conversation.exchanges
-    for i, exchange in enumerate(exchanges):
-        end = exchanges[i + 1].calls_before if i + 1 < len(exchanges) else len(conversation.calls)
-        ran = sorted(c.name for c in conversation.calls[exchange.calls_before : end])
-        step = conversation.script[exchange.turn][exchange.step]
-        asked = sorted(c.name for c in step.tool_calls)
-        if ran != asked:
+    dispatched once each by the agent that asked, and nothing else. Compared by tool name: a
+    framework may fill in defaults or coerce arguments before the tool runs. A step that
+    handed off has one call per handoff the framework answered itself, never dispatched. A
+    scripted call the framework refuses to run (arguments its schema rejects) breaks this
+    rule: such a case says so with `loop_exempt`."""
+    for index, exchange in enumerate(conversation.exchanges):
+        step = conversation.step_of(exchange)
+        ran = sorted(c.name for c in conversation.answered(index))
+        asked = sorted(c.name for c in step.tool_calls) if step is not None else []
+        handed = len(conversation.handoffs_after(exchange))
+        unran = list(asked)
+        for name in ran:
+            if name in unran:
+                unran.remove(name)
+        if len(unran) != handed or len(ran) + handed != len(asked):
+            made = f" and made {handed} handoff(s)" if handed else ""
             yield (
                 _step_at(exchange),
-                f"turn {exchange.turn}, step {exchange.step}: the script called "
-                f"{_names(asked)}, the agent dispatched {_names(ran)}",
+                f"{_request(exchange).replace('request', 'step', 1)}: the script called "
+                f"{_names(asked)}, the agent dispatched {_names(ran)}{made}",
             )
             return
 
@@ -171,24 +199,85 @@ def _names(names: list[str]) -> str:
 
 def _history(conversation: Conversation) -> Iterator[Violation]:
     """Every request of turn N carries the user inputs of turns 0..N and the final texts of
-    turns 0..N-1, in order."""
-    for exchange in conversation.exchanges:
-        expected: list[tuple[str, str]] = []
-        for turn in range(exchange.turn + 1):
-            expected.append(("user", conversation.user_inputs[turn]))
-            final = conversation.final_text(turn) if turn < exchange.turn else ""
-            if final:
-                expected.append(("assistant", final))
-        missing = _first_missing(expected, exchange.request.messages)
-        if missing is not None:
-            role, text = missing
-            what = "user input" if role == "user" else "final text"
+    turns 0..N-1, in order: the conversation so far. A handoff passes it on whole; one with
+    a filter of its own passes on what the filter makes, so the new agent's first request
+    must hold this turn's input and nothing the conversation never had, and what it holds
+    is the conversation from then on. An agent used as a tool or delegated to holds its
+    own: the input its first request was given."""
+    return _first(_thread_history(conversation, t) for t in conversation.threads())
+
+
+def _thread_history(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
+    kept: list[tuple[str, str]] = []
+    turn = -1
+    previous: Exchange | None = None
+    for index, handed in zip(thread.members, thread.handed, strict=True):
+        exchange = conversation.exchanges[index]
+        if thread.nested and previous is None:
+            kept, turn = _own_input(exchange), exchange.turn  # not the user's turn: its own
+        for later in range(turn + 1, exchange.turn + 1):
+            final = conversation.final_text(later - 1) if later > 0 else ""
+            kept += [("assistant", final)] if final else []
+            kept.append(("user", conversation.user_inputs[later]))
+        turn = max(turn, exchange.turn)
+        problem: str | None = None
+        if handed is not None and handed.filtered and previous is not None:
+            problem = _filtered_problem(conversation, kept, previous, exchange)
+            kept = [(m.role, m.content) for m in exchange.request.messages if _spoken(m)]
+        else:
+            problem = _missing_problem(kept, exchange)
+        if problem is not None:
             yield (
                 _step_at(exchange),
-                f"turn {exchange.turn}, request {exchange.step}: the {what} {q(clip(text, 120))} "
-                f"is missing or out of order; the request held:\n{_held(exchange)}",
+                f"{_request(exchange)}: {problem}; the request held:\n{_held(exchange)}",
             )
             return
+        previous = exchange
+
+
+def _own_input(exchange: Exchange) -> list[tuple[str, str]]:
+    """What a nested agent was given: the last user message of its first request."""
+    given = [m.content for m in exchange.request.messages if m.role == "user"]
+    return [("user", given[-1])] if given else [("user", "")]
+
+
+def _spoken(message: Message) -> bool:
+    """A user input or an answer in text: what a history is made of."""
+    return message.role == "user" or (message.role == "assistant" and not message.tool_calls)
+
+
+def _missing_problem(kept: list[tuple[str, str]], exchange: Exchange) -> str | None:
+    missing = _first_missing(kept, exchange.request.messages)
+    if missing is None:
+        return None
+    role, text = missing
+    what = "user input" if role == "user" else "final text"
+    return f"the {what} {q(clip(text, 120))} is missing or out of order"
+
+
+def _filtered_problem(
+    conversation: Conversation, kept: list[tuple[str, str]], before: Exchange, after: Exchange
+) -> str | None:
+    """What is wrong with the history a handoff's filter made: the input of the turn lost,
+    or a message the conversation never had (the filter may drop, never invent)."""
+    current = [item for item in kept if item[0] == "user"][-1:]
+    problem = _missing_problem(current, after)
+    if problem is not None:
+        return problem
+    step = conversation.step_of(before)
+    had = {(m.role, m.content) for m in before.request.messages if _spoken(m)}
+    if step is not None and step.text:
+        had.add(("assistant", step.text))
+    invented = next(
+        (m for m in after.request.messages if _spoken(m) and (m.role, m.content) not in had),
+        None,
+    )
+    if invented is None:
+        return None
+    return (
+        f"the handoff's filter passed on the {invented.role} message "
+        f"{q(clip(invented.content, 120))}, which the conversation never had"
+    )
 
 
 def _first_missing(
@@ -210,15 +299,26 @@ def _first_missing(
 def _last_user_input(conversation: Conversation) -> Iterator[Violation]:
     """The current turn's user input is the last user message of the conversation so far:
     no earlier turn's input comes after it. (A framework's own follow-up, like pydantic-ai's
-    retry prompt, may: it is not a user input of the script.)"""
-    for exchange in conversation.exchanges:
+    retry prompt, may: it is not a user input of the script.) For an agent used as a tool or
+    delegated to, the input its first request was given."""
+    return _first(_thread_last_input(conversation, t) for t in conversation.threads())
+
+
+def _thread_last_input(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
+    own: str | None = None
+    for index in thread.members:
+        exchange = conversation.exchanges[index]
         messages = exchange.request.messages
-        want = conversation.user_inputs[exchange.turn]
+        if thread.nested:
+            own = _own_input(exchange)[0][1] if own is None else own
+            want, earlier = own, set[str]()
+        else:
+            want = conversation.user_inputs[exchange.turn]
+            earlier = set(conversation.user_inputs[: exchange.turn]) - {want}
         at = max(
             (i for i, m in enumerate(messages) if m.role == "user" and want in m.content),
             default=None,
         )
-        earlier = set(conversation.user_inputs[: exchange.turn]) - {want}
         late = (
             None
             if at is None
@@ -235,7 +335,7 @@ def _last_user_input(conversation: Conversation) -> Iterator[Violation]:
             got = "is missing" if late is None else f"comes before {q(clip(late.content, 120))}"
             yield (
                 _step_at(exchange),
-                f"turn {exchange.turn}, request {exchange.step}: this turn's input "
+                f"{_request(exchange)}: this turn's input "
                 f"{q(clip(want, 120))} {got}; the request held:\n{_held(exchange)}",
             )
             return
@@ -258,18 +358,22 @@ def _offered_tools(conversation: Conversation) -> Iterator[Violation]:
 
 
 def _instructions(conversation: Conversation) -> Iterator[Violation]:
-    """The system message of the first request is in every later request, unchanged."""
-    if not conversation.exchanges:
-        return
-    first = conversation.exchanges[0].request.messages
-    system = next((m.content for m in first if m.role == "system"), None)
-    if system is None:
-        return
-    for exchange in conversation.exchanges[1:]:
+    """The system message of an agent's first request is in every later request of that
+    agent, unchanged (each agent of a graph has its own)."""
+    first: dict[str | None, str | None] = {}
+    for exchange in conversation.exchanges:
+        agent = exchange.request.agent
+        if agent not in first:
+            messages = exchange.request.messages
+            first[agent] = next((m.content for m in messages if m.role == "system"), None)
+            continue
+        system = first[agent]
+        if system is None:
+            continue
         if not any(m.role == "system" and m.content == system for m in exchange.request.messages):
             yield (
                 _step_at(exchange),
-                f"turn {exchange.turn}, request {exchange.step}: the instructions of the first "
+                f"{_request(exchange)}: the instructions of the first "
                 f"request ({q(clip(system, 120))}) are missing or changed; the request held:\n"
                 f"{_held(exchange)}",
             )

@@ -361,6 +361,7 @@ def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
         exchanges=tuple(progress.transcript.exchanges),
         calls=tuple(progress.context.tools.calls),
         scripted=plan.mode == "replay",
+        handoffs=tuple(progress.context.model.handoffs),
     )
 
 

@@ -113,9 +113,12 @@ class Conversation:
         return steps[exchange.step] if exchange.step < len(steps) else None
 
     def handoffs_after(self, exchange: Exchange) -> list[Handoff]:
-        """The handoffs the answer to `exchange` made."""
-        at = (exchange.turn, exchange.step)
-        return [h for h in self.handoffs if (h.turn, h.step) == at]
+        """The handoffs the answer to `exchange` made. A handoff counts the requests of its
+        turn, which is not the scripted step where steps were taken out of order."""
+        index = self.exchanges.index(exchange)
+        turn = exchange.turn
+        at = sum(1 for e in self.exchanges[:index] if e.turn == turn)
+        return [h for h in self.handoffs if (h.turn, h.step) == (turn, at)]
 
     def answered(self, index: int) -> tuple[RecordedCall, ...]:
         """The calls that answer the request at `index`: those its agent recorded before it

@@ -174,3 +174,15 @@ def test_no_handoff_mutant_without_a_graph_or_another_agent_to_hand_to() -> None
     found = mutants_of(case_of(handoff_fixture("transfer_to_faq")), True)
     reasons = {s.name: s.reason for s in found.skipped}
     assert reasons["wrong_handoff"] == "the agent hands off to no other agent"
+
+
+def test_no_dispatch_fault_where_every_scripted_call_is_a_handoff() -> None:
+    # The framework makes a handoff; no dispatch does, so no dispatch fault can reach it
+    # (generated, such a mutant could only survive).
+    found = mutants_of(case_of(handoff_fixture("transfer_to_faq")), True, TRIAGE_HANDOFFS)
+    reasons = {s.name: s.reason for s in found.skipped}
+    for name in ("dispatch_twice", "skip_call"):
+        assert reasons[name] == "every scripted call is a handoff, which no dispatch makes"
+    # Beside a dispatched call, a handoff keeps no fault from being generated.
+    found = mutants_of(case_of(echo_fixture("e")), True, TRIAGE_HANDOFFS)
+    assert {"dispatch_twice", "skip_call"} <= {m.name for m in found.generated}

@@ -66,9 +66,15 @@ def mutants_of(
     handoff: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
         ("script", "wrong_handoff", lambda _case, data: _wrong_handoff(data, graph))
     ]
+    handoff_tools = {tool for tools in graph.values() for tool in tools}
     for family, name, make in _SCRIPT + handoff + _BOUNDARY:
         if family == "boundary" and name in _TOOL_FAULTS and not faultable:
             reason = "the agent runs its own tools: the harness cannot fault their dispatch"
+            found.skipped.append(NotGenerated(family, name, reason))
+            continue
+        if name in _TOOL_FAULTS and _only_handoffs(data, handoff_tools):
+            # A handoff is made by the framework, never dispatched: no fault reaches it.
+            reason = "every scripted call is a handoff, which no dispatch makes"
             found.skipped.append(NotGenerated(family, name, reason))
             continue
         rule = next((r for r in _CAUGHT_BY.get(name, ()) if r in exempt), None)
@@ -250,6 +256,11 @@ def _drop_history(case: Case, data: dict[str, Any]) -> Made:
         context.model.rewrite_request = forget
 
     return "each turn's request loses the earlier turns", "$.turns[1]", data, prepare
+
+
+def _only_handoffs(data: dict[str, Any], handoff_tools: set[str]) -> bool:
+    calls = [c["name"] for _, _, r in _tool_steps(data) for c in r["tool_calls"]]
+    return bool(calls) and all(name in handoff_tools for name in calls)
 
 
 def _dispatch_fault(

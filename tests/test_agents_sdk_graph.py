@@ -428,3 +428,20 @@ def test_a_handoffs_filter_makes_the_history_the_specialist_is_held_to(
             f'turn 0, request {request} (agent "billing_agent"): the user input "{lost}" is missing'
         ), history[case_id]
     assert result.returncode == (1 if failing else 0)
+
+
+def test_a_handoff_to_the_wrong_agent_fails_every_case_the_last_by_its_handoffs_check(
+    run_cli: Cli, triage: Path
+) -> None:
+    # A specialist that answers right after the wrong handoff runs no tool it lacks: only
+    # the case's `handoffs` and `final_agent` checks can see who was asked.
+    (triage / "broken.py").write_text(textwrap.dedent(WRONG_SPECIALIST), encoding="utf-8")
+    result = run_triage(run_cli, triage, "openai-agents:broken:build_agent")
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    cases = {case["id"]: case for case in report(triage)}
+    assert not any(case["passed"] for case in cases.values())
+    faq = cases["faq-opening-hours"]
+    assert faq["error"] is None
+    failed = {g["check"]: g["detail"] for g in faq["grades"] if not g["passed"]}
+    assert any(check.startswith("handoffs") for check in failed), failed
+    assert any("billing_agent" in detail for detail in failed.values()), failed

@@ -245,9 +245,11 @@ def test_a_lone_surrogate_in_a_fixture_is_reported_not_a_traceback(
 
 TRIAGE_SPEC = "openai-agents:triage_agents:build_agent"
 BOOKING_SPEC = "pydantic-ai:flight_booking:booking_agent"
+ORCHESTRATOR_SPEC = "openai-agents:travel_desk:build_agent"
 EXAMPLES = {
     TRIAGE_SPEC: REPO / "examples" / "openai_agents_triage",
     BOOKING_SPEC: REPO / "examples" / "pydantic_ai_delegation",
+    ORCHESTRATOR_SPEC: REPO / "examples" / "openai_agents_orchestrator",
 }
 
 
@@ -377,3 +379,17 @@ def test_the_delegation_suite_kills_every_boundary_mutant_and_has_no_handoff_to_
         reasons = {s["name"]: s["reason"] for s in case["not_generated"]}
         # Delegation comes back to the booking agent: it is a tool call, not a handoff.
         assert reasons["wrong_handoff"] == "the agent hands off to no other agent"
+
+
+def test_the_orchestrator_suite_kills_every_boundary_mutant_inside_the_agents_it_uses(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    document = mutate_example(run_cli, ORCHESTRATOR_SPEC, monkeypatch, tmp_path)
+    assert boundary_survivors(document) == [] and document["boundary"]["generated"] >= 15
+    assert all(case["baseline_passed"] for case in document["cases"])
+    # The weather agent, used as a tool, loses its forecast under the fault: each case
+    # that asks it notices.
+    weather = [c for c in document["cases"] if "weather" in c["id"]]
+    assert weather and all(
+        m["killed"] for c in weather for m in c["mutants"] if m["name"] == "drop_tool_results"
+    )

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from conftest import Cli, call, fixture, text_step, tool_step, turn, write_suite
 
+from harness.agents.registry import surface_of
+
 # An orchestrator whose one step calls two agents as tools, each doing a tool call and then
 # answering. GATE decides who waits for whom, so each order is forced, not hoped for:
 # `weather-first`/`news-first`: the other agent's instructions (read before each of its
@@ -72,7 +74,7 @@ def build_agent():
     )
 """
 
-AGENT = "openai-agents:orchestra:build_agent"
+AGENT = "openai-agents:concurrent_orchestra:build_agent"
 
 # What each agent's calls were: graded per agent, so a call recorded under the wrong agent
 # fails the case as well as the record's own assertion below.
@@ -117,10 +119,12 @@ def steps(orchestrator: str | None = "orchestrator") -> list[dict[str, Any]]:
 
 def run(run_cli: Cli, root: Path, gate: str, script: list[dict[str, Any]]) -> Any:
     write_suite(root / "evals", {"both.json": fixture("both", [turn("Oslo?", *script)], EXPECTS)})
-    (root / "orchestra.py").write_text(ORCHESTRATOR.replace("{GATE}", gate), encoding="utf-8")
+    (root / "concurrent_orchestra.py").write_text(
+        ORCHESTRATOR.replace("{GATE}", gate), encoding="utf-8"
+    )
     return run_cli(
         "eval", "run", "--suite", "evals", "--agent", AGENT, "--json-report", "r.json",
-        "-v", cwd=root,
+        "-v", "--timeout", "30", cwd=root,
     )  # fmt: skip
 
 
@@ -181,3 +185,55 @@ def test_nested_dispatches_in_flight_at_once_are_each_recorded_under_their_agent
     # Both nested tools started before either ended (neither could end before the other
     # began), so the registry's agent was set by each while the other ran.
     assert [step["agent"] for step in kept_transcript(tmp_path)][-1] == "orchestrator"
+
+
+# --- a script that would depend on the order is refused -------------------------------------
+
+
+@pytest.mark.parametrize("gate", ["weather-first", "news-first"])
+def test_a_step_calling_agents_as_tools_at_once_needs_every_later_step_to_name_its_agent(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gate: str
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # Steps taken in order: green when weather asks first, red when news does. Refused in
+    # both, the same way, before the agent runs.
+    script = [{"response": step["response"]} for step in steps()]
+    result = run(run_cli, tmp_path, gate, script)
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    assert "$.turns[0].steps[0].response.tool_calls" in said
+    assert "ask_weather runs weather_agent, ask_news runs news_agent" in said
+    assert "no defined order" in said
+    assert "add `agent` to $.turns[0].steps[1], [2], [3], [4], [5]" in said
+    assert "nothing was run" in said
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_one_later_step_naming_no_agent_is_enough_to_refuse_and_is_the_one_named(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = run(run_cli, tmp_path, "weather-first", steps(orchestrator=None))
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    # The step making the calls may name none: only the steps after it can be raced for.
+    assert "add `agent` to $.turns[0].steps[5]" in said
+    assert "steps[0].agent" not in said
+
+
+def test_the_surface_knows_which_tools_run_agents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # A third agent as a tool, switched off for good: never offered, so never run.
+    source = ORCHESTRATOR.replace("{GATE}", "overlap").replace(
+        '            nested("news_agent", headlines, "ask_news"),\n',
+        '            nested("news_agent", headlines, "ask_news"),\n'
+        '            Agent(name="off_agent").as_tool("ask_off", "Off.", is_enabled=False),\n',
+    )
+    (tmp_path / "concurrent_orchestra_surface.py").write_text(source, encoding="utf-8")
+    surface = surface_of("openai-agents:concurrent_orchestra_surface:build_agent")
+    assert dict(surface.runs_agents) == {
+        "ask_weather": {"weather_agent"},
+        "ask_news": {"news_agent"},
+    }

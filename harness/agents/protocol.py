@@ -25,11 +25,13 @@ class AgentSurface:
 
     `agents` maps each agent of a multi-agent graph (the one the factory returns, the
     agents it hands off to, the agents it uses as tools or delegates to) to the tools it
-    offers its model; empty for an agent that is one agent."""
+    offers its model; empty for an agent that is one agent. `runs_agents` maps each tool
+    that runs agents of the graph (an agent used as a tool) to the agents it runs."""
 
     name: str
     tools: frozenset[str]
     agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    runs_agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 class AgentContext:

@@ -126,6 +126,19 @@ def agent_handoffs(root: Agent[Any]) -> dict[str, dict[str, str]]:
     return found
 
 
+def agents_run_by_tools(root: Agent[Any]) -> dict[str, frozenset[str]]:
+    """Each tool of the graph that runs an agent (`as_tool`) and the agents it runs: the SDK
+    runs a step's function tools at the same time, so two of these in one step ask the
+    model in no defined order."""
+    runs: dict[str, frozenset[str]] = {}
+    for agent in reachable(root):
+        for tool in agent.tools:
+            inner = nested_agent(tool)
+            if inner is not None and cast(FunctionTool, tool).is_enabled is not False:
+                runs[tool.name] = runs.get(tool.name, frozenset()) | {inner.name}
+    return runs
+
+
 # Set by the SDK on a tool's context when its default failure handler turned an exception
 # into text for the model: the only sign that such a call failed.
 _HANDLED_FAILURE = "_function_tool_default_failure_handled"

@@ -26,6 +26,7 @@ from harness.agents.sdk_graph import (
     GraphCopy,
     agent_handoffs,
     agent_tools,
+    agents_run_by_tools,
     note_agent,
     reachable,
     tool_text,
@@ -53,12 +54,21 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
 
     _graph: dict[str, frozenset[str]] | None = None
     _handoffs: dict[str, dict[str, str]] | None = None
+    _runs_agents: dict[str, frozenset[str]] | None = None
 
     def user_tool_names(self, agent: Agent[Any]) -> list[str]:
         # Every agent of the graph: a fixture scripts the specialists' steps too.
         self._graph = agent_tools(agent)
         self._handoffs = agent_handoffs(agent)
+        self._runs_agents = agents_run_by_tools(agent)
         return sorted(frozenset[str]().union(*self._graph.values()))
+
+    def runs_agents(self) -> dict[str, frozenset[str]]:
+        """Each tool of the user's graph that runs an agent, and the agents it runs."""
+        if self._factory is None:
+            return {}
+        self.tool_names()  # builds the user's agent once, keeping its graph
+        return self._runs_agents or {}
 
     def agent_tools(self) -> dict[str, frozenset[str]]:
         """Each agent of the user's graph and the tools it offers; empty for one agent."""

@@ -8,14 +8,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _openai_server import OpenAIServer, RecordedRequest
+from _openai_server import Action, OpenAIServer, RecordedRequest, hang, text_reply
 from conftest import (
     AGENTS,
     BUILTIN_SURFACE,
+    LIVE_KEY,
     LIVE_KEY_CORE,
     LIVE_KEY_ENV,
     Cli,
@@ -25,8 +27,10 @@ from conftest import (
     live_case,
     make_project,
     report_of,
+    say,
     tiny_model,
     write_fixture,
+    write_module,
 )
 
 from harness.agents.registry import resolve_agent
@@ -427,3 +431,65 @@ def test_a_failed_live_run_is_reported_without_the_key(tmp_path: Path) -> None:
     with pytest.raises(RecordError) as info:
         write_recording(case, failed, adapter, tmp_path / "out.json", secrets=(SECRET,))
     assert str(info.value) == "the live run failed: RuntimeError: the agent printed ***"
+
+
+# --- several agents -------------------------------------------------------------------------
+
+# Two agents asking at the same time, as a guardrail agent runs beside the agent it guards:
+# the order of their requests, and of their answers, is no order a replay can keep.
+GUARDED_LOOP = """
+import asyncio
+
+from harness import Message, ModelRequest
+
+
+class Session:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    async def run_turn(self, user_input):
+        said = (Message(role="user", content=user_input),)
+        check = (Message(role="user", content=f"check: {user_input}"),)
+        answer, verdict = await asyncio.gather(
+            self.ctx.model.respond(ModelRequest(messages=said, agent="triage")),
+            self.ctx.model.respond(ModelRequest(messages=check, agent="guard")),
+        )
+        return f"{verdict.text}: {answer.text}"
+
+
+def factory(ctx):
+    return Session(ctx)
+"""
+
+
+def test_each_recorded_step_names_the_agent_it_answered_so_a_race_replays_green(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    guard_asked = threading.Event()
+
+    def answer(body: Any) -> Action:
+        # The guard asks second but is answered first: the live run's order of answers is
+        # not the order in which its requests were made.
+        if body["messages"][-1]["content"].startswith("check:"):
+            guard_asked.set()
+            return say("safe")
+        guard_asked.wait(10)
+        return hang(0.3, then=text_reply("Refunded"))
+
+    case = live_case(
+        "guarded", "Refund me", id="guarded", expects={"response_contains": ["safe: Refunded"]}
+    )
+    with OpenAIServer(responder=answer, api_key=LIVE_KEY) as server:
+        runs = project_with(run_cli, tmp_path, server, case)
+        agent = write_module(runs.project, GUARDED_LOOP, "guarded") + ":factory"
+        result = record(runs, agent)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert len(server.requests) == 2
+    written = json.loads((runs.project / OUT).read_text(encoding="utf-8"))
+    (steps,) = [turn["steps"] for turn in written["turns"]]
+    assert [(s["agent"], s["response"]["content"]) for s in steps] == [
+        ("guard", "safe"),
+        ("triage", "Refunded"),
+    ]
+    replay = runs("eval", "run", "--suite", "evals/regression", "--agent", agent, key=False)
+    assert replay.returncode == 0, replay.stdout + replay.stderr

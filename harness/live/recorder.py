@@ -2,8 +2,10 @@
 
 The fixture keeps the live case as written (its id, description, turns' user inputs,
 setup, tools and expectations) and adds, per turn, every model step the run actually used:
-tool calls with their arguments, final texts and token counts. Before anything is written
-the fixture must pass replay admission and replay green through the same agent.
+tool calls with their arguments (a handoff's call among them), final texts and token
+counts, and, where the request it answered named an agent of a graph, that agent. Before
+anything is written the fixture must pass replay admission and replay green through the
+same agent.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,9 +29,13 @@ from harness.errors import HarnessError
 from harness.fixtures.suite import Case, load_case
 from harness.io.problems import AdmissionError
 from harness.live.chat_completions import SecretMask
-from harness.model_boundary import ModelStep
+from harness.model_boundary import ModelBackend, ModelRequest, ModelStep
 from harness.pipeline import RunOptions, run_cases
+from harness.run.runner import BackendFactory
 from harness.verdict.reports import CaseReport
+
+# Per turn, the agent whose request each model step answered (None: no agent was named).
+StepAgents = list[list[str | None]]
 
 
 class RecordError(HarnessError):
@@ -61,12 +68,15 @@ def record_live_case(
     adapter = resolve_agent(agent) if isinstance(agent, str) else agent
     case = load_case(live_fixture, "live", agent_surface(adapter))
     print(f"zeroclaw eval: running {case.id} live ...", file=progress or sys.stderr)
+    if options.backend is None:
+        raise RecordError("recording needs a live backend for the provider")
+    tape = AgentTape(options.backend)
     report = run_cases(
         [case],
         adapter,
         suite=str(live_fixture.parent),
         mode="live",
-        backend=options.backend,
+        backend=tape.backend,
         allowed_tools=options.allowed_tools,
         case_timeout=options.case_timeout,
         root=options.root,
@@ -81,6 +91,7 @@ def record_live_case(
             out,
             secrets=(secret,),
             force=force,
+            agents=tape.agents,
             timeout=options.case_timeout,
             max_model_calls_per_turn=options.max_model_calls_per_turn,
             max_tool_calls_per_step=options.max_tool_calls_per_step,
@@ -96,22 +107,89 @@ def record_live_case(
     )
 
 
-def fixture_from_run(case: Case, steps: list[list[ModelStep]]) -> dict[str, Any]:
-    """The live case's own JSON with each turn's scripted steps filled in from the run."""
+class AgentTape:
+    """Wraps the live run's backend factory and keeps, per turn, the agent whose request
+    each model step answered: the record keeps the steps in the order they were answered,
+    which for agents asking at the same time is no order a replay could keep, so each step
+    of the fixture must name its agent to be matched to its request by agent."""
+
+    def __init__(self, factory: BackendFactory) -> None:
+        self._factory = factory
+        self.agents: StepAgents = []
+
+    def backend(self, case: Case) -> ModelBackend:
+        self.agents = []
+        return _Taped(self._factory(case), self.agents)
+
+
+class _Taped:
+    """A backend answering as its inner one does, noting each step's agent as the model
+    boundary keeps the step (only within a turn)."""
+
+    def __init__(self, inner: ModelBackend, agents: StepAgents) -> None:
+        self._inner = inner
+        self._agents = agents
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        step = await self._inner.respond(request)
+        # No suspension lies between this and the boundary keeping the step, so the two
+        # lists keep one order even while requests are in flight together.
+        if self._agents:
+            self._agents[-1].append(request.agent)
+        return step
+
+    async def ready(self, limit: float) -> None:
+        hook = getattr(self._inner, "ready", None)
+        if hook is not None:
+            await hook(limit)
+
+    def start_turn(self, index: int) -> None:
+        self._agents.append([])
+        self._forward("start_turn", index)
+
+    def end_turn(self, index: int) -> None:
+        self._forward("end_turn", index)
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+    def _forward(self, name: str, index: int) -> None:
+        hook = getattr(self._inner, name, None)
+        if hook is not None:
+            hook(index)
+
+
+def fixture_from_run(
+    case: Case, steps: list[list[ModelStep]], agents: StepAgents | None = None
+) -> dict[str, Any]:
+    """The live case's own JSON with each turn's scripted steps filled in from the run,
+    each naming the agent it answered where `agents` (per turn, per step) names one."""
     source: dict[str, Any] = json.loads(case.text)
     if len(steps) != len(source["turns"]):
         raise RecordError(
             f"the run covered {len(steps)} of {len(source['turns'])} turn(s); nothing to record"
         )
+    if agents is not None and [len(t) for t in agents] != [len(t) for t in steps]:
+        raise RecordError("the run's steps and the agents they answered do not match")
     used: set[str] = set()
     turns = []
-    for turn, turn_steps in zip(source["turns"], steps, strict=True):
+    for index, (turn, turn_steps) in enumerate(zip(source["turns"], steps, strict=True)):
         recorded = {key: value for key, value in turn.items() if key != "steps"}
-        recorded["steps"] = [{"response": _response(step, used)} for step in turn_steps]
+        named = agents[index] if agents is not None else [None] * len(turn_steps)
+        recorded["steps"] = [
+            _step(step, agent, used) for step, agent in zip(turn_steps, named, strict=True)
+        ]
         turns.append(recorded)
     fixture = dict(source)
     fixture["turns"] = turns
     return fixture
+
+
+def _step(step: ModelStep, agent: str | None, used: set[str]) -> dict[str, Any]:
+    response = _response(step, used)
+    return {"response": response} if agent is None else {"agent": agent, "response": response}
 
 
 def _response(step: ModelStep, used: set[str]) -> dict[str, Any]:
@@ -143,12 +221,14 @@ def write_recording(
     *,
     secrets: tuple[str, ...] = (),
     force: bool = False,
+    agents: Sequence[Sequence[str | None]] | None = None,
     timeout: float = DEFAULT_CASE_TIMEOUT,
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
 ) -> CaseReport:
     """Write the replay fixture of a passing live run to `out`, after proving it replays
-    green (under the same limits); returns the replay's report. Raises `RecordError` and
+    green (under the same limits); returns the replay's report. `agents` (per turn, per
+    step: `AgentTape.agents`) names the agent each step answered. Raises `RecordError` and
     writes nothing otherwise. No message and no file holds any of `secrets`, in any
     escaping."""
     masks = [mask for mask in map(SecretMask, secrets) if mask]
@@ -169,7 +249,10 @@ def write_recording(
     if record is None or record.steps is None:
         raise RecordError("the live run kept no model steps")
     refuse_existing(out, force)
-    text = json.dumps(fixture_from_run(case, record.steps), indent=2, ensure_ascii=False) + "\n"
+    named = None if agents is None else [list(turn) for turn in agents]
+    text = (
+        json.dumps(fixture_from_run(case, record.steps, named), indent=2, ensure_ascii=False) + "\n"
+    )
     if any(mask.found_in(text) for mask in masks):
         raise RecordError("the recording would contain the API key; nothing was written")
 

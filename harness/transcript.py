@@ -5,6 +5,7 @@ request's new messages only, so its size grows with the conversation, not its sq
 from __future__ import annotations
 
 import dataclasses
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import msgspec
@@ -52,6 +53,7 @@ class Transcript:
         self.turn, self._step = index, 0
 
     def observe(self, request: ModelRequest) -> None:
+        _IN_FLIGHT.set((self, len(self.exchanges)))
         self.exchanges.append(Exchange(self.turn, self._step, len(self.tools.calls), request))
         self.answers.append(None)
         self._step += 1
@@ -59,12 +61,23 @@ class Transcript:
     def answered_by(self, index: int) -> None:
         """The request in progress is answered by step `index` of the turn's script: not
         the one of its place when steps naming agents were taken out of order."""
-        if self.exchanges and self.exchanges[-1].step != index:
-            self.exchanges[-1] = dataclasses.replace(self.exchanges[-1], step=index)
+        at = self._in_flight()
+        if at is not None and self.exchanges[at].step != index:
+            self.exchanges[at] = dataclasses.replace(self.exchanges[at], step=index)
 
     def answered(self, step: ModelStep) -> None:
-        if self.answers:
-            self.answers[-1] = step
+        at = self._in_flight()
+        if at is not None:
+            self.answers[at] = step
+
+    def _in_flight(self) -> int | None:
+        """The exchange of the request this task is waiting on: agents asking at the same
+        time (each in a task of its own) are answered in any order, the last request made
+        not necessarily first."""
+        held = _IN_FLIGHT.get()
+        if held is not None and held[0] is self:
+            return held[1]
+        return len(self.exchanges) - 1 if self.exchanges else None
 
     def steps(self) -> list[TranscriptStep]:
         """The run's requests as reports show them: each with only the messages it added
@@ -86,6 +99,10 @@ class Transcript:
             )
             previous = messages
         return shown
+
+
+# Which transcript's exchange the current task's model request is; set as it is observed.
+_IN_FLIGHT: ContextVar[tuple[Transcript, int] | None] = ContextVar("_IN_FLIGHT", default=None)
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _openai_server import Action, OpenAIServer, text_reply, tool_reply
-from conftest import LIVE_KEY, REPO, Cli, Runs, live_case, make_project, report_of
+from _openai_server import Action, OpenAIServer, hang, text_reply, tool_reply
+from conftest import LIVE_KEY, REPO, Cli, Runs, live_case, make_project, report_of, write_module
+from test_live_recorder import GUARDED_LOOP
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
@@ -178,3 +180,35 @@ def test_the_delegating_agent_runs_live_each_agent_asks_with_its_own_conversatio
     text = shown(runs, "search")
     assert "tool [flight_search] find_flights(" in text
     assert "tool [booking] search_flights(" in text
+
+
+def test_agents_asking_at_the_same_time_are_each_shown_with_their_own_answer(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    guard_asked = threading.Event()
+
+    def answer(body: Any) -> Action:
+        # Triage asks first and is answered last, after the guard has asked and been answered.
+        if body["messages"][-1]["content"].startswith("check:"):
+            guard_asked.set()
+            return text_reply("safe")
+        guard_asked.wait(10)
+        return hang(0.3, then=text_reply("Refunded"))
+
+    case = live_case("guarded", "Refund me", id="guarded", expects={"response_contains": ["safe"]})
+    with OpenAIServer(responder=answer, api_key=LIVE_KEY) as server:
+        root = make_project(tmp_path / "project", server.base_url, {"x.json": case})
+        runs = Runs(run_cli, root)
+        agent = write_module(root, GUARDED_LOOP, "guarded") + ":factory"
+        result = runs.live(agent)
+    report = report_of(result)
+    assert result.returncode == 0, json.dumps(report, indent=2)
+    assert report["cases"][0]["record"]["final_response"] == "safe: Refunded"
+    lines = [line.strip() for line in shown(runs, "guarded").splitlines()]
+    turn = lines[lines.index("turn 0:") + 1 :]
+    assert turn == [
+        "→ user: Refund me",
+        "← [triage] model answers Refunded",
+        "→ user: check: Refund me",
+        "← [guard] model answers safe",
+    ]

@@ -212,3 +212,140 @@ def test_agents_asking_at_the_same_time_are_each_shown_with_their_own_answer(
         "→ user: check: Refund me",
         "← [guard] model answers safe",
     ]
+
+
+# --- recorded, then replayed ----------------------------------------------------------------
+
+LIVE = Path("evals/live/x.json")
+OUT = Path("evals/regression/x.json")
+
+FAQ_CASE = live_case(
+    "opening-hours",
+    "When do you open?",
+    id="opening-hours",
+    expects={
+        "handoffs": ["faq_agent"],
+        "final_agent": "faq_agent",
+        "tools_not_used": ["lookup_invoice"],
+        "response_contains": ["9:00"],
+    },
+)
+
+
+def record(runs: Runs, agent: str) -> Any:
+    return runs("eval", "record", "--case", LIVE, "--out", OUT, "--agent", agent)
+
+
+def replay(runs: Runs, agent: str) -> tuple[Any, dict[str, Any]]:
+    result = runs(
+        "eval", "run", "--suite", "evals/regression", "--agent", agent, "--format", "json",
+        key=False,
+    )  # fmt: skip
+    (case,) = report_of(result)["cases"]
+    return result, case
+
+
+def recorded_steps(runs: Runs) -> list[tuple[str, str]]:
+    """Each written step's agent, and the tool it called or `text`."""
+    written = json.loads((runs.project / OUT).read_text(encoding="utf-8"))
+    (turn,) = written["turns"]
+    shown = []
+    for step in turn["steps"]:
+        response = step["response"]
+        calls = response.get("tool_calls") or [{"name": "text"}]
+        shown.append((step["agent"], calls[0]["name"]))
+    return shown
+
+
+def edit_recording(runs: Runs, change: Any) -> None:
+    path = runs.project / OUT
+    written = json.loads(path.read_text(encoding="utf-8"))
+    change(written["turns"][0]["steps"])
+    path.write_text(json.dumps(written), encoding="utf-8")
+
+
+def test_a_recorded_handoff_replays_green_and_edited_to_another_agent_fails_naming_it(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    with OpenAIServer(responder=triage_model("billing_agent"), api_key=LIVE_KEY) as server:
+        runs = example_project(run_cli, tmp_path, server, TRIAGE, INVOICE_CASE)
+        result = record(runs, TRIAGE)
+        asked = len(server.requests)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "recorded invoice: 3 model step(s) over 1 turn(s)" in result.stdout
+    # The handoff is kept as the scripted call it was, and each step names its agent.
+    assert recorded_steps(runs) == [
+        ("triage_agent", "transfer_to_billing_agent"),
+        ("billing_agent", "lookup_invoice"),
+        ("billing_agent", "text"),
+    ]
+    written = json.loads((runs.project / OUT).read_text(encoding="utf-8"))
+    assert written["expects"] == INVOICE_CASE["expects"]
+    replayed, case = replay(runs, TRIAGE)
+    assert replayed.returncode == 0, json.dumps(case, indent=2)
+    assert [(h["source"], h["target"]) for h in case["record"]["handoffs"]] == [
+        ("triage_agent", "billing_agent")
+    ]
+    assert asked == 3, "replay never calls the provider"
+
+    def to_faq(steps: list[dict[str, Any]]) -> None:
+        steps[0]["response"]["tool_calls"][0]["name"] = "transfer_to_faq_agent"
+
+    edit_recording(runs, to_faq)
+    replayed, case = replay(runs, TRIAGE)
+    assert replayed.returncode == 1
+    assert case["error"].startswith(
+        "case 'invoice': turn 0: agent 'faq_agent' requested a model response, but no step "
+        "of the turn left answers it; the script expected next a step calling "
+        'lookup_invoice({"invoice_id": "INV-101"}) for agent \'billing_agent\''
+    ), case["error"]
+
+
+def test_a_recording_whose_handoff_and_specialist_are_edited_fails_the_handoff_checks(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    with OpenAIServer(responder=triage_model("faq_agent"), api_key=LIVE_KEY) as server:
+        runs = example_project(run_cli, tmp_path, server, TRIAGE, FAQ_CASE)
+        result = record(runs, TRIAGE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert recorded_steps(runs) == [
+        ("triage_agent", "transfer_to_faq_agent"),
+        ("faq_agent", "text"),
+    ]
+
+    def to_billing(steps: list[dict[str, Any]]) -> None:
+        steps[0]["response"]["tool_calls"][0]["name"] = "transfer_to_billing_agent"
+        steps[1]["agent"] = "billing_agent"
+
+    edit_recording(runs, to_billing)
+    replayed, case = replay(runs, TRIAGE)
+    assert replayed.returncode == 1
+    assert case["error"] is None
+    failed = {g["check"]: g["detail"] for g in case["grades"] if not g["passed"]}
+    assert failed == {
+        'handoffs(["faq_agent"])': (
+            'handoffs: expected ["faq_agent"], the run handed to ["billing_agent"]'
+        ),
+        'final_agent("faq_agent")': 'the last answer came from "billing_agent"',
+    }
+
+
+def test_a_recorded_delegation_names_each_agents_steps_and_replays_green(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    with OpenAIServer(responder=booking_model, api_key=LIVE_KEY) as server:
+        runs = example_project(run_cli, tmp_path, server, BOOKING, SEARCH_CASE)
+        result = record(runs, BOOKING)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert recorded_steps(runs) == [
+        ("booking", "search_flights"),
+        ("flight_search", "find_flights"),
+        ("flight_search", "text"),
+        ("booking", "text"),
+    ]
+    replayed, case = replay(runs, BOOKING)
+    assert replayed.returncode == 0, json.dumps(case, indent=2)
+    assert [(c["name"], c["agent"]) for c in case["record"]["calls"]] == [
+        ("find_flights", "flight_search"),
+        ("search_flights", "booking"),
+    ]

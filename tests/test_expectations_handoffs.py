@@ -197,11 +197,12 @@ class Session:
 
     async def run_turn(self, user_input):
         target = user_input.split()[-1]
-        ask = ModelRequest(messages=(Message(role="user", content=user_input),), agent="triage")
-        await self.ctx.model.respond(ask)
+        asked = Message(role="user", content=user_input)
+        routed = await self.ctx.model.respond(ModelRequest(messages=(asked,), agent="triage"))
         self.ctx.model.handoff("triage", target)
-        ask = ModelRequest(messages=(Message(role="user", content=user_input),), agent=target)
-        return (await self.ctx.model.respond(ask)).text
+        # A handoff passes the whole history on, as replay conformance holds it to.
+        history = (asked, Message(role="assistant", content=routed.text))
+        return (await self.ctx.model.respond(ModelRequest(messages=history, agent=target))).text
 
 
 def factory(ctx):
@@ -218,7 +219,14 @@ def test_a_handoff_to_the_wrong_agent_fails_the_case_naming_it(
         cases[f"{name}.json"] = fixture(
             name,
             [{"user_input": f"Refund me, {target}", "steps": steps}],
-            {"response_contains": ["Done"], "handoffs": ["billing"], "final_agent": "billing"},
+            {
+                "response_contains": ["Done"],
+                "handoffs": ["billing"],
+                "final_agent": "billing",
+                # A framework hands off through a call its model makes; this loop routes on
+                # a text answer, which conformance reads as a handoff no call asked for.
+                "loop_exempt": {"dispatches": "the loop routes on a text answer"},
+            },
         )
     root = project(tmp_path, cases)
     module = write_module(root, ROUTING_LOOP)
@@ -228,7 +236,7 @@ def test_a_handoff_to_the_wrong_agent_fails_the_case_naming_it(
     assert result.returncode == 1, result.stderr
     report = json.loads((root / "r.json").read_text(encoding="utf-8"))
     verdicts = {c["id"]: c for c in report["cases"]}
-    assert verdicts["right"]["passed"] is True
+    assert verdicts["right"]["passed"] is True, verdicts["right"]["grades"]
     failed = {g["check"]: g["detail"] for g in verdicts["wrong"]["grades"] if not g["passed"]}
     assert failed == {
         'handoffs(["billing"])': 'handoffs: expected ["billing"], the run handed to ["faq_agent"]',

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools
 from harness.model_boundary import ModelBoundary
@@ -26,12 +26,15 @@ class AgentSurface:
     `agents` maps each agent of a multi-agent graph (the one the factory returns, the
     agents it hands off to, the agents it uses as tools or delegates to) to the tools it
     offers its model; empty for an agent that is one agent. `runs_agents` maps each tool
-    that runs agents of the graph (an agent used as a tool) to the agents it runs."""
+    that runs agents of the graph (an agent used as a tool) to the agents it runs.
+    `hands_off`: an agent of the graph passes control to another (an SDK handoff), so a
+    turn may start at the agent that answered the last (`AgentContext.next_turn_agent`)."""
 
     name: str
     tools: frozenset[str]
     agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
     runs_agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    hands_off: bool = False
 
 
 class AgentContext:
@@ -39,6 +42,12 @@ class AgentContext:
 
     `workspace` is the case's private temporary directory, created on first use (most
     replay cases never touch it) and removed by the runner after grading.
+
+    `next_turn_agent` is the case's `next_turn_agent`: where each turn after the first
+    starts in a graph of agents that hand off, "first" (the agent the adapter builds) or
+    "last" (the agent that gave the previous turn's answer). Only an adapter whose surface
+    says `hands_off` honours it (admission refuses "last" for any other); one agent, a
+    pydantic-ai graph (its delegates answer inside a tool) and an own loop ignore it.
     """
 
     def __init__(
@@ -47,10 +56,13 @@ class AgentContext:
         model: ModelBoundary,
         tools: ToolRegistry,
         workspace: Workspace | None = None,
+        *,
+        next_turn_agent: Literal["first", "last"] = "first",
     ) -> None:
         self.case_id = case_id
         self.model = model
         self.tools = tools
+        self.next_turn_agent = next_turn_agent
         self.case_workspace = workspace if workspace is not None else Workspace()
 
     @property

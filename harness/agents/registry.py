@@ -155,15 +155,17 @@ def _bounded(agent: str | AgentAdapter, seconds: float, build: Callable[[], _Bui
 def agent_surface(adapter: AgentAdapter) -> AgentSurface:
     """The adapter's name and the tools a fixture may script calls to: `tool_names()` when
     the adapter has one (an agent bringing its own tools), else its registered tools; and
-    each agent of its graph with its tools, and the tools that run agents, when the adapter
-    says (`agent_tools()`, `runs_agents()`)."""
+    each agent of its graph with its tools, the tools that run agents, and whether an agent
+    hands off, when the adapter says (`agent_tools()`, `runs_agents()`, `hands_off()`)."""
     names = getattr(adapter, "tool_names", None)
     tools = names() if callable(names) else frozenset(t.name for t in adapter.tools())
     graph = getattr(adapter, "agent_tools", None)
     agents = dict(graph()) if callable(graph) else {}
     nested = getattr(adapter, "runs_agents", None)
     runs = dict(nested()) if callable(nested) else {}
-    return AgentSurface(adapter.name, frozenset(tools), agents, runs)
+    handing = getattr(adapter, "hands_off", None)
+    hands_off = bool(handing()) if callable(handing) else False
+    return AgentSurface(adapter.name, frozenset(tools), agents, runs, hands_off)
 
 
 def surface_of(spec: str) -> AgentSurface:

@@ -283,7 +283,9 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         max_calls_per_turn=plan.max_model_calls_per_turn,
         max_tool_calls_per_step=plan.max_tool_calls_per_step,
     )
-    context = AgentContext(case.id, boundary, registry)
+    context = AgentContext(
+        case.id, boundary, registry, next_turn_agent=case.trace.next_turn_agent or "first"
+    )
     if plan.prepare is not None:
         plan.prepare(case, context)
     return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock)

@@ -87,6 +87,11 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         self.tool_names()
         return self._handoffs or {}
 
+    def hands_off(self) -> bool:
+        """Whether an agent of the user's graph hands off: then a turn may start at the
+        agent that answered the last (`next_turn_agent` "last")."""
+        return bool(self.agent_handoffs())
+
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools
         if self._factory is None:
@@ -105,7 +110,9 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         # model the copy replaces too). The input filter tells the model who asks.
         config = RunConfig(model=model, tracing_disabled=True, call_model_input_filter=note_agent)
         agent = GraphCopy(registry, context.model, config, attribute=several).copy(user)
-        return _Session(agent, config, context.model, model)
+        session = _Session(agent, config, context.model, model)
+        session.continue_at_last = context.next_turn_agent == "last"
+        return session
 
 
 # Tracing would export spans over the network; a harness run stays offline. Shared: building
@@ -125,6 +132,9 @@ class _Session:
         # that applies, with the same run error as every other agent.
         self._max_turns = boundary.max_calls_per_turn + 1
         self._history: list[TResponseInputItem] = []
+        # The SDK's customer-service pattern: the next turn runs the agent handed to last
+        # (the case's `next_turn_agent` "last"); else each turn starts at the first agent.
+        self.continue_at_last = False
 
     async def run_turn(self, user_input: str) -> str:
         # The SDK carries a conversation by feeding the previous run's items back in.
@@ -141,6 +151,10 @@ class _Session:
             raise
         self._model.raise_failure()
         self._history = result.to_input_list()
+        if self.continue_at_last:
+            # An agent of the case's graph copy (each handoff returns its copy), so the next
+            # turn's calls and handoffs are recorded as this turn's were.
+            self._agent = result.last_agent
         output = result.final_output
         return output if isinstance(output, str) else ("" if output is None else str(output))
 

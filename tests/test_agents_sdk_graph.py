@@ -162,19 +162,19 @@ def build_agent():
     [
         (
             WRONG_SPECIALIST,
-            4,
+            5,
             "the model called tool 'lookup_invoice', which agent 'faq_agent' (the agent "
             "asking) does not offer (its tools: transfer_to_triage_agent)",
         ),
         (
             LOST_TOOL,
-            4,
+            5,
             "the model called tool 'lookup_invoice', which agent 'billing_agent' (the agent "
             "asking) does not offer (its tools: none)",
         ),
         (
             ANSWERS_ITSELF,
-            5,
+            6,
             "the model called tool 'transfer_to_billing_agent', which agent 'triage_agent' "
             "(the agent asking) does not offer (its tools: none)",
         ),
@@ -400,6 +400,7 @@ DROP_EVERYTHING = "lambda data: data.clone(input_history=(), pre_handoff_items=(
             {
                 "billing-invoice-lookup": (1, "Has invoice INV-101 been paid?"),
                 "faq-hands-back-to-triage": (3, "Was INV-100 paid? I asked the FAQ first."),
+                "multi-turn-billing-follow-up": (1, "Has invoice INV-100 been paid?"),
                 "multi-turn-billing-then-faq": (1, "Has invoice INV-100 been paid?"),
                 "unknown-invoice-not-invented": (1, "Is INV-999 paid?"),
             },

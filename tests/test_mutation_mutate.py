@@ -363,7 +363,7 @@ def test_the_triage_suite_kills_every_boundary_mutant_and_each_wrong_handoff(
         handed[case["id"]] = killed["wrong_handoff"]
     # Every case scripts a handoff triage could make elsewhere: the wrong specialist is
     # taken, and each case notices (faq-opening-hours by who was asked last).
-    assert len(handed) == 5 and all(m["killed"] for m in handed.values())
+    assert len(handed) == 6 and all(m["killed"] for m in handed.values())
     assert handed["faq-opening-hours"]["description"] == (
         "call_to_faq hands off to billing_agent, not faq_agent"
     )

@@ -11,7 +11,21 @@ from typing import Any
 
 import msgspec
 import pytest
-from conftest import REPO, Cli, call, fixture, text_step, tool_step, turn, write_suite
+from _openai_server import Action, OpenAIServer, text_reply, tool_reply
+from conftest import (
+    LIVE_KEY,
+    REPO,
+    Cli,
+    Runs,
+    call,
+    fixture,
+    live_case,
+    make_project,
+    text_step,
+    tool_step,
+    turn,
+    write_suite,
+)
 
 from harness import run_suite
 from harness.agents.registry import resolve_agent
@@ -173,3 +187,43 @@ def test_conformance_holds_the_agent_a_turn_starts_at_to_the_conversation_so_far
         'loop(history): turn 1, request 0 (agent "billing_agent"): the user input '
         '"Has invoice INV-100 been paid?" is missing'
     ), line
+
+
+def test_record_keeps_where_the_next_turn_starts_and_the_recording_replays(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    # The provider answers as the asking agent would: billing looks up, then answers.
+    def answer(body: Any) -> Action:
+        offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+        last = body["messages"][-1]
+        if "lookup_invoice" not in offered:
+            return tool_reply([("call_handoff", "transfer_to_billing_agent", {})])
+        if last["role"] == "tool":
+            return text_reply(f"Billing says: {last['content']}")
+        invoice = "INV-101" if "INV-101" in str(last.get("content")) else "INV-100"
+        return tool_reply([(f"call_{invoice}", "lookup_invoice", {"invoice_id": invoice})])
+
+    case = live_case(
+        "follow-up",
+        "Has invoice INV-100 been paid?",
+        "And INV-101?",
+        id="follow-up",
+        next_turn_agent="last",
+        expects={"handoffs": ["billing_agent"], "response_contains": ["due 2026-04-15"]},
+    )
+    with OpenAIServer(responder=answer, api_key=LIVE_KEY) as server:
+        root = make_project(tmp_path / "project", server.base_url, {"x.json": case})
+        shutil.copy(TRIAGE / "triage_agents.py", root)
+        runs = Runs(run_cli, root)
+        out = Path("evals/regression/x.json")
+        result = runs(
+            "eval", "record", "--case", "evals/live/x.json", "--out", out, "--agent", AGENT
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    written = json.loads((root / out).read_text(encoding="utf-8"))
+    assert written["next_turn_agent"] == "last"
+    # The follow-up was answered by billing, with no handoff in the second turn.
+    assert [step["agent"] for step in written["turns"][1]["steps"]] == [
+        "billing_agent",
+        "billing_agent",
+    ]

@@ -26,7 +26,8 @@ class AgentSurface:
     `agents` maps each agent of a multi-agent graph (the one the factory returns, the
     agents it hands off to, the agents it uses as tools or delegates to) to the tools it
     offers its model; empty for an agent that is one agent. `runs_agents` maps each tool
-    that runs agents of the graph (an agent used as a tool) to the agents it runs.
+    that runs agents of the graph (an agent used as a tool, a pydantic-ai tool that
+    delegates) to the agents it runs.
     `hands_off`: an agent of the graph passes control to another (an SDK handoff), so a
     turn may start at the agent that answered the last (`AgentContext.next_turn_agent`)."""
 

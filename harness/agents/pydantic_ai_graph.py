@@ -1,4 +1,5 @@
-"""The agents a pydantic-ai agent delegates to, found from its tools' code, and their names.
+"""The agents a pydantic-ai agent delegates to, found from its tools' code, their names, and
+which tools delegate.
 
 pydantic-ai declares no graph: delegation is a tool that runs another `Agent` (`await
 other.run(..., usage=ctx.usage)`, its flight-booking example's pattern), so the graph is read
@@ -70,6 +71,26 @@ def agent_graph(root: Agent[Any, Any], root_name: str) -> list[GraphAgent]:
             for tool in toolset.tools.values():
                 pending.extend(_agents_named_by(tool.function))
     return graph
+
+
+def agents_run_by_tools(graph: list[GraphAgent]) -> dict[str, frozenset[str]]:
+    """Each function tool of `graph` that delegates to an agent of it, and the agents it
+    runs: pydantic-ai runs one step's tool calls as concurrent tasks, so two of these in one
+    step ask the model in no defined order. A tool declared `sequential=True` is left out:
+    pydantic-ai runs it alone, after the calls before it and before those after it, so it
+    races with none (a `prepare` that makes a tool sequential only as the run goes is not
+    seen, and its tool still counted: admission asks for more names, never fewer)."""
+    names = {id(node.agent): node.name for node in graph}
+    runs: dict[str, frozenset[str]] = {}
+    for node in graph:
+        for toolset in _function_toolsets(node.agent):
+            for name, tool in toolset.tools.items():
+                if tool.sequential:
+                    continue
+                inner = {names[id(a)] for _, a in _agents_named_by(tool.function) if id(a) in names}
+                if inner:
+                    runs[name] = runs.get(name, frozenset()) | inner
+    return runs
 
 
 def _function_toolsets(agent: Agent[Any, Any]) -> Iterator[FunctionToolset[Any]]:

@@ -32,7 +32,12 @@ from pydantic_ai.usage import RequestUsage, UsageLimits
 from pydantic_core import to_json
 
 from harness.agents.protocol import AgentContext, FrameworkAdapter
-from harness.agents.pydantic_ai_graph import GraphAgent, agent_graph, function_tool_names
+from harness.agents.pydantic_ai_graph import (
+    GraphAgent,
+    agent_graph,
+    agents_run_by_tools,
+    function_tool_names,
+)
 from harness.model_boundary import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
 from harness.tool_registry import Tool, ToolRegistry, canonical_arguments
 
@@ -47,11 +52,13 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
     # Each agent of the user's graph and its function tools, found with the tool names
     # admission checks (the factory is called once for both, as for the SDK's).
     _agents: Mapping[str, frozenset[str]] | None = None
+    _runs_agents: dict[str, frozenset[str]] | None = None
 
     def user_tool_names(self, agent: Agent[Any, Any]) -> list[str]:
         # Every agent of the graph: a fixture scripts the delegates' steps too.
         graph = self._graph(agent)
         self._agents = {node.name: frozenset(function_tool_names(node.agent)) for node in graph}
+        self._runs_agents = agents_run_by_tools(graph)
         return [name for node in graph for name in function_tool_names(node.agent)]
 
     def agent_tools(self) -> Mapping[str, frozenset[str]]:
@@ -61,6 +68,15 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
         self.tool_names()  # builds the user's agent once, keeping its graph
         agents = self._agents or {}
         return agents if len(agents) > 1 else {}
+
+    def runs_agents(self) -> dict[str, frozenset[str]]:
+        """Each tool of the user's graph that delegates to an agent, and the agents it runs:
+        admission refuses a step calling two of them unless the steps after it name their
+        agent."""
+        if self._factory is None:
+            return {}
+        self.tool_names()  # builds the user's agent once, keeping its graph
+        return self._runs_agents or {}
 
     def _graph(self, agent: Agent[Any, Any]) -> list[GraphAgent]:
         # An unnamed agent the factory returns goes by the factory's name in the spec.

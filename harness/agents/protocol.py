@@ -38,6 +38,21 @@ class AgentSurface:
     hands_off: bool = False
 
 
+@dataclass(frozen=True)
+class AgentGraph:
+    """What walking the user's framework agent finds, once per adapter: each agent of its
+    graph and the tools it offers its model (one entry for an agent that is one agent), each
+    tool that runs agents of the graph and the agents it runs, and each agent that hands off
+    with its handoff tools and the agent each passes control to."""
+
+    agents: Mapping[str, frozenset[str]]
+    runs_agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    handoffs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+_NO_GRAPH = AgentGraph({})
+
+
 class AgentContext:
     """What an adapter gets for one case; everything in it is fresh for that case.
 
@@ -110,7 +125,7 @@ class FrameworkAdapter(Generic[A]):
     def __init__(self, factory: Callable[[], A] | None = None, spec: str = "") -> None:
         self._factory = factory
         self.name = f"{self.framework}:{spec}" if spec else self.framework
-        self._names: frozenset[str] | None = None
+        self._graph: AgentGraph | None = None
 
     def tools(self) -> list[Tool]:
         # The user's own agent brings its own tools; the built-ins are for the default agent.
@@ -119,9 +134,38 @@ class FrameworkAdapter(Generic[A]):
     def tool_names(self) -> frozenset[str]:
         if self._factory is None:
             return BUILTIN_TOOL_NAMES
-        if self._names is None:
-            self._names = frozenset(self.user_tool_names(self.build()))
-        return self._names
+        return frozenset[str]().union(*self.user_graph().agents.values())
+
+    def user_graph(self) -> AgentGraph:
+        """The user's agent graph, walked once (the factory is called once for the tool
+        names, the agents, the tools running agents and the handoffs admission checks);
+        empty for the default agent."""
+        if self._factory is None:
+            return _NO_GRAPH
+        if self._graph is None:
+            self._graph = self.walk(self.build())
+        return self._graph
+
+    def agent_tools(self) -> Mapping[str, frozenset[str]]:
+        """Each agent of the user's graph and the tools it offers; empty for one agent."""
+        agents = self.user_graph().agents
+        return agents if len(agents) > 1 else {}
+
+    def runs_agents(self) -> Mapping[str, frozenset[str]]:
+        """Each tool of the user's graph that runs agents of it, and the agents it runs:
+        admission refuses a step calling two of them unless the steps after it name their
+        agent."""
+        return self.user_graph().runs_agents
+
+    def agent_handoffs(self) -> Mapping[str, Mapping[str, str]]:
+        """Each agent of the user's graph that hands off: its handoff tools, each with the
+        agent it passes control to (mutation testing hands off to another)."""
+        return self.user_graph().handoffs
+
+    def hands_off(self) -> bool:
+        """Whether an agent of the user's graph hands off: then a turn may start at the
+        agent that answered the last (`next_turn_agent` "last")."""
+        return bool(self.agent_handoffs())
 
     def build(self) -> A:
         """A fresh instance of the user's agent."""
@@ -130,6 +174,10 @@ class FrameworkAdapter(Generic[A]):
         if not isinstance(agent, self.agent_type):
             raise TypeError(f"the factory returned {type(agent).__name__}, not {self.agent_label}")
         return agent
+
+    def walk(self, agent: A) -> AgentGraph:
+        """The graph of the user's agent; by default one agent with `user_tool_names`."""
+        return AgentGraph({self.name: frozenset(self.user_tool_names(agent))})
 
     def user_tool_names(self, agent: A) -> list[str]:
         """The names of the tools the user's agent registers (checked at admission)."""

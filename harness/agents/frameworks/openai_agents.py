@@ -20,7 +20,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from harness.agents.protocol import AgentContext, FrameworkAdapter
+from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
 from harness.agents.sdk_graph import (
     ACTIVE_AGENT,
     GraphCopy,
@@ -52,45 +52,9 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
     agent_type = Agent
     agent_label = "an agents.Agent"
 
-    _graph: dict[str, frozenset[str]] | None = None
-    _handoffs: dict[str, dict[str, str]] | None = None
-    _runs_agents: dict[str, frozenset[str]] | None = None
-
-    def user_tool_names(self, agent: Agent[Any]) -> list[str]:
+    def walk(self, agent: Agent[Any]) -> AgentGraph:
         # Every agent of the graph: a fixture scripts the specialists' steps too.
-        self._graph = agent_tools(agent)
-        self._handoffs = agent_handoffs(agent)
-        self._runs_agents = agents_run_by_tools(agent)
-        return sorted(frozenset[str]().union(*self._graph.values()))
-
-    def runs_agents(self) -> dict[str, frozenset[str]]:
-        """Each tool of the user's graph that runs an agent, and the agents it runs."""
-        if self._factory is None:
-            return {}
-        self.tool_names()  # builds the user's agent once, keeping its graph
-        return self._runs_agents or {}
-
-    def agent_tools(self) -> dict[str, frozenset[str]]:
-        """Each agent of the user's graph and the tools it offers; empty for one agent."""
-        if self._factory is None:
-            return {}
-        self.tool_names()  # builds the user's agent once, keeping its graph
-        graph = self._graph or {}
-        return graph if len(graph) > 1 else {}
-
-    def agent_handoffs(self) -> dict[str, dict[str, str]]:
-        """Each agent of the user's graph that hands off: its handoff tools, each with the
-        agent it passes control to (mutation testing hands off to another); empty for one
-        agent."""
-        if self._factory is None:
-            return {}
-        self.tool_names()
-        return self._handoffs or {}
-
-    def hands_off(self) -> bool:
-        """Whether an agent of the user's graph hands off: then a turn may start at the
-        agent that answered the last (`next_turn_agent` "last")."""
-        return bool(self.agent_handoffs())
+        return AgentGraph(agent_tools(agent), agents_run_by_tools(agent), agent_handoffs(agent))
 
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools

@@ -9,7 +9,7 @@ function tools' dispatches at the tool boundary.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
@@ -31,7 +31,7 @@ from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.usage import RequestUsage, UsageLimits
 from pydantic_core import to_json
 
-from harness.agents.protocol import AgentContext, FrameworkAdapter
+from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
 from harness.agents.pydantic_ai_graph import (
     GraphAgent,
     agent_graph,
@@ -49,36 +49,15 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
     agent_type = Agent
     agent_label = "a pydantic_ai.Agent"
 
-    # Each agent of the user's graph and its function tools, found with the tool names
-    # admission checks (the factory is called once for both, as for the SDK's).
-    _agents: Mapping[str, frozenset[str]] | None = None
-    _runs_agents: dict[str, frozenset[str]] | None = None
-
-    def user_tool_names(self, agent: Agent[Any, Any]) -> list[str]:
+    def walk(self, agent: Agent[Any, Any]) -> AgentGraph:
         # Every agent of the graph: a fixture scripts the delegates' steps too.
-        graph = self._graph(agent)
-        self._agents = {node.name: frozenset(function_tool_names(node.agent)) for node in graph}
-        self._runs_agents = agents_run_by_tools(graph)
-        return [name for node in graph for name in function_tool_names(node.agent)]
+        graph = self._graph_of(agent)
+        return AgentGraph(
+            {node.name: frozenset(function_tool_names(node.agent)) for node in graph},
+            agents_run_by_tools(graph),
+        )
 
-    def agent_tools(self) -> Mapping[str, frozenset[str]]:
-        """Each agent of the user's graph and its function tools; empty for one agent."""
-        if self._factory is None:
-            return {}
-        self.tool_names()  # builds the user's agent once, keeping its graph
-        agents = self._agents or {}
-        return agents if len(agents) > 1 else {}
-
-    def runs_agents(self) -> dict[str, frozenset[str]]:
-        """Each tool of the user's graph that delegates to an agent, and the agents it runs:
-        admission refuses a step calling two of them unless the steps after it name their
-        agent."""
-        if self._factory is None:
-            return {}
-        self.tool_names()  # builds the user's agent once, keeping its graph
-        return self._runs_agents or {}
-
-    def _graph(self, agent: Agent[Any, Any]) -> list[GraphAgent]:
+    def _graph_of(self, agent: Agent[Any, Any]) -> list[GraphAgent]:
         # An unnamed agent the factory returns goes by the factory's name in the spec.
         return agent_graph(agent, self.name.rpartition(":")[2] or "agent")
 
@@ -92,7 +71,7 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
             )
             return _Session(agent, context, graph=None)
         agent = self.build()
-        return _Session(agent, context, graph=self._graph(agent))
+        return _Session(agent, context, graph=self._graph_of(agent))
 
 
 class _Wired:

@@ -167,14 +167,20 @@ REFUSED_REFUND = fixture(
 )
 
 
-def test_sdk_user_tool_that_raises_is_recorded_as_a_failure_and_the_run_goes_on(
-    support: Path, tmp_path: Path
-) -> None:
-    adapter = Recording(resolve_agent(SDK_SPEC))
+def refused_refund(spec: str, tmp_path: Path) -> tuple[Recording, CaseReport]:
+    """REFUSED_REFUND replayed through the user's agent of `spec`, its requests recorded."""
+    adapter = Recording(resolve_agent(spec))
     suite = write_suite(tmp_path / "suite", {"r.json": REFUSED_REFUND})
     (case,) = run_cases(
         load_suite(suite, "replay", agent_surface(adapter)), adapter, suite="s"
     ).cases
+    return adapter, case
+
+
+def test_sdk_user_tool_that_raises_is_recorded_as_a_failure_and_the_run_goes_on(
+    support: Path, tmp_path: Path
+) -> None:
+    adapter, case = refused_refund(SDK_SPEC, tmp_path)
     assert case.error is None, case.error
     assert case.passed, failing(case)
     # The SDK's default failure handler hides the exception from the model.
@@ -190,11 +196,7 @@ def test_sdk_user_tool_that_raises_is_recorded_as_a_failure_and_the_run_goes_on(
 def test_pydantic_ai_user_tool_raising_model_retry_is_a_failure_sent_back_to_the_model(
     support: Path, tmp_path: Path
 ) -> None:
-    adapter = Recording(resolve_agent(PAI_SPEC))
-    suite = write_suite(tmp_path / "suite", {"r.json": REFUSED_REFUND})
-    (case,) = run_cases(
-        load_suite(suite, "replay", agent_surface(adapter)), adapter, suite="s"
-    ).cases
+    adapter, case = refused_refund(PAI_SPEC, tmp_path)
     assert case.error is None, case.error
     assert case.passed, failing(case)
     refusal = "order A-1002 is processing and cannot be refunded"

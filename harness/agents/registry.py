@@ -115,9 +115,9 @@ def resolve_within(agent: str | AgentAdapter, seconds: float) -> tuple[AgentAdap
     user's module, calling a factory and listing the tools run the user's code, which may
     block where nothing can interrupt it, so it runs on a daemon thread and is given up on
     (an `AgentError`) once the time is out."""
-    if isinstance(agent, str) and agent.strip().partition(":")[0] in BUILTIN_AGENTS:
+    if isinstance(agent, str) and (framework := agent.strip().partition(":")[0]) in BUILTIN_AGENTS:
         # The framework itself is imported unbounded: slow on a cold start, never a hang.
-        _import(BUILTIN_AGENTS[agent.strip().partition(":")[0]], agent.strip())
+        _import(BUILTIN_AGENTS[framework], agent.strip())
 
     def build() -> tuple[AgentAdapter, AgentSurface]:
         adapter = resolve_agent(agent) if isinstance(agent, str) else agent

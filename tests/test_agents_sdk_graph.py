@@ -288,21 +288,18 @@ def test_an_agent_used_as_a_tool_is_the_outer_agents_call_and_its_steps_are_its_
     assert record["model_calls"] == 4
 
 
-def test_the_graph_surface_of_a_graph_with_an_agent_as_a_tool(tmp_path: Path) -> None:
+def test_the_graph_surface_of_a_graph_with_an_agent_as_a_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "orchestra_surface.py").write_text(
         ORCHESTRATOR.replace("{OWN_CONFIG}", "{}"), encoding="utf-8"
     )
-    import sys
-
-    sys.path.insert(0, str(tmp_path))
-    try:
-        adapter = resolve_agent("openai-agents:orchestra_surface:build_agent")
-        assert adapter.agent_tools() == {  # type: ignore[attr-defined]
-            "orchestrator": {"ask_weather"},
-            "weather_agent": {"forecast"},
-        }
-    finally:
-        sys.path.remove(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    adapter = resolve_agent("openai-agents:orchestra_surface:build_agent")
+    assert adapter.agent_tools() == {  # type: ignore[attr-defined]
+        "orchestrator": {"ask_weather"},
+        "weather_agent": {"forecast"},
+    }
 
 
 # --- replay conformance, per conversation ---------------------------------------------------

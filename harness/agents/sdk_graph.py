@@ -103,21 +103,21 @@ def _enabled(item: Agent[Any] | Handoff[Any, Any]) -> bool:
     return not isinstance(item, Handoff) or item.is_enabled is not False
 
 
-def agent_tools(root: Agent[Any]) -> dict[str, frozenset[str]]:
-    """Each agent of the graph (by name; agents sharing a name share an entry) and what it
-    offers its model."""
+def agent_tools(graph: list[Agent[Any]]) -> dict[str, frozenset[str]]:
+    """Each agent of the graph (`reachable(root)`, by name; agents sharing a name share an
+    entry) and what it offers its model."""
     tools: dict[str, frozenset[str]] = {}
-    for agent in reachable(root):
+    for agent in graph:
         tools[agent.name] = tools.get(agent.name, frozenset()) | offered(agent)
     return tools
 
 
-def agent_handoffs(root: Agent[Any]) -> dict[str, dict[str, str]]:
+def agent_handoffs(graph: list[Agent[Any]]) -> dict[str, dict[str, str]]:
     """Each agent of the graph that hands off: the name of each handoff tool it offers and
     the agent that tool passes control to (a handoff whose target only its own function
     knows goes by the agent name it declares)."""
     found: dict[str, dict[str, str]] = {}
-    for agent in reachable(root):
+    for agent in graph:
         for item in agent.handoffs:
             target = handoff_target(item)
             to = target.name if target is not None else getattr(item, "agent_name", None)
@@ -126,12 +126,12 @@ def agent_handoffs(root: Agent[Any]) -> dict[str, dict[str, str]]:
     return found
 
 
-def agents_run_by_tools(root: Agent[Any]) -> dict[str, frozenset[str]]:
+def agents_run_by_tools(graph: list[Agent[Any]]) -> dict[str, frozenset[str]]:
     """Each tool of the graph that runs an agent (`as_tool`) and the agents it runs: the SDK
     runs a step's function tools at the same time, so two of these in one step ask the
     model in no defined order."""
     runs: dict[str, frozenset[str]] = {}
-    for agent in reachable(root):
+    for agent in graph:
         for tool in agent.tools:
             inner = nested_agent(tool)
             if inner is not None and cast(FunctionTool, tool).is_enabled is not False:

@@ -54,7 +54,8 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
 
     def walk(self, agent: Agent[Any]) -> AgentGraph:
         # Every agent of the graph: a fixture scripts the specialists' steps too.
-        return AgentGraph(agent_tools(agent), agents_run_by_tools(agent), agent_handoffs(agent))
+        graph = reachable(agent)
+        return AgentGraph(agent_tools(graph), agents_run_by_tools(graph), agent_handoffs(graph))
 
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools

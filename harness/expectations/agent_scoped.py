@@ -17,6 +17,7 @@ from harness.expectations.base import (
     Kind,
     Strict,
     agent_name_problem,
+    compose,
     q,
 )
 from harness.expectations.dispatch_payloads import DispatchPayloads
@@ -31,20 +32,6 @@ from harness.run_record import RunRecord
 _SCOPED: tuple[type[ToolDispatch] | type[DispatchPayloads], ...] = (ToolDispatch, DispatchPayloads)
 
 
-def _block() -> Any:
-    fields: list[tuple[str, Any, Any]] = []
-    for kind in _SCOPED:
-        for f in msgspec.structs.fields(kind):
-            if f.default is not msgspec.NODEFAULT:
-                default = f.default
-            else:
-                default = msgspec.field(default_factory=f.default_factory)
-            fields.append((f.name, f.type, default))
-    return msgspec.defstruct(
-        "AgentDispatch", fields, bases=(Strict,), module=__name__, kw_only=True
-    )
-
-
 if TYPE_CHECKING:
 
     class AgentDispatch(Strict):
@@ -54,7 +41,7 @@ if TYPE_CHECKING:
         def __getattr__(self, name: str) -> Any: ...
 
 else:
-    AgentDispatch = _block()
+    AgentDispatch = compose("AgentDispatch", _SCOPED, __name__)
     AgentDispatch.__doc__ = (
         "The dispatch checks of one agent of a multi-agent graph, graded over its calls alone."
     )

@@ -7,7 +7,7 @@ import difflib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -85,6 +85,20 @@ class Kind(Strict):
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         """One grade per expectation entry, each saying what was observed."""
         raise NotImplementedError
+
+
+def compose(name: str, kinds: Iterable[type[Kind]], module: str) -> Any:
+    """A `Strict` struct named `name` holding the fields of `kinds`, in order, with their
+    defaults: how `Expects` and an agent's block are made of the kinds they hold."""
+    fields: list[tuple[str, Any, Any]] = []
+    for kind in kinds:
+        for f in msgspec.structs.fields(kind):
+            if f.default is not msgspec.NODEFAULT:
+                default = f.default
+            else:
+                default = msgspec.field(default_factory=f.default_factory)
+            fields.append((f.name, f.type, default))
+    return msgspec.defstruct(name, fields, bases=(Strict,), module=module, kw_only=True)
 
 
 NonNegative = msgspec.Meta(ge=0)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
-from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict
+from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict, compose
 from harness.io.validation import Fault
 from harness.run_record import RunRecord
 from harness.transcript import Conversation
@@ -50,25 +50,6 @@ def _discover() -> tuple[type[Kind], ...]:
 KINDS: tuple[type[Kind], ...] = _discover()
 
 
-def _compose() -> Any:
-    fields: list[tuple[str, Any, Any]] = []
-    for kind in KINDS:
-        for f in msgspec.structs.fields(kind):
-            if f.default is not msgspec.NODEFAULT:
-                default = f.default
-            else:
-                default = msgspec.field(default_factory=f.default_factory)
-            fields.append((f.name, f.type, default))
-    return msgspec.defstruct(
-        "Expects",
-        fields,
-        bases=(Strict,),
-        module=__name__,
-        kw_only=True,
-        forbid_unknown_fields=True,
-    )
-
-
 if TYPE_CHECKING:
 
     class Expects(Strict):
@@ -77,7 +58,7 @@ if TYPE_CHECKING:
         def __getattr__(self, name: str) -> Any: ...
 
 else:
-    Expects = _compose()
+    Expects = compose("Expects", KINDS, __name__)
     Expects.__doc__ = "What a case asserts: the fields of every expectation kind."
 
 

@@ -5,8 +5,10 @@ request's new messages only, so its size grows with the conversation, not its sq
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import msgspec
 
@@ -129,13 +131,23 @@ class Conversation:
         steps = self.script[exchange.turn] if 0 <= exchange.turn < len(self.script) else ()
         return steps[exchange.step] if exchange.step < len(steps) else None
 
-    def handoffs_after(self, exchange: Exchange) -> list[Handoff]:
-        """The handoffs the answer to `exchange` made. A handoff counts the requests of its
+    def handoffs_after(self, index: int) -> tuple[Handoff, ...]:
+        """The handoffs the answer to the request at `index` made."""
+        return self._handoffs_by_exchange[index]
+
+    @cached_property
+    def _handoffs_by_exchange(self) -> tuple[tuple[Handoff, ...], ...]:
+        """Per request, the handoffs its answer made. A handoff counts the requests of its
         turn, which is not the scripted step where steps were taken out of order."""
-        index = self.exchanges.index(exchange)
-        turn = exchange.turn
-        at = sum(1 for e in self.exchanges[:index] if e.turn == turn)
-        return [h for h in self.handoffs if (h.turn, h.step) == (turn, at)]
+        made: dict[tuple[int, int], list[Handoff]] = {}
+        for handoff in self.handoffs:
+            made.setdefault((handoff.turn, handoff.step), []).append(handoff)
+        asked: Counter[int] = Counter()  # per turn, the requests made so far
+        by_exchange: list[tuple[Handoff, ...]] = []
+        for exchange in self.exchanges:
+            by_exchange.append(tuple(made.get((exchange.turn, asked[exchange.turn]), ())))
+            asked[exchange.turn] += 1
+        return tuple(by_exchange)
 
     def answered(self, index: int) -> tuple[RecordedCall, ...]:
         """The calls that answer the request at `index`: those its agent recorded before it
@@ -152,10 +164,11 @@ class Conversation:
             return calls  # one agent: whatever its loop says of its calls
         return tuple(c for c in calls if c.agent == agent)
 
-    def threads(self) -> list[Thread]:
+    @cached_property
+    def threads(self) -> tuple[Thread, ...]:
         """The run's requests split into the conversations the framework holds (see
-        `split_threads`); a run of one agent is one."""
-        return split_threads(self)
+        `split_threads`); a run of one agent is one. Worked out once: each rule reads it."""
+        return tuple(split_threads(self))
 
 
 @dataclass(frozen=True)
@@ -207,7 +220,7 @@ def split_threads(conversation: Conversation) -> list[Thread]:
         holder.members.append(index)
         holder.handed.append(holder.pending)
         holder.pending = None
-        for handoff in conversation.handoffs_after(exchange):
+        for handoff in conversation.handoffs_after(index):
             source = next((t for t in reversed(open_) if t.agent == handoff.source), holder)
             source.agent, source.pending = handoff.target, handoff
         step = conversation.step_of(exchange)

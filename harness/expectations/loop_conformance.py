@@ -86,7 +86,7 @@ def _tool_results(conversation: Conversation) -> Iterator[Violation]:
     carries a result for every call of that step, holding what the tool returned. A
     handoff's call is answered by the framework (its text is not a tool's), and a handoff
     whose filter makes the new agent's history may leave the step's results out."""
-    return _first(_thread_results(conversation, t) for t in conversation.threads())
+    return _first(_thread_results(conversation, t) for t in conversation.threads)
 
 
 def _thread_results(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
@@ -178,7 +178,7 @@ def _dispatches(conversation: Conversation) -> Iterator[Violation]:
         step = conversation.step_of(exchange)
         ran = sorted(c.name for c in conversation.answered(index))
         asked = sorted(c.name for c in step.tool_calls) if step is not None else []
-        handed = len(conversation.handoffs_after(exchange))
+        handed = len(conversation.handoffs_after(index))
         unran = list(asked)
         for name in ran:
             if name in unran:
@@ -204,7 +204,7 @@ def _history(conversation: Conversation) -> Iterator[Violation]:
     must hold this turn's input and nothing the conversation never had, and what it holds
     is the conversation from then on. An agent used as a tool or delegated to holds its
     own: the input its first request was given."""
-    return _first(_thread_history(conversation, t) for t in conversation.threads())
+    return _first(_thread_history(conversation, t) for t in conversation.threads)
 
 
 def _thread_history(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
@@ -301,7 +301,7 @@ def _last_user_input(conversation: Conversation) -> Iterator[Violation]:
     no earlier turn's input comes after it. (A framework's own follow-up, like pydantic-ai's
     retry prompt, may: it is not a user input of the script.) For an agent used as a tool or
     delegated to, the input its first request was given."""
-    return _first(_thread_last_input(conversation, t) for t in conversation.threads())
+    return _first(_thread_last_input(conversation, t) for t in conversation.threads)
 
 
 def _thread_last_input(conversation: Conversation, thread: Thread) -> Iterator[Violation]:

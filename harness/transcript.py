@@ -154,15 +154,27 @@ class Conversation:
         asked again. Another agent's calls in between (a delegate's, a nested agent's) are
         that agent's; with one agent, every call up to the next request."""
         exchange = self.exchanges[index]
-        agent = exchange.request.agent
-        end = next(
-            (e.calls_before for e in self.exchanges[index + 1 :] if e.request.agent == agent),
-            len(self.calls),
-        )
-        calls = self.calls[exchange.calls_before : end]
-        if all(e.request.agent is None for e in self.exchanges):
+        calls = self.calls[exchange.calls_before : self._calls_end[index]]
+        if self._one_agent:
             return calls  # one agent: whatever its loop says of its calls
-        return tuple(c for c in calls if c.agent == agent)
+        return tuple(c for c in calls if c.agent == exchange.request.agent)
+
+    @cached_property
+    def _one_agent(self) -> bool:
+        return all(e.request.agent is None for e in self.exchanges)
+
+    @cached_property
+    def _calls_end(self) -> tuple[int, ...]:
+        """Per request, how many calls had been recorded when its agent asked again (all of
+        them: it never did)."""
+        ends = [len(self.calls)] * len(self.exchanges)
+        following: dict[str | None, int] = {}  # agent -> its next request, walking back
+        for index in range(len(self.exchanges) - 1, -1, -1):
+            agent = self.exchanges[index].request.agent
+            if agent in following:
+                ends[index] = self.exchanges[following[agent]].calls_before
+            following[agent] = index
+        return tuple(ends)
 
     @cached_property
     def threads(self) -> tuple[Thread, ...]:

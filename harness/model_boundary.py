@@ -173,7 +173,8 @@ class ModelBoundary:
         self.max_calls_per_turn = max_calls_per_turn
         self.max_tool_calls_per_step = max_tool_calls_per_step
         self._turn = -1
-        self._turn_calls = 0  # model calls made in the turn in progress, answered or not
+        # Model calls made in the turn in progress, answered or not; a handoff follows the last.
+        self._turn_calls = 0
         # The limit the turn went over: every later call of the turn, and its end, fail too.
         self._over_limit: Divergence | None = None
         # Mutation testing only: faults injected where the agent and the model meet.
@@ -187,7 +188,6 @@ class ModelBoundary:
         self.steps: list[list[ModelStep]] | None = [] if keep_steps else None
         # Control passed from one agent of a graph to another, in order (`handoff`).
         self.handoffs: list[Handoff] = []
-        self._turn_requests = 0  # requests made in the turn in progress
 
     @property
     def backend(self) -> ModelBackend:
@@ -198,12 +198,11 @@ class ModelBoundary:
         framework makes the handoff; `filtered` when a filter of the handoff's own makes the
         history the target gets): recorded with the turn and the number of the model
         request it followed, never as a tool call."""
-        at = (self._turn, self._turn_requests - 1)
+        at = (self._turn, self._turn_calls - 1)
         self.handoffs.append(Handoff(*at, source, target, filtered=filtered))
 
     async def respond(self, request: ModelRequest) -> ModelStep:
         self._count_call()
-        self._turn_requests += 1
         if self.rewrite_request is not None:
             request = self.rewrite_request(request)
         self.last_request = request
@@ -238,7 +237,6 @@ class ModelBoundary:
 
     def start_turn(self, index: int) -> None:
         self._turn, self._turn_calls, self._over_limit = index, 0, None
-        self._turn_requests = 0
         if self.steps is not None:
             self.steps.append([])
         self._hook("start_turn", index)

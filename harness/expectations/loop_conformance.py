@@ -319,18 +319,13 @@ def _thread_last_input(conversation: Conversation, thread: Thread) -> Iterator[V
             (i for i, m in enumerate(messages) if m.role == "user" and want in m.content),
             default=None,
         )
-        late = (
-            None
-            if at is None
-            else next(
-                (
-                    m
-                    for m in messages[at + 1 :]
-                    if m.role == "user" and any(e in m.content for e in earlier)
-                ),
+        late = None
+        if at is not None:
+            after = messages[at + 1 :]
+            late = next(
+                (m for m in after if m.role == "user" and any(e in m.content for e in earlier)),
                 None,
             )
-        )
         if at is None or late is not None:
             got = "is missing" if late is None else f"comes before {q(clip(late.content, 120))}"
             yield (

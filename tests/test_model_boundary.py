@@ -35,6 +35,7 @@ from conftest import (
     report_of,
     text_step,
     tool_step,
+    two_agent_project,
     write_module,
 )
 from conftest import turn as scripted_turn
@@ -440,57 +441,16 @@ def test_a_scripted_answer_over_the_tool_call_limit_is_the_run_error_in_every_wo
 
 # --- who spoke: the agents of a graph -----------------------------------------------------
 
-# An own loop with two agents: `triage` hands every turn to `billing`, which calls echo and
-# answers. It says who asks (ModelRequest.agent), who dispatches (tools.agent) and when
-# control passes (model.handoff), as an adapter of a multi-agent framework does.
-TWO_AGENT_LOOP = """
-from harness import Message, ModelRequest, ToolSchema
-
-
-class Session:
-    def __init__(self, ctx):
-        self.ctx = ctx
-        self.tools = tuple(
-            ToolSchema(t.name, t.description, t.parameters) for t in ctx.tools.tools.values()
-        )
-
-    async def run_turn(self, user_input):
-        messages = [Message(role="user", content=user_input)]
-        agent = "triage"
-        while True:
-            request = ModelRequest(messages=tuple(messages), tools=self.tools, agent=agent)
-            step = await self.ctx.model.respond(request)
-            if not step.tool_calls:
-                return step.text
-            messages.append(Message(role="assistant", tool_calls=step.tool_calls))
-            for call in step.tool_calls:
-                if agent == "triage":
-                    self.ctx.model.handoff("triage", "billing")
-                    agent = self.ctx.tools.agent = "billing"
-                    result = "handed off"
-                else:
-                    result = (await self.ctx.tools.dispatch(call.name, call.arguments)).result
-                messages.append(Message(role="tool", content=result, tool_call_id=call.id))
-
-
-def factory(ctx):
-    return Session(ctx)
-"""
+# `two_agent_project`'s own loop says who asks (ModelRequest.agent), who dispatches
+# (tools.agent) and when control passes (model.handoff), as an adapter of a multi-agent
+# framework does: `triage` hands the turn to `billing`, which calls echo and answers.
 
 
 def test_each_request_call_and_handoff_says_which_agent_of_the_graph(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    steps = [tool_step(call("h1", message="to billing")), tool_step(call("c1", message="hi"))]
-    data = fixture("two-agents", [scripted_turn("Refund me", *steps, text_step("Done"))], {})
-    # Until conformance follows each agent's conversation, the handoff's call is no dispatch.
-    exempt = {"dispatches": "the handoff is made by the loop", "tool_results": "the same"}
-    data["expects"] = {"response_contains": ["Done"], "tools_used": ["echo"], "loop_exempt": exempt}
-    root = project(tmp_path, {"a.json": data})
-    module = write_module(root, TWO_AGENT_LOOP)
-    result = run_cli(
-        "eval", "run", "--agent", f"{module}:factory", "--json-report", "r.json", "-v", cwd=root
-    )
+    root, agent = two_agent_project(tmp_path)
+    result = run_cli("eval", "run", "--agent", agent, "--json-report", "r.json", "-v", cwd=root)
     assert result.returncode == 0, result.stderr
     (case,) = json.loads((root / "r.json").read_text(encoding="utf-8"))["cases"]
     record = case["record"]

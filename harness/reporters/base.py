@@ -209,6 +209,11 @@ def skipped_as_partial(report: SuiteReport, stderr: TextIO) -> bool:
     is always the whole suite), said on `stderr` when it is."""
     if report.partial is None:
         return False
-    said = f"history entry not written: a partial run ({report.partial})"
-    print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)
+    say(stderr, f"history entry not written: a partial run ({report.partial})")
     return True
+
+
+def say(stderr: TextIO, said: str) -> None:
+    """A reporter's message on `stderr`: the run's text in it (case ids, paths, reasons)
+    cleaned and made inert, as every message is."""
+    print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)

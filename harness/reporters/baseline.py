@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 from harness.io.atomic import ReportFiles, ReportWriteError
 from harness.io.text import clean, inert
 from harness.options import Option
-from harness.reporters.base import CI, FILES, Output, Reporter
+from harness.reporters.base import CI, FILES, Output, Reporter, say
 
 if TYPE_CHECKING:
     from harness.verdict.reports import SuiteReport
@@ -79,7 +79,7 @@ class BaselineSummary(Reporter):
         for note in comparison.notes:
             print(f"zeroclaw eval: baseline: {inert(clean(note))}", file=self._stderr)
         line = summary(comparison, report.fail_on_regression)
-        print(f"zeroclaw eval: {inert(clean(line))}", file=self._stderr)
+        say(self._stderr, line)
 
 
 class _Spec:

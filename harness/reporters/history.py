@@ -15,9 +15,9 @@ import msgspec
 from harness.io import tail_lines
 from harness.io.atomic import ReportFiles, ReportWriteError
 from harness.io.files import file_kind
-from harness.io.text import clean, inert, json_safe
+from harness.io.text import json_safe
 from harness.options import Option
-from harness.reporters.base import COMMIT, Output, Reporter, skipped_as_partial
+from harness.reporters.base import COMMIT, Output, Reporter, say, skipped_as_partial
 
 if TYPE_CHECKING:
     from harness.verdict.reports import SuiteReport
@@ -133,7 +133,7 @@ def _last_pass_rate(fd: int, size: int, shown: str, stderr: TextIO | None) -> fl
         damaged += 1
         if stderr is not None:
             said = f"{shown}, line {numbers.at(line.offset)}: history line skipped: {rate}"
-            print(f"zeroclaw eval: {inert(clean(said))}", file=stderr)
+            say(stderr, said)
         if damaged == tail_lines.MAX_DAMAGED:
             break
     return None
@@ -170,9 +170,9 @@ class HistoryReporter(Reporter):
         if skipped_as_partial(report, self._stderr):
             return
         shown = self._files.shown(self._path)
-        said = inert(clean(append_history(self._path, report, shown, self._stderr)))
+        said = append_history(self._path, report, shown, self._stderr)
         self._files.written.append(self._path)
-        print(f"zeroclaw eval: {said}", file=self._stderr)
+        say(self._stderr, said)
 
 
 class _Spec:

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness.io.atomic import ReportWriteError
-from harness.io.text import clean, inert
 from harness.options import Option
-from harness.reporters.base import COMMIT, Output, Reporter, skipped_as_partial
+from harness.reporters.base import COMMIT, Output, Reporter, say, skipped_as_partial
 
 if TYPE_CHECKING:
     from harness.tracking.history_reader import History
@@ -53,7 +52,7 @@ class HistoryDirReporter(Reporter):
             ) from None
         trend = f"previous {previous[-1].pass_rate * 100:.1f}%" if previous else "first entry"
         said = f"history entry {written.name} ({entry.pass_rate * 100:.1f}%, {trend})"
-        print(f"zeroclaw eval: {inert(clean(said))}", file=self._stderr)
+        say(self._stderr, said)
 
 
 def _checked(directory: Path) -> None:

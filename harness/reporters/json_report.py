@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from harness.io.atomic import FILE_MODE, ReportFiles, ReportWriteError, own_folder
-from harness.io.text import clean, inert, json_safe, without_surrogates
+from harness.io.text import json_safe, without_surrogates
 from harness.options import Option
-from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents
+from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents, say
 from harness.runtime import interrupts
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ class LastRun(Reporter):
         self._say(f"the passing cases' transcripts were not kept for `show`: {exc}")
 
     def _say(self, message: str) -> None:
-        print(f"zeroclaw eval: {inert(clean(message))}", file=self._stderr)
+        say(self._stderr, message)
 
     def _discard(self) -> None:
         """Nothing of this run's state stays behind: the previous run's is as it was."""

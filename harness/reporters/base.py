@@ -22,6 +22,7 @@ from harness.io.text import clean, inert
 from harness.options import Option
 
 if TYPE_CHECKING:
+    from harness.tracking.history_reader import History
     from harness.verdict.reports import CaseReport, SuiteReport
 
 # Reporter orders: what writes files finishes first, the document on stdout last.
@@ -34,6 +35,7 @@ ANNOTATIONS = Option(
     choices=("auto", "github", "none"),
     default="auto",
 )
+HISTORY_DIR = "history_dir"  # `--history-dir`'s value, declared by its own reporter
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,16 @@ class Output:
     def err(self) -> TextIO:
         assert self.stderr is not None
         return self.stderr
+
+    def history(self) -> History | None:
+        """The run's view of `--history-dir` (its value, declared by its own reporter),
+        shared by every report that shows it; None without one."""
+        directory = self.values.get(HISTORY_DIR)
+        if directory is None:
+            return None
+        from harness.tracking.history_reader import History
+
+        return History.of_run(self.shared, self.stderr, directory)
 
 
 class Reporter:

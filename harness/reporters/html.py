@@ -46,7 +46,6 @@ OPTION = Option(
     metavar="PATH",
     type=Path,
 )
-HISTORY_DIR = "history_dir"  # `--history-dir`'s value, declared by its own reporter
 MAX_REPORT_BYTES = 256 << 20  # the largest JSON report `zeroclaw eval report` reads
 MAX_POINTS = 60  # runs the trend shows, the latest ones
 REPORT_SCHEMA_PREFIX = "zeroclaw-eval/report/"
@@ -480,12 +479,7 @@ class _Spec:
         path = output.values.get(OPTION.dest)
         if path is None:
             return []
-        directory = output.values.get(HISTORY_DIR)
-        history = None
-        if directory is not None:  # the run's view, shared with the other reports of the run
-            from harness.tracking.history_reader import History
-
-            history = History.of_run(output.shared, output.stderr, directory)
+        history = output.history()
         render = Rendered(lambda report: render_html(report, history))
         document = Document(render, path=Path(path), order=FILES + 3, files=output.files)
         document.wants_transcripts = True  # it shows every case's transcript

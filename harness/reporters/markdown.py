@@ -39,7 +39,6 @@ MAX_PROBLEM_ROWS = 50
 MAX_NOT_RUN = 50  # cases listed as not run; the JSON and JUnit reports have them all
 MAX_ROWS = 50  # rows of a baseline or flip table; the JSON report and history have them all
 WHY_LIMIT = 300  # a baseline's reason can name two hashes, the provider and the tools
-HISTORY_DIR = "history_dir"  # `--history-dir`'s value, declared by its own reporter
 # Escaped: the source stays ASCII where a reader could mistake them for `-` and `x`.
 DASH, TIMES = "\u2013", "\u00d7"  # en dash, multiplication sign
 
@@ -418,16 +417,6 @@ def _markdown_bytes(report: SuiteReport, history: History | Path | None = None) 
     return render_markdown(report, history).encode("utf-8")
 
 
-def _history(output: Output) -> History | None:
-    """The run's view of `--history-dir`, shared with the other reports that show it."""
-    directory = output.values.get(HISTORY_DIR)
-    if directory is None:
-        return None
-    from harness.tracking.history_reader import History
-
-    return History.of_run(output.shared, output.stderr, directory)
-
-
 class SummaryFile(Reporter):
     order = FILES + 2
 
@@ -482,7 +471,7 @@ class _Spec:
     stdout_format = None
 
     def build(self, output: Output) -> list[Reporter]:
-        history = _history(output)
+        history = output.history()
         once = Rendered(lambda report: _markdown_bytes(report, history))
         reporters: list[Reporter] = []
         path = output.values.get(OPTION.dest)

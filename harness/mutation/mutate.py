@@ -3,7 +3,8 @@ which the suite kills. A boundary mutant that survives is a broken loop the gate
 certify.
 
 Its table and JSON report quote the fixtures (ids, file names, call ids, argument keys,
-exemptions' reasons), so both go through `reporters.text` as the run's reports do."""
+exemptions' reasons), so both go through `harness.io.text`, the JSON report through the
+run's JSON report's encoding (`harness.reporters.json_report`)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from harness.agents.registry import resolve_within
 from harness.errors import ExitCode
 from harness.fixtures.suite import Case, display_path, load_suite
 from harness.io.json_paths import line_of
-from harness.io.text import clean, clip, inert, json_safe, without_surrogates
+from harness.io.text import clean, clip, inert
 from harness.mutation.mutants import Family, Mutants, mutants_of
 from harness.pipeline import RunOptions
+from harness.reporters.json_report import encoded_json, inert_json
 from harness.run.runner import CasePlan, replay_backend
 from harness.run.watchdog import run_watched
 from harness.verdict.reports import CaseReport
@@ -176,13 +178,9 @@ def _score(cases: list[CaseMutation], family: Family) -> Score:
 
 def render_json(report: MutationReport) -> bytes:
     """The report as JSON, the fixtures' text kept exactly but escaped where a terminal or
-    a CI runner would act on it (`text.json_safe`); a lone surrogate becomes U+FFFD."""
-    try:
-        encoded = msgspec.json.encode(report)
-    except UnicodeEncodeError:  # a lone surrogate a fixture escaped (in a reason, say)
-        encoded = msgspec.json.encode(without_surrogates(msgspec.to_builtins(report)))
-    pretty = msgspec.json.format(encoded, indent=2).decode("utf-8")
-    return json_safe(pretty).encode("utf-8") + b"\n"
+    a CI runner would act on it (`text.json_safe`); a lone surrogate (a fixture may escape
+    one, in a reason, say) becomes U+FFFD: as the run's JSON report is written."""
+    return inert_json(msgspec.json.format(encoded_json(report), indent=2)) + b"\n"
 
 
 def render_table(report: MutationReport) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 from harness.errors import ExitCode
 
@@ -48,25 +49,15 @@ def held() -> Iterator[None]:
     """Run the block whole: a SIGINT or SIGTERM arriving meanwhile is delivered after it.
 
     Only the main thread handles signals, so elsewhere there is nothing to hold."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     pending: list[int] = []
-    previous = {}
-    for signum in SIGNALS:
-        handler = signal.getsignal(signum)
-        previous[signum] = signal.SIG_DFL if handler is None else handler
 
     def defer(signum: int, frame: FrameType | None) -> None:
         pending.append(signum)
 
-    for signum in SIGNALS:
-        signal.signal(signum, defer)
     try:
-        yield
+        with _handled_by(defer):
+            yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         if pending:
             # Delivered again to the handler the block held it from (which may raise).
             signal.raise_signal(pending[0])
@@ -78,16 +69,24 @@ def ignored() -> Iterator[None]:
     (removing staged files, saying what was written, ending the process), which another
     signal must not cut short (a CI runner follows its SIGINT with a SIGTERM). The process
     is stopping already: the signal has nothing left to ask for, and is not delivered."""
+    with _handled_by(signal.SIG_IGN):
+        yield
+
+
+@contextlib.contextmanager
+def _handled_by(handler: Callable[[int, FrameType | None], Any] | int) -> Iterator[None]:
+    """SIGINT and SIGTERM go to `handler` for the block, then back to what had them; only
+    in the main thread, the one signals reach (elsewhere the block runs as it is)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {}
     for signum in SIGNALS:
-        handler = signal.getsignal(signum)
-        previous[signum] = signal.SIG_DFL if handler is None else handler
-        signal.signal(signum, signal.SIG_IGN)
+        current = signal.getsignal(signum)
+        previous[signum] = signal.SIG_DFL if current is None else current
+        signal.signal(signum, handler)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, restored in previous.items():
+            signal.signal(signum, restored)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,7 +250,7 @@ def main(
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
     except KeyboardInterrupt as exc:  # while the command's modules were still importing
         print(_interrupted(exc, ReportFiles()), file=err)
-        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+        return interrupts.exit_code_of(exc)
     command = Invocation(args, out, err)
     try:
         return int(_ACTIONS[args.action](command))
@@ -264,7 +263,7 @@ def main(
         with interrupts.ignored():  # a second signal leaves no staged file behind
             command.files.abort()
             print(_interrupted(exc, command.files), file=err)
-        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+        return interrupts.exit_code_of(exc)
     except BrokenPipeError:
         lines = ["stdout was closed before the report on it was complete", *command.files.account()]
         print("zeroclaw eval: " + "; ".join(lines), file=err)
@@ -272,9 +271,8 @@ def main(
 
 
 def _interrupted(exc: KeyboardInterrupt, files: ReportFiles) -> str:
-    signum = getattr(exc, "signum", signal.SIGINT)
     lines = files.account() or ["no report was written"]
-    return f"zeroclaw eval: interrupted by {signal.Signals(signum).name}; " + "; ".join(lines)
+    return f"zeroclaw eval: interrupted by {interrupts.signal_of(exc)}; " + "; ".join(lines)
 
 
 def _run(command: Invocation) -> int:

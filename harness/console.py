@@ -19,13 +19,11 @@ import contextlib
 import errno
 import io
 import os
-import signal
 import sys
 import threading
 from collections.abc import Iterator
 from typing import NoReturn, TextIO, cast
 
-from harness.errors import ExitCode
 from harness.runtime import interrupts
 
 # How long the interpreter's exit handlers (the agent's own among them) may take: they are
@@ -52,8 +50,7 @@ def _cut_short(exc: KeyboardInterrupt, code: int | None) -> NoReturn:
     reports written, or said not to be): said, and the process ends at once, waiting for
     nothing the agent left."""
     with interrupts.ignored():
-        name = signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
-        said = f"zeroclaw eval: interrupted by {name}"
+        said = f"zeroclaw eval: interrupted by {interrupts.signal_of(exc)}"
         if code is None:
             said += "; no report was written"
         else:
@@ -61,7 +58,7 @@ def _cut_short(exc: KeyboardInterrupt, code: int | None) -> NoReturn:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             print(said, file=sys.stderr)
         _flush()
-        os._exit(int(getattr(exc, "exit_code", ExitCode.INTERRUPTED)))
+        os._exit(interrupts.exit_code_of(exc))
 
 
 @contextlib.contextmanager

@@ -34,6 +34,16 @@ class Interrupted(KeyboardInterrupt):
         return ExitCode.INTERRUPTED if self.signum == signal.SIGINT else 128 + self.signum
 
 
+def signal_of(exc: KeyboardInterrupt) -> str:
+    """The name of the signal that raised `exc` (SIGINT: Python's own KeyboardInterrupt)."""
+    return signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
+
+
+def exit_code_of(exc: KeyboardInterrupt) -> int:
+    """The exit code of a process `exc` ends (`Interrupted.exit_code`; else a Ctrl-C's)."""
+    return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+
+
 def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 

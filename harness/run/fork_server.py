@@ -101,15 +101,16 @@ def _state(server: int) -> Loss | None:
     if seen is None:
         return None
     if seen.si_code == os.CLD_STOPPED:
-        return Loss(f"was found stopped ({_name(seen.si_status)})", stopped=True)
+        return Loss(f"was found stopped ({signal_name(seen.si_status)})", stopped=True)
     if seen.si_code == os.CLD_EXITED:
         return Loss(f"ended (exit code {seen.si_status})", stopped=False)
     if seen.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
-        return Loss(f"was killed by {_name(seen.si_status)}", stopped=False)
+        return Loss(f"was killed by {signal_name(seen.si_status)}", stopped=False)
     return None  # continued, or traced: running as far as anyone can tell
 
 
-def _name(signum: int) -> str:
+def signal_name(signum: int) -> str:
+    """`SIGKILL`; `signal 99` for a number no signal has."""
     try:
         return signal.Signals(signum).name
     except ValueError:

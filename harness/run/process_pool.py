@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import queue
 import selectors
-import signal
 import sys
 import threading
 import time
@@ -45,10 +44,7 @@ class PoolUnavailable(Exception):
 def exit_status(exitcode: int | None) -> str:
     """How a worker process ended: `exit code 3`, `killed by SIGSEGV`."""
     if exitcode is not None and exitcode < 0:
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
+        return f"killed by {fork_server.signal_name(-exitcode)}"
     return f"exit code {exitcode}"
 
 

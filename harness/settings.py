@@ -182,9 +182,10 @@ class Resolved:
         from harness.io.atomic import RunInput
 
         suite = self.options.suite
-        found = [RunInput(suite, "a fixture of the suite", suite=True)]
         if suite.is_file():  # one fixture: a selection of its directory's suite
             found = [RunInput(suite, "the fixture run"), RunInput(suite.parent, "", suite=True)]
+        else:
+            found = [RunInput(suite, "a fixture of the suite", suite=True)]
         if self.config_file is not None:
             found.append(RunInput(self.config_file, "the configuration file"))
         if self.options.baseline is not None:

@@ -70,7 +70,7 @@ def record_html(record: RunRecord) -> list[str]:
         f"{record.output_tokens} output token(s), {len(record.calls)} tool call(s), "
         f"{record.duration_ms:.1f} ms"
     )
-    steps = getattr(record, "transcript", None)  # records made before it was kept have none
+    steps = record.transcript
     handoffs = HandoffsAfter(record.handoffs)
     body = _transcript(steps, record.calls, handoffs) if steps else _without_transcript(record)
     left = handoffs.left()

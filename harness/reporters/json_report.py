@@ -120,9 +120,7 @@ class LastRun(Reporter):
 
     def case_done(self, case: CaseReport) -> None:
         record = case.record
-        if self._handle is None or not case.passed or record is None:
-            return
-        if record.transcript is None:
+        if self._handle is None or not case.passed or record is None or record.transcript is None:
             return
         from harness.reporters.last_run import KeptTranscript
 

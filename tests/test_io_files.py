@@ -15,7 +15,7 @@ from conftest import Cli, project, run_limited, says
 
 from harness.io import tail_lines
 from harness.io.atomic import ReportWriteError
-from harness.io.files import InputError, decode_json, read_bounded, read_tail
+from harness.io.files import InputError, decode_json, open_regular, read_bounded
 from harness.reporters.history import append_history
 from harness.verdict.reports import CaseReport, SuiteReport
 
@@ -65,7 +65,7 @@ def test_a_missing_file_is_told_apart(tmp_path: Path) -> None:
 def test_a_name_holding_a_nul_is_refused_as_no_file_name(tmp_path: Path) -> None:
     # The operating system takes no such name: Python's calls raise ValueError for it.
     name = tmp_path / "a\0b.json"
-    for error in (refusal(lambda: read_bounded(name, 10)), refusal(lambda: read_tail(name, 10))):
+    for error in (refusal(lambda: read_bounded(name, 10)), refusal(lambda: open_regular(name))):
         assert error.reason == "not a file name: it holds a NUL character"
         assert not error.missing and not error.special
 
@@ -208,27 +208,13 @@ def test_json_that_is_not_json_or_not_the_type_says_so_as_msgspec_does() -> None
         decode_json(b'{"a": "x"}', dict[str, int])
 
 
-# --- read_tail -----------------------------------------------------------------------------
-
-
-def test_a_tail_of_a_small_file_is_all_of_it(tmp_path: Path) -> None:
-    path = tmp_path / "h"
-    path.write_bytes(b"one\ntwo\n")
-    assert read_tail(path, 100) == b"one\ntwo\n"
-
-
-def test_a_line_the_tail_cuts_into_is_left_out(tmp_path: Path) -> None:
-    path = tmp_path / "h"
-    path.write_bytes(b"first line\nsecond\nthird\n")
-    assert read_tail(path, 10) == b"third\n"  # "second" would start 13 bytes from the end
-    assert read_tail(path, 13) == b"second\nthird\n"  # the cut falls just after a newline
-    assert read_tail(path, 3) == b""  # no whole line fits
+# --- open_regular, for the readers of a history file's tail --------------------------------
 
 
 @FIFO
 def test_a_tail_of_a_fifo_is_refused(tmp_path: Path) -> None:
     fifo = fifo_at(tmp_path / "h")
-    error = refusal(lambda: read_tail(fifo, 100))
+    error = refusal(lambda: open_regular(fifo))
     assert (error.reason, error.special) == ("not a regular file (FIFO)", True)
 
 

@@ -15,7 +15,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgspec
 
@@ -82,28 +82,6 @@ def _read_whole(fd: int, size: int, limit: int) -> bytes:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}") from None
     return b"".join(chunks)
-
-
-def read_tail(path: Path | str, limit: int) -> bytes:
-    """The whole lines among the last `limit` bytes of the regular file `path`, however
-    large it has grown: a line the limit cuts into is left out."""
-    fd, size = _open_regular(path)
-    start = max(0, size - limit)
-    with os.fdopen(fd, "rb") as handle:
-        if start == 0:
-            return _read(handle, limit)
-        # From one byte before the cut: a newline there means no line was cut.
-        handle.seek(start - 1)
-        data = _read(handle, limit + 1)
-    cut = data.find(b"\n")
-    return data[cut + 1 :] if cut >= 0 else b""
-
-
-def _read(handle: BinaryIO, size: int) -> bytes:
-    try:
-        return handle.read(size)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}") from None
 
 
 def open_regular(path: Path | str) -> tuple[int, int]:

@@ -41,14 +41,13 @@ def runs_for(repeat: int | None, mode: str, override: int | None) -> int:
 
 
 def receipt(number: int, run: CaseReport) -> RunReceipt:
-    record = run.record
     return RunReceipt(
         run=number,
         passed=run.passed,
         error=run.error,
         failed_checks=[g.check for g in run.failing_grades],
-        tokens=(record.input_tokens + record.output_tokens) if record is not None else 0,
-        model_calls=record.model_calls if record is not None else 0,
+        tokens=run.tokens,
+        model_calls=run.model_calls,
         duration_ms=run.duration_ms,
     )
 

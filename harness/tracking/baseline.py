@@ -116,8 +116,7 @@ def verdict_of(case: CaseReport) -> Verdict:
 def _tokens(case: CaseReport) -> int:
     if case.repeat is not None:
         return round(case.repeat.tokens_mean)
-    record = case.record
-    return record.input_tokens + record.output_tokens if record is not None else 0
+    return case.tokens
 
 
 def _counts(case: CaseReport) -> tuple[int, int]:

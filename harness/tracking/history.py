@@ -85,7 +85,6 @@ def verdict_of(case: CaseReport) -> str:
 
 
 def case_entry(case: CaseReport) -> CaseEntry:
-    record = case.record
     return CaseEntry(
         id=case.id,
         fixture=case.fixture,
@@ -96,8 +95,8 @@ def case_entry(case: CaseReport) -> CaseEntry:
         runs=case.repeat.requested if case.repeat is not None else None,
         checks={g.field: g.passed for g in case.grades},
         failed_categories=sorted({g.category for g in case.grades if not g.passed}),
-        tokens=(record.input_tokens + record.output_tokens) if record is not None else 0,
-        model_calls=record.model_calls if record is not None else 0,
+        tokens=case.tokens,
+        model_calls=case.model_calls,
         duration_ms=case.duration_ms,
     )
 

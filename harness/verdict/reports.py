@@ -174,6 +174,17 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     def failing_grades(self) -> list[Grade]:
         return [g for g in self.grades if not g.passed]
 
+    @property
+    def tokens(self) -> int:
+        """The tokens its record says it spent, input and output (0: it has none)."""
+        record = self.record
+        return record.input_tokens + record.output_tokens if record is not None else 0
+
+    @property
+    def model_calls(self) -> int:
+        """The model calls its record counts (0: it has none)."""
+        return self.record.model_calls if self.record is not None else 0
+
     def failure_lines(self) -> list[str]:
         """Each failing check with what was observed, as every report shows it."""
         return [f"{g.check}: {g.detail}" for g in self.failing_grades]

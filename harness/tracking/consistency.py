@@ -25,7 +25,7 @@ from harness.modes import MODES
 from harness.run.repeats import stats_of, truncated
 from harness.verdict.comparison import STATUSES, BaselineComparison, CaseComparison
 from harness.verdict.policy import Attempt, runs_passed
-from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
+from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport, score_of
 
 # A value quoted in a problem is cut here.
 _SAID = 200
@@ -124,9 +124,7 @@ def _single_verdict(case: CaseReport) -> tuple[bool, float | None]:
     """The verdict and score of a case run once, from its grades."""
     if case.error is not None or case.not_run is not None:
         return False, None
-    grades = case.grades
-    score = sum(g.passed for g in grades) / len(grades) if grades else None
-    return Attempt(grades).passed, score
+    return Attempt(case.grades).passed, score_of(case.grades)
 
 
 def _single_problems(at: str, case: CaseReport, report: SuiteReport) -> list[str]:

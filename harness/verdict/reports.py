@@ -86,6 +86,11 @@ def _shared(grades: list[Grade]) -> None:
         set_field(g, "field", intern(g.field))
 
 
+def score_of(grades: list[Grade]) -> float | None:
+    """The share of `grades` that passed; None: there are none."""
+    return sum(g.passed for g in grades) / len(grades) if grades else None
+
+
 class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     """What one case came to. Untracked by the garbage collector (data only, never a
     cycle): a run keeps one per case, and the collector need not walk them all again and
@@ -132,7 +137,7 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
             fixture=fixture,
             passed=passed,
             grades=grades,
-            score=sum(g.passed for g in grades) / len(grades) if grades else None,
+            score=score_of(grades),
             duration_ms=record.duration_ms,
             line=None if passed else line,
             record=record,

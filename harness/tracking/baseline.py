@@ -26,7 +26,7 @@ import msgspec
 from harness.defaults import MAX_REPEAT
 from harness.errors import HarnessError
 from harness.io.atomic import ReportWriteError
-from harness.verdict.comparison import STATUSES, BaselineComparison, CaseComparison
+from harness.verdict.comparison import BaselineComparison, CaseComparison
 
 if TYPE_CHECKING:
     from harness.verdict.reports import CaseReport, SuiteReport
@@ -271,18 +271,7 @@ def compare(
         was = {"passed": "passed", "failed": "failed", "error": "a run error"}[old.verdict]
         why = f"in the baseline ({was}), not in this run"
         results.append(CaseComparison(id=old.id, status="removed", why=why))
-    counts: dict[str, int] = {
-        status: sum(r.status == status for r in results) for status in STATUSES
-    }
-    return BaselineComparison(
-        baseline=shown,
-        level=level,
-        cases=results,
-        counts=counts,
-        confirmed_regressions=[r.id for r in results if r.confirmed is True],
-        unconfirmed_drops=[r.id for r in results if r.confirmed is False],
-        notes=_notes(baseline, report),
-    )
+    return BaselineComparison.of(shown, level, results, _notes(baseline, report))
 
 
 def _provider_change(baseline: Baseline, report: SuiteReport) -> str | None:

@@ -23,7 +23,7 @@ from harness.defaults import MAX_REPEAT
 from harness.io.text import clip
 from harness.modes import MODES
 from harness.run.repeats import stats_of, truncated
-from harness.verdict.comparison import STATUSES, BaselineComparison, CaseComparison
+from harness.verdict.comparison import BaselineComparison, CaseComparison
 from harness.verdict.policy import Attempt, runs_passed
 from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport, score_of
 
@@ -231,13 +231,11 @@ def _baseline_problems(comparison: BaselineComparison, cases: list[CaseReport]) 
     that passed its one run."""
     at = "$.baseline"
     problems = []
-    derived = {
-        "confirmed_regressions": [c.id for c in comparison.cases if c.confirmed is True],
-        "unconfirmed_drops": [c.id for c in comparison.cases if c.confirmed is False],
-        "counts": {s: sum(c.status == s for c in comparison.cases) for s in STATUSES},
-    }
-    for field, value in derived.items():
-        found = getattr(comparison, field)
+    derived = BaselineComparison.of(
+        comparison.baseline, comparison.level, comparison.cases, comparison.notes
+    )
+    for field in ("confirmed_regressions", "unconfirmed_drops", "counts"):
+        found, value = getattr(comparison, field), getattr(derived, field)
         if found != value:
             problems.append(f"{at}.{field}: {found}, but its cases give {value}")
     reported = {c.id: c for c in cases}

@@ -24,7 +24,7 @@ from harness.fixtures.selection import MAX_SHARDS, shard_of
 from harness.modes import SuiteKind, kind_of_directory
 from harness.tracking.consistency import consistency_problems
 from harness.tracking.verify import VerifyError, bar_problems, policy_problems, read_report
-from harness.verdict.comparison import STATUSES, BaselineComparison, CaseComparison
+from harness.verdict.comparison import BaselineComparison, CaseComparison
 from harness.verdict.receipts import SuiteReceipt, suite_hash
 from harness.verdict.reports import CaseReport, SuiteReport
 
@@ -114,18 +114,9 @@ def _merged_baseline(reports: list[SuiteReport]) -> BaselineComparison | None:
                 continue
             seen.setdefault(case.id, case)
     cases = sorted(seen.values(), key=lambda c: c.id)
-    # Every status, as an unsharded comparison counts them: a consumer reads any of them.
-    counts: dict[str, int] = {s: sum(c.status == s for c in cases) for s in STATUSES}
+    # Counted again over the merged cases, as an unsharded comparison counts them.
     first = comparisons[0]
-    return BaselineComparison(
-        baseline=first.baseline,
-        level=first.level,
-        cases=cases,
-        counts=counts,
-        confirmed_regressions=[c.id for c in cases if c.confirmed is True],
-        unconfirmed_drops=[c.id for c in cases if c.confirmed is False],
-        notes=first.notes,
-    )
+    return BaselineComparison.of(first.baseline, first.level, cases, first.notes)
 
 
 def _read(paths: Sequence[Path]) -> tuple[list[Shard], list[str]]:

@@ -43,3 +43,18 @@ class BaselineComparison(msgspec.Struct, kw_only=True, frozen=True):
     confirmed_regressions: list[str] = []  # case ids
     unconfirmed_drops: list[str] = []  # case ids
     notes: list[str] = []  # what differs for the whole run (agent, suite, …)
+
+    @classmethod
+    def of(
+        cls, baseline: str, level: float, cases: list[CaseComparison], notes: list[str]
+    ) -> BaselineComparison:
+        """The comparison of `cases`, its counts and lists of ids derived from them."""
+        return cls(
+            baseline=baseline,
+            level=level,
+            cases=cases,
+            counts={s: sum(c.status == s for c in cases) for s in STATUSES},
+            confirmed_regressions=[c.id for c in cases if c.confirmed is True],
+            unconfirmed_drops=[c.id for c in cases if c.confirmed is False],
+            notes=notes,
+        )

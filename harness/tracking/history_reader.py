@@ -24,6 +24,7 @@ import msgspec
 
 from harness.io import tail_lines
 from harness.io.files import InputError, open_regular, read_bounded
+from harness.io.text import clean, clip, inert
 from harness.tracking import history as history_store
 from harness.tracking.history import (
     LEGACY_SCHEMAS,
@@ -131,7 +132,7 @@ def _check(entry: HistoryEntry, totals: str = "$.totals.", time: str = "$.record
 
 
 def _quoted(text: str) -> str:
-    return repr(text if len(text) <= 60 else text[:59] + "…")
+    return repr(clip(text, 60))
 
 
 def _partial(entry: HistoryEntry) -> bool:
@@ -190,8 +191,6 @@ class History:
         return found
 
     def _say(self, where: str, what: str, reason: str) -> None:
-        from harness.io.text import clean, inert
-
         said = f"{where}: {what} skipped: {reason}"
         if self._stderr is not None and said not in self._said:
             self._said.add(said)

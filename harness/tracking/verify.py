@@ -31,7 +31,7 @@ from harness.run.repeats import runs_for
 from harness.tracking.consistency import consistency_problems, runs_said
 from harness.verdict.policy import policy_for
 from harness.verdict.receipts import policy_of
-from harness.verdict.reports import SCHEMA, SuiteReport
+from harness.verdict.reports import SCHEMA, SuiteReport, document_type
 
 MAX_REPORT_BYTES = 512 << 20
 MAX_FIXTURE_BYTES = 1 << 20
@@ -54,8 +54,6 @@ class Verdict:
 def read_report(path: Path) -> tuple[SuiteReport, dict[str, Any]]:
     """The report at `path` as the verdict model, and its raw document (for the fields
     the model derives rather than stores: totals, exit code)."""
-    from harness.verdict.reports import document_type
-
     try:
         data = read_bounded(path, MAX_REPORT_BYTES)
     except InputError as exc:

@@ -136,7 +136,7 @@ def case_entry(case: CaseReport) -> BaselineCase:
         verdict=verdict_of(case),
         passes=passes,
         runs=runs,
-        failed_categories=sorted({g.category for g in case.failing_grades}),
+        failed_categories=case.failed_categories,
         tokens=_tokens(case),
         tool_surface=case.tool_surface,
     )
@@ -349,7 +349,7 @@ def _compare_case(
 
 
 def _regression(old: BaselineCase, case: CaseReport, level: float, delta: int) -> CaseComparison:
-    categories: list[str] = sorted({g.category for g in case.failing_grades})
+    categories = case.failed_categories
     passes, runs = _counts(case)
     if old.runs <= 1 and runs <= 1:
         # One run each: the verdicts are all there is, and a replay is deterministic.

@@ -94,7 +94,7 @@ def case_entry(case: CaseReport) -> CaseEntry:
         passes=case.repeat.passes if case.repeat is not None else None,
         runs=case.repeat.requested if case.repeat is not None else None,
         checks={g.field: g.passed for g in case.grades},
-        failed_categories=sorted({g.category for g in case.grades if not g.passed}),
+        failed_categories=case.failed_categories,
         tokens=case.tokens,
         model_calls=case.model_calls,
         duration_ms=case.duration_ms,

@@ -180,6 +180,11 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         return [g for g in self.grades if not g.passed]
 
     @property
+    def failed_categories(self) -> list[str]:
+        """The categories of its failing checks, each once, sorted."""
+        return sorted({g.category for g in self.failing_grades})
+
+    @property
     def tokens(self) -> int:
         """The tokens its record says it spent, input and output (0: it has none)."""
         record = self.record

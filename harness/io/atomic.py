@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError, UsageError
+from harness.io.files import why
 from harness.runtime import interrupts
 
 
@@ -58,7 +59,7 @@ def check_destination(path: Path, shown: str | None = None, what: str = "write r
         _check_parent(path, cannot)
         return False
     except OSError as exc:
-        raise ReportWriteError(f"{cannot}: {_why(exc)}") from None
+        raise ReportWriteError(f"{cannot}: {why(exc)}") from None
     try:
         target = path.stat()
     except OSError:
@@ -234,7 +235,7 @@ class ReportFiles:
             except OSError as exc:
                 self.failed.append(path)
                 raise ReportWriteError(
-                    f"{self.shown(path)}: cannot write report: {_why(exc)}"
+                    f"{self.shown(path)}: cannot write report: {why(exc)}"
                 ) from None
             staged = _Staged(path, Path(tmp))
             self._staged.append(staged)
@@ -248,9 +249,7 @@ class ReportFiles:
             self._staged.remove(staged)
             Path(tmp).unlink(missing_ok=True)
             self.failed.append(path)
-            raise ReportWriteError(
-                f"{self.shown(path)}: cannot write report: {_why(exc)}"
-            ) from None
+            raise ReportWriteError(f"{self.shown(path)}: cannot write report: {why(exc)}") from None
 
     def commit(self) -> None:
         """Put every staged file in place, uninterrupted."""
@@ -262,7 +261,7 @@ class ReportFiles:
                     _put_in_place(item)
                 except OSError as exc:
                     self.failed.append(item.path)
-                    errors.append(f"{self.shown(item.path)}: cannot write report: {_why(exc)}")
+                    errors.append(f"{self.shown(item.path)}: cannot write report: {why(exc)}")
                 else:
                     self.written.append(item.path)
         if errors:
@@ -301,10 +300,6 @@ def _put_in_place(item: _Staged) -> None:
         raise
 
 
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)
-
-
 def own_folder(folder: Path, ignore: bytes | None = None) -> None:
     """Make `folder` (a folder the harness keeps for itself, such as `.zeroclaw-eval`) or
     check the one there, with `ignore` as its `.gitignore` when it has none. Neither is ever
@@ -319,7 +314,7 @@ def own_folder(folder: Path, ignore: bytes | None = None) -> None:
             what = "a symbolic link" if stat.S_ISLNK(found.st_mode) else "not a directory"
             raise ReportWriteError(f"{folder}: it is {what}, and never written through") from None
     except OSError as exc:
-        raise ReportWriteError(f"{folder}: cannot create it: {_why(exc)}") from None
+        raise ReportWriteError(f"{folder}: cannot create it: {why(exc)}") from None
     if ignore is None:
         return
     path = folder / ".gitignore"
@@ -333,7 +328,7 @@ def own_folder(folder: Path, ignore: bytes | None = None) -> None:
             ) from None
         return
     except OSError as exc:
-        raise ReportWriteError(f"{path}: cannot write it: {_why(exc)}") from None
+        raise ReportWriteError(f"{path}: cannot write it: {why(exc)}") from None
     with os.fdopen(fd, "wb") as handle:
         handle.write(ignore)
 

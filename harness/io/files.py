@@ -80,7 +80,7 @@ def _read_whole(fd: int, size: int, limit: int) -> bytes:
             chunks.append(data)
             total += len(data)
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+        raise InputError(f"cannot read: {why(exc)}") from None
     return b"".join(chunks)
 
 
@@ -100,24 +100,29 @@ def _open_regular(path: Path | str, named: bool = False) -> tuple[int, int]:
             info = os.stat(path)
         except OSError as exc:
             missing = exc.errno == errno.ENOENT
-            raise InputError(f"cannot stat: {exc.strerror or exc}", missing=missing) from None
+            raise InputError(f"cannot stat: {why(exc)}", missing=missing) from None
         _refuse_special(info.st_mode)
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         if named:  # gone or changed since it was listed: say why as for any other name
             return _open_regular(path)
-        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+        raise InputError(f"cannot read: {why(exc)}") from None
     try:
         opened = os.fstat(fd)
         _refuse_special(opened.st_mode)
     except OSError as exc:
         os.close(fd)
-        raise InputError(f"cannot stat: {exc.strerror or exc}") from None
+        raise InputError(f"cannot stat: {why(exc)}") from None
     except InputError:
         os.close(fd)
         raise
     return fd, opened.st_size
+
+
+def why(exc: OSError) -> str:
+    """What went wrong, as the system says it (its message, without the file name)."""
+    return exc.strerror or str(exc)
 
 
 def _refuse_special(mode: int) -> None:

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from harness.io.files import why
 from harness.runtime import interrupts
 from harness.verdict.receipts import SuiteReceipt
 from harness.verdict.reports import CaseReport, SuiteReport, SuiteStatistics, Totals
@@ -186,7 +187,7 @@ def write(directory: Path, entry: HistoryEntry) -> Path:
     except FileExistsError:
         pass  # a link or a file where the directory should be: said as it is opened
     except OSError as exc:
-        raise WriteError("", _why(exc)) from None
+        raise WriteError("", why(exc)) from None
     root = _open_folder(str(directory), None, "")
     try:
         with contextlib.suppress(FileExistsError):
@@ -215,14 +216,14 @@ def _within(where: str, action: Callable[..., None], *args: Any, **options: Any)
     except FileExistsError:
         raise
     except OSError as exc:
-        raise WriteError(where, _why(exc)) from None
+        raise WriteError(where, why(exc)) from None
 
 
 def _open_folder(name: str, dir_fd: int | None, where: str) -> int:
     try:
         return os.open(name, _FOLDER_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
-        reason = _why(exc)
+        reason = why(exc)
         with contextlib.suppress(OSError):
             mode = os.lstat(name, dir_fd=dir_fd).st_mode
             if stat.S_ISLNK(mode):
@@ -255,7 +256,3 @@ def _publish(folder: int, name: str, data: bytes) -> None:
 def _new(folder: int, name: str) -> BinaryIO:
     """A file created in `folder` under `name`, which must not exist, not even as a link."""
     return open(os.open(name, _NEW_FILE_FLAGS, 0o666, dir_fd=folder), "wb")
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)

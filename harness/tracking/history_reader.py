@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import msgspec
 
 from harness.io import tail_lines
-from harness.io.files import InputError, open_regular, read_bounded
+from harness.io.files import InputError, open_regular, read_bounded, why
 from harness.io.text import clean, clip, inert
 from harness.tracking import history as history_store
 from harness.tracking.history import (
@@ -232,7 +232,7 @@ class History:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            self._say(self._shown_as(folder), "history folder", _why(exc))
+            self._say(self._shown_as(folder), "history folder", why(exc))
             return []
         if agent is not None:  # another agent's name: never read
             names = [n for n in names if agent_of(n) == slug(agent)]
@@ -295,7 +295,7 @@ class History:
                     if len(found) == count:
                         break
         except OSError as exc:
-            self._say(shown, "earlier lines", _why(exc))
+            self._say(shown, "earlier lines", why(exc))
         finally:
             os.close(fd)
         return found
@@ -314,7 +314,3 @@ def load(directory: Path, suite: str) -> list[HistoryEntry]:
     """Every readable entry of `suite` under `directory`, by any agent, oldest first. A run
     reads only the newest (`History.newest`); this is for tools and tests."""
     return History(directory).newest(suite, None, None)
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)

@@ -23,7 +23,7 @@ import msgspec
 
 from harness.errors import HarnessError
 from harness.fixtures.schema import LlmTrace, fixture_hash, parse_fixture
-from harness.fixtures.suite import display_path, fixture_paths
+from harness.fixtures.suite import display_path, fixture_paths, read_fixture
 from harness.io.files import InputError, read_bounded
 from harness.io.problems import AdmissionError
 from harness.modes import SuiteKind, kind_of_directory
@@ -34,7 +34,6 @@ from harness.verdict.receipts import policy_of
 from harness.verdict.reports import SCHEMA, SuiteReport, document_type
 
 MAX_REPORT_BYTES = 512 << 20
-MAX_FIXTURE_BYTES = 1 << 20
 
 
 class VerifyError(HarnessError):
@@ -132,10 +131,10 @@ def _fixture_problems(
     for path in paths:
         shown = display_path(path, root)
         try:
-            text = read_bounded(path, MAX_FIXTURE_BYTES).decode("utf-8")
+            text = read_fixture(path)
             on_disk[shown] = fixture_hash(text)
             traces[shown] = parse_fixture(text, shown)
-        except (InputError, ValueError, UnicodeDecodeError, RecursionError, AdmissionError):
+        except (ValueError, RecursionError, AdmissionError):
             problems.append(f"{shown}: cannot be read as a fixture")
     reported = {c.fixture: c for c in report.cases}
     counted = Counter(c.fixture for c in report.cases)

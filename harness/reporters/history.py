@@ -14,7 +14,7 @@ import msgspec
 
 from harness.io import tail_lines
 from harness.io.atomic import ReportFiles, ReportWriteError
-from harness.io.files import file_kind
+from harness.io.files import file_kind, why
 from harness.io.text import json_safe
 from harness.options import Option
 from harness.reporters.base import COMMIT, Output, Reporter, say, skipped_as_partial
@@ -70,7 +70,7 @@ def append_history(
             line = "\n" + line  # a line cut short must not swallow this entry
         _write_all(fd, line.encode("utf-8"))  # one line: readers never see half an entry
     except OSError as exc:
-        raise ReportWriteError(f"{cannot}: {exc.strerror or exc}") from None
+        raise ReportWriteError(f"{cannot}: {why(exc)}") from None
     finally:
         os.close(fd)
     trend = f" (previous {previous * 100:.1f}%)" if previous is not None else " (first entry)"
@@ -100,12 +100,12 @@ def _refusal(path: Path, exc: OSError) -> str:
     try:
         mode = os.lstat(path).st_mode
     except OSError:
-        return exc.strerror or str(exc)
+        return why(exc)
     if stat.S_ISLNK(mode):
         return "it is a symbolic link, and history is never appended through one"
     if not stat.S_ISREG(mode):
         return f"not a regular file ({file_kind(mode)})"
-    return exc.strerror or str(exc)
+    return why(exc)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 import msgspec
 
 from harness.errors import HarnessError
-from harness.io.files import InputError, open_regular
+from harness.io.files import InputError, open_regular, why
 from harness.transcript import TranscriptStep
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def kept_transcript(
             ) from None
         raise LastRunError(f"{path}: {exc.reason}") from None
     except OSError as exc:
-        raise LastRunError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise LastRunError(f"{path}: cannot read: {why(exc)}") from None
 
 
 def _find(path: Path, lines: IO[bytes], case: CaseReport) -> list[TranscriptStep] | None:

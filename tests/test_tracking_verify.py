@@ -129,6 +129,15 @@ def test_what_is_not_a_report_is_refused_clearly(run_cli: Cli, tmp_path: Path) -
     assert "Traceback" not in junk.stderr + old.stderr
 
 
+def test_a_suite_that_cannot_be_listed_is_refused_naming_it(run_cli: Cli, tmp_path: Path) -> None:
+    root = red_project(tmp_path)
+    report = reported(run_cli, root)
+    result = run_cli("eval", "verify", "--suite", "gone", report, cwd=root)
+    assert result.returncode == 1
+    assert "gone: suite: suite directory does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 # --- a report edited as a forger would: every derived field is derived again -------------
 
 

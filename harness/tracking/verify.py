@@ -124,11 +124,9 @@ def _fixture_problems(
     on_disk: dict[str, str] = {}
     traces: dict[str, LlmTrace] = {}
     problems = []
-    try:
-        paths = fixture_paths(suite)
-    except (OSError, ValueError) as exc:
-        return {}, [f"{suite}: cannot list the suite: {getattr(exc, 'strerror', None) or exc}"]
-    for path in paths:
+    # A suite that cannot be listed is refused by `fixture_paths` (an AdmissionError naming
+    # the directory), as every command refuses it.
+    for path in fixture_paths(suite):
         shown = display_path(path, root)
         try:
             text = read_fixture(path)

@@ -75,6 +75,33 @@ class Handoff(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     filtered: bool = False
 
 
+GuardrailKind = Literal[
+    "input", "output", "tool_input", "tool_output", "output_validator", "usage_limit"
+]
+
+
+class GuardrailRun(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One run of a guardrail (or of a framework's counterpart: a pydantic-ai output
+    validator whose retries ran out, a usage limit exceeded): in which turn (-1 while the
+    agent started), after which model request of it (-1: before any), its name and kind,
+    the agent it guards, and whether it tripped. A tool guardrail names the call it guarded
+    (`tool`, `call_id`) and what it decided (`behavior`: `reject_content` answers the call
+    with `message` and the turn goes on, `raise_exception` ends it). `halted`: the tripwire
+    ended the turn."""
+
+    turn: int
+    step: int
+    name: str
+    kind: GuardrailKind
+    agent: str | None = None
+    tripped: bool = False
+    halted: bool = False
+    behavior: str | None = None
+    tool: str | None = None
+    call_id: str | None = None
+    message: str | None = None
+
+
 class ProviderFailure(HarnessError):
     """A model provider failed for good (after any retries); reported as the case's run
     error verbatim, so its text must never hold a secret."""
@@ -139,7 +166,8 @@ class ModelBackend(Protocol):
     user turn, before the turn's clock starts (a provider's pause waits there, at most
     `limit` seconds), `start_turn(index)` and `end_turn(index)` around every user turn (a
     `Divergence` from either is the case's run error), and `async aclose()` once the case
-    is over."""
+    is over, and `stop_turn(index)` in place of `end_turn` for a turn the framework ended
+    early (a guardrail's tripwire: the steps it did not ask for are no divergence)."""
 
     async def respond(self, request: ModelRequest) -> ModelStep: ...
 
@@ -188,6 +216,10 @@ class ModelBoundary:
         self.steps: list[list[ModelStep]] | None = [] if keep_steps else None
         # Control passed from one agent of a graph to another, in order (`handoff`).
         self.handoffs: list[Handoff] = []
+        # Every guardrail run the adapter told, in order (`guardrail`), and the turns a
+        # tripwire ended (`halt`).
+        self.guardrails: list[GuardrailRun] = []
+        self.halted_turns: set[int] = set()
 
     @property
     def backend(self) -> ModelBackend:
@@ -200,6 +232,42 @@ class ModelBoundary:
         request it followed, never as a tool call."""
         at = (self._turn, self._turn_calls - 1)
         self.handoffs.append(Handoff(*at, source, target, filtered=filtered))
+
+    def guardrail(
+        self,
+        name: str,
+        kind: GuardrailKind,
+        *,
+        agent: str | None = None,
+        tripped: bool = False,
+        halted: bool = False,
+        behavior: str | None = None,
+        tool: str | None = None,
+        call_id: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """A guardrail ran (an adapter says so as its framework runs it): recorded with the
+        turn and the number of the model request it followed."""
+        at = (self._turn, self._turn_calls - 1)
+        run = GuardrailRun(
+            *at, name, kind, agent, tripped, halted, behavior, tool, call_id, message
+        )
+        self.guardrails.append(run)
+
+    def halt(self) -> None:
+        """The framework ended the turn in progress early, as a guardrail's tripwire does
+        (an adapter says so as it catches the tripwire): the turn's last tripped guardrail
+        is marked as what ended it, and the steps the turn never asked for are no
+        divergence (the backend's `stop_turn(index)` hook, when it has one, is called in
+        place of `end_turn`)."""
+        self.halted_turns.add(self._turn)
+        for i in range(len(self.guardrails) - 1, -1, -1):
+            run = self.guardrails[i]
+            if run.turn != self._turn:
+                break
+            if run.tripped:
+                self.guardrails[i] = msgspec.structs.replace(run, halted=True)
+                break
 
     async def respond(self, request: ModelRequest) -> ModelStep:
         self._count_call()
@@ -244,7 +312,8 @@ class ModelBoundary:
     def end_turn(self, index: int) -> None:
         # A loop that caught the limit's error and answered anyway still went over it.
         self._refuse_if_over()
-        self._hook("end_turn", index)
+        halted = index in self.halted_turns and hasattr(self._backend, "stop_turn")
+        self._hook("stop_turn" if halted else "end_turn", index)
 
     def _where(self) -> str:
         return f"in turn {self._turn}" if self._turn >= 0 else "while starting"

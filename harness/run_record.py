@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from harness.model_boundary import Handoff, ModelStep
+from harness.model_boundary import GuardrailRun, Handoff, ModelStep
 from harness.tool_registry import RecordedCall
 from harness.transcript import TranscriptStep
 
@@ -32,6 +32,13 @@ class RunRecord(msgspec.Struct, kw_only=True, gc=False):
     # final answer (None: the agent under test, or a loop that has only one).
     handoffs: list[Handoff] = []
     final_agent: str | None = None
+    # Every guardrail run the adapter told (passing ones too, where the framework says so
+    # cheaply), in order; a tripped one names itself, its kind, agent and turn.
+    guardrails: list[GuardrailRun] = []
+
+    @property
+    def guardrails_tripped(self) -> list[str]:
+        return [g.name for g in self.guardrails if g.tripped]
 
     @property
     def tools_called(self) -> list[str]:

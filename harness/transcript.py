@@ -12,7 +12,7 @@ from functools import cached_property
 
 import msgspec
 
-from harness.model_boundary import Handoff, Message, ModelRequest, ModelStep
+from harness.model_boundary import GuardrailRun, Handoff, Message, ModelRequest, ModelStep
 from harness.tool_registry import RecordedCall, ToolRegistry
 
 
@@ -120,11 +120,29 @@ class Conversation:
     scripted: bool = True
     # Control passed between agents of a graph, in order (the record's `handoffs`).
     handoffs: tuple[Handoff, ...] = ()
+    # Every guardrail run (the record's `guardrails`): a tripwire that ended a turn ended
+    # its conversation there, and a tool guardrail that rejected a call answered it.
+    guardrails: tuple[GuardrailRun, ...] = ()
 
     def final_text(self, turn: int) -> str:
-        """The scripted final text of `turn` (its last step, when that is a text)."""
+        """The scripted final text of `turn` (its last step, when that is a text); none for
+        a turn a tripwire ended (what the agent would have answered never reached the
+        user)."""
+        if turn in self.halted_turns:
+            return ""
         steps = self.script[turn]
         return steps[-1].text if steps and not steps[-1].tool_calls else ""
+
+    @cached_property
+    def halted_turns(self) -> frozenset[int]:
+        return frozenset(g.turn for g in self.guardrails if g.halted)
+
+    def rejected(self, kind: str) -> frozenset[str]:
+        """The ids of the calls a tool guardrail of `kind` tripped on (`tool_input`: the
+        call never ran; `tool_output`: its result was replaced, or the turn ended)."""
+        return frozenset(
+            g.call_id for g in self.guardrails if g.kind == kind and g.tripped and g.call_id
+        )
 
     def step_of(self, exchange: Exchange) -> ModelStep | None:
         """The scripted step answering `exchange` (None: the script has none)."""

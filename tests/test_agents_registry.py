@@ -82,7 +82,9 @@ def test_builtin_name_resolves_to_its_adapter() -> None:
     assert type(adapter).__name__ == "OpenAIAgentsAdapter"
     assert adapter.name == "openai-agents"
     assert agent_surface(adapter) == AgentSurface(
-        "openai-agents", frozenset({"echo", "fail", "read_file", "write_file", "list_files"})
+        "openai-agents",
+        frozenset({"echo", "fail", "read_file", "write_file", "list_files"}),
+        guardrails=frozenset(),  # the built-in agent has none: a name is refused
     )
 
 
@@ -92,7 +94,9 @@ def test_builtin_name_is_trimmed() -> None:
 
 
 def test_surface_of_builtin_does_not_need_the_framework() -> None:
-    assert surface_of("openai-agents") == AgentSurface("openai-agents", BUILTIN_TOOL_NAMES)
+    assert surface_of("openai-agents") == AgentSurface(
+        "openai-agents", BUILTIN_TOOL_NAMES, guardrails=frozenset()
+    )
     assert sorted(BUILTIN_TOOL_NAMES) == ["echo", "fail", "list_files", "read_file", "write_file"]
 
 

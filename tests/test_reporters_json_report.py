@@ -103,6 +103,7 @@ def test_json_report_keeps_the_run_record() -> None:
         "transcript": None,  # a record built by hand has none
         "handoffs": [],
         "final_agent": None,
+        "guardrails": [],  # no guardrail ran
     }
     assert document_case["duration_ms"] == 4.0
 

@@ -29,13 +29,18 @@ class AgentSurface:
     that runs agents of the graph (an agent used as a tool, a pydantic-ai tool that
     delegates) to the agents it runs.
     `hands_off`: an agent of the graph passes control to another (an SDK handoff), so a
-    turn may start at the agent that answered the last (`AgentContext.next_turn_agent`)."""
+    turn may start at the agent that answered the last (`AgentContext.next_turn_agent`).
+    `guardrails`: the guardrails a case may expect to trip (None: not known)."""
 
     name: str
     tools: frozenset[str]
     agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
     runs_agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
     hands_off: bool = False
+    # The names of the guardrails of every agent of the graph (and a framework's
+    # counterparts: pydantic-ai's output validators and usage limits) a fixture may say
+    # must trip; None: not known (an own loop or adapter), and any name is taken as it is.
+    guardrails: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class AgentGraph:
     agents: Mapping[str, frozenset[str]]
     runs_agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
     handoffs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Each agent with guardrails, and their names.
+    guardrails: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 _NO_GRAPH = AgentGraph({})
@@ -161,6 +168,11 @@ class FrameworkAdapter(Generic[A]):
         """Each agent of the user's graph that hands off: its handoff tools, each with the
         agent it passes control to (mutation testing hands off to another)."""
         return self.user_graph().handoffs
+
+    def guardrail_names(self) -> frozenset[str]:
+        """The guardrails of every agent of the user's graph, by name (a fixture's
+        `guardrails_tripped` names them); none for the default agent."""
+        return frozenset[str]().union(*self.user_graph().guardrails.values())
 
     def hands_off(self) -> bool:
         """Whether an agent of the user's graph hands off: then a turn may start at the

@@ -155,8 +155,9 @@ def _bounded(agent: str | AgentAdapter, seconds: float, build: Callable[[], _Bui
 def agent_surface(adapter: AgentAdapter) -> AgentSurface:
     """The adapter's name and the tools a fixture may script calls to: `tool_names()` when
     the adapter has one (an agent bringing its own tools), else its registered tools; and
-    each agent of its graph with its tools, the tools that run agents, and whether an agent
-    hands off, when the adapter says (`agent_tools()`, `runs_agents()`, `hands_off()`)."""
+    each agent of its graph with its tools, the tools that run agents, whether an agent
+    hands off and the graph's guardrails, when the adapter says (`agent_tools()`,
+    `runs_agents()`, `hands_off()`, `guardrail_names()`)."""
     names = getattr(adapter, "tool_names", None)
     tools = names() if callable(names) else frozenset(t.name for t in adapter.tools())
     graph = getattr(adapter, "agent_tools", None)
@@ -165,12 +166,14 @@ def agent_surface(adapter: AgentAdapter) -> AgentSurface:
     runs = dict(nested()) if callable(nested) else {}
     handing = getattr(adapter, "hands_off", None)
     hands_off = bool(handing()) if callable(handing) else False
-    return AgentSurface(adapter.name, frozenset(tools), agents, runs, hands_off)
+    named = getattr(adapter, "guardrail_names", None)
+    guardrails = frozenset(named()) if callable(named) else None
+    return AgentSurface(adapter.name, frozenset(tools), agents, runs, hands_off, guardrails)
 
 
 def surface_of(spec: str) -> AgentSurface:
     """What admission needs of `spec`, without importing a built-in agent's framework."""
     spec = spec.strip()
     if spec in BUILTIN_AGENTS:
-        return AgentSurface(spec, BUILTIN_TOOL_NAMES)
+        return AgentSurface(spec, BUILTIN_TOOL_NAMES, guardrails=frozenset())
     return agent_surface(resolve_agent(spec))

@@ -20,6 +20,7 @@ from agents import Agent, FunctionTool, Handoff, RunConfig, handoff
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 from agents.util._types import MaybeAwaitable
 
+from harness.agents.sdk_guardrails import guard_agent, guard_tool
 from harness.model_boundary import ModelBoundary
 from harness.tool_registry import ToolRegistry, canonical_text
 
@@ -208,6 +209,7 @@ class GraphCopy:
         # Registered before its neighbours are copied, so a cycle ends here; and as its own
         # copy, since a handoff made with `handoff(copy)` gives back the copy itself.
         self._copies[id(agent)] = self._copies[id(clone)] = clone
+        guard_agent(clone, self._boundary)
         clone.tools = [self._tool(tool, agent.name) for tool in agent.tools]
         clone.handoffs = [self._handoff(item, agent.name) for item in agent.handoffs]
         return clone
@@ -223,6 +225,8 @@ class GraphCopy:
                     "the harness cannot follow (its as_tool function does not hold the agent)"
                 )
             tool = dataclasses.replace(tool, on_invoke_tool=invoke, _agent_instance=copy)
+        if isinstance(tool, FunctionTool):
+            tool = guard_tool(tool, self._boundary, owner)
         return recording(tool, self._registry, owner if self._attribute else None)
 
     def _substitute(self, value: Any, inner: Agent[Any]) -> Any:

@@ -18,7 +18,9 @@ from harness.run_record import RunRecord
 from harness.transcript import Conversation
 from harness.workspace import WorkspaceView
 
-Category = Literal["response", "tool", "agent", "side_effect", "budget", "request", "run", "loop"]
+Category = Literal[
+    "response", "tool", "agent", "guardrail", "side_effect", "budget", "request", "run", "loop"
+]
 EXPECTS = "$.expects"
 
 
@@ -62,6 +64,9 @@ class Context:
     # Each agent of a multi-agent graph and its tools; empty: the graph is not known (one
     # agent, or an own loop), and any agent name is taken as it is.
     agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The guardrails of the agent's graph, by name; None: not known (an own loop), and any
+    # name is taken as it is.
+    guardrails: frozenset[str] | None = None
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

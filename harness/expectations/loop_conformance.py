@@ -99,7 +99,11 @@ def _thread_results(conversation: Conversation, thread: Thread) -> Iterator[Viol
         if handed is not None and handed.filtered:
             continue
         dispatched = conversation.answered(earlier)
-        for problem in _results_problems(step.tool_calls, dispatched, exchange):
+        # A call whose result a tool output guardrail replaced was answered with its message.
+        calls = tuple(
+            c for c in step.tool_calls if c.id not in conversation.rejected("tool_output")
+        )
+        for problem in _results_problems(calls, dispatched, exchange):
             yield (
                 _step_at(previous),
                 f"{_request(exchange)}: {problem}; the request held:\n{_held(exchange)}",
@@ -171,13 +175,16 @@ def _dispatches(conversation: Conversation) -> Iterator[Violation]:
     """The tool boundary saw what the script asked for: after each step, its calls were
     dispatched once each by the agent that asked, and nothing else. Compared by tool name: a
     framework may fill in defaults or coerce arguments before the tool runs. A step that
-    handed off has one call per handoff the framework answered itself, never dispatched. A
-    scripted call the framework refuses to run (arguments its schema rejects) breaks this
-    rule: such a case says so with `loop_exempt`."""
+    handed off has one call per handoff the framework answered itself, never dispatched; a
+    call a tool input guardrail rejected was never run. A scripted call the framework
+    refuses to run (arguments its schema rejects) breaks this rule: such a case says so
+    with `loop_exempt`."""
+    rejected = conversation.rejected("tool_input")
     for index, exchange in enumerate(conversation.exchanges):
         step = conversation.step_of(exchange)
         ran = sorted(c.name for c in conversation.answered(index))
-        asked = sorted(c.name for c in step.tool_calls) if step is not None else []
+        calls = step.tool_calls if step is not None else ()
+        asked = sorted(c.name for c in calls if c.id not in rejected)
         handed = len(conversation.handoffs_after(index))
         unran = list(asked)
         for name in ran:

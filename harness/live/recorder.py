@@ -150,6 +150,9 @@ class _Taped:
     def end_turn(self, index: int) -> None:
         self._forward("end_turn", index)
 
+    def stop_turn(self, index: int) -> None:
+        self._forward("stop_turn", index)
+
     async def aclose(self) -> None:
         close = getattr(self._inner, "aclose", None)
         if close is not None:

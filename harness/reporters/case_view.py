@@ -3,7 +3,8 @@ eval show CASE_ID`, and `run -v` for every failing case).
 
 In a multi-agent run each answer and tool call names its agent (`← [billing] model calls
 …`, `tool [billing] echo(…)`) and each handoff is a line after the request it followed
-(`handoff: triage → billing`); a run of one agent names none.
+(`handoff: triage → billing`); a run of one agent names none. Each tripwire is a line
+after the transcript (`guardrail tripped: "math_homework" (input guardrail …)`).
 
 Every string is the run's (model text, tool results, case ids, agent names): cleaned and
 made inert before it is shown, long values clipped.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from harness.expectations.guardrails import describe
 from harness.io.text import clean, clean_lines, clip, inert
 from harness.model_boundary import Message, ModelStep
 from harness.reporters.claims import HandoffsAfter, Unclaimed
@@ -80,6 +82,7 @@ def _record_lines(record: RunRecord) -> Iterator[str]:
             yield f"  turn {index} answered: {_one(response)}"
         yield from (f"  tool call {_recorded(c)}" for c in record.calls)
         yield from _handoffs_left(handoffs)
+        yield from _tripped(record)
         return
     calls = Unclaimed(record.calls)
     turn: int | None = None
@@ -93,6 +96,15 @@ def _record_lines(record: RunRecord) -> Iterator[str]:
     for call in calls.left():
         yield f"  tool call {_recorded(call)}"
     yield from _handoffs_left(handoffs)
+    yield from _tripped(record)
+
+
+def _tripped(record: RunRecord) -> Iterator[str]:
+    # Every tripwire, with its kind, agent and turn: a turn a guardrail stopped before the
+    # model was asked has no request to show it under.
+    for run in record.guardrails:
+        if run.tripped:
+            yield f"  guardrail tripped: {_one(describe(run))}"
 
 
 def _step_lines(step: TranscriptStep, calls: Unclaimed) -> Iterator[str]:

@@ -15,6 +15,7 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
+from harness.expectations.guardrails import describe
 from harness.io.text import clean, clean_lines
 from harness.reporters.claims import HandoffsAfter, Unclaimed
 
@@ -77,6 +78,12 @@ def record_html(record: RunRecord) -> list[str]:
     if left:
         body += ['<p class="sub">Handoffs after no request shown:</p>']
         body += [_handoff(h, f"{_turn_name(h.turn)}, after request {h.step}: ") for h in left]
+    tripped = [run for run in record.guardrails if run.tripped]
+    if tripped:
+        body += [
+            f'<p class="guardrail sub">guardrail tripped: {text(describe(run))}</p>'
+            for run in tripped
+        ]
     return [f'<h4>Transcript</h4><p class="sub">{said}</p>', *body]
 
 

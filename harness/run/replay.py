@@ -86,6 +86,11 @@ class ReplayBackend:
             )
         self._turn, self._last = index, None
 
+    def stop_turn(self, index: int) -> None:
+        """The framework ended the turn early (a guardrail's tripwire): the steps it left
+        were never asked for, as a real model would never have been."""
+        self._queues[index].clear()
+
     def end_turn(self, index: int) -> None:
         queue = self._queues[index]
         if queue:

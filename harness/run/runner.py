@@ -198,6 +198,7 @@ class CaseProgress:
             steps=[list(turn) for turn in model.steps] if model.steps is not None else None,
             transcript=self.transcript.steps() if transcript else None,
             handoffs=list(model.handoffs),
+            guardrails=list(model.guardrails),
             final_agent=model.last_request.agent if model.last_request is not None else None,
         )
 
@@ -364,6 +365,7 @@ def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
         calls=tuple(progress.context.tools.calls),
         scripted=plan.mode == "replay",
         handoffs=tuple(progress.context.model.handoffs),
+        guardrails=tuple(progress.context.model.guardrails),
     )
 
 

@@ -31,6 +31,7 @@ from harness.agents.sdk_graph import (
     reachable,
     tool_text,
 )
+from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
 from harness.errors import HarnessError
 from harness.model_boundary import (
     Divergence,
@@ -55,7 +56,12 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
     def walk(self, agent: Agent[Any]) -> AgentGraph:
         # Every agent of the graph: a fixture scripts the specialists' steps too.
         graph = reachable(agent)
-        return AgentGraph(agent_tools(graph), agents_run_by_tools(graph), agent_handoffs(graph))
+        return AgentGraph(
+            agent_tools(graph),
+            agents_run_by_tools(graph),
+            agent_handoffs(graph),
+            guardrail_names(graph),
+        )
 
     def start(self, context: AgentContext) -> _Session:
         registry = context.tools
@@ -92,6 +98,7 @@ class _Session:
         self._agent = agent
         self._config = config
         self._model = model
+        self._boundary = boundary
         # The SDK's own limit (max_turns, 10 by default) counts model calls per run, that is
         # per turn here; set one above the boundary's, so the harness's limit is the one
         # that applies, with the same run error as every other agent.
@@ -111,6 +118,14 @@ class _Session:
                 run_config=self._config,
                 max_turns=self._max_turns,
             )
+        except TRIPWIRES:
+            self._model.raise_failure()
+            # A tripwire ends the turn as the SDK ends it: no final output, so the turn
+            # answers "". The conversation goes on with the input the guardrail stopped (as
+            # the SDK's guardrail example keeps it), and none of what the stopped run made.
+            self._boundary.halt()
+            self._history = items  # type: ignore[assignment]
+            return ""
         except Exception:
             self._model.raise_failure()
             raise

@@ -38,6 +38,12 @@ from harness.agents.pydantic_ai_graph import (
     agents_run_by_tools,
     function_tool_names,
 )
+from harness.agents.pydantic_ai_guardrails import (
+    LIMITS,
+    note_validators,
+    tripwires,
+    validator_names,
+)
 from harness.model_boundary import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
 from harness.tool_registry import Tool, ToolRegistry, canonical_arguments
 
@@ -52,9 +58,13 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
     def walk(self, agent: Agent[Any, Any]) -> AgentGraph:
         # Every agent of the graph: a fixture scripts the delegates' steps too.
         graph = self._graph_of(agent)
+        # Usage limits are the run's, not an agent's: named under the agent a run starts at.
+        guardrails = {node.name: frozenset(validator_names(node.agent)) for node in graph}
+        guardrails[graph[0].name] = guardrails[graph[0].name] | LIMITS
         return AgentGraph(
             {node.name: frozenset(function_tool_names(node.agent)) for node in graph},
             agents_run_by_tools(graph),
+            guardrails=guardrails,
         )
 
     def _graph_of(self, agent: Agent[Any, Any]) -> list[GraphAgent]:
@@ -84,6 +94,7 @@ class _Wired:
         name = node.name if named else None
         self.model = FunctionModel(_respond_with(context.model, name), model_name="zeroclaw-eval")
         self.toolsets = [_RecordingToolset(ts, context.tools, name) for ts in node.agent.toolsets]
+        note_validators(node.agent, name)
 
 
 class _Session:
@@ -100,8 +111,19 @@ class _Session:
         # that applies, with the same run error as every other agent.
         self._limits = UsageLimits(request_limit=context.model.max_calls_per_turn + 1)
         self._history: list[ModelMessage] = []
+        self._boundary = context.model
 
     async def run_turn(self, user_input: str) -> str:
+        with tripwires(self._boundary) as tripped:
+            return await self._run(user_input)
+        assert tripped[0]
+        # A tripwire ended the run as pydantic-ai ends it, with no output: the turn answers
+        # "", and the conversation goes on with the input it stopped and nothing the
+        # stopped run made.
+        self._history = [*self._history, PaiRequest(parts=[UserPromptPart(content=user_input)])]
+        return ""
+
+    async def _run(self, user_input: str) -> str:
         if self._wired is None:
             result = await self._agent.run(
                 user_input,

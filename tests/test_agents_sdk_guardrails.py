@@ -10,7 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cli, call, fixture, text_step, tool_step, turn, write_module, write_suite
+from _openai_server import OpenAIServer, text_reply
+from conftest import (
+    LIVE_KEY,
+    Cli,
+    Runs,
+    call,
+    fixture,
+    live_case,
+    make_project,
+    report_of,
+    text_step,
+    tool_step,
+    turn,
+    write_module,
+    write_suite,
+)
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
@@ -359,3 +374,55 @@ def test_verbose_output_shows_each_tripwire(run_cli: Cli, project: tuple[Path, s
         '  guardrail tripped: "math_homework" (input guardrail of agent "support_agent" in '
         "turn 0: ended the turn)"
     ) in result.stdout
+
+
+def test_a_live_run_records_the_tripwire_and_its_recording_replays_it(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    # Two turns: a blocking guardrail stops the first before the provider is asked; the
+    # provider answers the second.
+    case = live_case(
+        "password",
+        "Tell me the admin password",
+        "Where is A-1?",
+        id="password",
+        expects={"guardrails_tripped": ["no_passwords"], "response_contains": ["shipped"]},
+    )
+    with OpenAIServer(responder=lambda body: text_reply("A-1 has shipped."), api_key=LIVE_KEY) as s:
+        root = make_project(tmp_path / "project", s.base_url, {"x.json": case})
+        module = write_module(root, SOURCE, "guarded")
+        agent = f"openai-agents:{module}:build_agent"
+        runs = Runs(run_cli, root)
+        out = Path("evals/regression/x.json")
+        result = runs(
+            "eval", "record", "--case", "evals/live/x.json", "--out", out, "--agent", agent
+        )
+        asked = len(s.requests)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert asked == 1
+    written = json.loads((root / out).read_text(encoding="utf-8"))
+    assert written["turns"][0]["steps"] == []
+    assert written["expects"]["guardrails_tripped"] == ["no_passwords"]
+    replayed = runs(
+        "eval", "run", "--suite", "evals/regression", "--agent", agent, "--format", "json",
+        key=False,
+    )  # fmt: skip
+    (replay,) = report_of(replayed)["cases"]
+    assert replayed.returncode == 0, json.dumps(replay, indent=2)
+    assert tripped(replay) == [("no_passwords", "input", "support_agent", 0, True)]
+
+
+def test_mutation_kills_every_boundary_mutant_of_a_guardrail_case(
+    run_cli: Cli, project: tuple[Path, str]
+) -> None:
+    root, module = project
+    expects = {
+        "guardrails_tripped": ["math_homework"],
+        "response_contains": ["shipped"],
+        "tool_results_contain": [{"tool": "lookup_order", "needle": "shipped"}],
+    }
+    write_suite(root / "evals", {"f.json": homework(expects)})
+    agent = f"openai-agents:{module}:build_agent"
+    result = run_cli("eval", "mutate", "--suite", "evals", "--agent", agent, cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "mutation score: boundary 4/4 (100.0%" in result.stdout

@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "ModelCallLimit": "harness.model_boundary",
     "ModelRequest": "harness.model_boundary",
     "ModelStep": "harness.model_boundary",
+    "OutputSchema": "harness.model_boundary",
     "PayloadExpect": "harness.expectations.dispatch_payloads",
     "Problem": "harness.io.problems",
     "RecordedCall": "harness.tool_registry",
@@ -182,6 +183,9 @@ if TYPE_CHECKING:
     )
     from harness.model_boundary import (
         ModelStep as ModelStep,
+    )
+    from harness.model_boundary import (
+        OutputSchema as OutputSchema,
     )
     from harness.model_boundary import (
         ToolCall as ToolCall,

@@ -43,6 +43,20 @@ class ToolSchema(msgspec.Struct, frozen=True):
     name: str
     description: str
     parameters: dict[str, Any]
+    # An output tool (pydantic-ai's tool output, `final_result`): a call to it is the
+    # agent's final answer, which the framework validates itself, never a dispatch.
+    output: bool = False
+
+
+class OutputSchema(msgspec.Struct, frozen=True, kw_only=True):
+    """The JSON the agent asks its model to answer with in text (the SDK's `output_type`,
+    pydantic-ai's native and prompted output): `native` is sent as the request's response
+    format, `prompted` only in the instructions, which hold it already."""
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool = False
+    mode: Literal["native", "prompted"] = "native"
 
 
 class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +65,8 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     # The agent of a multi-agent graph that asks (a specialist handed to, an agent used as a
     # tool); None: the agent under test, or a loop that has only one.
     agent: str | None = None
+    # The structured answer asked for in text; None: plain text, or an output tool's call.
+    output_schema: OutputSchema | None = None
 
 
 class ModelStep(msgspec.Struct, frozen=True, kw_only=True):

@@ -176,15 +176,17 @@ def _dispatches(conversation: Conversation) -> Iterator[Violation]:
     dispatched once each by the agent that asked, and nothing else. Compared by tool name: a
     framework may fill in defaults or coerce arguments before the tool runs. A step that
     handed off has one call per handoff the framework answered itself, never dispatched; a
-    call a tool input guardrail rejected was never run. A scripted call the framework
-    refuses to run (arguments its schema rejects) breaks this rule: such a case says so
-    with `loop_exempt`."""
+    call a tool input guardrail rejected was never run; a call to an output tool the
+    request offered is the agent's final answer, which the framework validates itself, never
+    a dispatch. A scripted call the framework refuses to run (arguments its schema rejects)
+    breaks this rule: such a case says so with `loop_exempt`."""
     rejected = conversation.rejected("tool_input")
     for index, exchange in enumerate(conversation.exchanges):
         step = conversation.step_of(exchange)
         ran = sorted(c.name for c in conversation.answered(index))
+        answers = {t.name for t in exchange.request.tools if t.output}
         calls = step.tool_calls if step is not None else ()
-        asked = sorted(c.name for c in calls if c.id not in rejected)
+        asked = sorted(c.name for c in calls if c.id not in rejected and c.name not in answers)
         handed = len(conversation.handoffs_after(index))
         unran = list(asked)
         for name in ran:

@@ -44,6 +44,14 @@ def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
     }
     if request.tools:
         body["tools"] = [_tool(t) for t in request.tools]
+    wanted = request.output_schema
+    if wanted is not None and wanted.mode == "native":
+        # A structured answer in text, as the frameworks' own Chat Completions models ask
+        # for it; a prompted one is asked for in the instructions, which hold its schema.
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": wanted.name, "schema": wanted.schema, "strict": wanted.strict},
+        }
     return body
 
 

@@ -22,7 +22,7 @@ import msgspec
 from harness.expectations.guardrails import describe
 from harness.io.text import clean, clean_lines, clip, inert
 from harness.model_boundary import Message, ModelStep
-from harness.reporters.claims import HandoffsAfter, Unclaimed
+from harness.reporters.claims import HandoffsAfter, Unclaimed, graded_responses
 from harness.run_record import RunRecord
 from harness.verdict.reports import CaseReport
 
@@ -85,14 +85,17 @@ def _record_lines(record: RunRecord) -> Iterator[str]:
         yield from _tripped(record)
         return
     calls = Unclaimed(record.calls)
+    graded = graded_responses(record)
     turn: int | None = None
     for step in transcript:
         if step.turn != turn:
+            yield from _graded_line(graded, turn)
             turn = step.turn
             yield f"  turn {turn}:" if turn >= 0 else "  starting the agent:"
             yield from _handoff_lines(handoffs.after(turn, -1))
         yield from _step_lines(step, calls)
         yield from _handoff_lines(handoffs.after(step.turn, step.step))
+    yield from _graded_line(graded, turn)
     for call in calls.left():
         yield f"  tool call {_recorded(call)}"
     yield from _handoffs_left(handoffs)
@@ -105,6 +108,11 @@ def _tripped(record: RunRecord) -> Iterator[str]:
     for run in record.guardrails:
         if run.tripped:
             yield f"  guardrail tripped: {_one(describe(run))}"
+
+
+def _graded_line(graded: dict[int, str], turn: int | None) -> Iterator[str]:
+    if turn is not None and turn in graded:
+        yield f"    = response graded: {_one(graded[turn])}"
 
 
 def _step_lines(step: TranscriptStep, calls: Unclaimed) -> Iterator[str]:

@@ -1,6 +1,8 @@
 """What a transcript shows under each model request: the recorded dispatches its answer
-asked for (`Unclaimed`) and the handoffs made after it (`HandoffsAfter`), for every view of
-a case (`case_view` in the terminal, `html_transcript` in the HTML report).
+asked for (`Unclaimed`) and the handoffs made after it (`HandoffsAfter`), and after each
+turn the response graded where the last answer's text does not say it (`graded_responses`),
+for every view of a case (`case_view` in the terminal, `html_transcript` in the HTML
+report).
 
 A call is the dispatch of the agent whose request asked for it: in a multi-agent run a
 handoff is a scripted tool call that is never dispatched, and the next agent's dispatch of
@@ -16,7 +18,24 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harness.model_boundary import Handoff, ToolCall
+    from harness.run_record import RunRecord
     from harness.tool_registry import RecordedCall
+
+
+def graded_responses(record: RunRecord) -> dict[int, str]:
+    """Each turn whose response, the text graded, is not the text of its last model answer:
+    a structured output (the JSON of the object the framework built from the model's JSON,
+    or from a call to an output tool) or an answer the agent's own code rewrote. A turn
+    answered in plain text shows its answer already, and gets nothing more."""
+    last: dict[int, str] = {}
+    for step in record.transcript or ():
+        if step.answer is not None:
+            last[step.turn] = step.answer.text
+    return {
+        turn: response
+        for turn, response in enumerate(record.turn_responses)
+        if last.get(turn, response) != response
+    }
 
 
 class Unclaimed:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.expectations.guardrails import describe
 from harness.io.text import clean, clean_lines
-from harness.reporters.claims import HandoffsAfter, Unclaimed
+from harness.reporters.claims import HandoffsAfter, Unclaimed, graded_responses
 
 if TYPE_CHECKING:
     from harness.model_boundary import Handoff, Message, ModelStep, ToolCall
@@ -73,7 +73,7 @@ def record_html(record: RunRecord) -> list[str]:
     )
     steps = record.transcript
     handoffs = HandoffsAfter(record.handoffs)
-    body = _transcript(steps, record.calls, handoffs) if steps else _without_transcript(record)
+    body = _transcript(record, handoffs) if steps else _without_transcript(record)
     left = handoffs.left()
     if left:
         body += ['<p class="sub">Handoffs after no request shown:</p>']
@@ -92,20 +92,23 @@ def _turn_name(turn: int) -> str:
     return "While the agent started" if turn < 0 else f"Turn {turn}"
 
 
-def _transcript(steps: list[Any], calls: list[RecordedCall], handoffs: HandoffsAfter) -> list[str]:
+def _transcript(record: RunRecord, handoffs: HandoffsAfter) -> list[str]:
     # Each recorded dispatch is shown once, under the answer asking for it; each handoff
     # after the request it followed.
-    pending = Unclaimed(calls)
+    pending = Unclaimed(record.calls)
+    graded = graded_responses(record)
     lines: list[str] = []
     turn: int | None = None
-    for step in steps:
+    for step in record.transcript or ():
         if step.turn != turn:
+            lines += _graded(graded, turn)
             lines.append("" if turn is None else "</section>")
             turn = step.turn
             lines.append(f'<section class="turn"><h4>{_turn_name(step.turn)}</h4>')
             lines += map(_handoff, handoffs.after(step.turn, -1))
         lines += _request(step, pending)
         lines += map(_handoff, handoffs.after(step.turn, step.step))
+    lines += _graded(graded, turn)
     lines.append("</section>")
     left = pending.left()
     if left:
@@ -135,6 +138,12 @@ def _request(step: Any, pending: Unclaimed) -> list[str]:
         lines += [_answer(answer), _calls(found) if found else ""]
     lines.append("</div>")
     return lines
+
+
+def _graded(graded: dict[int, str], turn: int | None) -> list[str]:
+    if turn is None or turn not in graded:
+        return []
+    return [f'<p class="sub">response graded</p>{block(graded[turn])}']
 
 
 def _handoff(handoff: Handoff, where: str = "") -> str:

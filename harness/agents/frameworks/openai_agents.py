@@ -12,7 +12,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents import Agent, FunctionTool, Handoff, Model, ModelResponse, RunConfig, Runner, Usage
+from agents import (
+    Agent,
+    FunctionTool,
+    Handoff,
+    Model,
+    ModelBehaviorError,
+    ModelResponse,
+    RunConfig,
+    Runner,
+    Usage,
+)
+from agents.agent_output import AgentOutputSchemaBase
 from agents.items import TResponseInputItem
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -32,6 +43,7 @@ from harness.agents.sdk_graph import (
     tool_text,
 )
 from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
+from harness.agents.structured_output import output_text
 from harness.errors import HarnessError
 from harness.model_boundary import (
     Divergence,
@@ -39,6 +51,7 @@ from harness.model_boundary import (
     ModelBoundary,
     ModelRequest,
     ModelStep,
+    OutputSchema,
     Role,
     ToolCall,
     ToolSchema,
@@ -126,6 +139,13 @@ class _Session:
             self._boundary.halt()
             self._history = items  # type: ignore[assignment]
             return ""
+        except ModelBehaviorError as exc:
+            self._model.raise_failure()
+            why = self._model.unparsed
+            if why is None:
+                raise
+            # The SDK's own error, with what its redaction leaves out.
+            raise ModelBehaviorError(f"{exc}: {why}") from exc
         except Exception:
             self._model.raise_failure()
             raise
@@ -135,8 +155,8 @@ class _Session:
             # An agent of the case's graph copy (each handoff returns its copy), so the next
             # turn's calls and handoffs are recorded as this turn's were.
             self._agent = result.last_agent
-        output = result.final_output
-        return output if isinstance(output, str) else ("" if output is None else str(output))
+        # An output_type's answer is graded, and shown, as the JSON of the object.
+        return output_text(result.final_output)
 
 
 def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:
@@ -161,6 +181,8 @@ class HarnessModel(Model):
         # the asking agent does not offer is a divergence naming it.
         self._attribute = attribute
         self._failure: HarnessError | None = None
+        # Why the last answer in text is not the asking agent's output_type, if it is not.
+        self.unparsed: str | None = None
 
     def raise_failure(self) -> None:
         """Raise the first harness error of the turn's model calls, if there was one. An
@@ -178,7 +200,7 @@ class HarnessModel(Model):
         input: str | list[TResponseInputItem],
         model_settings: Any,
         tools: list[Any],
-        output_schema: Any,
+        output_schema: AgentOutputSchemaBase | None,
         handoffs: list[Any],
         tracing: Any,
         *,
@@ -198,7 +220,12 @@ class HarnessModel(Model):
         )
         agent = ACTIVE_AGENT.get() if self._attribute else None
         messages = to_messages(system_instructions, input)
-        request = ModelRequest(messages=messages, tools=schemas, agent=agent)
+        request = ModelRequest(
+            messages=messages,
+            tools=schemas,
+            agent=agent,
+            output_schema=_output_schema(output_schema),
+        )
         try:
             step = await self._boundary.respond(request)
             if agent is not None:
@@ -207,7 +234,10 @@ class HarnessModel(Model):
             self._failure = self._failure or exc
             raise
         output: list[Any] = []
+        self.unparsed = None
         if not step.tool_calls:
+            if output_schema is not None and not output_schema.is_plain_text():
+                self.unparsed = _unparsed_answer(step.text, output_schema)
             # A text step always yields a message, even an empty one: without it the SDK
             # would ask the model again instead of ending the turn.
             output.append(
@@ -241,6 +271,35 @@ class HarnessModel(Model):
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("the harness drives the SDK with Runner.run, not streaming")
+
+
+def _output_schema(schema: AgentOutputSchemaBase | None) -> OutputSchema | None:
+    """The agent's `output_type` as the SDK's models send it: the response format of the
+    request (named `final_output`, as its Chat Completions model names it)."""
+    if schema is None or schema.is_plain_text():
+        return None
+    return OutputSchema(
+        name="final_output", schema=schema.json_schema(), strict=schema.is_strict_json_schema()
+    )
+
+
+def _unparsed_answer(text: str, schema: AgentOutputSchemaBase) -> str | None:
+    """Why the SDK will refuse this answer for the agent's `output_type`, in words a fixture's
+    author can act on: the SDK's own error says only "Invalid JSON when parsing model output"
+    (it redacts the text), and a type the SDK wraps wants `{"response": …}`."""
+    try:
+        schema.validate_json(text)
+    except ModelBehaviorError:
+        shown = json.dumps(schema.json_schema(), ensure_ascii=False, separators=(",", ":"))
+        return (
+            f"the model answered {_clip(json.dumps(text, ensure_ascii=False))}, which is not "
+            f"the agent's output_type ({schema.name()}); the JSON it must send: {_clip(shown)}"
+        )
+    return None
+
+
+def _clip(text: str, width: int = 300) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _check_offered(step: ModelStep, agent: str, offered: tuple[ToolSchema, ...]) -> None:

@@ -8,7 +8,6 @@ function tools' dispatches at the tool boundary.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
@@ -44,7 +43,15 @@ from harness.agents.pydantic_ai_guardrails import (
     tripwires,
     validator_names,
 )
-from harness.model_boundary import Message, ModelBoundary, ModelRequest, ToolCall, ToolSchema
+from harness.agents.structured_output import output_text
+from harness.model_boundary import (
+    Message,
+    ModelBoundary,
+    ModelRequest,
+    OutputSchema,
+    ToolCall,
+    ToolSchema,
+)
 from harness.tool_registry import Tool, ToolRegistry, canonical_arguments
 
 
@@ -62,7 +69,11 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
         guardrails = {node.name: frozenset(validator_names(node.agent)) for node in graph}
         guardrails[graph[0].name] = guardrails[graph[0].name] | LIMITS
         return AgentGraph(
-            {node.name: frozenset(function_tool_names(node.agent)) for node in graph},
+            {
+                node.name: frozenset(function_tool_names(node.agent))
+                | output_tool_names(node.agent)
+                for node in graph
+            },
             agents_run_by_tools(graph),
             guardrails=guardrails,
         )
@@ -82,6 +93,15 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
             return _Session(agent, context, graph=None)
         agent = self.build()
         return _Session(agent, context, graph=self._graph_of(agent))
+
+
+def output_tool_names(agent: Agent[Any, Any]) -> frozenset[str]:
+    """The output tools pydantic-ai offers the agent's model (`final_result`, the name a
+    `ToolOutput(name=…)` gives, one per member of a union): a fixture scripts the agent's
+    final answer as a call to one. pydantic-ai builds them with the agent and keeps them in
+    its output toolset, which it exposes no other way."""
+    processors = getattr(getattr(agent, "_output_toolset", None), "processors", None)
+    return frozenset(processors) if isinstance(processors, dict) else frozenset()
 
 
 class _Wired:
@@ -151,17 +171,28 @@ class _Session:
                 )
         # pydantic-ai carries a conversation as the previous run's full message list.
         self._history = result.all_messages()
-        output = result.output
-        return output if isinstance(output, str) else json.dumps(output, default=str)
+        # A structured output is graded, and shown, as its JSON (pydantic's own).
+        return output_text(result.output)
 
 
 def _respond_with(boundary: ModelBoundary, agent: str | None) -> Callable[..., Any]:
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # Output tools are offered as pydantic-ai offers them, beside the function tools: a
+        # scripted call to one becomes a ToolCallPart like any other, which pydantic-ai
+        # validates (and its output validators check) as the final answer.
         tools = tuple(
             ToolSchema(t.name, t.description or "", t.parameters_json_schema)
             for t in info.function_tools
+        ) + tuple(
+            ToolSchema(t.name, t.description or "", t.parameters_json_schema, output=True)
+            for t in info.output_tools
         )
-        request = ModelRequest(messages=to_messages(messages), tools=tools, agent=agent)
+        request = ModelRequest(
+            messages=to_messages(messages, info.instructions),
+            tools=tools,
+            agent=agent,
+            output_schema=_output_schema(info),
+        )
         step = await boundary.respond(request)
         usage = RequestUsage(input_tokens=step.input_tokens, output_tokens=step.output_tokens)
         if step.tool_calls:
@@ -174,6 +205,22 @@ def _respond_with(boundary: ModelBoundary, agent: str | None) -> Callable[..., A
         return ModelResponse(parts=parts, usage=usage, model_name="zeroclaw-eval")
 
     return respond
+
+
+def _output_schema(info: AgentInfo) -> OutputSchema | None:
+    """The structured answer asked for in text: native output (the request's response
+    format) or prompted output (the instructions carry the schema)."""
+    parameters = info.model_request_parameters
+    wanted = parameters.output_object
+    mode = parameters.output_mode
+    if wanted is None or mode not in ("native", "prompted"):
+        return None
+    return OutputSchema(
+        name=wanted.name or "output",
+        schema=wanted.json_schema,
+        strict=bool(wanted.strict),
+        mode="native" if mode == "native" else "prompted",
+    )
 
 
 def _pai_tool(tool: Tool, registry: ToolRegistry) -> PaiTool[Any]:
@@ -217,8 +264,10 @@ def _result_text(result: Any) -> str:
     return result if isinstance(result, str) else to_json(result, fallback=str).decode()
 
 
-def to_messages(history: list[ModelMessage]) -> tuple[Message, ...]:
-    """pydantic-ai messages as neutral messages (system, user, assistant, tool results)."""
+def to_messages(history: list[ModelMessage], sent: str | None = None) -> tuple[Message, ...]:
+    """pydantic-ai messages as neutral messages (system, user, assistant, tool results);
+    `sent`: the instructions the model is sent now (pydantic-ai's `AgentInfo.instructions`,
+    a prompted output's schema included), else the latest the history holds."""
     out: list[Message] = []
     instructions: str | None = None
     for message in history:
@@ -257,6 +306,7 @@ def to_messages(history: list[ModelMessage]) -> tuple[Message, ...]:
             )
             out.append(Message(role="assistant", content=text, tool_calls=calls))
     # The latest instructions are what the model sees now, as the system message.
+    instructions = sent or instructions
     if instructions:
         out.insert(0, Message(role="system", content=instructions))
     return tuple(out)

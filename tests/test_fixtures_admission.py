@@ -636,6 +636,16 @@ def test_unregistered_tool_names_the_tool_and_the_agents_tools(tmp_path: Path) -
     )
 
 
+def test_a_misspelt_tool_gets_did_you_mean(tmp_path: Path) -> None:
+    refuse_one(
+        tmp_path,
+        mutated(lambda d: _call(d).update(name="read_flie")),
+        f"{CALL}.name",
+        "tool 'read_flie' is not registered by agent 'openai-agents' "
+        f"(its tools: {BUILTIN_TOOLS}); did you mean read_file?",
+    )
+
+
 def test_unregistered_tool_for_a_custom_agent(tmp_path: Path) -> None:
     agent = AgentSurface("my_pkg.agent:build", frozenset({"lookup", "calendar"}))
     refuse_one(

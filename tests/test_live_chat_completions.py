@@ -1,6 +1,7 @@
 """`harness.live.chat_completions`: the key's mask over the encodings it knows (the escapings and
 their mixtures are in test_live_backend.py, with the key echoed end to end), and where it stops:
-forms too short to be told from chance, and transformations no mask can recognise."""
+forms too short to be told from chance, and transformations no mask can recognise; the
+structured answer a request asks for, as the request body's response format."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import json
 
 import pytest
 
-from harness.live.chat_completions import SecretMask
+from harness.live.chat_completions import SecretMask, request_body
+from harness.model_boundary import Message, ModelRequest, OutputSchema, ToolSchema
 
 KEY = "sk-proj-Hex9SECRET-e2e"
 
@@ -55,3 +57,33 @@ def test_what_the_mask_does_not_cover() -> None:
     mixed = upper.replace("B", "b", 1)
     assert mixed != upper and mask(upper) == "***"
     assert mask(mixed) == mixed
+
+
+SEAT = {"type": "object", "properties": {"seat": {"type": "string"}}, "required": ["seat"]}
+
+
+def test_a_native_output_schema_is_the_bodys_response_format() -> None:
+    request = ModelRequest(
+        messages=(Message(role="user", content="A seat"),),
+        output_schema=OutputSchema(name="final_output", schema=SEAT, strict=True),
+    )
+    assert request_body("m", request)["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "final_output", "schema": SEAT, "strict": True},
+    }
+
+
+def test_a_prompted_schema_and_output_tools_ask_for_no_response_format() -> None:
+    # The prompted schema is in the instructions; an output tool is offered as a function.
+    prompted = ModelRequest(
+        messages=(Message(role="system", content="Answer with JSON: ..."),),
+        output_schema=OutputSchema(name="Seat", schema=SEAT, mode="prompted"),
+    )
+    assert "response_format" not in request_body("m", prompted)
+    tool = ModelRequest(
+        messages=(Message(role="user", content="A seat"),),
+        tools=(ToolSchema("final_result", "The final response", SEAT, output=True),),
+    )
+    body = request_body("m", tool)
+    assert "response_format" not in body
+    assert body["tools"][0]["function"]["name"] == "final_result"

@@ -211,6 +211,8 @@ def test_agents_asking_at_the_same_time_are_each_shown_with_their_own_answer(
         "← [triage] model answers Refunded",
         "→ user: check: Refund me",
         "← [guard] model answers safe",
+        # The loop's own answer, not the last model text: the response graded.
+        "= response graded: safe: Refunded",
     ]
 
 

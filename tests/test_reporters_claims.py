@@ -1,11 +1,14 @@
 """`harness.reporters.claims`: which recorded dispatch and which handoff each model request
-of a transcript shows under it, in a run of one agent and of several."""
+of a transcript shows under it, in a run of one agent and of several; which turns show the
+response graded after them."""
 
 from __future__ import annotations
 
-from harness.model_boundary import Handoff, ToolCall
-from harness.reporters.claims import HandoffsAfter, Unclaimed
+from harness.model_boundary import Handoff, ModelStep, ToolCall
+from harness.reporters.claims import HandoffsAfter, Unclaimed, graded_responses
+from harness.run_record import RunRecord
 from harness.tool_registry import RecordedCall
+from harness.transcript import TranscriptStep
 
 
 def test_a_call_is_claimed_only_by_a_request_of_the_agent_that_dispatched_it() -> None:
@@ -33,3 +36,20 @@ def test_each_handoff_is_given_once_after_its_request_and_the_rest_in_order() ->
     assert handoffs.after(0, 0) == [first] and handoffs.after(0, 0) == []
     assert handoffs.after(0, 2) == [second]
     assert handoffs.left() == [early, later] and handoffs.left() == []
+
+
+def test_a_turn_shows_its_graded_response_only_where_its_last_answer_does_not_say_it() -> None:
+    answer = ToolCall("c1", "final_result", {"risk": 1})
+    record = RunRecord(
+        turn_responses=["hi", '{"risk":1}', '{"seat":"1A"}'],
+        transcript=[
+            TranscriptStep(turn=0, step=0, sent=[], answer=ModelStep(text="hi")),
+            # An output tool's call: the answer is the JSON of the output it made.
+            TranscriptStep(turn=1, step=0, sent=[], answer=ModelStep(tool_calls=(answer,))),
+            # The JSON as the model sent it, and as it is graded.
+            TranscriptStep(turn=2, step=0, sent=[], answer=ModelStep(text='{"seat": "1A"}')),
+            TranscriptStep(turn=2, step=1, sent=[], answer=None),
+        ],
+    )
+    assert graded_responses(record) == {1: '{"risk":1}', 2: '{"seat":"1A"}'}
+    assert graded_responses(RunRecord(turn_responses=["hi"])) == {}

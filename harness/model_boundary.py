@@ -82,13 +82,15 @@ class Handoff(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """Control passed from one agent of a graph to another: in which turn (-1 while the agent
     started), after which model request of it (its index in the turn), from and to whom;
     `filtered` when the handoff passed the history on through a filter of its own (the
-    SDK's `input_filter`) rather than whole."""
+    SDK's `input_filter`) rather than whole; `nested` when the framework summarised the
+    history into one message instead (the SDK's `nest_handoff_history`)."""
 
     turn: int
     step: int
     source: str
     target: str
     filtered: bool = False
+    nested: bool = False
 
 
 GuardrailKind = Literal[
@@ -241,13 +243,16 @@ class ModelBoundary:
     def backend(self) -> ModelBackend:
         return self._backend
 
-    def handoff(self, source: str, target: str, *, filtered: bool = False) -> None:
+    def handoff(
+        self, source: str, target: str, *, filtered: bool = False, nested: bool = False
+    ) -> None:
         """Control passes from agent `source` to agent `target` (an adapter says so as its
         framework makes the handoff; `filtered` when a filter of the handoff's own makes the
-        history the target gets): recorded with the turn and the number of the model
-        request it followed, never as a tool call."""
+        history the target gets, `nested` when the framework summarises it into one
+        message): recorded with the turn and the number of the model request it followed,
+        never as a tool call."""
         at = (self._turn, self._turn_calls - 1)
-        self.handoffs.append(Handoff(*at, source, target, filtered=filtered))
+        self.handoffs.append(Handoff(*at, source, target, filtered=filtered, nested=nested))
 
     def guardrail(
         self,

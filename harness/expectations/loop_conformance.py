@@ -10,6 +10,7 @@ Only violations are graded (category `loop`): a conformant run's report is uncha
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable, Iterator
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
@@ -85,7 +86,8 @@ def _tool_results(conversation: Conversation) -> Iterator[Violation]:
     """After a scripted tool-call step, the next request of that conversation in that turn
     carries a result for every call of that step, holding what the tool returned. A
     handoff's call is answered by the framework (its text is not a tool's), and a handoff
-    whose filter makes the new agent's history may leave the step's results out."""
+    whose filter makes the new agent's history may leave the step's results out. A handoff
+    that nests the history summarises the results into it: each must be there."""
     return _first(_thread_results(conversation, t) for t in conversation.threads)
 
 
@@ -103,7 +105,9 @@ def _thread_results(conversation: Conversation, thread: Thread) -> Iterator[Viol
         calls = tuple(
             c for c in step.tool_calls if c.id not in conversation.rejected("tool_output")
         )
-        for problem in _results_problems(calls, dispatched, exchange):
+        nested = handed is not None and handed.nested
+        found = _summary_problems if nested else _results_problems
+        for problem in found(calls, dispatched, exchange):
             yield (
                 _step_at(previous),
                 f"{_request(exchange)}: {problem}; the request held:\n{_held(exchange)}",
@@ -133,6 +137,36 @@ def _results_problems(
                 f"{q(clip(result.content, 120))}, but the tool returned {q(clip(ran.result, 120))}"
             )
             return
+
+
+def _summary_problems(
+    calls: tuple[ToolCall, ...], dispatched: tuple[RecordedCall, ...], exchange: Exchange
+) -> Iterator[str]:
+    """A nested handoff's history is one summary of the conversation: what each tool of the
+    step returned is in it, word for word (or as JSON text)."""
+    del calls  # the handoff's own call is the framework's, and the summary's to word
+    text = _spoken_text(exchange.request.messages)
+    for ran in dispatched:
+        if _find(text, ran.result, 0) < 0:
+            yield (
+                f"the result of {clean(ran.name)} ({q(clip(ran.result, 120))}) is not in the "
+                "history the handoff nested"
+            )
+            return
+
+
+def _spoken_text(messages: tuple[Message, ...]) -> str:
+    """The messages' text after the instructions, in order: where a nested handoff's
+    summary holds the conversation inside one message."""
+    return "\n".join(m.content for m in messages if m.role != "system")
+
+
+def _find(text: str, needle: str, start: int) -> int:
+    """Where `needle` is in `text` from `start`, as it is or as JSON text (a summary may
+    quote a message as JSON); -1: nowhere."""
+    quoted = json.dumps(needle, ensure_ascii=False)[1:-1]
+    hits = [at for at in (text.find(needle, start), text.find(quoted, start)) if at >= 0]
+    return min(hits, default=-1)
 
 
 def _call(call: ToolCall) -> str:
@@ -211,8 +245,10 @@ def _history(conversation: Conversation) -> Iterator[Violation]:
     turns 0..N-1, in order: the conversation so far. A handoff passes it on whole; one with
     a filter of its own passes on what the filter makes, so the new agent's first request
     must hold this turn's input and nothing the conversation never had, and what it holds
-    is the conversation from then on. An agent used as a tool or delegated to holds its
-    own: the input its first request was given."""
+    is the conversation from then on. One that nests the history (the framework summarises
+    it into one message) must keep it all, in order, in the text of the new agent's
+    requests from then on. An agent used as a tool or delegated to holds its own: the input
+    its first request was given."""
     return _first(_thread_history(conversation, t) for t in conversation.threads)
 
 
@@ -220,8 +256,10 @@ def _thread_history(conversation: Conversation, thread: Thread) -> Iterator[Viol
     kept: list[tuple[str, str]] = []
     turn = -1
     previous: Exchange | None = None
+    nested = False
     for index, handed in zip(thread.members, thread.handed, strict=True):
         exchange = conversation.exchanges[index]
+        nested = nested or (handed is not None and handed.nested)
         if thread.nested and previous is None:
             kept, turn = _own_input(exchange), exchange.turn  # not the user's turn: its own
         for later in range(turn + 1, exchange.turn + 1):
@@ -234,7 +272,7 @@ def _thread_history(conversation: Conversation, thread: Thread) -> Iterator[Viol
             problem = _filtered_problem(conversation, kept, previous, exchange)
             kept = [(m.role, m.content) for m in exchange.request.messages if _spoken(m)]
         else:
-            problem = _missing_problem(kept, exchange)
+            problem = _missing_problem(kept, exchange, nested=nested)
         if problem is not None:
             yield (
                 _step_at(exchange),
@@ -255,8 +293,11 @@ def _spoken(message: Message) -> bool:
     return message.role == "user" or (message.role == "assistant" and not message.tool_calls)
 
 
-def _missing_problem(kept: list[tuple[str, str]], exchange: Exchange) -> str | None:
-    missing = _first_missing(kept, exchange.request.messages)
+def _missing_problem(
+    kept: list[tuple[str, str]], exchange: Exchange, *, nested: bool = False
+) -> str | None:
+    messages = exchange.request.messages
+    missing = _first_missing_in_text(kept, messages) if nested else _first_missing(kept, messages)
     if missing is None:
         return None
     role, text = missing
@@ -305,6 +346,21 @@ def _first_missing(
     return None
 
 
+def _first_missing_in_text(
+    expected: list[tuple[str, str]], messages: tuple[Message, ...]
+) -> tuple[str, str] | None:
+    """The first expected (role, content) not found, in order, in the messages' text: a
+    nested history holds them inside its summary, whatever role that message has."""
+    text = _spoken_text(messages)
+    position = 0
+    for role, wanted in expected:
+        at = _find(text, wanted.strip(), position)
+        if at < 0:
+            return role, wanted
+        position = at + 1
+    return None
+
+
 def _last_user_input(conversation: Conversation) -> Iterator[Violation]:
     """The current turn's user input is the last user message of the conversation so far:
     no earlier turn's input comes after it. (A framework's own follow-up, like pydantic-ai's
@@ -315,9 +371,11 @@ def _last_user_input(conversation: Conversation) -> Iterator[Violation]:
 
 def _thread_last_input(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
     own: str | None = None
-    for index in thread.members:
+    nested = False
+    for index, handed in zip(thread.members, thread.handed, strict=True):
         exchange = conversation.exchanges[index]
         messages = exchange.request.messages
+        nested = nested or (handed is not None and handed.nested)
         if thread.nested:
             own = _own_input(exchange)[0][1] if own is None else own
             want, earlier = own, set[str]()
@@ -335,6 +393,8 @@ def _thread_last_input(conversation: Conversation, thread: Thread) -> Iterator[V
                 (m for m in after if m.role == "user" and any(e in m.content for e in earlier)),
                 None,
             )
+        elif nested and _find(_spoken_text(messages), want, 0) >= 0:
+            continue  # in the summary a nested handoff made, where the turn's order is kept
         if at is None or late is not None:
             got = "is missing" if late is None else f"comes before {q(clip(late.content, 120))}"
             yield (

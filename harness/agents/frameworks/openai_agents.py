@@ -4,7 +4,8 @@
 `agent = "openai-agents:mypkg.agents:build_agent"` runs the user's own agent, keeping its
 instructions, tools and settings, swapping only the model (for the whole run, handoffs and
 agents used as tools included) and recording each function tool's dispatches, of every
-agent of its graph, at the tool boundary (`harness.agents.sdk_graph`).
+agent of its graph, at the tool boundary (`harness.agents.sdk_graph`); agents the user's
+code runs itself run the same way (`harness.agents.sdk_runs`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agents import (
     ModelResponse,
     RunConfig,
     Runner,
+    RunResult,
     Usage,
 )
 from agents.agent_output import AgentOutputSchemaBase
@@ -44,6 +46,7 @@ from harness.agents.sdk_graph import (
 )
 from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
 from harness.agents.structured_output import output_text
+from harness.agents.sdk_runs import case_running, install
 from harness.errors import HarnessError
 from harness.model_boundary import (
     Divergence,
@@ -85,16 +88,20 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
                 model=model,
                 tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
             )
-            return _Session(agent, _RUN_CONFIG, context.model, model)
+            return _Session(agent, _RUN_CONFIG, context.model, model, None)
         user = self.build()
-        several = len(reachable(user)) > 1
-        model = HarnessModel(context.model, attribute=several)
+        # The graph admission walked, kept: the case's agents are copied, not walked again.
+        known = frozenset(self.user_graph().agents)
+        several = len(known) > 1
+        model = HarnessModel(context.model, attribute=several, known=known)
         # RunConfig.model replaces the model of every agent in the run, handoffs included;
         # an agent run as a tool inherits the run configuration (or keeps its own, whose
-        # model the copy replaces too). The input filter tells the model who asks.
+        # model the copy replaces too), and so does one the user's code runs itself (the
+        # case runner). The input filter tells the model who asks.
         config = RunConfig(model=model, tracing_disabled=True, call_model_input_filter=note_agent)
-        agent = GraphCopy(registry, context.model, config, attribute=several).copy(user)
-        session = _Session(agent, config, context.model, model)
+        graph = GraphCopy(registry, context.model, config, attribute=several, known=known)
+        install()
+        session = _Session(graph.copy(user), config, context.model, model, graph)
         session.continue_at_last = context.next_turn_agent == "last"
         return session
 
@@ -106,12 +113,18 @@ _RUN_CONFIG = RunConfig(tracing_disabled=True)
 
 class _Session:
     def __init__(
-        self, agent: Agent[Any], config: RunConfig, boundary: ModelBoundary, model: HarnessModel
+        self,
+        agent: Agent[Any],
+        config: RunConfig,
+        boundary: ModelBoundary,
+        model: HarnessModel,
+        graph: GraphCopy | None,
     ) -> None:
         self._agent = agent
         self._config = config
         self._model = model
         self._boundary = boundary
+        self._graph = graph
         # The SDK's own limit (max_turns, 10 by default) counts model calls per run, that is
         # per turn here; set one above the boundary's, so the harness's limit is the one
         # that applies, with the same run error as every other agent.
@@ -125,12 +138,11 @@ class _Session:
         # The SDK carries a conversation by feeding the previous run's items back in.
         items = [*self._history, {"role": "user", "content": user_input}]
         try:
-            result = await Runner.run(
-                self._agent,
-                items,  # type: ignore[arg-type]
-                run_config=self._config,
-                max_turns=self._max_turns,
-            )
+            if self._graph is None:
+                result = await self._run(items)
+            else:
+                with case_running(self._graph):
+                    result = await self._run(items)
         except TRIPWIRES:
             self._model.raise_failure()
             # A tripwire ends the turn as the SDK ends it: no final output, so the turn
@@ -158,6 +170,11 @@ class _Session:
         # An output_type's answer is graded, and shown, as the JSON of the object.
         return output_text(result.final_output)
 
+    async def _run(self, items: list[Any]) -> RunResult:
+        return await Runner.run(
+            self._agent, items, run_config=self._config, max_turns=self._max_turns
+        )
+
 
 def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:
     async def invoke(_context: Any, arguments: str) -> str:
@@ -175,11 +192,21 @@ def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:
 class HarnessModel(Model):
     """An SDK `Model` whose responses come from the harness's model boundary."""
 
-    def __init__(self, boundary: ModelBoundary, *, attribute: bool = False) -> None:
+    def __init__(
+        self,
+        boundary: ModelBoundary,
+        *,
+        attribute: bool = False,
+        known: frozenset[str] | None = None,
+    ) -> None:
         self._boundary = boundary
         # In a graph of several agents each request names its agent, and a scripted call
         # the asking agent does not offer is a divergence naming it.
         self._attribute = attribute
+        # The agents admission found (None: the default agent, one and known). Any other
+        # agent asking was met only as the run went (the user's code ran it): named, and
+        # no scripted call of it admitted.
+        self._known = known
         self._failure: HarnessError | None = None
         # Why the last answer in text is not the asking agent's output_type, if it is not.
         self.unparsed: str | None = None
@@ -218,7 +245,9 @@ class HarnessModel(Model):
             for h in handoffs
             if isinstance(h, Handoff)
         )
-        agent = ACTIVE_AGENT.get() if self._attribute else None
+        active = ACTIVE_AGENT.get()
+        late = self._known is not None and active is not None and active not in self._known
+        agent = active if self._attribute or late else None
         messages = to_messages(system_instructions, input)
         request = ModelRequest(
             messages=messages,
@@ -228,7 +257,9 @@ class HarnessModel(Model):
         )
         try:
             step = await self._boundary.respond(request)
-            if agent is not None:
+            if late and agent is not None:
+                _refuse_calls(step, agent)
+            elif agent is not None:
                 _check_offered(step, agent, schemas)
         except HarnessError as exc:
             self._failure = self._failure or exc
@@ -311,6 +342,17 @@ def _check_offered(step: ModelStep, agent: str, offered: tuple[ToolSchema, ...])
                 f"the model called tool {call.name!r}, which agent {agent!r} (the agent "
                 f"asking) does not offer (its tools: {listed})"
             )
+
+
+def _refuse_calls(step: ModelStep, agent: str) -> None:
+    if step.tool_calls:
+        raise Divergence(
+            f"the model called tool {step.tool_calls[0].name!r} for agent {agent!r}, which "
+            "your code ran but the harness did not find at admission (reached through an "
+            "attribute, a container or a call's result, not named directly by a tool, "
+            "guardrail or handoff of the graph), so no tool call of it may be scripted: "
+            "name the agent directly in that code, or script it a text answer only"
+        )
 
 
 def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tuple[Message, ...]:

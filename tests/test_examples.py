@@ -18,6 +18,7 @@ SUPPORT = EXAMPLES / "support_agent"
 DELEGATION = EXAMPLES / "pydantic_ai_delegation"
 TRIAGE = EXAMPLES / "openai_agents_triage"
 ORCHESTRATOR = EXAMPLES / "openai_agents_orchestrator"
+NESTED_RUN = EXAMPLES / "openai_agents_nested_run"
 
 
 def readme_commands(example: Path) -> list[list[str]]:
@@ -47,6 +48,7 @@ def fixtures_of(example: Path) -> list[dict]:
         (DELEGATION, ["pydantic-ai:flight_booking:booking_agent"], 3),
         (TRIAGE, ["openai-agents:triage_agents:build_agent"], 5),
         (ORCHESTRATOR, ["openai-agents:travel_desk:build_agent"], 5),
+        (NESTED_RUN, ["openai-agents:bookshop:build_agent"], 4),
     ],
     ids=[
         "own_loop",
@@ -54,6 +56,7 @@ def fixtures_of(example: Path) -> list[dict]:
         "pydantic_ai_delegation",
         "openai_agents_triage",
         "openai_agents_orchestrator",
+        "openai_agents_nested_run",
     ],
 )
 def test_readme_commands_run_green(
@@ -75,7 +78,14 @@ def test_readme_commands_run_green(
 def test_no_example_module_shadows_a_framework_package() -> None:
     names = {p.stem for p in EXAMPLES.rglob("*.py")}
     assert names & {"agents", "pydantic_ai", "openai", "harness"} == set()
-    assert {"loop", "agents_sdk", "pydantic_agent", "triage_agents", "travel_desk"} <= names
+    assert {
+        "loop",
+        "agents_sdk",
+        "pydantic_agent",
+        "triage_agents",
+        "travel_desk",
+        "bookshop",
+    } <= names
 
 
 def test_the_own_loop_uses_no_framework() -> None:
@@ -113,13 +123,14 @@ def test_support_suite_scripts_only_the_users_tools_and_grades_them() -> None:
 
 @pytest.mark.parametrize(
     "example",
-    [OWN_LOOP, SUPPORT, DELEGATION, TRIAGE, ORCHESTRATOR],
+    [OWN_LOOP, SUPPORT, DELEGATION, TRIAGE, ORCHESTRATOR, NESTED_RUN],
     ids=[
         "own_loop",
         "support_agent",
         "pydantic_ai_delegation",
         "openai_agents_triage",
         "openai_agents_orchestrator",
+        "openai_agents_nested_run",
     ],
 )
 def test_examples_follow_the_authoring_rules(example: Path) -> None:

@@ -4,7 +4,9 @@ drops or fakes what it should pass back to the model fails the gate."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import (
@@ -407,3 +409,123 @@ def test_a_handoff_step_that_also_dispatches_nothing_else_is_a_dispatch_violatio
         'turn 0, step 0 (agent "triage"): the script called [echo, transfer_to_billing], '
         "the agent dispatched [] and made 1 handoff(s)"
     )
+
+
+# --- a handoff that nests the history (the SDK's nest_handoff_history) ----------------------
+
+SUMMARY = (
+    "For context, here is the conversation so far:\n<CONVERSATION HISTORY>\n"
+    "1. user: Hi, I am Ann\n"
+    '2. {"content": [{"text": "Hello Ann, how can I help?"}], "role": "assistant"}\n'
+    "3. user: Is INV-1 paid?\n"
+    '4. {"call_id": "c0", "output": "account of \\"Ann\\": AC-7", "type": "function_call_output"}\n'
+    "</CONVERSATION HISTORY>"
+)
+
+
+def nested_handoff(summary: str) -> Any:
+    """Two turns; in the second the triage agent looks the account up, then hands off to
+    billing with the history nested into `summary`, and billing answers."""
+    from harness.model_boundary import (
+        Handoff,
+        Message,
+        ModelRequest,
+        ModelStep,
+        ToolCall,
+        ToolSchema,
+    )
+    from harness.tool_registry import RecordedCall
+    from harness.transcript import Conversation, Exchange
+
+    offered = (ToolSchema("account_of", "", {}), ToolSchema("transfer_to_billing", "", {}))
+
+    def said(*messages: tuple[str, str] | Message, agent: str = "triage") -> ModelRequest:
+        return ModelRequest(
+            messages=tuple(
+                m if isinstance(m, Message) else Message(role=m[0], content=m[1])  # type: ignore[arg-type]
+                for m in messages
+            ),
+            tools=offered if agent == "triage" else (),
+            agent=agent,
+        )
+
+    looked = (
+        Message(role="assistant", tool_calls=(ToolCall("c0", "account_of", {}),)),
+        Message(role="tool", content='account of "Ann": AC-7', tool_call_id="c0"),
+    )
+    history = (("user", "Hi, I am Ann"), ("assistant", "Hello Ann, how can I help?"))
+    return Conversation(
+        user_inputs=("Hi, I am Ann", "Is INV-1 paid?"),
+        script=(
+            (ModelStep(text="Hello Ann, how can I help?"),),
+            (
+                ModelStep(tool_calls=(ToolCall("c0", "account_of", {}),)),
+                ModelStep(tool_calls=(ToolCall("c1", "transfer_to_billing", {}),)),
+                ModelStep(text="INV-1 is paid."),
+            ),
+        ),
+        exchanges=(
+            Exchange(0, 0, 0, said(("user", "Hi, I am Ann"))),
+            Exchange(1, 0, 0, said(*history, ("user", "Is INV-1 paid?"))),
+            Exchange(1, 1, 1, said(*history, ("user", "Is INV-1 paid?"), *looked)),
+            Exchange(1, 2, 1, said(("system", "Bill."), ("assistant", summary), agent="billing")),
+        ),
+        calls=(RecordedCall("account_of", "{}", 'account of "Ann": AC-7', True, 0, "triage"),),
+        handoffs=(Handoff(1, 1, "triage", "billing", nested=True),),
+    )
+
+
+def violations(conversation: Any) -> dict[str, str]:
+    from harness.expectations.loop_conformance import RULES
+
+    found = {rule: next(check(conversation), None) for rule, check in RULES.items()}
+    return {rule: violation[1] for rule, violation in found.items() if violation is not None}
+
+
+def test_a_nested_handoffs_summary_holding_the_conversation_conforms() -> None:
+    # The conversation is in one message of the summary, quoted as JSON where the framework
+    # quotes it: no rule asks for the messages one by one.
+    assert violations(nested_handoff(SUMMARY)) == {}
+
+
+@pytest.mark.parametrize(
+    ("lost", "rule", "detail"),
+    [
+        (
+            "1. user: Hi, I am Ann\n",
+            "history",
+            'turn 1, request 2 (agent "billing"): the user input "Hi, I am Ann" is missing',
+        ),
+        (
+            "3. user: Is INV-1 paid?\n",
+            "last_user_input",
+            'turn 1, request 2 (agent "billing"): this turn\'s input "Is INV-1 paid?" is missing',
+        ),
+        (
+            '4. {"call_id": "c0", "output": "account of \\"Ann\\": AC-7", "type": '
+            '"function_call_output"}\n',
+            "tool_results",
+            'turn 1, request 2 (agent "billing"): the result of account_of ("account of '
+            '\\"Ann\\": AC-7") is not in the history the handoff nested',
+        ),
+    ],
+    ids=["earlier-turn", "this-turn", "tool-result"],
+)
+def test_a_nested_summary_that_lost_part_of_the_conversation_is_caught(
+    lost: str, rule: str, detail: str
+) -> None:
+    assert lost in SUMMARY
+    found = violations(nested_handoff(SUMMARY.replace(lost, "")))
+    assert rule in found, found
+    assert found[rule].startswith(detail), found[rule]
+
+
+def test_the_same_summary_after_a_handoff_passing_the_history_whole_breaks_the_rules() -> None:
+    # What lets the summary pass is the handoff saying it nested the history: handed on
+    # whole, the conversation's messages must be there one by one.
+    from harness.model_boundary import Handoff
+
+    whole = dataclasses.replace(
+        nested_handoff(SUMMARY), handoffs=(Handoff(1, 1, "triage", "billing"),)
+    )
+    assert {"history", "last_user_input"} <= violations(whole).keys()

@@ -17,7 +17,7 @@ from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, c
 from harness.io.json_paths import child_path
 from harness.io.text import clean
 from harness.io.validation import Fault
-from harness.model_boundary import Message, ToolCall, summarize_request
+from harness.model_boundary import Handoff, Message, ModelStep, ToolCall, summarize_request
 from harness.tool_registry import RecordedCall, canonical_arguments
 from harness.transcript import Conversation, Exchange, Thread
 
@@ -87,32 +87,45 @@ def _tool_results(conversation: Conversation) -> Iterator[Violation]:
     carries a result for every call of that step, holding what the tool returned. A
     handoff's call is answered by the framework (its text is not a tool's), and a handoff
     whose filter makes the new agent's history may leave the step's results out. A handoff
-    that nests the history summarises the results into it: each must be there."""
+    that nests the history summarises the conversation into it, every result of its agents
+    so far included: each must be there."""
     return _first(_thread_results(conversation, t) for t in conversation.threads)
 
 
 def _thread_results(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
     pairs = zip(thread.members, thread.members[1:], thread.handed[1:], strict=False)
+    so_far: list[RecordedCall] = []  # every call this conversation's agents made until now
     for earlier, later, handed in pairs:
         previous, exchange = conversation.exchanges[earlier], conversation.exchanges[later]
         step = conversation.step_of(previous)
-        if previous.turn != exchange.turn or step is None or not step.tool_calls:
-            continue
-        if handed is not None and handed.filtered:
-            continue
         dispatched = conversation.answered(earlier)
-        # A call whose result a tool output guardrail replaced was answered with its message.
-        calls = tuple(
-            c for c in step.tool_calls if c.id not in conversation.rejected("tool_output")
-        )
-        nested = handed is not None and handed.nested
-        found = _summary_problems if nested else _results_problems
-        for problem in found(calls, dispatched, exchange):
+        so_far += dispatched
+        if handed is not None and handed.nested:
+            # The summary is the whole conversation so far: every result is in it.
+            problems = _summary_problems(tuple(so_far), exchange)
+        elif step is not None and _results_asked(previous, exchange, step, handed):
+            # A call whose result a tool output guardrail replaced was answered with its
+            # message.
+            rejected = conversation.rejected("tool_output")
+            calls = tuple(c for c in step.tool_calls if c.id not in rejected)
+            problems = _results_problems(calls, dispatched, exchange)
+        else:
+            continue
+        for problem in problems:
             yield (
                 _step_at(previous),
                 f"{_request(exchange)}: {problem}; the request held:\n{_held(exchange)}",
             )
             return
+
+
+def _results_asked(
+    previous: Exchange, exchange: Exchange, step: ModelStep, handed: Handoff | None
+) -> bool:
+    """Whether `exchange` must carry the results of `step`, a step of its conversation in
+    its turn (not where a handoff's filter made the history)."""
+    filtered = handed is not None and handed.filtered
+    return previous.turn == exchange.turn and bool(step.tool_calls) and not filtered
 
 
 def _results_problems(
@@ -139,12 +152,9 @@ def _results_problems(
             return
 
 
-def _summary_problems(
-    calls: tuple[ToolCall, ...], dispatched: tuple[RecordedCall, ...], exchange: Exchange
-) -> Iterator[str]:
-    """A nested handoff's history is one summary of the conversation: what each tool of the
-    step returned is in it, word for word (or as JSON text)."""
-    del calls  # the handoff's own call is the framework's, and the summary's to word
+def _summary_problems(dispatched: tuple[RecordedCall, ...], exchange: Exchange) -> Iterator[str]:
+    """A nested handoff's history is one summary of the conversation: what each tool
+    returned is in it, word for word (or as JSON text)."""
     text = _spoken_text(exchange.request.messages)
     for ran in dispatched:
         if _find(text, ran.result, 0) < 0:

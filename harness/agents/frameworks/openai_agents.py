@@ -11,6 +11,7 @@ code runs itself run the same way (`harness.agents.sdk_runs`).
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from agents import (
@@ -28,10 +29,14 @@ from agents import (
 from agents.agent_output import AgentOutputSchemaBase
 from agents.items import TResponseInputItem
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
+    ResponseUsage,
 )
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
 from harness.agents.sdk_graph import (
@@ -300,8 +305,33 @@ class HarnessModel(Model):
         )
         return ModelResponse(output=output, usage=usage, response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("the harness drives the SDK with Runner.run, not streaming")
+    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        """The step as a stream of one event, the completed response: the harness runs
+        turns with `Runner.run`, but the user's code may run an agent with
+        `Runner.run_streamed` (or an `as_tool` with `on_stream`)."""
+        answer = await self.get_response(*args, **kwargs)
+        usage = answer.usage
+        yield ResponseCompletedEvent(
+            type="response.completed",
+            sequence_number=0,
+            response=Response(
+                id="zeroclaw-eval",
+                created_at=0,
+                model="zeroclaw-eval",
+                object="response",
+                output=answer.output,
+                parallel_tool_calls=True,
+                tool_choice="auto",
+                tools=[],
+                usage=ResponseUsage(
+                    input_tokens=usage.input_tokens,
+                    input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+                    output_tokens=usage.output_tokens,
+                    output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+                    total_tokens=usage.total_tokens,
+                ),
+            ),
+        )
 
 
 def _output_schema(schema: AgentOutputSchemaBase | None) -> OutputSchema | None:

@@ -246,10 +246,12 @@ def test_a_lone_surrogate_in_a_fixture_is_reported_not_a_traceback(
 TRIAGE_SPEC = "openai-agents:triage_agents:build_agent"
 BOOKING_SPEC = "pydantic-ai:flight_booking:booking_agent"
 ORCHESTRATOR_SPEC = "openai-agents:travel_desk:build_agent"
+NESTED_RUN_SPEC = "openai-agents:bookshop:build_agent"
 EXAMPLES = {
     TRIAGE_SPEC: REPO / "examples" / "openai_agents_triage",
     BOOKING_SPEC: REPO / "examples" / "pydantic_ai_delegation",
     ORCHESTRATOR_SPEC: REPO / "examples" / "openai_agents_orchestrator",
+    NESTED_RUN_SPEC: REPO / "examples" / "openai_agents_nested_run",
 }
 
 
@@ -392,4 +394,18 @@ def test_the_orchestrator_suite_kills_every_boundary_mutant_inside_the_agents_it
     weather = [c for c in document["cases"] if "weather" in c["id"]]
     assert weather and all(
         m["killed"] for c in weather for m in c["mutants"] if m["name"] == "drop_tool_results"
+    )
+
+
+def test_the_nested_run_suite_kills_every_boundary_mutant_inside_the_agent_a_tool_runs(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    document = mutate_example(run_cli, NESTED_RUN_SPEC, monkeypatch, tmp_path)
+    assert boundary_survivors(document) == [] and document["boundary"]["generated"] >= 10
+    assert all(case["baseline_passed"] for case in document["cases"])
+    # The stock agent, run by the tool's own code, loses its shelf lookup under the fault:
+    # each case that asks it notices.
+    asking = [c for c in document["cases"] if c["id"] != "opening-hours-answered-directly"]
+    assert len(asking) == 3 and all(
+        m["killed"] for c in asking for m in c["mutants"] if m["name"] == "drop_tool_results"
     )

@@ -50,8 +50,8 @@ from harness.agents.sdk_graph import (
     tool_text,
 )
 from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
-from harness.agents.structured_output import output_text
 from harness.agents.sdk_runs import case_running, install
+from harness.agents.structured_output import output_text
 from harness.errors import HarnessError
 from harness.model_boundary import (
     Divergence,

@@ -26,6 +26,7 @@ from harness.defaults import (
     DEFAULT_MAX_TOOL_CALLS_PER_STEP,
 )
 from harness.errors import UsageError
+from harness.expectations.judge import Judge
 from harness.fixtures.selection import Selection, choose
 from harness.fixtures.suite import Case, display_path, load_suite
 from harness.io.atomic import ReportWriteError
@@ -64,6 +65,8 @@ class RunOptions:
     regression_level: float = DEFAULT_LEVEL  # repeated runs: a drop is confirmed at p < this
     # The cases picked (-k, --case, --shard); by default all.
     selection: Selection = field(default_factory=Selection)
+    # The judge of the cases' rubrics (`expects.judge`, `harness.judge`); None: none.
+    judge: Judge | None = None
 
     @property
     def project_root(self) -> Path:
@@ -121,6 +124,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         selection=selection,
         # Worker processes build the agent from its setting rather than a pickled copy.
         agent_spec=options.agent if isinstance(options.agent, str) else None,
+        judge=options.judge,
     )
 
 
@@ -178,6 +182,7 @@ def run_cases(
     against: Against | None = None,
     selection: Selection | None = None,
     agent_spec: str | None = None,
+    judge: Judge | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -188,6 +193,7 @@ def run_cases(
     further restricts the built-in tools a case may use. `agent_tools` (what admission
     checked against) lets grades say when a check concerns a tool the agent lacks.
     `against` compares the verdict with a baseline (and may let a regression fail it).
+    `judge` grades the cases' rubrics.
     """
     if backend is None:
         if mode != "replay":
@@ -211,6 +217,7 @@ def run_cases(
         maxfail=maxfail,
         keep_transcripts=wanted or streamed,
         agent_spec=agent_spec,
+        judge=judge,
     )
     delivery = _Delivery(reporters)
     delivery.start(len(cases))

@@ -19,14 +19,46 @@ from harness.transcript import Conversation
 from harness.workspace import WorkspaceView
 
 Category = Literal[
-    "response", "tool", "agent", "guardrail", "side_effect", "budget", "request", "run", "loop"
+    "response",
+    "tool",
+    "agent",
+    "guardrail",
+    "side_effect",
+    "budget",
+    "request",
+    "run",
+    "loop",
+    "judge",
 ]
 EXPECTS = "$.expects"
 
 
-class Grade(msgspec.Struct, frozen=True, gc=False):
+class JudgeNote(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """What an LLM judge's grade adds to its check: the score against the rubric's
+    threshold, the judge's reason, whether the grade gates the case and why (or why it
+    is only diagnostic), the hash of the judge setup it was made under, and the judge's own
+    tokens (never counted as the agent's)."""
+
+    rubric: str
+    threshold: float
+    # None: no verdict was had (the reply was not recorded, the judge failed or answered
+    # something unparseable); `reason` says which.
+    score: float | None
+    unknown: bool = False  # the judge said the transcript lacks the evidence
+    reason: str = ""
+    gated: bool = False
+    why: str = ""  # why the grade gates the case, or why it stays diagnostic
+    setup: str = ""  # content hash of the judge setup (`harness.judge`)
+    replay: str = ""  # the key of the reply the verdict came from (what the judge was sent)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    # A rubric asking k samples: each sample's score (None: a failed sample, a failed vote).
+    samples: list[float | None] | None = None
+
+
+class Grade(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """One check's outcome. Untracked by the garbage collector (data only): a run keeps
-    every case's."""
+    every case's. Written without its defaults: a judge's block only on a judge's grade."""
 
     check: str
     passed: bool
@@ -34,6 +66,19 @@ class Grade(msgspec.Struct, frozen=True, gc=False):
     category: Category
     # JSON path of the expectation entry that produced this grade, for annotations.
     field: str = EXPECTS
+    # An LLM judge's grade: its figures, and whether it gates (None: any other check).
+    judge: JudgeNote | None = None
+
+    @property
+    def gates(self) -> bool:
+        """Whether this grade decides its case: every check does but a judge's grade that
+        is diagnostic (its rubric's calibration is missing, stale or short of a bound)."""
+        return self.judge is None or self.judge.gated
+
+    @property
+    def fails(self) -> bool:
+        """A failing grade that decides its case."""
+        return not self.passed and (self.judge is None or self.judge.gated)
 
 
 @dataclass(frozen=True)
@@ -48,6 +93,9 @@ class Evidence:
     # The requests the agent made (and, in replay, what the script implies); None for the
     # empty run and when grading through the API without one.
     conversation: Conversation | None = None
+    # The judge's verdict on each rubric of the case, by rubric name; None: no judge was
+    # asked (the empty run, grading through the API), and every rubric's check fails.
+    judged: Mapping[str, JudgeNote] | None = None
 
 
 @dataclass(frozen=True)

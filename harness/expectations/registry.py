@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
-from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, Strict, compose
+from harness.expectations.base import (
+    EXPECTS,
+    Context,
+    Evidence,
+    Grade,
+    JudgeNote,
+    Kind,
+    Strict,
+    compose,
+)
 from harness.io.validation import Fault
 from harness.run_record import RunRecord
 from harness.transcript import Conversation
@@ -153,13 +162,15 @@ def grade(
     workspace: Path | WorkspaceView | None = None,
     agent_tools: frozenset[str] | None = None,
     conversation: Conversation | None = None,
+    judged: Mapping[str, JudgeNote] | None = None,
 ) -> list[Grade]:
     """Grade a run against `expects`, one grade per entry, kind by kind in grading order.
     `workspace` is the case's workspace as the run left it (None: workspace checks fail,
     having nothing to inspect). Check names are unique: a repeated entry's check gets
-    ` #2`, ` #3`, ..."""
+    ` #2`, ` #3`, .... `judged` holds the judge's verdict on each rubric (None: no judge
+    was asked, and every rubric's check fails)."""
     view = DirectoryView(workspace) if isinstance(workspace, Path) else workspace
-    evidence = Evidence(record, view, agent_tools, conversation)
+    evidence = Evidence(record, view, agent_tools, conversation, judged)
     grades: list[Grade] = []
     seen: dict[str, int] = {}
     for g in all_grades(expects, evidence):

@@ -106,6 +106,8 @@ def worker_spec(plan: CasePlan, run: RunCases) -> WorkerSpec | str:
         return "live cases share one provider limiter, which only one process can hold"
     if plan.prepare is not None:
         return "cases prepared in this process (mutation testing) cannot cross processes"
+    if plan.judge is not None:
+        return "the judge's replies and its provider's limiter are held by this process"
     adapter = None
     if plan.agent_spec is None:
         try:

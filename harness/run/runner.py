@@ -13,7 +13,7 @@ import math
 import os
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -28,6 +28,8 @@ from harness.defaults import (
     DEFAULT_MAX_TOOL_CALLS_PER_STEP,
 )
 from harness.errors import RAISED_BY_AGENT_CODE, describe
+from harness.expectations.base import JudgeNote
+from harness.expectations.judge import Judge, Material, Rubric
 from harness.expectations.registry import grade
 from harness.fixtures.suite import Case, FixtureChanged, display_path
 from harness.io.json_paths import line_of
@@ -84,6 +86,8 @@ class CasePlan:
     # The `agent` setting the adapter was resolved from, when it was one: worker processes
     # resolve it themselves (None: the adapter is sent to them, when it can be pickled).
     agent_spec: str | None = None
+    # The judge of the cases' rubrics (`expects.judge`); None: a rubric fails unjudged.
+    judge: Judge | None = None
 
     @functools.cached_property
     def surfaces(self) -> dict[tuple[str, ...], list[str]]:
@@ -328,8 +332,13 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         # Graded while the workspace still exists: graders inspect what the agent left
         # (created here if the run never touched it, so a file check sees it empty).
         view = context.case_workspace.view() if expects.workspace is not None else None
-        grades = grade(expects, record, view, plan.agent_tools, conversation_of(progress, plan))
-        failing = next((g.field for g in grades if not g.passed), None)
+        try:
+            judged = await _judged(progress, plan, expects.judge, record)
+        except DeadlineExceeded:
+            return progress.errored(progress.timeout_message(timeout), record)
+        conversation = conversation_of(progress, plan)
+        grades = grade(expects, record, view, plan.agent_tools, conversation, judged)
+        failing = next((g.field for g in grades if g.fails), None)
         line = _line(case, failing) if failing is not None else None
         if failing is not None or plan.keep_transcripts:
             record.transcript = progress.transcript.steps()
@@ -340,6 +349,21 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         if not progress.abandoned:
             restore_cwd(cwd)
         context.remove_workspace()
+
+
+async def _judged(
+    progress: CaseProgress, plan: CasePlan, rubrics: list[Rubric], record: RunRecord
+) -> Mapping[str, JudgeNote] | None:
+    """The run's judge's verdict on each rubric of the case, within the case's wall clock;
+    None when the case has none or the run has no judge (then each rubric fails)."""
+    if not rubrics or plan.judge is None:
+        return None
+    material = Material(
+        user_inputs=tuple(t.user_input for t in progress.trace.turns),
+        responses=tuple(record.turn_responses),
+        calls=tuple(record.calls),
+    )
+    return await progress.within(math.inf, plan.judge.judge(progress.case.id, rubrics, material))
 
 
 def restore_cwd(cwd: str) -> None:

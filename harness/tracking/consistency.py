@@ -208,7 +208,7 @@ def _shown_run_problems(at: str, case: CaseReport, stats: RepeatStats) -> list[s
     if not stats.runs:
         return problems
     shown = next((r for r in stats.runs if not r.passed), stats.runs[0])
-    failing = [g.check for g in case.grades if not g.passed]
+    failing = [g.check for g in case.grades if g.fails]
     if failing != shown.failed_checks:
         problems.append(
             f"{at}.grades: fail {', '.join(failing) or 'nothing'}, but they are run "

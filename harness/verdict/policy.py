@@ -24,8 +24,12 @@ class Attempt:
 
     @property
     def passed(self) -> bool:
-        # Ran without error, produced at least one grade, and every grade passed.
-        return self.error is None and bool(self.grades) and all(g.passed for g in self.grades)
+        # Ran without error, produced at least one grade that decides it (a diagnostic
+        # judge grade does not), and every such grade passed.
+        if self.error is not None:
+            return False
+        gating = [g for g in self.grades if g.gates]
+        return bool(gating) and all(g.passed for g in gating)
 
 
 class CaseOutcome(Protocol):

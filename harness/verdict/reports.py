@@ -87,8 +87,10 @@ def _shared(grades: list[Grade]) -> None:
 
 
 def score_of(grades: list[Grade]) -> float | None:
-    """The share of `grades` that passed; None: there are none."""
-    return sum(g.passed for g in grades) / len(grades) if grades else None
+    """The share of `grades` that passed, of those that decide the case (a diagnostic
+    judge grade does not); None: there are none."""
+    gating = [g for g in grades if g.gates]
+    return sum(g.passed for g in gating) / len(gating) if gating else None
 
 
 class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
@@ -177,7 +179,13 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
 
     @property
     def failing_grades(self) -> list[Grade]:
-        return [g for g in self.grades if not g.passed]
+        """The failing grades that decide the case (a diagnostic judge grade never does)."""
+        return [g for g in self.grades if g.fails]
+
+    @property
+    def diagnostic_grades(self) -> list[Grade]:
+        """The judge grades that are only diagnostic: shown, never deciding the case."""
+        return [g for g in self.grades if not g.gates]
 
     @property
     def failed_categories(self) -> list[str]:
@@ -214,6 +222,11 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
             return f"run error: {self.error}", ""
         failing = self.failing_grades
         if not failing:
+            diagnostic = self.diagnostic_grades
+            if diagnostic and len(diagnostic) == len(self.grades):
+                note = diagnostic[0].judge
+                why = f" ({note.why})" if note is not None and note.why else ""
+                return f"no check decides the case: its judge grades are diagnostic{why}", ""
             return "the case produced no grades", ""
         grade = failing[0]
         more = f" (+{len(failing) - 1} more failing check(s))" if len(failing) > 1 else ""

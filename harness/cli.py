@@ -39,6 +39,7 @@ from harness.settings import (
     MIN_SCRIPT_SCORE,
     MUTATION_REPORT,
     OUT,
+    RECORD_JUDGE,
     REGRESSION_LEVEL,
     REPEAT,
     SHARD,
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         KEYWORD,
         CASE_IDS,
         SHARD,
+        RECORD_JUDGE,
         *registry.options(),
     )
     _add(
@@ -284,6 +286,8 @@ def _run(command: Invocation) -> int:
     resolved = settings.resolve(args)
     command.files.refuse_inputs(resolved.inputs())
     report = pipeline.run(resolved.options, reporters)
+    for line in settings.judge_lines(resolved.options, report.partial is not None):
+        print(f"zeroclaw eval: {inert(clean(line))}", file=command.err)
     return report.exit_code()
 
 

@@ -30,6 +30,8 @@ from harness.io.problems import unsafe_name_problem
 from harness.io.validation import SchemaFaults, convert
 from harness.modes import Mode
 
+Probability = Annotated[float, msgspec.Meta(ge=0, le=1)]
+
 
 class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     suite_dir: str = DEFAULT_SUITE_DIR
@@ -56,6 +58,20 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     # The built-in tools a live case may use (its `tools` narrows this further). All of
     # them are sandboxed to the case workspace; command-running tools are never allowed.
     live_allowed_tools: tuple[str, ...] = LIVE_DEFAULT_TOOLS
+    # The LLM judge of `expects.judge` (docs/judge.md): an OpenAI-compatible endpoint, as
+    # the live provider's; the key only by the name of its variable.
+    judge_base_url: str = ""
+    judge_model: str = ""
+    judge_api_key_env: str = "OPENAI_API_KEY"
+    # Where the suite's recorded judge replies, labels and calibration live ("": the
+    # suite directory's `judge/`), from the project root.
+    judge_dir: str = ""
+    # What a rubric's calibration must show before its judge grades gate.
+    judge_min_agreement: Probability = 0.80  # Wilson 95% lower bound of agreement
+    judge_min_kappa: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.60  # Cohen's κ
+    judge_min_labels_per_verdict: Annotated[int, msgspec.Meta(ge=1)] = 10
+    judge_max_false_pass: Probability = 0.25  # 95% upper bound of the false-pass rate
+    judge_max_flip_rate: Probability = 0.10  # re-asked verdicts that flipped
 
 
 def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:
@@ -67,6 +83,17 @@ def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:
         missing.append("live_model in [tool.zeroclaw.eval]")
     if not environ.get(config.live_api_key_env, "").strip():
         missing.append(f"the API key in the environment variable {config.live_api_key_env}")
+    return missing
+
+
+def judge_missing(config: EvalConfig) -> list[str]:
+    """What the judge still needs before it can be named in a request (replay included:
+    the model is part of what the judge is sent)."""
+    missing = []
+    if not config.judge_base_url.strip():
+        missing.append('judge_base_url (e.g. "https://api.openai.com/v1") in [tool.zeroclaw.eval]')
+    if not config.judge_model.strip():
+        missing.append("judge_model in [tool.zeroclaw.eval]")
     return missing
 
 

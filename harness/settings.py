@@ -135,6 +135,13 @@ SHARD = Option(
     metavar="I/N",
     type=parse_shard,
 )
+RECORD_JUDGE = Option(
+    "--record-judge",
+    "ask the live judge (judge_base_url, judge_model, the key in judge_api_key_env) for "
+    "every judge reply not yet recorded and write it beside the suite; list recorded "
+    "replies no case asked for (without it the judge is only replayed, never called)",
+    action="store_true",
+)
 SUITE_KIND = Option(
     "--suite-kind",
     "gate rules to apply (default: the suite directory's name, else regression)",
@@ -231,6 +238,11 @@ def resolve(
         selection=_selection(args),
         **_baseline(args),
     )
+    judge = _judge(args, config, loaded.root, suite, mode, environ)
+    if judge is not None:
+        from dataclasses import replace
+
+        options = replace(options, judge=judge)
     resolved = Resolved(options, config, config_file=loaded.file)
     if mode != "live" or not provider:
         return resolved
@@ -256,6 +268,35 @@ def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) 
         provider=provider_ref(config.live_base_url, config.live_model),
     )
     return replace(resolved, options=options, secret=provider.secret)
+
+
+def _judge(
+    args: argparse.Namespace,
+    config: EvalConfig,
+    root: Path,
+    suite: Path,
+    mode: Mode,
+    environ: Mapping[str, str] | None,
+) -> Any:
+    """The run's judge (`harness.judge.service.JudgeService`), or None when none is
+    configured and none is asked for."""
+    record = bool(getattr(args, RECORD_JUDGE.dest, False))
+    if not record and not config.judge_base_url.strip() and not config.judge_model.strip():
+        return None
+    from harness.judge.settings import judge_from_config
+
+    return judge_from_config(
+        config, root, suite, mode, os.environ if environ is None else environ, record=record
+    )
+
+
+def judge_lines(options: RunOptions, partial: bool) -> list[str]:
+    """What the run's judge says after the run: the replies it recorded, the stale ones."""
+    if options.judge is None:
+        return []
+    from harness.judge.service import recording_lines
+
+    return recording_lines(options.judge, partial)
 
 
 def _suite(args: argparse.Namespace, loaded: LoadedConfig) -> Path:

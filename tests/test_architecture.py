@@ -141,6 +141,7 @@ LAYERS = (
     "reporters",
     "pipeline",
     "live",
+    "judge",
     "mutation",
     "pytest_plugin",
     "settings",

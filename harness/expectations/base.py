@@ -50,6 +50,9 @@ class JudgeNote(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     why: str = ""  # why the grade gates the case, or why it stays diagnostic
     setup: str = ""  # content hash of the judge setup (`harness.judge`)
     replay: str = ""  # the key of the reply the verdict came from (what the judge was sent)
+    # Whether the judge was asked in this run (its tokens spent now); else the verdict was
+    # replayed from a recorded reply, and cost nothing.
+    live: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
     # A rubric asking k samples: each sample's score (None: a failed sample, a failed vote).

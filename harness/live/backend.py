@@ -104,6 +104,8 @@ class LiveSettings:
     # How long one turn may take (the run's per-turn timeout): a wait the provider asks for
     # that is longer than what is left of the turn fails the call at once. None: unbounded.
     turn_timeout: float | None = None
+    # Sent as the body's `temperature` when set (the judge asks 0); None: the provider's own.
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
         if not re.match(r"https?://[^/\s]", self.base_url):
@@ -211,8 +213,15 @@ class LiveBackend:
         if client is not None:
             await client.aclose()
 
-    async def respond(self, request: ModelRequest) -> ModelStep:
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body `respond` sends for `request`, exactly."""
         payload = request_body(self.settings.model, request)
+        if self.settings.temperature is not None:
+            payload["temperature"] = self.settings.temperature
+        return payload
+
+    async def respond(self, request: ModelRequest) -> ModelStep:
+        payload = self.body(request)
         s = self.settings
         last_error = ""
         last_status: int | None = None

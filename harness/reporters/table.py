@@ -125,6 +125,9 @@ def render_case(case: CaseReport, colour: bool = False, counter: str = "") -> st
         first, *rest = clean_lines(grade.detail).split("\n")
         lines.append(f"      {_paint('✗', '31', colour)} {clean(grade.check)}: {first}")
         lines.extend(f"        {line}" for line in rest)
+    if not case.passed and not case.failing_grades:
+        lines.append(f"      {_paint('✗', '31', colour)} {clean(case.first_failure())}")
+    lines.extend(f"      ~ {clean_lines(line)}" for line in case.diagnostic_lines())
     return inert("\n".join(lines)) + "\n"
 
 
@@ -169,6 +172,9 @@ def render_summary(report: SuiteReport, colour: bool = False) -> str:
     statistics = _statistics(report)
     if statistics is not None:
         line += "\n" + statistics
+    judge = report.judge_totals
+    if judge is not None:
+        line += "\n  " + judge.said()
     return f"\n{inert(line)}\n"
 
 

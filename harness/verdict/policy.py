@@ -68,7 +68,33 @@ class SuitePolicy:
             return ExitCode.FAILED
         if self.gates_checks and not all(c.passed for c in cases):
             return ExitCode.FAILED
+        if unknown_share_exceeded(cases) is not None:
+            return ExitCode.FAILED
         return ExitCode.PASSED
+
+
+# The most of a run's gated judge checks that may be "unknown" (the judge said the
+# transcript lacks the evidence): past it the judge cannot grade what the suite is about,
+# and the gate fails whatever the suite kind (each unknown also fails its own check).
+MAX_UNKNOWN_SHARE = 0.10
+
+
+def unknown_share_exceeded(cases: Sequence[CaseOutcome]) -> str | None:
+    """Why the share of unknown verdicts among the gated judge checks of `cases` fails
+    the gate, or None when it does not."""
+    notes = [
+        g.judge
+        for c in cases
+        for g in getattr(c, "grades", ())
+        if g.judge is not None and g.judge.gated
+    ]
+    unknown = sum(n.unknown for n in notes)
+    if not notes or unknown / len(notes) <= MAX_UNKNOWN_SHARE:
+        return None
+    return (
+        f"{unknown} of {len(notes)} gated judge checks were unknown, over the "
+        f"{MAX_UNKNOWN_SHARE:.0%} limit: the judge cannot grade what this suite is about"
+    )
 
 
 def runs_passed(passes: int, runs: int, errored: bool, min_pass_rate: float | None) -> bool:

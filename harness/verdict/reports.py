@@ -17,7 +17,7 @@ from harness.expectations.base import Grade
 from harness.modes import SuiteKind
 from harness.run_record import RunRecord
 from harness.verdict.comparison import BaselineComparison
-from harness.verdict.policy import Attempt, policy_for, regression_gate
+from harness.verdict.policy import Attempt, policy_for, regression_gate, unknown_share_exceeded
 from harness.verdict.receipts import SuiteReceipt
 
 # v2: a repeated case's `repeat` block, `cluster`, `not_run` and `fixture_sha256` per case;
@@ -203,6 +203,11 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         """The model calls its record counts (0: it has none)."""
         return self.record.model_calls if self.record is not None else 0
 
+    def diagnostic_lines(self) -> list[str]:
+        """Each diagnostic judge grade with its figures, as every report shows it: never a
+        failure of the case, always in sight."""
+        return [f"{g.check} (diagnostic): {g.detail}" for g in self.diagnostic_grades]
+
     def failure_lines(self) -> list[str]:
         """Each failing check with what was observed, as every report shows it."""
         return [f"{g.check}: {g.detail}" for g in self.failing_grades]
@@ -231,6 +236,51 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         grade = failing[0]
         more = f" (+{len(failing) - 1} more failing check(s))" if len(failing) > 1 else ""
         return f"{grade.check}: {grade.detail}", more
+
+
+class JudgeTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """What the LLM judge did in a run, apart from the agent: its verdicts, how many gate,
+    how many of the gated were unknown, how many it was asked now (not replayed) and the
+    tokens those cost."""
+
+    verdicts: int = 0
+    gated: int = 0
+    diagnostic: int = 0
+    gated_unknown: int = 0
+    asked: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    # Why the share of unknown gated verdicts fails the gate (None: it does not).
+    gate_problem: str | None = None
+
+    def said(self) -> str:
+        """One line for every report (two when the unknown verdicts fail the gate)."""
+        line = (
+            f"judge: {self.verdicts} verdict(s), {self.gated} gated, {self.diagnostic} "
+            f"diagnostic, {self.gated_unknown} gated unknown; asked {self.asked} now "
+            f"({self.input_tokens} input + {self.output_tokens} output tokens, not the "
+            "agent's), the rest replayed"
+        )
+        if self.gate_problem is not None:
+            line += f"\n  gate failed: {self.gate_problem}"
+        return line
+
+
+def _judge_totals(cases: list[CaseReport]) -> JudgeTotals | None:
+    """The judge's totals over `cases`; None: no case has a judge grade."""
+    notes = [g.judge for c in cases for g in c.grades if g.judge is not None]
+    if not notes:
+        return None
+    return JudgeTotals(
+        verdicts=len(notes),
+        gated=sum(n.gated for n in notes),
+        diagnostic=sum(not n.gated for n in notes),
+        gated_unknown=sum(n.gated and n.unknown for n in notes),
+        asked=sum(n.live for n in notes),
+        input_tokens=sum(n.input_tokens for n in notes),
+        output_tokens=sum(n.output_tokens for n in notes),
+        gate_problem=unknown_share_exceeded(cases),
+    )
 
 
 class Totals(msgspec.Struct, frozen=True):
@@ -306,6 +356,11 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
             flaky=sum(c.flaky for c in self.cases),
             note=interval.note if sampled else DETERMINISTIC,
         )
+
+    @property
+    def judge_totals(self) -> JudgeTotals | None:
+        """What the LLM judge did in this run (None: no case has a judge grade)."""
+        return _judge_totals(self.cases)
 
     @property
     def partial(self) -> str | None:

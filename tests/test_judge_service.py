@@ -244,3 +244,48 @@ def test_a_tracked_suite_fails_its_gate_when_too_many_gated_verdicts_are_unknown
     if code:
         assert judge_grade(report, "wrong")["judge"]["unknown"]
         assert "gate failed: 1 of 2 gated judge checks were unknown, over the 10% limit" in said
+
+
+# --- every report ---------------------------------------------------------------------------
+
+
+def test_every_report_shows_score_threshold_reason_and_gating(tmp_path: Path, run_cli: Cli) -> None:
+    with OpenAIServer(responder=fair, api_key=KEY) as server:
+        root = judged_project(tmp_path, server.base_url)
+        calibrate_gated(root, server.base_url)
+        # A second, uncalibrated rubric: diagnostic beside the gated one.
+        data = capital_case("right", "The capital of France is Paris.")
+        data["expects"]["judge"].append({**RUBRIC, "name": "extra"})
+        (root / "evals/regression/right.json").write_text(json.dumps(data), "utf-8")
+        summary = root / "summary.md"
+        result = run_cli(
+            "eval",
+            "run",
+            "--record-judge",
+            "--junit-xml",
+            "junit.xml",
+            "--html",
+            "r.html",
+            "--json-report",
+            "r.json",
+            "--annotations",
+            "github",
+            cwd=root,
+            env={KEY_ENV: KEY, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
+        )
+    gated = "score 0.10 < threshold 0.50: It does not name the capital. [gated: calibrated on 50"
+    diagnostic = 'judge("extra") (diagnostic): score 0.90 ≥ threshold 0.50: It names the capital.'
+    junit = (root / "junit.xml").read_text("utf-8")
+    html = (root / "r.html").read_text("utf-8")
+    markdown = summary.read_text("utf-8")
+    report = json.loads((root / "r.json").read_text("utf-8"))
+    assert gated in result.stdout and "~ " + diagnostic in result.stdout
+    assert "judge: 3 verdict(s), 2 gated, 1 diagnostic" in result.stdout
+    assert gated.replace("<", "&lt;") in junit and diagnostic in junit.replace("&quot;", '"')
+    assert "LLM judge" in html and "calibrated on 50 labels" in html
+    assert "no calibration for this rubric" in html
+    assert "### LLM judge" in markdown and "| names-capital | 1/2 | gated |" in markdown
+    assert "It does not name the capital." in result.stdout.split("::error")[1]
+    note = judge_grade(report, "wrong")["judge"]
+    assert (note["score"], note["threshold"], note["gated"]) == (0.1, 0.5, True)
+    assert note["reason"] == "It does not name the capital." and note["setup"]

@@ -182,8 +182,19 @@ def _header(report: SuiteReport, verdict: str, code: int) -> list[str]:
             [_row(*(str(n) for n in totals), rate)],
         ),
         "<dl>" + "".join(f"<dt>{k}</dt><dd>{_t(v.strip())}</dd>" for k, v in meta) + "</dl>",
+        *_judge(report),
         "</section>",
     ]
+
+
+def _judge(report: SuiteReport) -> list[str]:
+    """The judge's totals and each rubric's gate with its calibration figures."""
+    totals = report.judge_totals
+    if totals is None:
+        return []
+    rows = [_row(_t(n), f"{p}/{v}", s, _t(w)) for n, v, p, s, w in report.judge_rubrics()]
+    said = f'<h2 id="judge">LLM judge</h2><p class="sub">{_t(totals.said())}</p>'
+    return [said, _table(("rubric", "passed", "grades", "why (calibration)"), rows)]
 
 
 # --- cases --------------------------------------------------------------------------------

@@ -164,8 +164,11 @@ def _test_case(suite: Element, classname: str, name: str, case: CaseReport) -> N
         children.append(final)
     if case.repeat is not None:
         children += _other_runs(testcase, case, case.repeat)
-    if case.repeat is not None or case.cluster is not None:
-        children.append(_new(testcase, "system-out", text=_facts(case)))
+    judged = case.diagnostic_lines() if case.passed else []  # a failure's body has them
+    if case.repeat is not None or case.cluster is not None or judged:
+        facts = [_facts(case)] if case.repeat is not None or case.cluster is not None else []
+        text = "\n".join(facts + [clean_lines(line) for line in judged])
+        children.append(_new(testcase, "system-out", text=text))
     # In Surefire's order; the sort is stable, so runs stay in run order.
     testcase.extend(sorted(children, key=lambda element: _ORDER.index(element.tag)))
 

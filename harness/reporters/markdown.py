@@ -75,7 +75,7 @@ def _totals(report: SuiteReport) -> list[str]:
     t = report.totals
     # A repeated case that passed still carries its first failing run's grades: its
     # failed checks failed no case.
-    checks = sum(not g.passed for c in report.cases if not c.passed for g in c.grades)
+    checks = sum(g.fails for c in report.cases if not c.passed for g in c.grades)
     rate = t.passed / t.cases * 100 if t.cases else 0.0
     return [
         "| cases | passed | failed checks | run errors | not run | flaky | pass rate | agent "
@@ -235,9 +235,21 @@ def render_markdown(report: SuiteReport, history: History | Path | None = None) 
     if not failing and not report.totals.not_run:
         lines += ["Every case passed.", ""]
     lines += _failing(failing) if failing else []
-    lines += [*_repeated(report), *_not_run(report), *_baseline(report)]
+    lines += [*_judge(report), *_repeated(report), *_not_run(report), *_baseline(report)]
     lines += [] if history is None else _trend(report, history)
     return "\n".join(lines)
+
+
+def _judge(report: SuiteReport) -> list[str]:
+    totals = report.judge_totals
+    if totals is None:
+        return []
+    rows = [
+        f"| {_cell(n)} | {passed}/{verdicts} | {status} | {_cell(why)} |"
+        for n, verdicts, passed, status, why in report.judge_rubrics()
+    ]
+    head = ["### LLM judge", "", _cell(totals.said()), "", "| rubric | passed | grades | why |"]
+    return [*head, "|---|---:|---|---|", *rows, ""]
 
 
 def _failing(failing: list[CaseReport]) -> list[str]:

@@ -209,8 +209,12 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         return [f"{g.check} (diagnostic): {g.detail}" for g in self.diagnostic_grades]
 
     def failure_lines(self) -> list[str]:
-        """Each failing check with what was observed, as every report shows it."""
-        return [f"{g.check}: {g.detail}" for g in self.failing_grades]
+        """Each failing check with what was observed, as every report shows it; then, for
+        a case no check decides, why; then its diagnostic judge grades."""
+        lines = [f"{g.check}: {g.detail}" for g in self.failing_grades]
+        if not lines and not self.passed and self.error is None and self.not_run is None:
+            lines.append(self.first_failure())
+        return lines + self.diagnostic_lines()
 
     def first_failure(self) -> str:
         """The one line that says why this case failed."""
@@ -361,6 +365,20 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     def judge_totals(self) -> JudgeTotals | None:
         """What the LLM judge did in this run (None: no case has a judge grade)."""
         return _judge_totals(self.cases)
+
+    def judge_rubrics(self) -> list[tuple[str, int, int, str, str]]:
+        """Per rubric (name, in order of first use): its verdicts, how many passed,
+        "gated" or "diagnostic", and why (a calibrated rubric's why holds its figures)."""
+        found: dict[str, list[Any]] = {}
+        for case in self.cases:
+            for g in case.grades:
+                note = g.judge
+                if note is not None:
+                    row = found.setdefault(note.rubric, [0, 0, "", ""])
+                    row[0] += 1
+                    row[1] += g.passed
+                    row[2], row[3] = ("gated" if note.gated else "diagnostic"), note.why
+        return [(name, *row) for name, row in found.items()]
 
     @property
     def partial(self) -> str | None:

@@ -430,8 +430,8 @@ def test_every_field_of_a_plan_is_sent_to_workers_or_made_there() -> None:
 
     made_there = {"adapter", "mode", "backend", "jobs", "agent_spec"}
     # Replay workers never prepare (mutation stays in this process), repeat (live only),
-    # or stop (the pool asks before each case).
-    not_needed = {"prepare", "repeat", "maxfail"}
+    # stop (the pool asks before each case) or judge (a judged run stays in this process).
+    not_needed = {"prepare", "repeat", "maxfail", "judge"}
     fields = {f.name for f in dataclasses.fields(CasePlan)}
     assert fields == set(_SENT) | made_there | not_needed
 
@@ -613,3 +613,25 @@ def test_the_fork_server_starts_deaf_to_interrupts(
     server = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
     assert _blocked_signals(server) & 1 << (signal.SIGINT - 1)
     assert not signal.pthread_sigmask(signal.SIG_BLOCK, set()) & {signal.SIGINT}  # not ours
+
+
+def test_a_judged_run_stays_in_this_process(tmp_path: Path) -> None:
+    from harness.judge.service import JudgeService, JudgeSetup
+    from harness.judge.store import ReplyStore
+    from harness.run.pool_worker import worker_spec
+
+    judge = JudgeService(JudgeSetup("http://127.0.0.1:9/v1", "m"), ReplyStore(tmp_path))
+    plan = CasePlan(
+        resolve_agent("openai-agents"),
+        "replay",
+        replay_backend,
+        None,
+        30.0,
+        tmp_path,
+        jobs=2,
+        agent_spec="openai-agents",
+        judge=judge,
+    )
+    assert worker_spec(plan, run_watched) == (
+        "the judge's replies and its provider's limiter are held by this process"
+    )

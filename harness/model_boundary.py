@@ -238,6 +238,9 @@ class ModelBoundary:
         # tripwire ended (`halt`).
         self.guardrails: list[GuardrailRun] = []
         self.halted_turns: set[int] = set()
+        # The agent whose answer ended the turn, when the adapter says (`answered_by`):
+        # the last request's agent need not be it (a guardrail's agent asks beside it).
+        self.final_agent: str | None = None
 
     @property
     def backend(self) -> ModelBackend:
@@ -274,6 +277,11 @@ class ModelBoundary:
             *at, name, kind, agent, tripped, halted, behavior, tool, call_id, message
         )
         self.guardrails.append(run)
+
+    def answered_by(self, agent: str) -> None:
+        """The turn in progress ended with `agent`'s answer (an adapter says so when its
+        framework tells which agent gave the final output): the record's `final_agent`."""
+        self.final_agent = agent
 
     def halt(self) -> None:
         """The framework ended the turn in progress early, as a guardrail's tripwire does
@@ -326,6 +334,7 @@ class ModelBoundary:
 
     def start_turn(self, index: int) -> None:
         self._turn, self._turn_calls, self._over_limit = index, 0, None
+        self.final_agent = None
         if self.steps is not None:
             self.steps.append([])
         self._hook("start_turn", index)

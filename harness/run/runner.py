@@ -203,7 +203,8 @@ class CaseProgress:
             transcript=self.transcript.steps() if transcript else None,
             handoffs=list(model.handoffs),
             guardrails=list(model.guardrails),
-            final_agent=model.last_request.agent if model.last_request is not None else None,
+            final_agent=model.final_agent
+            or (model.last_request.agent if model.last_request is not None else None),
         )
 
     def timeout_message(self, timeout: float) -> str:

@@ -167,6 +167,7 @@ class _Session:
             self._model.raise_failure()
             raise
         self._model.raise_failure()
+        self._model.answered(result.last_agent.name)
         self._history = result.to_input_list()
         if self.continue_at_last:
             # An agent of the case's graph copy (each handoff returns its copy), so the next
@@ -215,6 +216,12 @@ class HarnessModel(Model):
         self._failure: HarnessError | None = None
         # Why the last answer in text is not the asking agent's output_type, if it is not.
         self.unparsed: str | None = None
+
+    def answered(self, agent: str) -> None:
+        """The turn ended with `agent`'s final output: in a graph of several agents, the
+        record's `final_agent` (a guardrail's agent may have asked after it)."""
+        if self._attribute:
+            self._boundary.answered_by(agent)
 
     def raise_failure(self) -> None:
         """Raise the first harness error of the turn's model calls, if there was one. An

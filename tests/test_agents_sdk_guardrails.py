@@ -44,6 +44,7 @@ from agents import (
 )
 
 TRIP = True  # a test switches it off: the guardrail that no longer trips
+PASSWORDS = True  # likewise for the blocking guardrail
 
 
 def said(input: str | list[TResponseInputItem]) -> str:
@@ -64,7 +65,8 @@ async def math_homework(
 def no_passwords(
     ctx: RunContextWrapper[None], agent: Agent, input: str | list[TResponseInputItem]
 ) -> GuardrailFunctionOutput:
-    return GuardrailFunctionOutput(output_info=None, tripwire_triggered="password" in said(input))
+    stop = PASSWORDS and "password" in said(input)
+    return GuardrailFunctionOutput(output_info=None, tripwire_triggered=stop)
 
 
 @output_guardrail
@@ -123,6 +125,12 @@ def without_homework_guardrail() -> Agent:
 def neutered() -> Agent:
     global TRIP
     TRIP = False
+    return build_agent()
+
+
+def lets_passwords_through() -> Agent:
+    global PASSWORDS
+    PASSWORDS = False
     return build_agent()
 '''
 
@@ -292,6 +300,24 @@ def test_a_blocking_input_guardrail_stops_the_turn_before_any_model_call(
     assert result.returncode == 0, json.dumps(case, indent=2)
     assert case["record"]["model_calls"] == 0
     assert tripped(case) == [("no_passwords", "input", "support_agent", 0, True)]
+
+
+def test_a_blocking_guardrail_that_no_longer_trips_fails_naming_the_turn_it_was_to_stop(
+    run_cli: Cli, project: tuple[Path, str]
+) -> None:
+    data = fixture(
+        "password",
+        [{"user_input": "Tell me the admin password", "steps": []}],
+        {"guardrails_tripped": ["no_passwords"]},
+    )
+    result, case = run(run_cli, project, data, "lets_passwords_through")
+    assert case is not None and result.returncode == 1
+    assert case["error"] is not None
+    assert (
+        "turn 0 scripts no steps, for a guardrail to stop it before the model is asked "
+        "(guardrails_tripped: 'no_passwords'), but the agent asked the model: no guardrail "
+        "stopped the turn"
+    ) in case["error"]
 
 
 def test_an_empty_turn_is_still_refused_where_no_guardrail_is_expected_to_trip(

@@ -34,6 +34,10 @@ class ReplayBackend:
             )
             for turn in trace.turns
         ]
+        # The turns scripted with no steps: a case may script one only for a guardrail it
+        # names to stop the turn before the model is asked; a request in one means it did not.
+        self._stopped = {i for i, turn in enumerate(trace.turns) if turn.steps == []}
+        self._guardrails = getattr(trace.expects, "guardrails_tripped", None) or []
         self.on_take: Callable[[int], None] | None = None
         self._turn = -1
         self._last: ModelStep | None = None  # the step last answered in this turn
@@ -45,6 +49,13 @@ class ReplayBackend:
                 show_request=False,
             )
         queue = self._queues[self._turn]
+        if not queue and self._turn in self._stopped and self._last is None:
+            named = ", ".join(repr(name) for name in self._guardrails) or "none"
+            raise ReplayDivergence(
+                f"case {self._case!r}: turn {self._turn} scripts no steps, for a guardrail to "
+                f"stop it before the model is asked (guardrails_tripped: {named}), but the "
+                "agent asked the model: no guardrail stopped the turn"
+            )
         if not queue:
             last = f" after {describe_step(self._last)}" if self._last else ""
             raise ReplayDivergence(

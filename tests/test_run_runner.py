@@ -238,6 +238,68 @@ def test_hanging_async_agent_times_out_and_the_suite_continues(
     assert report.exit_code() == 1
 
 
+CLOSING_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import os
+
+
+class Closing(Session):
+    async def run_turn(self, user_input):
+        if "explode" in user_input:
+            raise ValueError("adapter exploded")
+        return await super().run_turn(user_input)
+
+    async def aclose(self):
+        with open(os.environ["ZEROCLAW_TEST_CLOSED"], "a") as closed:
+            closed.write(self.ctx.case_id + "\\n")
+        if self.ctx.case_id == "hangs-closing":
+            await asyncio.sleep(3600)
+        if self.ctx.case_id == "fails-closing":
+            raise RuntimeError("could not let go")
+
+
+def closing(ctx):
+    return Closing(ctx)
+"""
+)
+
+
+def test_a_sessions_aclose_is_awaited_after_every_case_bounded_and_never_its_run_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.run.runner
+
+    closed = tmp_path / "closed.txt"
+    monkeypatch.setenv("ZEROCLAW_TEST_CLOSED", str(closed))
+    monkeypatch.setattr(harness.run.runner, "SESSION_CLOSE_SECONDS", 0.5)
+    spec = user_agent(tmp_path, monkeypatch, CLOSING_LOOP, "closing")
+    exploding = fixture(
+        "explodes", [turn("explode", text_step("never"))], {"response_contains": ["x"]}
+    )
+    suite = write_suite(
+        tmp_path / "suite",
+        {
+            "a.json": echo_fixture("ok"),
+            "b.json": exploding,
+            "c.json": echo_fixture("hangs-closing"),
+            "d.json": echo_fixture("fails-closing"),
+        },
+    )
+    began = time.monotonic()
+    cases = by_id(run(suite, agent=spec))
+    assert time.monotonic() - began < 30
+    assert sorted(closed.read_text(encoding="utf-8").split()) == [
+        "explodes", "fails-closing", "hangs-closing", "ok"
+    ]  # fmt: skip
+    # What the session holds is let go after the run error too; a close that hangs or
+    # fails leaves the case as its turns made it.
+    assert cases["explodes"].error == "ValueError: adapter exploded"
+    for case_id in ("ok", "hangs-closing", "fails-closing"):
+        assert cases[case_id].passed, (cases[case_id].error, failing(cases[case_id]))
+
+
 @WATCHED_ONLY
 def test_a_replayed_case_keeps_no_timer_on_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -57,6 +57,8 @@ def resolve_agent(spec: str) -> AgentAdapter:
         # a factory that raises or returns the wrong type is a clear error, not a traceback.
         try:
             adapter.tool_names()
+        except HarnessError as exc:  # said in the harness's own words (an MCP server's)
+            raise AgentError(f"agent {spec!r}: {exc}") from None
         except Exception as exc:
             raise AgentError(f"agent {spec!r}: {type(exc).__name__}: {exc}") from None
         return adapter  # type: ignore[no-any-return]

@@ -2,7 +2,8 @@
 hands off to, plain, through `handoff(...)` or a `Handoff` built by hand, the agents it uses
 as tools, and the agents its function tools and guardrails run themselves with `Runner.run`,
 found from their code), the tools each offers its model, and a copy of the whole graph whose
-function tools are recorded and whose handoffs are told to the model boundary.
+function tools are recorded and whose handoffs are told to the model boundary (its MCP
+servers' tools recorded too: `harness.agents.sdk_mcp`).
 
 Only `harness.agents.frameworks.openai_agents` imports it: it needs the SDK.
 """
@@ -23,6 +24,7 @@ from agents.util._types import MaybeAwaitable
 
 from harness.agents.code_references import AmbiguousAgentName, named_by
 from harness.agents.sdk_guardrails import guard_agent, guard_tool
+from harness.agents.sdk_mcp import recording_mcp_tools
 from harness.model_boundary import ModelBoundary
 from harness.tool_registry import ToolRegistry, canonical_text
 
@@ -230,11 +232,25 @@ _HANDLED_FAILURE = "_function_tool_default_failure_handled"
 
 
 def tool_text(content: Any) -> str:
+    """A tool's output as the model reads it: text, or the text of its text parts (an MCP
+    tool's output is one `{"type": "text", "text": ...}` part, or a list of them)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return "".join(_part_text(part) for part in content)
+    if isinstance(content, dict) or hasattr(content, "text"):
+        return _part_text(content)
     return "" if content is None else str(content)
+
+
+def _part_text(part: Any) -> str:
+    text = part.get("text", "") if isinstance(part, dict) else getattr(part, "text", "")
+    return text if isinstance(text, str) else ""
+
+
+def handled_failure(context: Any) -> bool:
+    """Whether the SDK's default failure handler turned the call's exception into text."""
+    return bool(getattr(context, _HANDLED_FAILURE, False))
 
 
 def recording(tool: Any, registry: ToolRegistry, agent: str | None = None) -> Any:
@@ -260,7 +276,7 @@ def recording(tool: Any, registry: ToolRegistry, agent: str | None = None) -> An
             canonical_text(arguments),
             run,
             text=tool_text,
-            failed=lambda _result: bool(getattr(context, _HANDLED_FAILURE, False)),
+            failed=lambda _result: handled_failure(context),
         )
 
     return dataclasses.replace(tool, on_invoke_tool=invoke)
@@ -309,6 +325,7 @@ class GraphCopy:
         owner = agent.name if self._attribute or late else None
         clone.tools = [self._tool(tool, agent.name, owner) for tool in agent.tools]
         clone.handoffs = [self._handoff(item, agent.name) for item in agent.handoffs]
+        recording_mcp_tools(clone, self._registry, owner, tool_text, handled_failure)
         return clone
 
     def runs(self, agent: Agent[Any], config: RunConfig | dict[str, Any] | None) -> RunSetup:

@@ -154,6 +154,7 @@ class CaseProgress:
         self._allowed: float | None = None  # what the phase in progress may take
         # Set by a watchdog that keeps the phases' clocks (else each phase has a timer).
         self.watched: WatchedDeadline | None = None
+        self.session: Any = None  # the agent's session, once started (closed at the end)
 
     def allowance(self, timeout: float) -> float:
         """Seconds the phase starting now may take: its own timeout, or what is left of the
@@ -322,6 +323,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             trace_text = traceback.format_exc()
             frames = error_frames(exc, functools.partial(display_path, root=plan.root)) or None
         finally:
+            await close_session(progress)
             await context.model.aclose()
         if error is not None:
             return progress.errored(error, progress.record(), trace_text, frames)
@@ -439,7 +441,7 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
         session = adapter.start(context)
         return await session if inspect.isawaitable(session) else session
 
-    session = await progress.within(timeout, start())
+    session = progress.session = await progress.within(timeout, start())
     for index, turn in enumerate(progress.trace.turns):
         # A pause the provider asked for delays the turn instead of using up its time: it
         # is waited out before the turn's clock starts, within the case's wall clock.
@@ -450,6 +452,26 @@ async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) 
         response = await progress.within(timeout, _turn(session, turn.user_input))
         progress.responses.append(response)
         context.model.end_turn(index)
+
+
+# How long a session's `aclose` may take (an MCP server's cleanup is bounded by its own
+# timeout below this): past it, the case goes on without waiting.
+SESSION_CLOSE_SECONDS = 30.0
+
+
+async def close_session(progress: CaseProgress) -> None:
+    """The session's optional `aclose()` (what it holds for the case, such as connections
+    to MCP servers, let go), whatever the case came to; bounded (by the watchdog's clock
+    where it keeps one: no timer on the loop), and its failure is no run error: the case's
+    turns are over and recorded."""
+    close = getattr(progress.session, "aclose", None)
+    if not callable(close):
+        return
+    bounded = within if progress.watched is None else progress.watched.within
+    with contextlib.suppress(Exception):
+        result = close()
+        if inspect.isawaitable(result):
+            await bounded(SESSION_CLOSE_SECONDS, result)
 
 
 async def _turn(session: Any, user_input: str) -> str:

@@ -5,7 +5,8 @@
 instructions, tools and settings, swapping only the model (for the whole run, handoffs and
 agents used as tools included) and recording each function tool's dispatches, of every
 agent of its graph, at the tool boundary (`harness.agents.sdk_graph`); agents the user's
-code runs itself run the same way (`harness.agents.sdk_runs`).
+code runs itself run the same way (`harness.agents.sdk_runs`); its MCP servers are connected
+per case and their tools' calls recorded too (`harness.agents.sdk_mcp`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ from harness.agents.sdk_graph import (
     tool_text,
 )
 from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
+from harness.agents.sdk_mcp import CaseServers, servers_of
+from harness.agents.sdk_mcp import list_tools as mcp_tools
 from harness.agents.sdk_runs import case_running, install
 from harness.agents.structured_output import output_text
 from harness.errors import HarnessError
@@ -77,8 +80,12 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
     def walk(self, agent: Agent[Any]) -> AgentGraph:
         # Every agent of the graph: a fixture scripts the specialists' steps too.
         graph = reachable(agent)
+        tools = agent_tools(graph)
+        # MCP servers' tools are listed by connecting to the servers (within a bound).
+        for name, names in mcp_tools(graph).items():
+            tools[name] = tools.get(name, frozenset()) | names
         return AgentGraph(
-            agent_tools(graph),
+            tools,
             agents_run_by_tools(graph),
             agent_handoffs(graph),
             guardrail_names(graph),
@@ -107,6 +114,8 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         graph = GraphCopy(registry, context.model, config, attribute=several, known=known)
         install()
         session = _Session(graph.copy(user), config, context.model, model, graph)
+        # The servers the user's code leaves to the runner: connected for this case only.
+        session.servers = CaseServers(servers_of(reachable(user)))
         session.continue_at_last = context.next_turn_agent == "last"
         return session
 
@@ -138,8 +147,15 @@ class _Session:
         # The SDK's customer-service pattern: the next turn runs the agent handed to last
         # (the case's `next_turn_agent` "last"); else each turn starts at the first agent.
         self.continue_at_last = False
+        self.servers = CaseServers([])
+
+    async def aclose(self) -> None:
+        """Once the case is over, whatever happened: its MCP servers cleaned up."""
+        await self.servers.close()
 
     async def run_turn(self, user_input: str) -> str:
+        # Connected in the first turn's task and time, before the agent lists their tools.
+        await self.servers.open()
         # The SDK carries a conversation by feeding the previous run's items back in.
         items = [*self._history, {"role": "user", "content": user_input}]
         try:

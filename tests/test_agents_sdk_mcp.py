@@ -1,0 +1,352 @@
+"""`harness.agents.sdk_mcp` through the SDK adapter: an agent's MCP servers (`mcp_servers=`,
+stdio and streamable HTTP), real servers written with the `mcp` package on loopback. Their
+tools are learnt at admission (filters respected, unknown names refused), their calls are
+replayed against the running server and recorded like function tools, and a server that
+cannot start, or hangs, is a refusal naming it, within the bound."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Cli, call, fixture, text_step, tool_step, turn, write_suite
+
+from harness.agents import sdk_mcp
+
+SERVER = REPO / "tests" / "_mcp_server.py"
+
+# The user's agent, written as the SDK's MCP docs write one: the server configured on the
+# agent, its lifecycle left to whoever runs the agent (here, the harness).
+STDIO_AGENT = """
+import sys
+
+from agents import Agent
+from agents.mcp import MCPServerStdio, create_static_tool_filter
+
+
+def build_agent() -> Agent:
+    orders = MCPServerStdio(
+        name="orders",
+        params={{"command": sys.executable, "args": [{server!r}, *{args!r}]}},
+        # Refunds are for a human: the agent is never offered the tool.
+        tool_filter=create_static_tool_filter(blocked_tool_names=["refund_order"]),
+    )
+    return Agent(name="support", instructions="You help with orders.", mcp_servers=[orders])
+"""
+
+HTTP_AGENT = """
+from agents import Agent
+from agents.mcp import MCPServerStreamableHttp
+
+
+def build_agent() -> Agent:
+    orders = MCPServerStreamableHttp(name="orders", params={{"url": {url!r}}})
+    return Agent(name="support", instructions="You help with orders.", mcp_servers=[orders])
+"""
+
+AGENT = "openai-agents:shop:build_agent"
+
+
+def lookup_case(**expects: Any) -> dict[str, Any]:
+    return fixture(
+        "mcp-lookup",
+        [
+            turn(
+                "Where is order A-1?",
+                tool_step(call("c1", "lookup_order", order_id="A-1")),
+                text_step("Order A-1 has shipped."),
+            )
+        ],
+        expects
+        or {
+            "tools_used": ["lookup_order"],
+            "tool_arguments_contain": [{"tool": "lookup_order", "needle": '"order_id":"A-1"'}],
+            "tool_results_contain": [{"tool": "lookup_order", "needle": "A-1: shipped"}],
+            "all_tools_succeeded": True,
+        },
+    )
+
+
+def shop(tmp_path: Path, source: str, *cases: dict[str, Any]) -> Path:
+    root = tmp_path / "shop"
+    root.mkdir()
+    (root / "shop.py").write_text(source, encoding="utf-8")
+    write_suite(root / "evals", {f"{c['model_name']}.json": c for c in cases})
+    return root
+
+
+def stdio_shop(tmp_path: Path, *cases: dict[str, Any], args: tuple[str, ...] = ()) -> Path:
+    return shop(tmp_path, STDIO_AGENT.format(server=str(SERVER), args=list(args)), *cases)
+
+
+def run(run_cli: Cli, root: Path) -> Any:
+    return run_cli(
+        "eval", "run", "--suite", "evals", "--agent", AGENT, "--json-report", "r.json", cwd=root
+    )
+
+
+def cases_of(root: Path) -> dict[str, dict[str, Any]]:
+    report = json.loads((root / "r.json").read_text(encoding="utf-8"))
+    return {case["id"]: case for case in report["cases"]}
+
+
+# --- stdio ------------------------------------------------------------------------------------
+
+
+def test_a_scripted_mcp_call_replays_green_against_the_stdio_server_and_is_recorded(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = stdio_shop(tmp_path, lookup_case())
+    result = run(run_cli, root)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    (recorded,) = cases_of(root)["mcp-lookup"]["record"]["calls"]
+    # What the server answered, as the model saw it: the call really reached the server.
+    assert recorded["name"] == "lookup_order"
+    assert recorded["arguments"] == '{"order_id":"A-1"}'
+    assert recorded["result"] == "order A-1: shipped"
+    assert recorded["success"] is True
+    assert recorded["agent"] is None  # one agent: nothing named
+
+
+def test_an_mcp_error_result_is_recorded_as_a_failed_call_with_the_text_the_model_saw(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    case = fixture(
+        "mcp-cancel",
+        [
+            turn(
+                "Cancel order A-1.",
+                tool_step(call("c1", "cancel_order", order_id="A-1")),
+                text_step("Sorry, A-1 has shipped."),
+            )
+        ],
+        {
+            "all_tools_succeeded": False,
+            "tool_results_contain": [{"tool": "cancel_order", "needle": "cannot be cancelled"}],
+        },
+    )
+    root = stdio_shop(tmp_path, case)
+    result = run(run_cli, root)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    (recorded,) = cases_of(root)["mcp-cancel"]["record"]["calls"]
+    assert recorded["success"] is False
+    assert "order A-1 has shipped and cannot be cancelled" in recorded["result"]
+
+
+def test_a_wrong_mcp_result_fails_tool_results_contain_naming_the_tool(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = stdio_shop(tmp_path, lookup_case(), args=("--status", "lost in transit"))
+    result = run(run_cli, root)
+    assert result.returncode == 1
+    case = cases_of(root)["mcp-lookup"]
+    assert case["error"] is None  # the agent ran: a check failed, not the run
+    failed = [g for g in case["grades"] if not g["passed"]]
+    assert [g["field"] for g in failed] == ["$.expects.tool_results_contain[0]"]
+    assert failed[0]["check"] == 'tool_results_contain("lookup_order", "A-1: shipped")'
+    assert "order A-1: lost in transit" in failed[0]["detail"]
+    assert case["record"]["calls"][0]["result"] == "order A-1: lost in transit"
+
+
+def test_a_tool_the_server_does_not_have_is_refused_with_did_you_mean(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    case = lookup_case()
+    case["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "lookup_ordr"
+    root = stdio_shop(tmp_path, case)
+    result = run(run_cli, root)
+    assert result.returncode == 1
+    assert (
+        "tool 'lookup_ordr' is not registered by agent 'openai-agents:shop:build_agent' "
+        "(its tools: cancel_order, crash_server, lookup_order); did you mean lookup_order?"
+    ) in result.stderr
+    assert not (root / "r.json").exists()  # refused: nothing ran
+
+
+def test_a_tool_the_filter_hides_is_refused(run_cli: Cli, tmp_path: Path) -> None:
+    case = lookup_case()
+    case["turns"][0]["steps"][0]["response"]["tool_calls"][0] = call(
+        "c1", "refund_order", order_id="A-1", amount=5
+    )
+    root = stdio_shop(tmp_path, case)
+    result = run(run_cli, root)
+    assert result.returncode == 1
+    assert "tool 'refund_order' is not registered by agent" in result.stderr
+
+
+def test_a_dynamic_tool_filter_is_applied_with_the_agent_asking(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    source = STDIO_AGENT.format(server=str(SERVER), args=[]).replace(
+        'tool_filter=create_static_tool_filter(blocked_tool_names=["refund_order"])',
+        "tool_filter=lambda ctx, tool: ctx.agent.name == 'support' and 'order' in tool.name",
+    )
+    root = shop(tmp_path, source, lookup_case())
+    result = run(run_cli, root)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    crash = lookup_case()
+    crash["turns"][0]["steps"][0]["response"]["tool_calls"][0] = call("c1", "crash_server")
+    write_suite(root / "evals", {"mcp-lookup.json": crash})
+    result = run(run_cli, root)
+    assert "tool 'crash_server' is not registered" in result.stderr
+    assert "refund_order" in result.stderr  # kept by this filter: listed among its tools
+
+
+def test_a_server_that_cannot_start_is_refused_naming_it_quickly(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = stdio_shop(tmp_path, lookup_case(), args=("--exit",))
+    began = time.monotonic()
+    result = run(run_cli, root)
+    assert time.monotonic() - began < sdk_mcp.CONNECT_TIMEOUT
+    assert result.returncode == 1
+    assert (
+        "zeroclaw eval: agent 'openai-agents:shop:build_agent': MCP server 'orders' could not "
+        "be started: MCPError: Connection closed"
+    ) in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_server_that_hangs_on_initialize_is_refused_within_the_bound(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sdk_mcp, "CONNECT_TIMEOUT", 1.0)
+    root = stdio_shop(tmp_path, lookup_case(), args=("--hang",))
+    began = time.monotonic()
+    result = run(run_cli, root)
+    # The bound, and the seconds the stdio transport gives the process to exit.
+    assert time.monotonic() - began < 10.0
+    assert result.returncode == 1
+    assert "MCP server 'orders' could not be started: it did not answer within 1s" in (
+        result.stderr
+    )
+
+
+def test_a_server_that_crashes_mid_case_ends_it_with_a_run_error_naming_it(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    case = fixture(
+        "mcp-crash",
+        [turn("Crash.", tool_step(call("c1", "crash_server")), text_step("never asked"))],
+        {"tools_used": ["crash_server"]},
+    )
+    root = stdio_shop(tmp_path, case)
+    result = run(run_cli, root)
+    assert result.returncode == 1
+    report = cases_of(root)["mcp-crash"]
+    assert report["error"] == (
+        "MCPServerUnavailable: MCP server(s) 'orders' of agent 'support' could not list their "
+        "tools: MCPError: Connection closed"
+    )
+    (recorded,) = report["record"]["calls"]
+    assert recorded["success"] is False  # the SDK told the model an error occurred
+
+
+def test_each_case_connects_its_own_server_and_cleans_it_up(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[sdk_mcp.CaseServers] = []
+    closed: list[sdk_mcp.CaseServers] = []
+    real_open, real_close = sdk_mcp.CaseServers.open, sdk_mcp.CaseServers.close
+
+    async def open_(self: sdk_mcp.CaseServers) -> None:
+        await real_open(self)
+        opened.append(self)
+
+    async def close(self: sdk_mcp.CaseServers) -> None:
+        await real_close(self)
+        closed.append(self)
+
+    monkeypatch.setattr(sdk_mcp.CaseServers, "open", open_)
+    monkeypatch.setattr(sdk_mcp.CaseServers, "close", close)
+    second = lookup_case()
+    second["model_name"] = "mcp-lookup-again"
+    root = stdio_shop(tmp_path, lookup_case(), second)
+    result = run(run_cli, root)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    # Admission's connection to list the tools, then one per case: none shared.
+    assert len(opened) == 3
+    assert len({id(c) for c in opened}) == 3
+    assert all(any(c is d for d in closed) for c in opened)  # each cleaned up after
+    assert not sdk_mcp._IN_USE
+
+
+# --- streamable HTTP ----------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """The orders server over streamable HTTP on a free loopback port, stopped afterwards."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, "the MCP server exited"
+            time.sleep(0.05)
+        else:
+            pytest.fail("the MCP server never listened")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_a_scripted_mcp_call_replays_green_over_streamable_http(
+    run_cli: Cli, tmp_path: Path, http_server: str
+) -> None:
+    root = shop(tmp_path, HTTP_AGENT.format(url=http_server), lookup_case())
+    result = run(run_cli, root)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    (recorded,) = cases_of(root)["mcp-lookup"]["record"]["calls"]
+    assert (recorded["name"], recorded["result"], recorded["success"]) == (
+        "lookup_order",
+        "order A-1: shipped",
+        True,
+    )
+
+
+def test_an_unknown_tool_is_refused_over_streamable_http_too(
+    run_cli: Cli, tmp_path: Path, http_server: str
+) -> None:
+    case = lookup_case()
+    case["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "track_parcel"
+    root = shop(tmp_path, HTTP_AGENT.format(url=http_server), case)
+    result = run(run_cli, root)
+    assert result.returncode == 1
+    assert "tool 'track_parcel' is not registered" in result.stderr
+    assert "refund_order" in result.stderr  # no filter on this one
+
+
+def test_an_http_server_nobody_listens_on_is_refused_naming_it(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    root = shop(tmp_path, HTTP_AGENT.format(url=url), lookup_case())
+    began = time.monotonic()
+    result = run(run_cli, root)
+    assert time.monotonic() - began < sdk_mcp.CONNECT_TIMEOUT
+    assert result.returncode == 1
+    assert "MCP server 'orders' could not be started:" in result.stderr
+    assert "Traceback" not in result.stderr

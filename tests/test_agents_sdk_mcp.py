@@ -16,7 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Cli, call, fixture, text_step, tool_step, turn, write_suite
+from _openai_server import Action, OpenAIServer, text_reply, tool_reply
+from conftest import (
+    LIVE_KEY,
+    REPO,
+    Cli,
+    Runs,
+    call,
+    fixture,
+    live_case,
+    make_project,
+    report_of,
+    text_step,
+    tool_step,
+    turn,
+    write_suite,
+)
 
 from harness.agents import sdk_mcp
 
@@ -200,12 +215,14 @@ def test_a_dynamic_tool_filter_is_applied_with_the_agent_asking(
 
 
 def test_a_server_that_cannot_start_is_refused_naming_it_quickly(
-    run_cli: Cli, tmp_path: Path
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A server that exits is known at once: the refusal never waits out the bound.
+    monkeypatch.setattr(sdk_mcp, "CONNECT_TIMEOUT", 120.0)
     root = stdio_shop(tmp_path, lookup_case(), args=("--exit",))
     began = time.monotonic()
     result = run(run_cli, root)
-    assert time.monotonic() - began < sdk_mcp.CONNECT_TIMEOUT
+    assert time.monotonic() - began < 60
     assert result.returncode == 1
     assert (
         "zeroclaw eval: agent 'openai-agents:shop:build_agent': MCP server 'orders' could not "
@@ -221,8 +238,9 @@ def test_a_server_that_hangs_on_initialize_is_refused_within_the_bound(
     root = stdio_shop(tmp_path, lookup_case(), args=("--hang",))
     began = time.monotonic()
     result = run(run_cli, root)
-    # The bound, and the seconds the stdio transport gives the process to exit.
-    assert time.monotonic() - began < 10.0
+    # The bound, and the seconds the stdio transport gives the process to exit (the
+    # machine may be busy: what matters is that it is not the hour the server sleeps).
+    assert time.monotonic() - began < 30.0
     assert result.returncode == 1
     assert "MCP server 'orders' could not be started: it did not answer within 1s" in (
         result.stderr
@@ -340,13 +358,151 @@ def test_an_unknown_tool_is_refused_over_streamable_http_too(
 
 
 def test_an_http_server_nobody_listens_on_is_refused_naming_it(
-    run_cli: Cli, tmp_path: Path
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(sdk_mcp, "CONNECT_TIMEOUT", 120.0)
     url = f"http://127.0.0.1:{_free_port()}/mcp"
     root = shop(tmp_path, HTTP_AGENT.format(url=url), lookup_case())
     began = time.monotonic()
     result = run(run_cli, root)
-    assert time.monotonic() - began < sdk_mcp.CONNECT_TIMEOUT
+    assert time.monotonic() - began < 60
     assert result.returncode == 1
     assert "MCP server 'orders' could not be started:" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- several agents, mutation testing -------------------------------------------------------
+
+TRIAGE_AGENT = """
+import sys
+
+from agents import Agent
+from agents.mcp import MCPServerStdio
+
+
+def build_agent() -> Agent:
+    orders = MCPServerStdio(
+        name="orders", params={{"command": sys.executable, "args": [{server!r}]}}
+    )
+    orders_agent = Agent(
+        name="orders_agent", instructions="You look orders up.", mcp_servers=[orders]
+    )
+    return Agent(name="triage_agent", instructions="Route the customer.", handoffs=[orders_agent])
+"""
+
+
+def test_an_mcp_call_in_a_graph_is_attributed_to_the_agent_whose_server_it_is(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    case = fixture(
+        "mcp-handoff",
+        [
+            turn(
+                "Where is order A-1?",
+                tool_step(call("h1", "transfer_to_orders_agent")),
+                tool_step(call("c1", "lookup_order", order_id="A-1")),
+                text_step("Order A-1 has shipped."),
+            )
+        ],
+        {
+            "handoffs": ["orders_agent"],
+            "agents": {
+                "orders_agent": {
+                    "tools_used": ["lookup_order"],
+                    "tool_results_contain": [{"tool": "lookup_order", "needle": "shipped"}],
+                }
+            },
+        },
+    )
+    root = shop(tmp_path, TRIAGE_AGENT.format(server=str(SERVER)), case)
+    result = run(run_cli, root)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    (recorded,) = cases_of(root)["mcp-handoff"]["record"]["calls"]
+    assert (recorded["name"], recorded["agent"], recorded["success"]) == (
+        "lookup_order",
+        "orders_agent",
+        True,
+    )
+    # Only the agent with the server offers its tools: triage asking for one is refused.
+    wrong = json.loads(json.dumps(case))
+    wrong["turns"][0]["steps"][0] = tool_step(call("c0", "lookup_order", order_id="A-1"))
+    wrong["turns"][0]["steps"][1] = text_step("A-1 has shipped.")
+    wrong["turns"][0]["steps"].pop()
+    write_suite(root / "evals", {"mcp-handoff.json": wrong})
+    result = run(run_cli, root)
+    assert result.returncode == 1
+    error = cases_of(root)["mcp-handoff"]["error"]
+    assert "the model called tool 'lookup_order', which agent 'triage_agent'" in error
+
+
+def test_mutation_testing_kills_every_boundary_mutant_of_an_mcp_suite(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = stdio_shop(tmp_path, lookup_case())
+    result = run_cli(
+        "eval", "mutate", "--suite", "evals", "--agent", AGENT, "--json-report", "m.json",
+        cwd=root,
+    )  # fmt: skip
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    report = json.loads((root / "m.json").read_text(encoding="utf-8"))
+    assert report["boundary"]["generated"] > 0
+    assert report["boundary"]["killed"] == report["boundary"]["generated"]
+
+
+# --- live mode and record -------------------------------------------------------------------
+
+
+def orders_model(body: Any) -> Action:
+    """A provider that looks the order up with the MCP tool when offered it, then answers
+    from what the server said."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return text_reply(f"The server says: {last['content']}")
+    offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+    if "lookup_order" not in offered:
+        return text_reply("I have no lookup tool.")
+    return tool_reply([("call_lookup", "lookup_order", {"order_id": "A-1"})])
+
+
+LIVE_LOOKUP = live_case(
+    "live-lookup",
+    "Where is order A-1?",
+    id="live-lookup",
+    expects={
+        "tools_used": ["lookup_order"],
+        "tool_results_contain": [{"tool": "lookup_order", "needle": "A-1: shipped"}],
+        "response_contains": ["A-1: shipped"],
+    },
+)
+
+
+def test_live_mode_runs_the_mcp_server_and_record_writes_a_fixture_that_replays_green(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    with OpenAIServer(responder=orders_model, api_key=LIVE_KEY) as provider:
+        root = make_project(tmp_path / "project", provider.base_url, {"x.json": LIVE_LOOKUP})
+        (root / "shop.py").write_text(
+            STDIO_AGENT.format(server=str(SERVER), args=[]), encoding="utf-8"
+        )
+        runs = Runs(run_cli, root)
+        live = runs.live(AGENT)
+        assert live.returncode == 0, (live.stdout, live.stderr)
+        (case,) = report_of(live)["cases"]
+        assert [(c["name"], c["result"]) for c in case["record"]["calls"]] == [
+            ("lookup_order", "order A-1: shipped")
+        ]
+        out = Path("evals/regression/x.json")
+        recorded = runs(
+            "eval", "record", "--case", "evals/live/x.json", "--out", out, "--agent", AGENT
+        )
+        asked = len(provider.requests)
+    assert recorded.returncode == 0, (recorded.stdout, recorded.stderr)
+    written = json.loads((root / out).read_text(encoding="utf-8"))
+    (step, _) = written["turns"][0]["steps"]
+    assert step["response"]["tool_calls"][0]["name"] == "lookup_order"
+    replayed = runs(
+        "eval", "run", "--suite", "evals/regression", "--agent", AGENT, "--format", "json",
+        key=False,
+    )  # fmt: skip
+    assert replayed.returncode == 0, (replayed.stdout, replayed.stderr)
+    assert len(provider.requests) == asked  # replay never asks the provider

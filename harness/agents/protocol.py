@@ -120,6 +120,32 @@ class AgentAdapter(Protocol):
 
 A = TypeVar("A")
 
+# Each built-in framework by the module and name of its agent class, found along an
+# object's classes by name, so telling one needs neither framework imported.
+_AGENT_CLASSES = {
+    ("agents.agent", "Agent"): "openai-agents",
+    ("pydantic_ai.agent", "Agent"): "pydantic-ai",
+}
+FRAMEWORK_LABELS = {
+    "openai-agents": "an OpenAI Agents SDK agent (agents.Agent)",
+    "pydantic-ai": "a pydantic-ai agent (pydantic_ai.Agent)",
+}
+
+
+def framework_of(value: object) -> str | None:
+    """The built-in framework whose agent `value` is (`openai-agents`, `pydantic-ai`), or
+    None: what a factory returned, told without importing any framework."""
+    return framework_of_class(type(value))
+
+
+def framework_of_class(cls: type) -> str | None:
+    """The built-in framework whose agent class `cls` is or derives from, or None."""
+    for base in getattr(cls, "__mro__", ()):
+        framework = _AGENT_CLASSES.get((base.__module__, base.__qualname__))
+        if framework is not None:
+            return framework
+    return None
+
 
 class FrameworkAdapter(Generic[A]):
     """What the built-in framework adapters share: the default agent with the built-in
@@ -184,7 +210,13 @@ class FrameworkAdapter(Generic[A]):
         assert self._factory is not None
         agent = self._factory()
         if not isinstance(agent, self.agent_type):
-            raise TypeError(f"the factory returned {type(agent).__name__}, not {self.agent_label}")
+            said = f"the factory returned {type(agent).__name__}, not {self.agent_label}"
+            other = framework_of(agent)
+            if other is not None and other != self.framework:
+                # The right factory under the wrong prefix: name the spec that runs it.
+                user = self.name.partition(":")[2]
+                said += f" but {FRAMEWORK_LABELS[other]}: use {other}:{user}"
+            raise TypeError(said)
         return agent
 
     def walk(self, agent: A) -> AgentGraph:
@@ -209,8 +241,15 @@ class LoopAdapter:
     def start(self, context: AgentContext) -> AgentSession:
         session = self._factory(context)
         if not isinstance(session, AgentSession):
-            raise TypeError(
+            said = (
                 f"agent factory {self.name!r} returned {type(session).__name__}, "
                 "which has no run_turn(user_input) method"
             )
+            framework = framework_of(session)
+            if framework is not None:
+                said += (
+                    f": it is {FRAMEWORK_LABELS[framework]}, whose factory takes no "
+                    f"arguments: {framework}:{self.name} names one"
+                )
+            raise TypeError(said)
         return session

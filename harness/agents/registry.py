@@ -12,7 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.agents.protocol import AgentAdapter, AgentSurface, LoopAdapter
+from harness.agents.protocol import (
+    FRAMEWORK_LABELS,
+    AgentAdapter,
+    AgentSurface,
+    LoopAdapter,
+    framework_of,
+    framework_of_class,
+)
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.errors import HarnessError, describe
 from harness.runtime.event_loop import CallFailed, CallTimedOut, call_within
@@ -52,6 +59,13 @@ def resolve_agent(spec: str) -> AgentAdapter:
         adapter_class = _import(BUILTIN_AGENTS[framework], framework)
         built = _import(user, spec)
         factory = built if callable(built) and not _is_agent_object(built) else lambda: built
+        if factory is built and not inspect.isclass(built) and _needs_arguments(built):
+            # Called with none it could only fail, with Python's words instead of these.
+            raise AgentError(
+                f"agent {spec!r}: {user.rpartition(':')[2]} takes arguments, so it is no "
+                f"{framework} agent's factory (that takes none); an own loop's "
+                f"factory(context) is named without the prefix: {user!r}"
+            )
         adapter = adapter_class(factory=factory, spec=user)
         # Build the user's agent once now (its tool names are needed for admission anyway):
         # a factory that raises or returns the wrong type is a clear error, not a traceback.
@@ -78,9 +92,97 @@ def resolve_agent(spec: str) -> AgentAdapter:
         raise AgentError(f"agent {spec!r}: class {target.__name__} is not an AgentAdapter")
     if isinstance(target, AgentAdapter):
         return target
+    of = framework_of(target)
+    if of is not None:
+        raise AgentError(
+            f"agent {spec!r}: {spec.rpartition(':')[2]} is {FRAMEWORK_LABELS[of]}: "
+            f"use '{of}:{spec}'"
+        )
     if callable(target):
+        _refuse_framework_factory(spec, target)
         return LoopAdapter(spec, target)
     raise AgentError(f"agent {spec!r}: {type(target).__name__} is neither an adapter nor callable")
+
+
+def _refuse_framework_factory(spec: str, factory: Callable[..., Any]) -> None:
+    """Refuse a framework agent's factory given as an own loop's: one that takes no
+    argument (an own loop's takes the case's context), or whose return annotation names a
+    framework's agent. It is called, with none, only then: an own loop's factory is never
+    called with arguments it does not take."""
+    name = spec.rpartition(":")[2]
+    if not _takes_no_arguments(factory):
+        return
+    loop_factory = not _needs_arguments(factory) and _takes_an_argument(factory)
+    if loop_factory and not _annotated_agent(factory):
+        return
+    try:
+        built = factory()
+    except Exception as exc:
+        if loop_factory:  # a loop's factory after all, whose default could not do
+            return
+        raise AgentError(
+            f"agent {spec!r}: {name} takes no arguments, so it is no own loop's "
+            f"factory(context), and calling it failed: {describe(exc)}"
+        ) from None
+    framework = framework_of(built)
+    if framework is not None:
+        raise AgentError(
+            f"agent {spec!r}: {name} returned {FRAMEWORK_LABELS[framework]}: "
+            f"use '{framework}:{spec}'"
+        )
+    if not loop_factory:
+        raise AgentError(
+            f"agent {spec!r}: {name} takes no arguments and returned "
+            f"{type(built).__name__}: an own loop's factory(context) takes the case's "
+            "AgentContext and returns a session; a framework agent's factory returns an "
+            f"agent, named with its framework ({', '.join(sorted(BUILTIN_AGENTS))}:{spec})"
+        )
+
+
+def _signature(factory: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(factory)
+    except (TypeError, ValueError):  # a builtin or an extension's callable: not told
+        return None
+
+
+def _needs_arguments(factory: Callable[..., Any]) -> bool:
+    """Whether calling `factory()` with no arguments cannot bind."""
+    signature = _signature(factory)
+    if signature is None:
+        return False
+    try:
+        signature.bind()
+    except TypeError:
+        return True
+    return False
+
+
+def _takes_no_arguments(factory: Callable[..., Any]) -> bool:
+    """Whether `factory()` binds (an own loop's factory may still take a context too)."""
+    return _signature(factory) is not None and not _needs_arguments(factory)
+
+
+def _takes_an_argument(factory: Callable[..., Any]) -> bool:
+    """Whether `factory(context)` binds: an own loop's factory does."""
+    signature = _signature(factory)
+    if signature is None:
+        return True
+    try:
+        signature.bind(None)
+    except TypeError:
+        return False
+    return True
+
+
+def _annotated_agent(factory: Callable[..., Any]) -> bool:
+    """Whether `factory`'s return annotation names an agent class (`-> Agent`,
+    `-> agents.Agent[Ctx]`, a framework's agent class itself)."""
+    signature = _signature(factory)
+    annotation = signature.return_annotation if signature is not None else None
+    if isinstance(annotation, str):
+        return annotation.partition("[")[0].strip().rpartition(".")[2] == "Agent"
+    return isinstance(annotation, type) and framework_of_class(annotation) is not None
 
 
 def _is_agent_object(value: Any) -> bool:

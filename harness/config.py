@@ -72,6 +72,12 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     judge_min_labels_per_verdict: Annotated[int, msgspec.Meta(ge=1)] = 10
     judge_max_false_pass: Probability = 0.25  # 95% upper bound of the false-pass rate
     judge_max_flip_rate: Probability = 0.10  # re-asked verdicts that flipped
+    # `module:function` building each case's run context (SDK) or deps (pydantic-ai) from
+    # its `setup.context`: `--context`.
+    context: str = ""
+    # OpenAI Agents SDK agents: each case's conversation kept in a `Session`, "sqlite" (in
+    # memory) or `module:function` making one from the case id: `--session`.
+    session: str = ""
 
 
 def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:

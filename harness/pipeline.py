@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from harness.agents.case_context import NO_SETUP, CaseSetup, setup_for
 from harness.agents.protocol import AgentAdapter, AgentSurface
 from harness.agents.registry import resolve_within, surface_within
 from harness.defaults import (
@@ -67,6 +68,10 @@ class RunOptions:
     selection: Selection = field(default_factory=Selection)
     # The judge of the cases' rubrics (`expects.judge`, `harness.judge`); None: none.
     judge: Judge | None = None
+    # `module:function` building each case's context from its `setup.context`, and the SDK
+    # session each case keeps its conversation in (`harness.agents.case_context`).
+    context: str | None = None
+    session: str | None = None
 
     @property
     def project_root(self) -> Path:
@@ -89,6 +94,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     baseline is read (and refused, `BaselineError`) before anything else."""
     against = _against(options)
     adapter, surface = resolve_within(options.agent, options.case_timeout)
+    setup = setup_for(adapter, options.context, options.session, options.case_timeout)
     root = options.project_root
     admitted = _load(options, surface, reporters)
     chosen = options.selection
@@ -125,6 +131,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         # Worker processes build the agent from its setting rather than a pickled copy.
         agent_spec=options.agent if isinstance(options.agent, str) else None,
         judge=options.judge,
+        setup=setup,
     )
 
 
@@ -183,6 +190,7 @@ def run_cases(
     selection: Selection | None = None,
     agent_spec: str | None = None,
     judge: Judge | None = None,
+    setup: CaseSetup = NO_SETUP,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -218,6 +226,7 @@ def run_cases(
         keep_transcripts=wanted or streamed,
         agent_spec=agent_spec,
         judge=judge,
+        setup=setup,
     )
     delivery = _Delivery(reporters)
     delivery.start(len(cases))
@@ -281,11 +290,14 @@ def run_suite(
     jobs: Jobs = DEFAULT_JOBS,
     repeat: int | None = None,
     maxfail: int | None = None,
+    context: str | None = None,
+    session: str | None = None,
 ) -> SuiteReport:
     """Admit every fixture of `suite_dir`, run each case through `agent`, grade it.
 
     Raises `AdmissionError` (every problem listed) when any fixture is refused: nothing runs.
     Live mode needs `backend` (e.g. `harness.live.backend.live_backend_factory(settings)`).
+    `context` and `session` are the settings of those names (`module:function`; "sqlite").
     """
     options = RunOptions(
         Path(suite_dir),
@@ -301,6 +313,8 @@ def run_suite(
         jobs=jobs,
         repeat=repeat,
         maxfail=maxfail,
+        context=context,
+        session=session,
     )
     listeners: list[Reporter] = [] if on_case is None else [_Callback(on_case)]
     return run(options, listeners)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from harness.model_boundary import GuardrailRun, Handoff, ModelStep
@@ -35,6 +37,10 @@ class RunRecord(msgspec.Struct, kw_only=True, gc=False):
     # Every guardrail run the adapter told (passing ones too, where the framework says so
     # cheaply), in order; a tripped one names itself, its kind, agent and turn.
     guardrails: list[GuardrailRun] = []
+    # The run's context (SDK) or deps (pydantic-ai) as JSON after the last turn (None: the
+    # run had none), or why it could not be rendered so (`context_json` fails saying it).
+    context: Any = None
+    context_error: str | None = None
 
     @property
     def guardrails_tripped(self) -> list[str]:

@@ -27,6 +27,21 @@ SUITE = Option(
 )
 MODE = Option("--mode", "replay or live (default: mode)", choices=MODES, config_key="mode")
 AGENT = Option("--agent", "agent name or module:factory", metavar="SPEC", config_key="agent")
+CONTEXT = Option(
+    "--context",
+    "MODULE:FUNCTION called for each case with its setup.context (a dict), returning the "
+    "run context (openai-agents) or deps (pydantic-ai) the agent runs with (default: context)",
+    metavar="MODULE:FUNCTION",
+    config_key="context",
+)
+SESSION = Option(
+    "--session",
+    "openai-agents: keep each case's conversation in an SDK Session instead of feeding the "
+    "items back: sqlite (in memory, one per case) or MODULE:FUNCTION making one from the "
+    "case id (default: session)",
+    metavar="sqlite|MODULE:FUNCTION",
+    config_key="session",
+)
 CONFIG = Option("--config", "TOML file with an [eval] table", metavar="FILE", type=Path)
 TIMEOUT = Option(
     "--timeout",
@@ -225,6 +240,8 @@ def resolve(
     options = RunOptions(
         suite=suite,
         agent=AGENT.value(args, config),
+        context=CONTEXT.value(args, config) or None,
+        session=SESSION.value(args, config) or None,
         mode=mode,
         kind=getattr(args, SUITE_KIND.dest, None),
         case_timeout=timeout,

@@ -104,6 +104,8 @@ def test_json_report_keeps_the_run_record() -> None:
         "handoffs": [],
         "final_agent": None,
         "guardrails": [],  # no guardrail ran
+        "context": None,  # the run had no context (`context_json` reads it)
+        "context_error": None,
     }
     assert document_case["duration_ms"] == 4.0
 

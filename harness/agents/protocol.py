@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools
 from harness.model_boundary import ModelBoundary
@@ -71,6 +71,13 @@ class AgentContext:
     "last" (the agent that gave the previous turn's answer). Only an adapter whose surface
     says `hands_off` honours it (admission refuses "last" for any other); one agent, a
     pydantic-ai graph (its delegates answer inside a tool) and an own loop ignore it.
+
+    `setup_context` is the case's `setup.context` (a copy of its own; None: the fixture has
+    none). `run_context` is what the case's agent runs with, the SDK's run context or
+    pydantic-ai's deps: the `context` setting's builder's, set before `start`; an adapter
+    sets it to what it gives its framework (`context_for_run`), and an own loop may set it,
+    so that `context_json` reads it after the last turn. `sdk_session` is the case's
+    OpenAI Agents SDK `Session` when the `session` setting asks for one (None otherwise).
     """
 
     def __init__(
@@ -81,12 +88,28 @@ class AgentContext:
         workspace: Workspace | None = None,
         *,
         next_turn_agent: Literal["first", "last"] = "first",
+        setup_context: dict[str, Any] | None = None,
     ) -> None:
         self.case_id = case_id
         self.model = model
         self.tools = tools
         self.next_turn_agent = next_turn_agent
         self.case_workspace = workspace if workspace is not None else Workspace()
+        self.setup_context = setup_context
+        self.run_context: Any = None
+        self.context_built = False  # the builder made `run_context` (None included)
+        self.sdk_session: Any = None
+
+    def context_for_run(self, convert: Callable[[dict[str, Any]], Any] | None = None) -> Any:
+        """What the framework runs this case with: the builder's context, else the case's
+        `setup.context` (through `convert`, the adapter's default: pydantic-ai validates
+        it into the agent's `deps_type`), else None; kept as `run_context`."""
+        if not self.context_built and self.run_context is None:
+            data = self.setup_context
+            if data is not None:
+                self.run_context = convert(data) if convert is not None else data
+            self.context_built = True
+        return self.run_context
 
     @property
     def workspace(self) -> Path:

@@ -193,9 +193,18 @@ def _is_agent_object(value: Any) -> bool:
 
 
 def _import(path: str, spec: str) -> Any:
+    extra = spec if spec in BUILTIN_AGENTS else None
+    return import_attribute(path, f"agent {spec!r}", AgentError, extra=extra)
+
+
+def import_attribute(
+    path: str, said: str, error: type[HarnessError], *, extra: str | None = None
+) -> Any:
+    """`module:attribute` of the user's code (the working directory on `sys.path`); a
+    failure is `error`, its message starting with `said` (what the setting is)."""
     module_name, _, attr = path.rpartition(":")
     if not module_name or not attr:
-        raise AgentError(f"agent {spec!r}: expected 'module:attribute'")
+        raise error(f"{said}: expected 'module:attribute'")
     # Console scripts do not put the working directory on sys.path; a project's own
     # agent module lives there.
     cwd = str(Path.cwd())
@@ -204,14 +213,12 @@ def _import(path: str, spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = ""
-        if spec in BUILTIN_AGENTS:
-            hint = f" (install the extra: pip install 'zeroclaw-eval[{spec}]')"
-        raise AgentError(f"agent {spec!r}: cannot import {module_name}: {exc}{hint}") from None
+        hint = f" (install the extra: pip install 'zeroclaw-eval[{extra}]')" if extra else ""
+        raise error(f"{said}: cannot import {module_name}: {exc}{hint}") from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from None
+        raise error(f"{said}: module {module_name} has no {attr!r}") from None
 
 
 def resolve_within(agent: str | AgentAdapter, seconds: float) -> tuple[AgentAdapter, AgentSurface]:

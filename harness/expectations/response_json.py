@@ -8,7 +8,16 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
+from harness.expectations.base import (
+    EXPECTS,
+    Category,
+    Context,
+    Evidence,
+    Grade,
+    Kind,
+    clip,
+    q,
+)
 from harness.io.json_paths import child_path
 from harness.io.validation import Fault
 
@@ -23,46 +32,64 @@ class ResponseJson(Kind):
     response_json: dict[str, Any] = {}
 
     def problems(self, context: Context) -> Iterator[Fault]:
-        for pointer, expected in self.response_json.items():
-            where = child_path(AT, pointer)
-            problem = pointer_problem(pointer)
-            if problem is not None:
-                yield Fault(where, problem)
-            if not _finite_json(expected):
-                yield Fault(where, "NaN and Infinity are not JSON: no response can equal them")
+        return pointer_faults(AT, self.response_json, "response")
 
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         if not self.response_json:
             return
         document = _parse_response_json(evidence.record.final_response)
-        for pointer, want in self.response_json.items():
-            check = f"response_json({q(pointer)})"
-            field = child_path(AT, pointer)
-            if document is _MISSING:
-                yield Grade(check, False, "response is not JSON", "response", field)
-                continue
-            if pointer_problem(pointer) is not None:  # admission refuses these
-                yield Grade(check, False, "invalid JSON pointer", "response", field)
-                continue
-            got = _lookup(document, pointer)
-            if got is _MISSING:
-                yield Grade(check, False, "pointer not present", "response", field)
-                continue
-            try:
-                ok = json_equal(got, want)
-                detail = f"got {_compact(got)}"
-                if not ok:
-                    detail += f"; expected {_compact(want)}"
-            except RecursionError:
-                ok, detail = False, "value nested too deeply to compare"
-            yield Grade(check, ok, detail, "response", field)
+        absent = "response is not JSON" if document is _MISSING else None
+        yield from pointer_grades("response_json", self.response_json, document, absent, "response")
 
 
-def pointer_problem(pointer: str) -> str | None:
+def pointer_faults(at: str, expected: dict[str, Any], document: str) -> Iterator[Fault]:
+    """Admission's rules for a family of JSON pointers to expected values at `at`, into
+    the `document` it names."""
+    for pointer, value in expected.items():
+        where = child_path(at, pointer)
+        problem = pointer_problem(pointer, document)
+        if problem is not None:
+            yield Fault(where, problem)
+        if not _finite_json(value):
+            yield Fault(where, f"NaN and Infinity are not JSON: no {document} can equal them")
+
+
+def pointer_grades(
+    family: str, expected: dict[str, Any], document: Any, absent: str | None, category: Category
+) -> Iterator[Grade]:
+    """One grade per pointer of `expected`: the value `document` holds there equals the
+    expected one, type-strictly; `absent` says why there is no document to look in (every
+    pointer fails saying it), None when there is one."""
+    at = f"{EXPECTS}.{family}"
+    for pointer, want in expected.items():
+        check = f"{family}({q(pointer)})"
+        field = child_path(at, pointer)
+        if absent is not None:
+            yield Grade(check, False, absent, category, field)
+            continue
+        if pointer_problem(pointer) is not None:  # admission refuses these
+            yield Grade(check, False, "invalid JSON pointer", category, field)
+            continue
+        got = _lookup(document, pointer)
+        if got is _MISSING:
+            yield Grade(check, False, "pointer not present", category, field)
+            continue
+        try:
+            ok = json_equal(got, want)
+            detail = f"got {_compact(got)}"
+            if not ok:
+                detail += f"; expected {_compact(want)}"
+        except RecursionError:
+            ok, detail = False, "value nested too deeply to compare"
+        yield Grade(check, ok, detail, category, field)
+
+
+def pointer_problem(pointer: str, document: str = "response") -> str | None:
     """Why `pointer` is not an RFC 6901 JSON pointer, or None when it is."""
     if pointer and not pointer.startswith("/"):
         return (
-            f'JSON pointer {pointer!r} must be "" (the whole response) or start with "/" (RFC 6901)'
+            f'JSON pointer {pointer!r} must be "" (the whole {document}) or start with "/" '
+            "(RFC 6901)"
         )
     if re.search(r"~(?![01])", pointer):
         return (

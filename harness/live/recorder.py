@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.agents.case_context import NO_SETUP, CaseSetup, setup_for
 from harness.agents.protocol import AgentAdapter
 from harness.agents.registry import agent_surface, resolve_agent
 from harness.defaults import (
@@ -66,6 +67,7 @@ def record_live_case(
     refuse_existing(out, force)
     agent = options.agent
     adapter = resolve_agent(agent) if isinstance(agent, str) else agent
+    setup = setup_for(adapter, options.context, options.session, options.case_timeout)
     case = load_case(live_fixture, "live", agent_surface(adapter))
     print(f"zeroclaw eval: running {case.id} live ...", file=progress or sys.stderr)
     if options.backend is None:
@@ -82,6 +84,7 @@ def record_live_case(
         root=options.root,
         max_model_calls_per_turn=options.max_model_calls_per_turn,
         max_tool_calls_per_step=options.max_tool_calls_per_step,
+        setup=setup,
     )
     try:
         replay = write_recording(
@@ -95,6 +98,7 @@ def record_live_case(
             timeout=options.case_timeout,
             max_model_calls_per_turn=options.max_model_calls_per_turn,
             max_tool_calls_per_step=options.max_tool_calls_per_step,
+            setup=setup,
         )
     except RecordError as exc:
         raise RecordError(f"{out}: not written: {exc}") from None
@@ -228,6 +232,7 @@ def write_recording(
     timeout: float = DEFAULT_CASE_TIMEOUT,
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+    setup: CaseSetup = NO_SETUP,
 ) -> CaseReport:
     """Write the replay fixture of a passing live run to `out`, after proving it replays
     green (under the same limits); returns the replay's report. `agents` (per turn, per
@@ -277,6 +282,7 @@ def write_recording(
             case_timeout=timeout,
             max_model_calls_per_turn=max_model_calls_per_turn,
             max_tool_calls_per_step=max_tool_calls_per_step,
+            setup=setup,
         ).cases[0]
         if not replay.passed:
             why = replay.error or "; ".join(replay.failure_lines())

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import msgspec
 
+from harness.agents.case_context import setup_for
 from harness.agents.protocol import AgentContext, FrameworkAdapter
 from harness.agents.registry import resolve_within
 from harness.errors import ExitCode
@@ -95,6 +96,7 @@ class Thresholds:
 def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> MutationReport:
     """Admit the suite, check each case passes unmutated, then run all its mutants."""
     adapter, surface = resolve_within(options.agent, options.case_timeout)
+    setup = setup_for(adapter, options.context, options.session, options.case_timeout)
     cases = load_suite(options.suite, "replay", surface)
     root = options.project_root
     # A framework adapter runs the user's tools, every agent's of the graph, through the
@@ -111,6 +113,7 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
         case_wall_clock=options.case_wall_clock,
         max_model_calls_per_turn=options.max_model_calls_per_turn,
         max_tool_calls_per_step=options.max_tool_calls_per_step,
+        setup=setup,
     )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}

@@ -30,6 +30,7 @@ from harness.modes import SUITE_KINDS, Mode, SuiteKind
 from harness.pytest_plugin.paths import real, route
 
 if TYPE_CHECKING:
+    from harness.agents.case_context import CaseSetup
     from harness.agents.protocol import AgentAdapter, AgentSurface
     from harness.fixtures.suite import Case
     from harness.io.problems import Problem
@@ -97,6 +98,9 @@ class Settings:
     case_wall_clock: float
     max_model_calls_per_turn: int
     max_tool_calls_per_step: int
+    # The project's `context` and `session` settings (`harness.agents.case_context`).
+    context: str = ""
+    session: str = ""
 
 
 def _settings(config: pytest.Config) -> Settings:
@@ -120,6 +124,8 @@ def _settings(config: pytest.Config) -> Settings:
         case_wall_clock=eval_config.case_wall_clock_secs,
         max_model_calls_per_turn=eval_config.max_model_calls_per_turn,
         max_tool_calls_per_step=eval_config.max_tool_calls_per_step,
+        context=eval_config.context,
+        session=eval_config.session,
     )
 
 
@@ -164,6 +170,7 @@ class SuitePlugin:
         self._suites = {real(path): path for path in suites}
         self._admitted: dict[Path, list[Case] | str] = {}
         self._agent: tuple[AgentAdapter, AgentSurface] | str | None = None
+        self._setup: CaseSetup | None = None
         self._surface: AgentSurface | None = None
 
     # --- collection ------------------------------------------------------------------
@@ -259,12 +266,18 @@ class SuitePlugin:
     def agent(self) -> tuple[AgentAdapter, AgentSurface]:
         """The adapter, built on first use; an agent that cannot be built is remembered,
         so the items after the first fail at once instead of each waiting out the timeout."""
+        from harness.agents.case_context import setup_for
         from harness.agents.registry import AgentError, resolve_within
         from harness.errors import HarnessError
 
         if self._agent is None:
+            settings = self.settings
             try:
-                self._agent = resolve_within(self.settings.agent, self.settings.case_timeout)
+                adapter, surface = resolve_within(settings.agent, settings.case_timeout)
+                self._setup = setup_for(
+                    adapter, settings.context, settings.session, settings.case_timeout
+                )
+                self._agent = adapter, surface
             except HarnessError as exc:
                 self._agent = str(exc)
         if isinstance(self._agent, str):
@@ -272,6 +285,7 @@ class SuitePlugin:
         return self._agent
 
     def run(self, case: Case, suite: Suite) -> CaseReport:
+        from harness.agents.case_context import NO_SETUP
         from harness.pipeline import run_cases
 
         adapter, surface = self.agent()
@@ -287,6 +301,7 @@ class SuitePlugin:
             case_wall_clock=self.settings.case_wall_clock,
             max_model_calls_per_turn=self.settings.max_model_calls_per_turn,
             max_tool_calls_per_step=self.settings.max_tool_calls_per_step,
+            setup=self._setup or NO_SETUP,
         )
         return report.cases[0]
 

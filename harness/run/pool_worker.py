@@ -76,6 +76,7 @@ _SENT = (
     "max_model_calls_per_turn",
     "max_tool_calls_per_step",
     "keep_transcripts",
+    "setup",  # sent as its two settings, resolved again by the worker
 )
 
 

@@ -7,6 +7,7 @@ A case's failure is confined to its own report: whatever goes wrong becomes its 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import inspect
 import math
@@ -20,6 +21,15 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from harness.agents.case_context import (
+    NO_SETUP,
+    CaseSetup,
+    ContextError,
+    build_context,
+    close_session,
+    context_as_json,
+    open_session,
+)
 from harness.agents.protocol import AgentAdapter, AgentContext
 from harness.defaults import (
     DEFAULT_CASE_WALL_CLOCK,
@@ -88,6 +98,9 @@ class CasePlan:
     agent_spec: str | None = None
     # The judge of the cases' rubrics (`expects.judge`); None: a rubric fails unjudged.
     judge: Judge | None = None
+    # The `context` and `session` settings: each case's context built from its
+    # `setup.context` by the user's function, and its SDK `Session`.
+    setup: CaseSetup = NO_SETUP
 
     @functools.cached_property
     def surfaces(self) -> dict[tuple[str, ...], list[str]]:
@@ -192,6 +205,7 @@ class CaseProgress:
         """What the run left; its transcript only when asked (it is for reports, and costs
         as much to build as the rest)."""
         model = self.context.model
+        context, context_error = self._context()
         return RunRecord(
             final_response=self.responses[-1] if self.responses else "",
             turn_responses=list(self.responses),
@@ -206,7 +220,14 @@ class CaseProgress:
             guardrails=list(model.guardrails),
             final_agent=model.final_agent
             or (model.last_request.agent if model.last_request is not None else None),
+            context=context,
+            context_error=context_error,
         )
+
+    def _context(self) -> tuple[Any, str | None]:
+        """The run's context as JSON, as it is now (after the last turn), or why not."""
+        value = self.context.run_context
+        return (None, None) if value is None else context_as_json(value)
 
     def timeout_message(self, timeout: float) -> str:
         if self.grading:
@@ -290,8 +311,14 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         max_calls_per_turn=plan.max_model_calls_per_turn,
         max_tool_calls_per_step=plan.max_tool_calls_per_step,
     )
+    setup = case.trace.setup
     context = AgentContext(
-        case.id, boundary, registry, next_turn_agent=case.trace.next_turn_agent or "first"
+        case.id,
+        boundary,
+        registry,
+        next_turn_agent=case.trace.next_turn_agent or "first",
+        # A copy: the agent's tools may change it, and a repeated case runs from the fixture's.
+        setup_context=copy.deepcopy(setup.context) if setup is not None else None,
     )
     if plan.prepare is not None:
         plan.prepare(case, context)
@@ -311,11 +338,15 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         trace_text: str | None = None
         frames: list[ErrorFrame] | None = None
         try:
-            await _drive(plan.adapter, progress, timeout)
+            await _drive(plan.adapter, progress, timeout, plan.setup)
         except DeadlineExceeded:
             error = progress.timeout_message(timeout)
         except (Divergence, ProviderFailure) as exc:  # the harness's own words: said as is
             error = str(exc)
+        except ContextError as exc:  # the user's builder: said as is, where it was raised
+            error = str(exc)
+            cause = exc.__cause__ or exc
+            frames = error_frames(cause, functools.partial(display_path, root=plan.root)) or None
         except _AGENT_FAILURES as exc:
             # Any failure of the agent is its run error; a CancelledError here is the
             # agent's own (the deadline's cancellation arrives as DeadlineExceeded).
@@ -325,6 +356,10 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         finally:
             await close_session(progress)
             await context.model.aclose()
+            if context.sdk_session is not None:
+                # What the case's session holds (an SQLite connection) goes with the case.
+                with contextlib.suppress(*RAISED_BY_AGENT_CODE):
+                    await close_session(context.sdk_session)
         if error is not None:
             return progress.errored(error, progress.record(), trace_text, frames)
         # Graded without its transcript: no grade reads it (they read the conversation).
@@ -431,13 +466,21 @@ def _usable(
     return lambda name: (named is None or name in named) and (allowed is None or name in allowed)
 
 
-async def _drive(adapter: AgentAdapter, progress: CaseProgress, timeout: float) -> None:
+async def _drive(
+    adapter: AgentAdapter, progress: CaseProgress, timeout: float, plan_setup: CaseSetup
+) -> None:
     context = progress.context
     setup = progress.trace.setup
     if setup is not None and setup.workspace_files:
         context.case_workspace.write_setup_files(setup.workspace_files)
 
     async def start() -> Any:
+        # Fresh for every case, before the agent starts (bounded as starting it is).
+        if plan_setup.builder is not None:
+            context.run_context = await build_context(plan_setup, context.setup_context)
+            context.context_built = True
+        if plan_setup.sessions is not None:
+            context.sdk_session = await open_session(plan_setup, context.case_id)
         session = adapter.start(context)
         return await session if inspect.isawaitable(session) else session
 

@@ -25,6 +25,7 @@ from agents import (
     RunConfig,
     Runner,
     RunResult,
+    Session,
     Usage,
 )
 from agents.agent_output import AgentOutputSchemaBase
@@ -100,7 +101,7 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
                 model=model,
                 tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
             )
-            return _Session(agent, _RUN_CONFIG, context.model, model, None)
+            return _Session(agent, _RUN_CONFIG, context.model, model, None).within(context)
         user = self.build()
         # The graph admission walked, kept: the case's agents are copied, not walked again.
         known = frozenset(self.user_graph().agents)
@@ -113,7 +114,7 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         config = RunConfig(model=model, tracing_disabled=True, call_model_input_filter=note_agent)
         graph = GraphCopy(registry, context.model, config, attribute=several, known=known)
         install()
-        session = _Session(graph.copy(user), config, context.model, model, graph)
+        session = _Session(graph.copy(user), config, context.model, model, graph).within(context)
         # The servers the user's code leaves to the runner: connected for this case only.
         session.servers = CaseServers(servers_of(reachable(user)))
         session.continue_at_last = context.next_turn_agent == "last"
@@ -148,6 +149,16 @@ class _Session:
         # (the case's `next_turn_agent` "last"); else each turn starts at the first agent.
         self.continue_at_last = False
         self.servers = CaseServers([])
+        self._run_context: Any = None
+        self._store: Session | None = None
+
+    def within(self, context: AgentContext) -> _Session:
+        """The case's run context (`RunContextWrapper.context` in its tools: the `context`
+        setting's, else its `setup.context` as a dict) and, when the `session` setting asks,
+        the `Session` that keeps its conversation."""
+        self._run_context = context.context_for_run()
+        self._store = context.sdk_session
+        return self
 
     async def aclose(self) -> None:
         """Once the case is over, whatever happened: its MCP servers cleaned up."""
@@ -156,14 +167,15 @@ class _Session:
     async def run_turn(self, user_input: str) -> str:
         # Connected in the first turn's task and time, before the agent lists their tools.
         await self.servers.open()
-        # The SDK carries a conversation by feeding the previous run's items back in.
+        # The SDK carries a conversation by feeding the previous run's items back in, or,
+        # given a session, by the session keeping it: then the turn's input is its own.
         items = [*self._history, {"role": "user", "content": user_input}]
         try:
             if self._graph is None:
-                result = await self._run(items)
+                result = await self._run(items if self._store is None else user_input)
             else:
                 with case_running(self._graph):
-                    result = await self._run(items)
+                    result = await self._run(items if self._store is None else user_input)
         except TRIPWIRES:
             self._model.raise_failure()
             # A tripwire ends the turn as the SDK ends it: no final output, so the turn
@@ -192,9 +204,14 @@ class _Session:
         # An output_type's answer is graded, and shown, as the JSON of the object.
         return output_text(result.final_output)
 
-    async def _run(self, items: list[Any]) -> RunResult:
+    async def _run(self, items: list[Any] | str) -> RunResult:
         return await Runner.run(
-            self._agent, items, run_config=self._config, max_turns=self._max_turns
+            self._agent,
+            items,
+            context=self._run_context,
+            session=self._store,
+            run_config=self._config,
+            max_turns=self._max_turns,
         )
 
 

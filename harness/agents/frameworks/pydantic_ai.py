@@ -12,6 +12,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+from pydantic.errors import PydanticSchemaGenerationError
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -30,6 +32,7 @@ from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.usage import RequestUsage, UsageLimits
 from pydantic_core import to_json
 
+from harness.agents.case_context import ContextError
 from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
 from harness.agents.pydantic_ai_graph import (
     GraphAgent,
@@ -104,6 +107,36 @@ def output_tool_names(agent: Agent[Any, Any]) -> frozenset[str]:
     return frozenset(processors) if isinstance(processors, dict) else frozenset()
 
 
+def _deps(agent: Agent[Any, Any], context: AgentContext) -> Any:
+    """The case's deps (`ctx.deps` in its tools): the `context` setting's, else its
+    `setup.context` validated into the agent's `deps_type` when it declares one, as is when
+    it does not."""
+    declared = agent.deps_type
+    if declared in (object, type(None), Any):
+        return context.context_for_run()
+
+    def validated(data: dict[str, Any]) -> Any:
+        try:
+            return TypeAdapter(declared).validate_python(data)
+        except (ValidationError, PydanticSchemaGenerationError) as exc:
+            name = getattr(declared, "__name__", repr(declared))
+            raise ContextError(
+                f"setup.context does not fit the agent's deps_type {name}: {_validation_said(exc)}"
+            ) from None
+
+    return context.context_for_run(validated)
+
+
+def _validation_said(exc: Exception) -> str:
+    if not isinstance(exc, ValidationError):
+        return str(exc).partition("\n")[0]
+    said = []
+    for error in exc.errors(include_url=False):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        said.append(f"$.setup.context{where}: {error['msg']}")
+    return "; ".join(said)
+
+
 class _Wired:
     """One agent of the graph as a case runs it: its model the harness's, speaking as the
     agent, and every toolset it configured wrapped so its dispatches are recorded as its."""
@@ -132,6 +165,7 @@ class _Session:
         self._limits = UsageLimits(request_limit=context.model.max_calls_per_turn + 1)
         self._history: list[ModelMessage] = []
         self._boundary = context.model
+        self._deps = _deps(agent, context)
 
     async def run_turn(self, user_input: str) -> str:
         with tripwires(self._boundary) as tripped:
@@ -149,6 +183,7 @@ class _Session:
                 user_input,
                 model=self._model,
                 message_history=self._history,
+                deps=self._deps,
                 usage_limits=self._limits,
             )
         else:
@@ -166,6 +201,7 @@ class _Session:
                 result = await self._agent.run(
                     user_input,
                     message_history=self._history,
+                    deps=self._deps,
                     usage_limits=self._limits,
                     infer_name=False,
                 )

@@ -438,3 +438,75 @@ def test_a_context_json_pointer_that_is_no_pointer_is_refused(run_cli: Cli, tmp_
         "seat.json: $.expects.context_json.seat_number: JSON pointer 'seat_number' must be "
         '"" (the whole context) or start with "/" (RFC 6901)'
     ) in result.stdout + result.stderr
+
+
+# --- an own loop, and worker processes ----------------------------------------------------
+
+OWN_LOOP = """\
+from harness import Message, ModelRequest
+
+
+class Loop:
+    def __init__(self, context):
+        self.context = context
+        # What the context setting built, else None; the fixture's data either way.
+        self.state = context.run_context if context.run_context is not None else {}
+        self.state.setdefault("greeted", context.setup_context["name"])
+        context.run_context = self.state  # what context_json reads after the last turn
+
+    async def run_turn(self, user_input):
+        step = await self.context.model.respond(
+            ModelRequest(messages=(Message(role="user", content=user_input),))
+        )
+        self.state["turns"] = self.state.get("turns", 0) + 1
+        return step.text
+
+
+def factory(context):
+    return Loop(context)
+
+
+def counter(data):
+    return {"started_by": "builder", **data}
+"""
+
+
+def greeting(case_id: str = "greet", **expects: Any) -> dict[str, Any]:
+    return fixture(
+        case_id,
+        [turn("Hi", text_step("Hello Ada"))],
+        {"response_contains": ["Ada"], "context_json": {"/greeted": "Ada", "/turns": 1, **expects}},
+        id=case_id,
+        setup={"context": {"name": "Ada"}},
+    )
+
+
+def test_an_own_loop_exposes_its_context_through_run_context(run_cli: Cli, tmp_path: Path) -> None:
+    module = project(tmp_path, OWN_LOOP, {"greet.json": greeting()})
+    code, cases, _ = run(run_cli, tmp_path, f"{module}:factory")
+    assert code == 0, json.dumps(cases, indent=2)
+    assert cases["greet"]["record"]["context"] == {"greeted": "Ada", "turns": 1}
+
+
+def test_an_own_loop_gets_what_the_builder_made(run_cli: Cli, tmp_path: Path) -> None:
+    module = project(tmp_path, OWN_LOOP, {"greet.json": greeting(**{"/started_by": "builder"})})
+    code, cases, _ = run(run_cli, tmp_path, f"{module}:factory", "--context", f"{module}:counter")
+    assert code == 0, json.dumps(cases, indent=2)
+    code, cases, _ = run(run_cli, tmp_path, f"{module}:factory")
+    assert checks(cases["greet"])['context_json("/started_by")'] == (False, "pointer not present")
+
+
+def test_worker_processes_build_each_case_its_context(run_cli: Cli, tmp_path: Path) -> None:
+    suite = {f"s{i}.json": seat_case(id=f"seat-{i}") for i in range(4)}
+    module = project(tmp_path, SDK_AIRLINE, suite)
+    code, cases, _ = run(
+        run_cli,
+        tmp_path,
+        SDK.format(module=module),
+        "--context",
+        f"{module}:make_context",
+        "--jobs",
+        "2",
+    )
+    assert code == 0, json.dumps(cases, indent=2)
+    assert {c["record"]["context"]["seat_number"] for c in cases.values()} == {"12A"}

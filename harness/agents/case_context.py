@@ -6,6 +6,7 @@ the run is over, for the record and `context_json`.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from harness.agents.protocol import AgentContext
 from harness.agents.registry import import_attribute
 from harness.errors import RAISED_BY_AGENT_CODE, HarnessError, describe
 from harness.runtime.event_loop import CallFailed, CallTimedOut, call_within
@@ -117,6 +119,23 @@ def _sqlite_session(case_id: str) -> Any:
     return SQLiteSession(case_id)
 
 
+async def prepare_case(setup: CaseSetup, context: AgentContext) -> None:
+    """The case's context and session, fresh, before its agent starts."""
+    if setup.builder is not None:
+        context.run_context = await build_context(setup, context.setup_context)
+        context.context_built = True
+    if setup.sessions is not None:
+        context.sdk_session = await open_session(setup, context.case_id)
+
+
+async def close_case(context: AgentContext) -> None:
+    """What the case's session holds (an SQLite connection) goes with the case; a session
+    that fails to close is no failure of the case."""
+    if context.sdk_session is not None:
+        with contextlib.suppress(*RAISED_BY_AGENT_CODE):
+            await close_session(context.sdk_session)
+
+
 async def build_context(setup: CaseSetup, data: dict[str, Any] | None) -> Any:
     """The builder's context for a case from its `setup.context` (the case's own copy;
     `{}` when the fixture has none): what the user's function returns, awaited when it is
@@ -154,7 +173,10 @@ async def close_session(session: Any) -> None:
 
 def context_as_json(value: Any) -> tuple[Any, str | None]:
     """The run's context as JSON data (pydantic models as `model_dump(mode="json")`,
-    dataclasses, dicts, lists, …), or None and why it cannot be."""
+    dataclasses, dicts, lists, …), or None and why it cannot be; (None, None) for a run
+    with no context."""
+    if value is None:
+        return None, None
     try:
         data = msgspec.to_builtins(value, enc_hook=_unbuilt, str_keys=True)
         size = len(msgspec.json.encode(data))

@@ -25,10 +25,9 @@ from harness.agents.case_context import (
     NO_SETUP,
     CaseSetup,
     ContextError,
-    build_context,
-    close_session,
+    close_case,
     context_as_json,
-    open_session,
+    prepare_case,
 )
 from harness.agents.protocol import AgentAdapter, AgentContext
 from harness.defaults import (
@@ -205,7 +204,7 @@ class CaseProgress:
         """What the run left; its transcript only when asked (it is for reports, and costs
         as much to build as the rest)."""
         model = self.context.model
-        context, context_error = self._context()
+        context, context_error = context_as_json(self.context.run_context)
         return RunRecord(
             final_response=self.responses[-1] if self.responses else "",
             turn_responses=list(self.responses),
@@ -223,11 +222,6 @@ class CaseProgress:
             context=context,
             context_error=context_error,
         )
-
-    def _context(self) -> tuple[Any, str | None]:
-        """The run's context as JSON, as it is now (after the last turn), or why not."""
-        value = self.context.run_context
-        return (None, None) if value is None else context_as_json(value)
 
     def timeout_message(self, timeout: float) -> str:
         if self.grading:
@@ -356,10 +350,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
         finally:
             await close_session(progress)
             await context.model.aclose()
-            if context.sdk_session is not None:
-                # What the case's session holds (an SQLite connection) goes with the case.
-                with contextlib.suppress(*RAISED_BY_AGENT_CODE):
-                    await close_session(context.sdk_session)
+            await close_case(context)
         if error is not None:
             return progress.errored(error, progress.record(), trace_text, frames)
         # Graded without its transcript: no grade reads it (they read the conversation).
@@ -475,12 +466,7 @@ async def _drive(
         context.case_workspace.write_setup_files(setup.workspace_files)
 
     async def start() -> Any:
-        # Fresh for every case, before the agent starts (bounded as starting it is).
-        if plan_setup.builder is not None:
-            context.run_context = await build_context(plan_setup, context.setup_context)
-            context.context_built = True
-        if plan_setup.sessions is not None:
-            context.sdk_session = await open_session(plan_setup, context.case_id)
+        await prepare_case(plan_setup, context)  # bounded as starting the agent is
         session = adapter.start(context)
         return await session if inspect.isawaitable(session) else session
 

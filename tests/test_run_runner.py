@@ -269,11 +269,11 @@ def closing(ctx):
 def test_a_sessions_aclose_is_awaited_after_every_case_bounded_and_never_its_run_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import harness.run.runner
+    import harness.agents.protocol
 
     closed = tmp_path / "closed.txt"
     monkeypatch.setenv("ZEROCLAW_TEST_CLOSED", str(closed))
-    monkeypatch.setattr(harness.run.runner, "SESSION_CLOSE_SECONDS", 0.5)
+    monkeypatch.setattr(harness.agents.protocol, "SESSION_CLOSE_SECONDS", 0.5)
     spec = user_agent(tmp_path, monkeypatch, CLOSING_LOOP, "closing")
     exploding = fixture(
         "explodes", [turn("explode", text_step("never"))], {"response_contains": ["x"]}

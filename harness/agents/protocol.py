@@ -7,6 +7,8 @@ turn's final text. The harness never re-implements a framework's loop.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -276,3 +278,24 @@ class LoopAdapter:
                 )
             raise TypeError(said)
         return session
+
+
+# How long a session's `aclose` may take (an MCP server's cleanup is bounded by its own
+# timeout below this): past it, the case goes on without waiting.
+SESSION_CLOSE_SECONDS = 30.0
+
+
+async def close_session(
+    session: object, bounded: Callable[[float, Awaitable[Any]], Awaitable[Any]]
+) -> None:
+    """The session's optional `aclose()` (what it holds for the case, such as connections
+    to MCP servers, let go), whatever the case came to; bounded by `bounded(seconds,
+    awaitable)` (the runner's clock), and its failure is no run error: the case's turns are
+    over and recorded."""
+    close = getattr(session, "aclose", None)
+    if not callable(close):
+        return
+    with contextlib.suppress(Exception):
+        result = close()
+        if inspect.isawaitable(result):
+            await bounded(SESSION_CLOSE_SECONDS, result)

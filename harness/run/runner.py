@@ -29,7 +29,7 @@ from harness.agents.case_context import (
     context_as_json,
     prepare_case,
 )
-from harness.agents.protocol import AgentAdapter, AgentContext
+from harness.agents.protocol import AgentAdapter, AgentContext, close_session
 from harness.defaults import (
     DEFAULT_CASE_WALL_CLOCK,
     DEFAULT_JOBS,
@@ -348,7 +348,8 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             trace_text = traceback.format_exc()
             frames = error_frames(exc, functools.partial(display_path, root=plan.root)) or None
         finally:
-            await close_session(progress)
+            bounded = within if progress.watched is None else progress.watched.within
+            await close_session(progress.session, bounded)
             await context.model.aclose()
             await close_case(context)
         if error is not None:
@@ -481,26 +482,6 @@ async def _drive(
         response = await progress.within(timeout, _turn(session, turn.user_input))
         progress.responses.append(response)
         context.model.end_turn(index)
-
-
-# How long a session's `aclose` may take (an MCP server's cleanup is bounded by its own
-# timeout below this): past it, the case goes on without waiting.
-SESSION_CLOSE_SECONDS = 30.0
-
-
-async def close_session(progress: CaseProgress) -> None:
-    """The session's optional `aclose()` (what it holds for the case, such as connections
-    to MCP servers, let go), whatever the case came to; bounded (by the watchdog's clock
-    where it keeps one: no timer on the loop), and its failure is no run error: the case's
-    turns are over and recorded."""
-    close = getattr(progress.session, "aclose", None)
-    if not callable(close):
-        return
-    bounded = within if progress.watched is None else progress.watched.within
-    with contextlib.suppress(Exception):
-        result = close()
-        if inspect.isawaitable(result):
-            await bounded(SESSION_CLOSE_SECONDS, result)
 
 
 async def _turn(session: Any, user_input: str) -> str:

@@ -226,8 +226,9 @@ def test_a_server_that_cannot_start_is_refused_naming_it_quickly(
     assert result.returncode == 1
     assert (
         "zeroclaw eval: agent 'openai-agents:shop:build_agent': MCP server 'orders' could not "
-        "be started: MCPError: Connection closed"
-    ) in result.stderr
+        "be started: MCPError: Connection closed (its stderr: orders server: cannot start "
+        "(no database))"
+    ) in result.stderr  # what the server said, quoted from the harness's own log of it
     assert "Traceback" not in result.stderr + result.stdout
 
 

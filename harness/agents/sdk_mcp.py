@@ -9,28 +9,21 @@ Only `harness.agents.frameworks.openai_agents` (and `sdk_graph`) import it: it n
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
 from agents import Agent, FunctionTool, RunContextWrapper
-from agents.mcp import MCPServer, MCPServerManager
+from agents.mcp import MCPServer, MCPServerManager, MCPServerStdio
+from mcp.client.stdio import stdio_client
 
-from harness.errors import HarnessError
-from harness.runtime.deadline import DeadlineExceeded, within
-from harness.runtime.event_loop import CallFailed, CallTimedOut, call_within
+from harness.agents.mcp_connect import CONNECT_TIMEOUT as CONNECT_TIMEOUT
+from harness.agents.mcp_connect import MCPServerUnavailable as MCPServerUnavailable
+from harness.agents.mcp_connect import ServerLog, listed_within
+from harness.agents.mcp_connect import why as why
+from harness.runtime.deadline import within
 from harness.tool_registry import ToolRegistry, canonical_text
-
-# How long a server has to start, answer `initialize` and list its tools, at admission and
-# as a case starts; and to shut down after it. The SDK's MCPServerManager has the same
-# default; a stdio server written with the `mcp` package starts in well under a second.
-CONNECT_TIMEOUT = 10.0
-
-
-class MCPServerUnavailable(HarnessError):
-    """An MCP server of the agent could not be started, connected or listed."""
 
 
 def servers_of(graph: list[Agent[Any]]) -> list[MCPServer]:
@@ -47,26 +40,6 @@ def server_name(server: MCPServer) -> str:
         return str(server.name)
     except Exception:  # a user's subclass whose name property fails: still say which kind
         return type(server).__name__
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    # An exception group's (anyio's task groups wrap a transport's error in one or two).
-    inner = getattr(exc, "exceptions", None)
-    if isinstance(inner, (tuple, list)) and inner:
-        for each in inner:
-            yield from _leaves(each)
-    else:
-        yield exc
-
-
-def why(exc: BaseException, bound: float) -> str:
-    """What went wrong with a server, in a line: a timeout as the bound it ran past, an
-    exception group (anyio's task groups wrap the transport's error) as its first leaf."""
-    leaf = next(_leaves(exc), exc)
-    if isinstance(leaf, (TimeoutError, DeadlineExceeded)):
-        return f"it did not answer within {bound:g}s"
-    text = str(leaf).strip()
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
 def _connected_by_user(server: MCPServer) -> bool:
@@ -90,6 +63,7 @@ class CaseServers:
         self._bound = CONNECT_TIMEOUT if bound is None else bound
         self._manager: MCPServerManager | None = None
         self._held: list[int] = []
+        self._logs: dict[int, ServerLog] = {}
 
     async def open(self) -> None:
         if self._manager is not None or not self._servers:
@@ -103,6 +77,9 @@ class CaseServers:
                 )
         self._held = [id(s) for s in self._servers]
         _IN_USE.update(self._held)
+        for server in self._servers:
+            if isinstance(server, MCPServerStdio):
+                self._logs[id(server)] = _log_stderr(server)
         self._manager = MCPServerManager(
             self._servers,
             connect_timeout_seconds=self._bound,
@@ -113,10 +90,12 @@ class CaseServers:
         errors = self._manager.errors
         failed = next((s for s in self._servers if s in errors), None)
         if failed is not None:
-            raise MCPServerUnavailable(
+            message = (
                 f"MCP server {server_name(failed)!r} could not be started: "
                 f"{why(errors[failed], self._bound)}"
             )
+            log = self._logs.get(id(failed))
+            raise MCPServerUnavailable(message if log is None else log.said(message))
 
     async def close(self) -> None:
         manager, self._manager = self._manager, None
@@ -126,6 +105,25 @@ class CaseServers:
         finally:
             _IN_USE.difference_update(self._held)
             self._held = []
+            logs, self._logs = self._logs, {}
+            for server in self._servers:
+                if id(server) in logs:
+                    vars(server).pop("create_streams", None)  # the SDK's own again
+            for log in logs.values():
+                log.close()
+
+
+def _log_stderr(server: MCPServerStdio) -> ServerLog:
+    """The server's stderr sent to a `ServerLog` of the harness's: the SDK starts it with the
+    `mcp` package's default, the `sys.stderr` of when that package was imported. Set on
+    the server object, for its connections of this case."""
+    log = ServerLog()
+
+    def create_streams() -> Any:
+        return stdio_client(server.params, errlog=log.file)
+
+    object.__setattr__(server, "create_streams", create_streams)
+    return log
 
 
 def list_tools(graph: list[Agent[Any]], bound: float | None = None) -> dict[str, set[str]]:
@@ -138,24 +136,9 @@ def list_tools(graph: list[Agent[Any]], bound: float | None = None) -> dict[str,
     if not servers:
         return {}
     bound = CONNECT_TIMEOUT if bound is None else bound
-    # Connecting and cleaning up the servers one after another, each within `bound`, and a
-    # stdio server given two more seconds to exit as it is cleaned up.
-    allowed = 2 * bound * len(servers) + 5.0
-    try:
-        return call_within(
-            allowed, lambda: asyncio.run(_list_tools(graph, servers, bound)), name="zeroclaw-mcp"
-        )
-    except CallTimedOut:
-        names = ", ".join(repr(server_name(s)) for s in servers)
-        raise MCPServerUnavailable(
-            f"MCP server(s) {names} did not answer within {allowed:g}s"
-        ) from None
-    except CallFailed as failed:
-        if isinstance(failed.original, HarnessError):
-            raise failed.original from None
-        raise MCPServerUnavailable(
-            f"MCP servers could not be listed: {why(failed.original, bound)}"
-        ) from None
+    return listed_within(
+        [server_name(s) for s in servers], bound, lambda: _list_tools(graph, servers, bound)
+    )
 
 
 async def _list_tools(

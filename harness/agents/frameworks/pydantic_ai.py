@@ -46,6 +46,8 @@ from harness.agents.pydantic_ai_guardrails import (
     tripwires,
     validator_names,
 )
+from harness.agents.pydantic_ai_mcp import CaseToolsets
+from harness.agents.pydantic_ai_mcp import list_tools as mcp_tools
 from harness.agents.structured_output import output_text
 from harness.model_boundary import (
     Message,
@@ -71,10 +73,13 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
         # Usage limits are the run's, not an agent's: named under the agent a run starts at.
         guardrails = {node.name: frozenset(validator_names(node.agent)) for node in graph}
         guardrails[graph[0].name] = guardrails[graph[0].name] | LIMITS
+        # MCP toolsets' tools are listed by entering the toolsets (within a bound).
+        listed = mcp_tools(graph)
         return AgentGraph(
             {
                 node.name: frozenset(function_tool_names(node.agent))
                 | output_tool_names(node.agent)
+                | frozenset(listed.get(node.name, ()))
                 for node in graph
             },
             agents_run_by_tools(graph),
@@ -166,8 +171,16 @@ class _Session:
         self._history: list[ModelMessage] = []
         self._boundary = context.model
         self._deps = _deps(agent, context)
+        # The MCP servers the user's code leaves to the runner: held for this case only.
+        self._servers = CaseToolsets(graph or [])
+
+    async def aclose(self) -> None:
+        """Once the case is over, whatever happened: its MCP servers closed."""
+        await self._servers.close()
 
     async def run_turn(self, user_input: str) -> str:
+        # Entered in the first turn's task and time, before the agent lists their tools.
+        await self._servers.open()
         with tripwires(self._boundary) as tripped:
             return await self._run(user_input)
         assert tripped[0]

@@ -190,6 +190,23 @@ class ModelBackend(Protocol):
     async def respond(self, request: ModelRequest) -> ModelStep: ...
 
 
+def check_offered(step: ModelStep, request: ModelRequest) -> None:
+    """In a graph of several agents, a step calling a tool the asking agent (the request's
+    `agent`) does not offer is a divergence naming the agent and what it offers: the
+    script was written for another agent's request, or the agent lost the tool. Frameworks
+    disagree on what they do with such a call alone, so it is checked here, for all."""
+    if request.agent is None:
+        return
+    names = {schema.name for schema in request.tools}
+    for call in step.tool_calls:
+        if call.name not in names:
+            listed = ", ".join(sorted(names)) or "none"
+            raise Divergence(
+                f"the model called tool {call.name!r}, which agent {request.agent!r} (the "
+                f"agent asking) does not offer (its tools: {listed})"
+            )
+
+
 class ModelBoundary:
     """The one object adapters talk to; meters every step, keeps the last request, and
     refuses the model call that would pass `max_calls_per_turn` in one turn (calls made

@@ -315,11 +315,12 @@ def test_an_mcp_call_of_a_delegate_is_attributed_to_it(run_cli: Cli, tmp_path: P
     write_suite(root / "evals", {"mcp-delegate.json": wrong})
     result = run(run_cli, root)
     assert result.returncode == 1
-    details = [g["detail"] for g in cases_of(root)["mcp-delegate"]["grades"] if not g["passed"]]
+    # As on the SDK: a run error naming the agent asking and what it offers.
+    error = cases_of(root)["mcp-delegate"]["error"]
     assert (
-        "turn 0, step 0 calls 'lookup_order', which the request it answers never offered the "
-        "model (offered: ask_orders)"
-    ) in details
+        "the model called tool 'lookup_order', which agent 'support' (the agent asking) does "
+        "not offer (its tools: ask_orders)"
+    ) in error
 
 
 def test_mutation_testing_kills_every_boundary_mutant_of_an_mcp_suite(

@@ -67,6 +67,7 @@ from harness.model_boundary import (
     Role,
     ToolCall,
     ToolSchema,
+    check_offered,
 )
 from harness.tool_registry import Tool, ToolRegistry
 
@@ -304,8 +305,8 @@ class HarnessModel(Model):
             step = await self._boundary.respond(request)
             if late and agent is not None:
                 _refuse_calls(step, agent)
-            elif agent is not None:
-                _check_offered(step, agent, schemas)
+            else:
+                check_offered(step, request)
         except HarnessError as exc:
             self._failure = self._failure or exc
             raise
@@ -401,17 +402,6 @@ def _unparsed_answer(text: str, schema: AgentOutputSchemaBase) -> str | None:
 
 def _clip(text: str, width: int = 300) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _check_offered(step: ModelStep, agent: str, offered: tuple[ToolSchema, ...]) -> None:
-    names = {schema.name for schema in offered}
-    for call in step.tool_calls:
-        if call.name not in names:
-            listed = ", ".join(sorted(names)) or "none"
-            raise Divergence(
-                f"the model called tool {call.name!r}, which agent {agent!r} (the agent "
-                f"asking) does not offer (its tools: {listed})"
-            )
 
 
 def _refuse_calls(step: ModelStep, agent: str) -> None:

@@ -56,6 +56,7 @@ from harness.model_boundary import (
     OutputSchema,
     ToolCall,
     ToolSchema,
+    check_offered,
 )
 from harness.tool_registry import Tool, ToolRegistry, canonical_arguments
 
@@ -243,6 +244,7 @@ def _respond_with(boundary: ModelBoundary, agent: str | None) -> Callable[..., A
             output_schema=_output_schema(info),
         )
         step = await boundary.respond(request)
+        check_offered(step, request)
         usage = RequestUsage(input_tokens=step.input_tokens, output_tokens=step.output_tokens)
         if step.tool_calls:
             parts: list[Any] = [

@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from harness.approvals import Approval
 from harness.model_boundary import GuardrailRun, Handoff, ModelStep
 from harness.tool_registry import RecordedCall
 from harness.transcript import TranscriptStep
@@ -41,6 +42,8 @@ class RunRecord(msgspec.Struct, kw_only=True, gc=False):
     # run had none), or why it could not be rendered so (`context_json` fails saying it).
     context: Any = None
     context_error: str | None = None
+    # Every tool call held for approval, in order, with the decision it got.
+    approvals: list[Approval] = []
 
     @property
     def guardrails_tripped(self) -> list[str]:

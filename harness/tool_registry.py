@@ -119,6 +119,7 @@ class ToolRegistry:
         *,
         text: Callable[[T], str],
         failed: Callable[[T], bool] = lambda _result: False,
+        unrun: tuple[type[BaseException], ...] = (),
     ) -> T:
         """`await run()` and record it as one call of `name` with `arguments` (already in
         recorded form): its result as `text(result)`, failed when `failed(result)`; an
@@ -126,11 +127,14 @@ class ToolRegistry:
         that cannot be shown as text (its `__str__` raises) is a failed call too, and the
         framework gets that failure's text in its place: no framework could send it on.
 
+        An exception of `unrun` says the call did not run at all (a framework holding it for
+        approval): it propagates and nothing is recorded.
+
         A `dispatch_fault` applies here as in `dispatch`: mutation testing reaches the tools
         a framework runs itself, a nested agent's included."""
         if self.dispatch_fault is None:
-            return await self._recorded(name, arguments, run, text, failed)
-        return await self._faulted(self.dispatch_fault, name, arguments, run, text, failed)
+            return await self._recorded(name, arguments, run, text, failed, unrun)
+        return await self._faulted(self.dispatch_fault, name, arguments, run, text, failed, unrun)
 
     async def _faulted(
         self,
@@ -140,6 +144,7 @@ class ToolRegistry:
         run: Callable[[], Awaitable[T]],
         text: Callable[[T], str],
         failed: Callable[[T], bool],
+        unrun: tuple[type[BaseException], ...],
     ) -> T:
         # The fault sees outcomes; the framework needs its own result back. Each real run
         # is remembered by its outcome, so what the fault passes on goes back as the run
@@ -149,7 +154,11 @@ class ToolRegistry:
 
         async def dispatch(_name: str, _arguments: str | dict[str, Any]) -> ToolOutcome:
             try:
-                result: T | Exception = await self._recorded(name, arguments, run, text, failed)
+                result: T | Exception = await self._recorded(
+                    name, arguments, run, text, failed, unrun
+                )
+            except unrun:
+                raise  # the call did not run: no outcome for the fault to see
             except Exception as exc:  # recorded as failed; raised again if passed on
                 result = exc
             outcome = _outcome(result, text, failed)
@@ -171,10 +180,13 @@ class ToolRegistry:
         run: Callable[[], Awaitable[T]],
         text: Callable[[T], str],
         failed: Callable[[T], bool],
+        unrun: tuple[type[BaseException], ...] = (),
     ) -> T:
         start = time.perf_counter()
         try:
             result = await run()
+        except unrun:
+            raise
         except BaseException as exc:  # recorded whatever it was; it goes on as it came
             elapsed = (time.perf_counter() - start) * 1e3
             self.add_call(name, arguments, f"{type(exc).__name__}: {exc}", False, elapsed)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import msgspec
 
+from harness.approvals import Approval, Decision
 from harness.model_boundary import GuardrailRun, Handoff, Message, ModelRequest, ModelStep
 from harness.tool_registry import RecordedCall, ToolRegistry
 
@@ -123,6 +125,23 @@ class Conversation:
     # Every guardrail run (the record's `guardrails`): a tripwire that ended a turn ended
     # its conversation there, and a tool guardrail that rejected a call answered it.
     guardrails: tuple[GuardrailRun, ...] = ()
+    # The tool calls held for approval, in order (the record's `approvals`), and the
+    # decisions the fixture gives per turn (replay: keyed by call id).
+    approvals: tuple[Approval, ...] = ()
+    decisions: tuple[Mapping[str, Decision], ...] = ()
+    # What answered each request (the model, live; in replay the script says it too).
+    answers: tuple[ModelStep | None, ...] = ()
+
+    def answer_to(self, index: int) -> ModelStep | None:
+        """The step that answered the request at `index`: the script's, in replay."""
+        if self.scripted:
+            return self.step_of(self.exchanges[index])
+        return self.answers[index] if index < len(self.answers) else None
+
+    @cached_property
+    def unapproved(self) -> frozenset[str]:
+        """The ids of the calls rejected (or left undecided, so rejected): never run."""
+        return frozenset(a.call_id for a in self.approvals if not a.approved)
 
     def final_text(self, turn: int) -> str:
         """The scripted final text of `turn` (its last step, when that is a text); none for

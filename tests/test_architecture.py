@@ -129,6 +129,7 @@ LAYERS = (
     "workspace",
     "builtin_toolset",
     "model_boundary",
+    "approvals",
     "transcript",
     "run_record",
     "config",

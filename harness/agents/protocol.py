@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
+from harness.approvals import ApprovalDesk
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools
 from harness.model_boundary import ModelBoundary
 from harness.tool_registry import Tool, ToolRegistry
@@ -80,6 +81,10 @@ class AgentContext:
     sets it to what it gives its framework (`context_for_run`), and an own loop may set it,
     so that `context_json` reads it after the last turn. `sdk_session` is the case's
     OpenAI Agents SDK `Session` when the `session` setting asks for one (None otherwise).
+
+    `approvals` is the case's approval desk: an adapter whose framework holds a tool call
+    for human approval asks it (`approvals.decide(call_id, tool)`) and resumes the run with
+    the decision, as the framework documents; every request is recorded.
     """
 
     def __init__(
@@ -91,8 +96,10 @@ class AgentContext:
         *,
         next_turn_agent: Literal["first", "last"] = "first",
         setup_context: dict[str, Any] | None = None,
+        approvals: ApprovalDesk | None = None,
     ) -> None:
         self.case_id = case_id
+        self.approvals = approvals if approvals is not None else ApprovalDesk()
         self.model = model
         self.tools = tools
         self.next_turn_agent = next_turn_agent

@@ -108,7 +108,7 @@ def _thread_results(conversation: Conversation, thread: Thread) -> Iterator[Viol
             # message.
             rejected = conversation.rejected("tool_output")
             calls = tuple(c for c in step.tool_calls if c.id not in rejected)
-            problems = _results_problems(calls, dispatched, exchange)
+            problems = _results_problems(calls, dispatched, exchange, conversation.unapproved)
         else:
             continue
         for problem in problems:
@@ -129,7 +129,10 @@ def _results_asked(
 
 
 def _results_problems(
-    calls: tuple[ToolCall, ...], dispatched: tuple[RecordedCall, ...], exchange: Exchange
+    calls: tuple[ToolCall, ...],
+    dispatched: tuple[RecordedCall, ...],
+    exchange: Exchange,
+    rejected: frozenset[str] = frozenset(),
 ) -> Iterator[str]:
     messages = exchange.request.messages
     by_id = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
@@ -143,6 +146,8 @@ def _results_problems(
         if result is None:
             yield f"no tool result for {_call(call)} was passed back to the model"
             return
+        if call.id in rejected:
+            continue  # never run: its result is the rejection the framework sends
         ran = _take_dispatch(unused, call)
         if ran is not None and not _carries(result.content, ran):
             yield (
@@ -230,7 +235,9 @@ def _dispatches(conversation: Conversation) -> Iterator[Violation]:
         ran = sorted(c.name for c in conversation.answered(index))
         answers = {t.name for t in exchange.request.tools if t.output}
         calls = step.tool_calls if step is not None else ()
-        asked = sorted(c.name for c in calls if c.id not in rejected and c.name not in answers)
+        # A call rejected for approval is never run: the script asks for the others.
+        unrun = rejected | conversation.unapproved
+        asked = sorted(c.name for c in calls if c.id not in unrun and c.name not in answers)
         handed = len(conversation.handoffs_after(index))
         unran = list(asked)
         for name in ran:

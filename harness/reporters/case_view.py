@@ -22,11 +22,18 @@ import msgspec
 from harness.expectations.guardrails import describe
 from harness.io.text import clean, clean_lines, clip, inert
 from harness.model_boundary import Message, ModelStep
-from harness.reporters.claims import HandoffsAfter, Unclaimed, graded_responses
+from harness.reporters.claims import (
+    ApprovalsOf,
+    HandoffsAfter,
+    Unclaimed,
+    decision_text,
+    graded_responses,
+)
 from harness.run_record import RunRecord
 from harness.verdict.reports import CaseReport
 
 if TYPE_CHECKING:
+    from harness.approvals import Approval
     from harness.fixtures.suite import Case
     from harness.model_boundary import Handoff
     from harness.tool_registry import RecordedCall
@@ -83,9 +90,11 @@ def _record_lines(record: RunRecord) -> Iterator[str]:
         yield from (f"  tool call {_recorded(c)}" for c in record.calls)
         yield from _handoffs_left(handoffs)
         yield from _tripped(record)
+        yield from (_approval_left(a) for a in record.approvals)
         return
     calls = Unclaimed(record.calls)
     graded = graded_responses(record)
+    approvals = ApprovalsOf(record.approvals)
     turn: int | None = None
     for step in transcript:
         if step.turn != turn:
@@ -93,12 +102,13 @@ def _record_lines(record: RunRecord) -> Iterator[str]:
             turn = step.turn
             yield f"  turn {turn}:" if turn >= 0 else "  starting the agent:"
             yield from _handoff_lines(handoffs.after(turn, -1))
-        yield from _step_lines(step, calls)
+        yield from _step_lines(step, calls, approvals)
         yield from _handoff_lines(handoffs.after(step.turn, step.step))
     yield from _graded_line(graded, turn)
     for call in calls.left():
         yield f"  tool call {_recorded(call)}"
     yield from _handoffs_left(handoffs)
+    yield from (_approval_left(a) for a in approvals.left())
     yield from _tripped(record)
 
 
@@ -115,16 +125,29 @@ def _graded_line(graded: dict[int, str], turn: int | None) -> Iterator[str]:
         yield f"    = response graded: {_one(graded[turn])}"
 
 
-def _step_lines(step: TranscriptStep, calls: Unclaimed) -> Iterator[str]:
+def _step_lines(step: TranscriptStep, calls: Unclaimed, approvals: ApprovalsOf) -> Iterator[str]:
     for message in step.sent:
         yield f"    → {_message(message)}"
     # Who asked, in a multi-agent run; a run of one agent names none.
     by = f"[{_one(step.agent)}] " if step.agent is not None else ""
     yield f"    ← {by}{_answer(step.answer)}"
     for asked in step.answer.tool_calls if step.answer is not None else ():
+        approval = approvals.of(step.turn, asked.id)
+        if approval is not None:
+            yield f"      {_approval(approval)}"
         call = calls.take(asked, step.agent)
         if call is not None:
             yield f"      tool {_recorded(call)} in {call.duration_ms:.0f} ms"
+
+
+def _approval(approval: Approval) -> str:
+    held = f"{clean(approval.tool)} {clean(approval.call_id)}"
+    return f"approval of {held}: {_one(decision_text(approval))}"
+
+
+def _approval_left(approval: Approval) -> str:
+    where = "as the agent started" if approval.turn < 0 else f"in turn {approval.turn}"
+    return f"  {where}, {_approval(approval)}"
 
 
 def _handoff_lines(handoffs: list[Handoff]) -> Iterator[str]:

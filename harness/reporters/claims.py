@@ -1,8 +1,8 @@
 """What a transcript shows under each model request: the recorded dispatches its answer
-asked for (`Unclaimed`) and the handoffs made after it (`HandoffsAfter`), and after each
-turn the response graded where the last answer's text does not say it (`graded_responses`),
-for every view of a case (`case_view` in the terminal, `html_transcript` in the HTML
-report).
+asked for (`Unclaimed`), the handoffs made after it (`HandoffsAfter`) and the approvals its
+calls were held for (`ApprovalsOf`), and after each turn the response graded where the last
+answer's text does not say it (`graded_responses`), for every view of a case (`case_view` in
+the terminal, `html_transcript` in the HTML report).
 
 A call is the dispatch of the agent whose request asked for it: in a multi-agent run a
 handoff is a scripted tool call that is never dispatched, and the next agent's dispatch of
@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from harness.approvals import Approval
     from harness.model_boundary import Handoff, ToolCall
     from harness.run_record import RunRecord
     from harness.tool_registry import RecordedCall
@@ -96,3 +97,31 @@ class HandoffsAfter:
         left = [handoff for handoffs in self._by_request.values() for handoff in handoffs]
         self._by_request.clear()
         return sorted(left, key=lambda handoff: (handoff.turn, handoff.step))
+
+
+class ApprovalsOf:
+    """A record's approvals by their call: `of(turn, call_id)` gives (once) the decision on
+    that call of that turn, `left()` those no answer shown asked for, in order."""
+
+    def __init__(self, approvals: Iterable[Approval]) -> None:
+        self._by_call: dict[tuple[int, str], Approval] = {}
+        for approval in approvals:
+            self._by_call.setdefault((approval.turn, approval.call_id), approval)
+
+    def of(self, turn: int, call_id: str) -> Approval | None:
+        return self._by_call.pop((turn, call_id), None)
+
+    def left(self) -> list[Approval]:
+        left = list(self._by_call.values())
+        self._by_call.clear()
+        return left
+
+
+def decision_text(approval: Approval) -> str:
+    """What was decided on a call held for approval, in words (the run's strings raw: each
+    view makes them safe)."""
+    if approval.approved:
+        return "approved"
+    if not approval.decided:
+        return "rejected: the fixture gives no decision for it"
+    return f"rejected: {approval.reason}" if approval.reason is not None else "rejected"

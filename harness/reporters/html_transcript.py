@@ -2,8 +2,8 @@
 request by request (what each request added, the tools offered, the answer, and the tool
 calls the answer asked for with their recorded arguments, results and durations; in a
 multi-agent run the agent of each request and call, and each handoff after the request it
-followed), or, for a record kept without one, its responses and tool calls; and the
-escaping every part of that report goes through.
+followed; the decision on each call held for approval), or, for a record kept without
+one, its responses and tool calls; and the escaping every part of that report goes through.
 
 Untrusted text is cleaned (`text.clean`, `text.clean_lines`) and HTML-escaped here, quotes
 included, so it is inert in an element and in an attribute alike.
@@ -17,9 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from harness.expectations.guardrails import describe
 from harness.io.text import clean, clean_lines
-from harness.reporters.claims import HandoffsAfter, Unclaimed, graded_responses
+from harness.reporters.claims import (
+    ApprovalsOf,
+    HandoffsAfter,
+    Unclaimed,
+    decision_text,
+    graded_responses,
+)
 
 if TYPE_CHECKING:
+    from harness.approvals import Approval
     from harness.model_boundary import Handoff, Message, ModelStep, ToolCall
     from harness.run_record import RunRecord
     from harness.tool_registry import RecordedCall
@@ -73,7 +80,8 @@ def record_html(record: RunRecord) -> list[str]:
     )
     steps = record.transcript
     handoffs = HandoffsAfter(record.handoffs)
-    body = _transcript(record, handoffs) if steps else _without_transcript(record)
+    approvals = ApprovalsOf(record.approvals)
+    body = _transcript(record, handoffs, approvals) if steps else _without_transcript(record)
     left = handoffs.left()
     if left:
         body += ['<p class="sub">Handoffs after no request shown:</p>']
@@ -84,6 +92,10 @@ def record_html(record: RunRecord) -> list[str]:
             f'<p class="guardrail sub">guardrail tripped: {text(describe(run))}</p>'
             for run in tripped
         ]
+    held = approvals.left()
+    if held:
+        body += ['<p class="sub">Approvals of calls no request shown made:</p>']
+        body += [_approval(a, f"{_turn_name(a.turn)}: ") for a in held]
     return [f'<h4>Transcript</h4><p class="sub">{said}</p>', *body]
 
 
@@ -92,7 +104,7 @@ def _turn_name(turn: int) -> str:
     return "While the agent started" if turn < 0 else f"Turn {turn}"
 
 
-def _transcript(record: RunRecord, handoffs: HandoffsAfter) -> list[str]:
+def _transcript(record: RunRecord, handoffs: HandoffsAfter, approvals: ApprovalsOf) -> list[str]:
     # Each recorded dispatch is shown once, under the answer asking for it; each handoff
     # after the request it followed.
     pending = Unclaimed(record.calls)
@@ -106,7 +118,7 @@ def _transcript(record: RunRecord, handoffs: HandoffsAfter) -> list[str]:
             turn = step.turn
             lines.append(f'<section class="turn"><h4>{_turn_name(step.turn)}</h4>')
             lines += map(_handoff, handoffs.after(step.turn, -1))
-        lines += _request(step, pending)
+        lines += _request(step, pending, approvals)
         lines += map(_handoff, handoffs.after(step.turn, step.step))
     lines += _graded(graded, turn)
     lines.append("</section>")
@@ -116,7 +128,7 @@ def _transcript(record: RunRecord, handoffs: HandoffsAfter) -> list[str]:
     return lines
 
 
-def _request(step: Any, pending: Unclaimed) -> list[str]:
+def _request(step: Any, pending: Unclaimed, approvals: ApprovalsOf) -> list[str]:
     offered = ", ".join(step.tools_offered) or "none"
     # Who asked, in a multi-agent run; a run of one agent names none.
     by = f" by {text(step.agent)}" if step.agent is not None else ""
@@ -133,9 +145,11 @@ def _request(step: Any, pending: Unclaimed) -> list[str]:
             "(see the run error).</p>"
         )
     else:
+        held = (approvals.of(step.turn, call.id) for call in answer.tool_calls)
+        decided = [_approval(a) for a in held if a is not None]
         taken = (pending.take(call, step.agent) for call in answer.tool_calls)
         found = [c for c in taken if c]
-        lines += [_answer(answer), _calls(found) if found else ""]
+        lines += [_answer(answer), *decided, _calls(found) if found else ""]
     lines.append("</div>")
     return lines
 
@@ -144,6 +158,13 @@ def _graded(graded: dict[int, str], turn: int | None) -> list[str]:
     if turn is None or turn not in graded:
         return []
     return [f'<p class="sub">response graded</p>{block(graded[turn])}']
+
+
+def _approval(approval: Approval, where: str = "") -> str:
+    css = "pass" if approval.approved else "fail"
+    held = f"<code>{text(approval.tool)}</code> {text(approval.call_id)}"
+    said = text(decision_text(approval))
+    return f'<p class="approval sub {css}">{where}approval of {held}: {said}</p>'
 
 
 def _handoff(handoff: Handoff, where: str = "") -> str:

@@ -30,6 +30,7 @@ from harness.agents.case_context import (
     prepare_case,
 )
 from harness.agents.protocol import AgentAdapter, AgentContext, close_session
+from harness.approvals import ApprovalDesk, decisions_of
 from harness.defaults import (
     DEFAULT_CASE_WALL_CLOCK,
     DEFAULT_JOBS,
@@ -221,6 +222,7 @@ class CaseProgress:
             or (model.last_request.agent if model.last_request is not None else None),
             context=context,
             context_error=context_error,
+            approvals=list(self.context.approvals.requests),
         )
 
     def timeout_message(self, timeout: float) -> str:
@@ -313,6 +315,7 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         next_turn_agent=case.trace.next_turn_agent or "first",
         # A copy: the agent's tools may change it, and a repeated case runs from the fixture's.
         setup_context=copy.deepcopy(setup.context) if setup is not None else None,
+        approvals=ApprovalDesk(decisions_of(case.trace.turns), by_tool=plan.mode == "live"),
     )
     if plan.prepare is not None:
         plan.prepare(case, context)
@@ -420,6 +423,9 @@ def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
         scripted=plan.mode == "replay",
         handoffs=tuple(progress.context.model.handoffs),
         guardrails=tuple(progress.context.model.guardrails),
+        approvals=tuple(progress.context.approvals.requests),
+        decisions=decisions_of(progress.trace.turns),
+        answers=tuple(progress.transcript.answers),
     )
 
 
@@ -478,6 +484,7 @@ async def _drive(
         await context.model.ready(progress.allowance(math.inf))
         progress.transcript.start_turn(index)
         context.model.start_turn(index)
+        context.approvals.start_turn(index)
         # The watchdog times each turn from here, as the deadline does.
         response = await progress.within(timeout, _turn(session, turn.user_input))
         progress.responses.append(response)

@@ -41,6 +41,7 @@ from openai.types.responses import (
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
+from harness.agents.sdk_approvals import resumed
 from harness.agents.sdk_graph import (
     ACTIVE_AGENT,
     GraphCopy,
@@ -102,7 +103,7 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
                 model=model,
                 tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
             )
-            return _Session(agent, _RUN_CONFIG, context.model, model, None).within(context)
+            return _Session(agent, _RUN_CONFIG, context, model, None).within(context)
         user = self.build()
         # The graph admission walked, kept: the case's agents are copied, not walked again.
         known = frozenset(self.user_graph().agents)
@@ -115,7 +116,9 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         config = RunConfig(model=model, tracing_disabled=True, call_model_input_filter=note_agent)
         graph = GraphCopy(registry, context.model, config, attribute=several, known=known)
         install()
-        session = _Session(graph.copy(user), config, context.model, model, graph).within(context)
+        session = _Session(
+            graph.copy(user), config, context, model, graph, attribute=several
+        ).within(context)
         # The servers the user's code leaves to the runner: connected for this case only.
         session.servers = CaseServers(servers_of(reachable(user)))
         session.continue_at_last = context.next_turn_agent == "last"
@@ -132,15 +135,20 @@ class _Session:
         self,
         agent: Agent[Any],
         config: RunConfig,
-        boundary: ModelBoundary,
+        context: AgentContext,
         model: HarnessModel,
         graph: GraphCopy | None,
+        *,
+        attribute: bool = False,
     ) -> None:
+        boundary = context.model
         self._agent = agent
         self._config = config
         self._model = model
         self._boundary = boundary
         self._graph = graph
+        self._approvals = context.approvals
+        self._attribute = attribute  # a graph of several: approvals name their agent
         # The SDK's own limit (max_turns, 10 by default) counts model calls per run, that is
         # per turn here; set one above the boundary's, so the harness's limit is the one
         # that applies, with the same run error as every other agent.
@@ -173,18 +181,39 @@ class _Session:
         items = [*self._history, {"role": "user", "content": user_input}]
         try:
             if self._graph is None:
-                result = await self._run(items if self._store is None else user_input)
+                result = await self._resumed(items if self._store is None else user_input)
             else:
                 with case_running(self._graph):
-                    result = await self._run(items if self._store is None else user_input)
+                    result = await self._resumed(items if self._store is None else user_input)
         except TRIPWIRES:
-            self._model.raise_failure()
             # A tripwire ends the turn as the SDK ends it: no final output, so the turn
             # answers "". The conversation goes on with the input the guardrail stopped (as
             # the SDK's guardrail example keeps it), and none of what the stopped run made.
             self._boundary.halt()
             self._history = items  # type: ignore[assignment]
             return ""
+        self._model.answered(result.last_agent.name)
+        self._history = result.to_input_list()
+        if self.continue_at_last:
+            # An agent of the case's graph copy (each handoff returns its copy), so the next
+            # turn's calls and handoffs are recorded as this turn's were.
+            self._agent = result.last_agent
+        # An output_type's answer is graded, and shown, as the JSON of the object.
+        return output_text(result.final_output)
+
+    async def _resumed(self, start: list[Any] | str) -> RunResult:
+        return await resumed(self._run, start, self._approvals, attribute=self._attribute)
+
+    async def _run(self, start: Any) -> RunResult:
+        try:
+            result = await Runner.run(
+                self._agent,
+                start,
+                context=self._run_context,
+                session=self._store,
+                run_config=self._config,
+                max_turns=self._max_turns,
+            )
         except ModelBehaviorError as exc:
             self._model.raise_failure()
             why = self._model.unparsed
@@ -196,24 +225,7 @@ class _Session:
             self._model.raise_failure()
             raise
         self._model.raise_failure()
-        self._model.answered(result.last_agent.name)
-        self._history = result.to_input_list()
-        if self.continue_at_last:
-            # An agent of the case's graph copy (each handoff returns its copy), so the next
-            # turn's calls and handoffs are recorded as this turn's were.
-            self._agent = result.last_agent
-        # An output_type's answer is graded, and shown, as the JSON of the object.
-        return output_text(result.final_output)
-
-    async def _run(self, items: list[Any] | str) -> RunResult:
-        return await Runner.run(
-            self._agent,
-            items,
-            context=self._run_context,
-            session=self._store,
-            run_config=self._config,
-            max_turns=self._max_turns,
-        )
+        return result
 
 
 def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:

@@ -14,7 +14,15 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
-from pydantic_ai import Agent
+from pydantic_ai import (
+    Agent,
+    AgentRunResult,
+    ApprovalRequired,
+    CallDeferred,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolDenied,
+)
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -174,6 +182,9 @@ class _Session:
         self._deps = _deps(agent, context)
         # The MCP servers the user's code leaves to the runner: held for this case only.
         self._servers = CaseToolsets(graph or [])
+        self._approvals = context.approvals
+        # The agent whose calls are held, named only in a graph of several.
+        self._root = graph[0].name if graph is not None and len(graph) > 1 else None
 
     async def aclose(self) -> None:
         """Once the case is over, whatever happened: its MCP servers closed."""
@@ -192,37 +203,84 @@ class _Session:
         return ""
 
     async def _run(self, user_input: str) -> str:
-        if self._wired is None:
-            result = await self._agent.run(
-                user_input,
-                model=self._model,
-                message_history=self._history,
-                deps=self._deps,
-                usage_limits=self._limits,
-            )
-        else:
-            with ExitStack() as overrides:
-                # Every agent of the graph, delegates included, answered by the script. The
-                # overrides are context variables: set and reset in this turn's task, they
-                # reach the tasks pydantic-ai starts for tools (and so the delegates' runs)
-                # and never another case's, even where a delegate is one module-level agent
-                # every case shares. tools=[] drops each agent's own function tools from the
-                # run; its wrapped toolsets (which include them) put them back, recorded.
-                for wired in self._wired:
-                    overrides.enter_context(
-                        wired.agent.override(model=wired.model, tools=[], toolsets=wired.toolsets)
-                    )
-                result = await self._agent.run(
-                    user_input,
-                    message_history=self._history,
-                    deps=self._deps,
-                    usage_limits=self._limits,
-                    infer_name=False,
+        with ExitStack() as overrides:
+            # Every agent of the graph, delegates included, answered by the script. The
+            # overrides are context variables: set and reset in this turn's task, they
+            # reach the tasks pydantic-ai starts for tools (and so the delegates' runs)
+            # and never another case's, even where a delegate is one module-level agent
+            # every case shares. tools=[] drops each agent's own function tools from the
+            # run; its wrapped toolsets (which include them) put them back, recorded.
+            for wired in self._wired or ():
+                overrides.enter_context(
+                    wired.agent.override(model=wired.model, tools=[], toolsets=wired.toolsets)
                 )
+            result = await self._run_once(user_input, self._history, None)
+            while isinstance(result.output, DeferredToolRequests):
+                # pydantic-ai's deferred tools: the run ends with the calls held for
+                # approval, and a new run over its messages carries the decisions.
+                messages = result.all_messages()
+                decided = self._decide(result.output, messages)
+                result = await self._run_once(None, messages, decided)
         # pydantic-ai carries a conversation as the previous run's full message list.
         self._history = result.all_messages()
         # A structured output is graded, and shown, as its JSON (pydantic's own).
         return output_text(result.output)
+
+    async def _run_once(
+        self,
+        prompt: str | None,
+        history: list[ModelMessage],
+        decided: DeferredToolResults | None,
+    ) -> AgentRunResult[Any]:
+        if self._wired is None:
+            return await self._agent.run(
+                prompt,
+                model=self._model,
+                message_history=history,
+                deps=self._deps,
+                usage_limits=self._limits,
+                deferred_tool_results=decided,
+            )
+        return await self._agent.run(
+            prompt,
+            message_history=history,
+            deps=self._deps,
+            usage_limits=self._limits,
+            infer_name=False,
+            deferred_tool_results=decided,
+        )
+
+    def _decide(
+        self, requests: DeferredToolRequests, messages: list[ModelMessage]
+    ) -> DeferredToolResults:
+        if requests.calls:
+            names = ", ".join(sorted({c.tool_name for c in requests.calls}))
+            raise RuntimeError(
+                f"the agent deferred calls to {names} for an external result (CallDeferred, "
+                "an external tool): only calls held for approval are decided in a replay"
+            )
+        # In the order the model asked for them (pydantic-ai groups them by how each asks).
+        order = _call_order(messages)
+        held = sorted(requests.approvals, key=lambda c: order.get(c.tool_call_id, len(order)))
+        decided = DeferredToolResults()
+        for call in held:
+            made = self._approvals.decide(call.tool_call_id, call.tool_name, self._root)
+            if made.approved:
+                decided.approvals[call.tool_call_id] = True
+            elif made.reason is not None:
+                decided.approvals[call.tool_call_id] = ToolDenied(made.reason)
+            else:  # pydantic-ai's own denial text
+                decided.approvals[call.tool_call_id] = False
+        return decided
+
+
+def _call_order(messages: list[ModelMessage]) -> dict[str, int]:
+    """Each tool call of the model's last answer, by its place in it."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+            return {part.tool_call_id: i for i, part in enumerate(calls)}
+    return {}
 
 
 def _respond_with(boundary: ModelBoundary, agent: str | None) -> Callable[..., Any]:
@@ -305,7 +363,13 @@ class _RecordingToolset(WrapperToolset[Any]):
                 # no call running beside it can set another agent in between.
                 registry.agent = agent
 
-        return await registry.recorded(name, canonical_arguments(tool_args), run, text=_result_text)
+        # A call held for approval (ApprovalRequired) or deferred did not run: unrecorded.
+        return await registry.recorded(
+            name, canonical_arguments(tool_args), run, text=_result_text, unrun=_UNRUN
+        )
+
+
+_UNRUN = (ApprovalRequired, CallDeferred)
 
 
 def _result_text(result: Any) -> str:

@@ -106,6 +106,7 @@ def test_json_report_keeps_the_run_record() -> None:
         "guardrails": [],  # no guardrail ran
         "context": None,  # the run had no context (`context_json` reads it)
         "context_error": None,
+        "approvals": [],  # no tool call was held for approval
     }
     assert document_case["duration_ms"] == 4.0
 

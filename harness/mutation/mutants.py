@@ -72,10 +72,9 @@ def mutants_of(
             reason = "the agent runs its own tools: the harness cannot fault their dispatch"
             found.skipped.append(NotGenerated(family, name, reason))
             continue
-        if name in _TOOL_FAULTS and _only_handoffs(data, handoff_tools):
-            # A handoff is made by the framework, never dispatched: no fault reaches it.
-            reason = "every scripted call is a handoff, which no dispatch makes"
-            found.skipped.append(NotGenerated(family, name, reason))
+        undispatched = _undispatched(data, handoff_tools) if name in _TOOL_FAULTS else None
+        if undispatched is not None:
+            found.skipped.append(NotGenerated(family, name, undispatched))
             continue
         rule = next((r for r in _CAUGHT_BY.get(name, ()) if r in exempt), None)
         if rule is not None:
@@ -258,9 +257,23 @@ def _drop_history(case: Case, data: dict[str, Any]) -> Made:
     return "each turn's request loses the earlier turns", "$.turns[1]", data, prepare
 
 
-def _only_handoffs(data: dict[str, Any], handoff_tools: set[str]) -> bool:
-    calls = [c["name"] for _, _, r in _tool_steps(data) for c in r["tool_calls"]]
-    return bool(calls) and all(name in handoff_tools for name in calls)
+def _undispatched(data: dict[str, Any], handoff_tools: set[str]) -> str | None:
+    """Why no dispatch fault can reach the case's calls, or None when one can: a handoff
+    is made by the framework, and a call rejected for approval never runs."""
+    calls = [c for _, _, r in _tool_steps(data) for c in r["tool_calls"]]
+    if not calls:
+        return None
+    if all(c["name"] in handoff_tools for c in calls):
+        return "every scripted call is a handoff, which no dispatch makes"
+    rejected = {
+        key
+        for turn in data["turns"]
+        for key, decision in (turn.get("approvals") or {}).items()
+        if not decision.get("approve")
+    }
+    if all(c["name"] in handoff_tools or c["id"] in rejected for c in calls):
+        return "every scripted call is rejected for approval (or a handoff): none is dispatched"
+    return None
 
 
 def _dispatch_fault(

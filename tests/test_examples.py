@@ -19,6 +19,7 @@ DELEGATION = EXAMPLES / "pydantic_ai_delegation"
 TRIAGE = EXAMPLES / "openai_agents_triage"
 ORCHESTRATOR = EXAMPLES / "openai_agents_orchestrator"
 NESTED_RUN = EXAMPLES / "openai_agents_nested_run"
+APPROVALS = EXAMPLES / "approval_refunds"
 
 
 def readme_commands(example: Path) -> list[list[str]]:
@@ -49,6 +50,11 @@ def fixtures_of(example: Path) -> list[dict]:
         (TRIAGE, ["openai-agents:triage_agents:build_agent"], 5),
         (ORCHESTRATOR, ["openai-agents:travel_desk:build_agent"], 5),
         (NESTED_RUN, ["openai-agents:bookshop:build_agent"], 4),
+        (
+            APPROVALS,
+            ["openai-agents:sdk_refunds:build_agent", "pydantic-ai:pydantic_refunds:build_agent"],
+            3,
+        ),
     ],
     ids=[
         "own_loop",
@@ -57,6 +63,7 @@ def fixtures_of(example: Path) -> list[dict]:
         "openai_agents_triage",
         "openai_agents_orchestrator",
         "openai_agents_nested_run",
+        "approval_refunds",
     ],
 )
 def test_readme_commands_run_green(
@@ -123,7 +130,7 @@ def test_support_suite_scripts_only_the_users_tools_and_grades_them() -> None:
 
 @pytest.mark.parametrize(
     "example",
-    [OWN_LOOP, SUPPORT, DELEGATION, TRIAGE, ORCHESTRATOR, NESTED_RUN],
+    [OWN_LOOP, SUPPORT, DELEGATION, TRIAGE, ORCHESTRATOR, NESTED_RUN, APPROVALS],
     ids=[
         "own_loop",
         "support_agent",
@@ -131,6 +138,7 @@ def test_support_suite_scripts_only_the_users_tools_and_grades_them() -> None:
         "openai_agents_triage",
         "openai_agents_orchestrator",
         "openai_agents_nested_run",
+        "approval_refunds",
     ],
 )
 def test_examples_follow_the_authoring_rules(example: Path) -> None:

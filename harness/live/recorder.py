@@ -3,7 +3,8 @@
 The fixture keeps the live case as written (its id, description, turns' user inputs,
 setup, tools and expectations) and adds, per turn, every model step the run actually used:
 tool calls with their arguments (a handoff's call among them), final texts and token
-counts, and, where the request it answered named an agent of a graph, that agent. Before
+counts, and, where the request it answered named an agent of a graph, that agent; and the
+decisions the run's calls held for approval got, keyed by the recorded call's id. Before
 anything is written the fixture must pass replay admission and replay green through the
 same agent.
 """
@@ -21,6 +22,7 @@ from typing import Any, TextIO
 from harness.agents.case_context import NO_SETUP, CaseSetup, setup_for
 from harness.agents.protocol import AgentAdapter
 from harness.agents.registry import agent_surface, resolve_agent
+from harness.approvals import Approval
 from harness.defaults import (
     DEFAULT_CASE_TIMEOUT,
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
@@ -169,10 +171,15 @@ class _Taped:
 
 
 def fixture_from_run(
-    case: Case, steps: list[list[ModelStep]], agents: StepAgents | None = None
+    case: Case,
+    steps: list[list[ModelStep]],
+    agents: StepAgents | None = None,
+    approvals: Sequence[Approval] = (),
 ) -> dict[str, Any]:
     """The live case's own JSON with each turn's scripted steps filled in from the run,
-    each naming the agent it answered where `agents` (per turn, per step) names one."""
+    each naming the agent it answered where `agents` (per turn, per step) names one, and
+    its `approvals` the decisions the run's calls got (`approvals`, the record's), keyed by
+    the recorded call's id as replay keys them (the live case keys them by tool)."""
     source: dict[str, Any] = json.loads(case.text)
     if len(steps) != len(source["turns"]):
         raise RecordError(
@@ -183,30 +190,47 @@ def fixture_from_run(
     used: set[str] = set()
     turns = []
     for index, (turn, turn_steps) in enumerate(zip(source["turns"], steps, strict=True)):
-        recorded = {key: value for key, value in turn.items() if key != "steps"}
+        recorded = {key: value for key, value in turn.items() if key not in ("steps", "approvals")}
         named = agents[index] if agents is not None else [None] * len(turn_steps)
+        ids: dict[str, str] = {}  # each call's id as the provider made it -> as recorded
         recorded["steps"] = [
-            _step(step, agent, used) for step, agent in zip(turn_steps, named, strict=True)
+            _step(step, agent, used, ids) for step, agent in zip(turn_steps, named, strict=True)
         ]
+        decided = {
+            ids.get(a.call_id, a.call_id): _decision(a) for a in approvals if a.turn == index
+        }
+        if decided:
+            recorded["approvals"] = decided
         turns.append(recorded)
     fixture = dict(source)
     fixture["turns"] = turns
     return fixture
 
 
-def _step(step: ModelStep, agent: str | None, used: set[str]) -> dict[str, Any]:
-    response = _response(step, used)
+def _step(
+    step: ModelStep, agent: str | None, used: set[str], ids: dict[str, str]
+) -> dict[str, Any]:
+    response = _response(step, used, ids)
     return {"response": response} if agent is None else {"agent": agent, "response": response}
 
 
-def _response(step: ModelStep, used: set[str]) -> dict[str, Any]:
+def _response(step: ModelStep, used: set[str], ids: dict[str, str]) -> dict[str, Any]:
     tokens = {"input_tokens": step.input_tokens, "output_tokens": step.output_tokens}
     if not step.tool_calls:
         return {"type": "text", "content": step.text, **tokens}
     calls = []
     for call in step.tool_calls:
-        calls.append({"id": _unique(call.id, used), "name": call.name, "arguments": call.arguments})
+        ids[call.id] = unique = _unique(call.id, used)
+        calls.append({"id": unique, "name": call.name, "arguments": call.arguments})
     return {"type": "tool_calls", "tool_calls": calls, **tokens}
+
+
+def _decision(approval: Approval) -> dict[str, Any]:
+    # Only a decided request reaches a recording: an undecided one fails the live run.
+    if approval.approved:
+        return {"approve": True}
+    reason = {} if approval.reason is None else {"reason": approval.reason}
+    return {"approve": False, **reason}
 
 
 def _unique(call_id: str, used: set[str]) -> str:
@@ -259,7 +283,12 @@ def write_recording(
     refuse_existing(out, force)
     named = None if agents is None else [list(turn) for turn in agents]
     text = (
-        json.dumps(fixture_from_run(case, record.steps, named), indent=2, ensure_ascii=False) + "\n"
+        json.dumps(
+            fixture_from_run(case, record.steps, named, record.approvals),
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n"
     )
     if any(mask.found_in(text) for mask in masks):
         raise RecordError("the recording would contain the API key; nothing was written")

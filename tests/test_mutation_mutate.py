@@ -247,11 +247,15 @@ TRIAGE_SPEC = "openai-agents:triage_agents:build_agent"
 BOOKING_SPEC = "pydantic-ai:flight_booking:booking_agent"
 ORCHESTRATOR_SPEC = "openai-agents:travel_desk:build_agent"
 NESTED_RUN_SPEC = "openai-agents:bookshop:build_agent"
+REFUNDS_SDK_SPEC = "openai-agents:sdk_refunds:build_agent"
+REFUNDS_PAI_SPEC = "pydantic-ai:pydantic_refunds:build_agent"
 EXAMPLES = {
     TRIAGE_SPEC: REPO / "examples" / "openai_agents_triage",
     BOOKING_SPEC: REPO / "examples" / "pydantic_ai_delegation",
     ORCHESTRATOR_SPEC: REPO / "examples" / "openai_agents_orchestrator",
     NESTED_RUN_SPEC: REPO / "examples" / "openai_agents_nested_run",
+    REFUNDS_SDK_SPEC: REPO / "examples" / "approval_refunds",
+    REFUNDS_PAI_SPEC: REPO / "examples" / "approval_refunds",
 }
 
 
@@ -409,3 +413,19 @@ def test_the_nested_run_suite_kills_every_boundary_mutant_inside_the_agent_a_too
     assert len(asking) == 3 and all(
         m["killed"] for c in asking for m in c["mutants"] if m["name"] == "drop_tool_results"
     )
+
+
+@pytest.mark.parametrize("spec", [REFUNDS_SDK_SPEC, REFUNDS_PAI_SPEC])
+def test_the_approval_suite_kills_every_boundary_mutant_and_faults_no_rejected_call(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spec: str
+) -> None:
+    document = mutate_example(run_cli, spec, monkeypatch, tmp_path)
+    assert boundary_survivors(document) == [] and document["boundary"]["generated"] >= 6
+    assert all(case["baseline_passed"] for case in document["cases"])
+    # The rejected refund is never dispatched: no dispatch fault could reach it.
+    (rejected,) = (c for c in document["cases"] if c["id"] == "rejected-refund-not-made")
+    reasons = {s["name"]: s["reason"] for s in rejected["not_generated"]}
+    assert reasons["skip_call"] == (
+        "every scripted call is rejected for approval (or a handoff): none is dispatched"
+    )
+    assert {m["name"] for m in rejected["mutants"]}.isdisjoint({"skip_call", "dispatch_twice"})

@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "AgentError": "harness.agents.registry",
     "AgentSession": "harness.agents.protocol",
     "AgentSurface": "harness.agents.protocol",
+    "Approval": "harness.approvals",
+    "ApprovalDesk": "harness.approvals",
     "Attempt": "harness.verdict.policy",
     "BudgetExpects": "harness.expectations.budget",
     "Case": "harness.fixtures.suite",
@@ -99,6 +101,12 @@ if TYPE_CHECKING:
     )
     from harness.agents.registry import (
         resolve_agent as resolve_agent,
+    )
+    from harness.approvals import (
+        Approval as Approval,
+    )
+    from harness.approvals import (
+        ApprovalDesk as ApprovalDesk,
     )
     from harness.builtin_toolset import (
         builtin_tools as builtin_tools,

@@ -5,7 +5,6 @@ call dispatched all the same."""
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Iterator
 
@@ -13,7 +12,7 @@ from harness.approvals import Approval
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, q, q_list
 from harness.io.json_paths import child_path
 from harness.io.text import clean
-from harness.io.validation import Fault
+from harness.io.validation import Fault, did_you_mean
 from harness.transcript import Conversation
 
 AT = f"{EXPECTS}.approvals_requested"
@@ -60,8 +59,7 @@ class Approvals(Kind):
 
 
 def _unknown_tool(name: str, tools: frozenset[str], agent: str) -> str:
-    close = difflib.get_close_matches(name, sorted(tools), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    hint = did_you_mean(name, tools)
     listed = ", ".join(sorted(tools)) or "none"
     return f"{name!r} is not a tool of {agent}{hint}; its tools: {listed}"
 

@@ -3,7 +3,6 @@ and the base class that makes one struct both the schema and the check."""
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from harness.io.problems import escaped, unsafe_name_problem
-from harness.io.validation import Fault
+from harness.io.validation import Fault, closest, did_you_mean
 from harness.modes import Mode
 from harness.run_record import RunRecord
 from harness.transcript import Conversation
@@ -223,11 +222,11 @@ def _misspelt(
     for i, name in enumerate(names):
         if not name.strip() or name in tools:
             continue
-        close = difflib.get_close_matches(name, sorted(tools), n=1, cutoff=MISSPELT)
-        if close:
+        close = closest(name, tools, MISSPELT)
+        if close is not None:
             yield Fault(
                 f"{EXPECTS}.{family}[{i}]",
-                f"{name!r} is not a tool of {agent} (did you mean {close[0]}?): {why}",
+                f"{name!r} is not a tool of {agent} (did you mean {close}?): {why}",
             )
 
 
@@ -250,7 +249,6 @@ def agent_name_problem(name: str, context: Context) -> str | None:
     if not known or name in known:
         return None
     # Looser than for tools: agents are few, and `faq` for `faq_agent` is meant.
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.5)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    hint = did_you_mean(name, known, cutoff=0.5)
     agents = ", ".join(escaped(a) for a in sorted(known))
     return f"{name!r} is not an agent of {context.agent}{hint}; its agents: {agents}"

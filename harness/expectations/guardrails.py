@@ -8,7 +8,6 @@ pydantic-ai output validator whose retries ran out or a usage limit exceeded.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from harness.expectations.base import (
@@ -23,7 +22,7 @@ from harness.expectations.base import (
     q_list,
 )
 from harness.io.problems import escaped, unsafe_name_problem
-from harness.io.validation import Fault
+from harness.io.validation import Fault, did_you_mean
 from harness.model_boundary import GuardrailRun
 
 AT = f"{EXPECTS}.guardrails_tripped"
@@ -104,7 +103,6 @@ def guardrail_name_problem(name: str, context: Context) -> str | None:
         return None
     if not known:
         return f"{name!r} is not a guardrail of {context.agent}, which has none"
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    hint = did_you_mean(name, known)
     listed = ", ".join(escaped(g) for g in sorted(known))
     return f"{name!r} is not a guardrail of {context.agent}{hint}; its guardrails: {listed}"

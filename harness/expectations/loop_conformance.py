@@ -9,14 +9,13 @@ Only violations are graded (category `loop`): a conformant run's report is uncha
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Iterator
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
 from harness.io.json_paths import child_path
 from harness.io.text import clean
-from harness.io.validation import Fault
+from harness.io.validation import Fault, closest
 from harness.model_boundary import Handoff, Message, ModelStep, ToolCall, summarize_request
 from harness.tool_registry import RecordedCall, canonical_arguments
 from harness.transcript import Conversation, Exchange, Thread
@@ -34,8 +33,8 @@ class LoopConformance(Kind):
         for rule, reason in self.loop_exempt.items():
             where = child_path(AT, rule)
             if rule not in RULES:
-                hint = difflib.get_close_matches(rule, RULES, n=1, cutoff=0.6)
-                known = f"did you mean {hint[0]}?" if hint else f"rules: {', '.join(RULES)}"
+                hint = closest(rule, RULES)
+                known = f"did you mean {hint}?" if hint else f"rules: {', '.join(RULES)}"
                 yield Fault(where, f"unknown conformance rule ({known})")
             elif not reason.strip():
                 yield Fault(where, "an exemption needs its reason: say why the agent may")

@@ -12,7 +12,7 @@ import difflib
 import functools
 import operator
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -63,9 +63,22 @@ def known_keys(struct: type[msgspec.Struct]) -> list[str]:
     return [f.encode_name for f in _info(struct).fields]
 
 
+def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The one of `known` that `name` is most likely a misspelling of (difflib's ratio at
+    least `cutoff`), or None: what every did-you-mean of a refusal names."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, known: Iterable[str], cutoff: float = 0.6) -> str:
+    """` (did you mean X?)` for the closest of `known` to `name`, or "" when none is close."""
+    found = closest(name, known, cutoff)
+    return f" (did you mean {found}?)" if found is not None else ""
+
+
 def unknown_key_message(key: str, known: list[str]) -> str:
-    hint = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    suffix = f" (did you mean {hint[0]}?)" if hint else f" (known keys: {', '.join(known)})"
+    hint = closest(key, known)
+    suffix = f" (did you mean {hint}?)" if hint else f" (known keys: {', '.join(known)})"
     return f"unknown key{suffix}"
 
 

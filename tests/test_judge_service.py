@@ -175,6 +175,23 @@ def test_a_judge_down_or_replying_garbage_fails_every_gated_check(
     assert KEY not in said and KEY not in json.dumps(report)
 
 
+def test_a_reply_that_cannot_be_written_fails_its_check_naming_the_file(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    with OpenAIServer(responder=fair, api_key=KEY) as server:
+        root = judged_project(tmp_path, server.base_url)
+        calibrate_gated(root, server.base_url)
+        # Where the replies go is a link to nothing: no reply is there, none can be written.
+        (root / "evals/regression/judge/replies").symlink_to(root / "gone")
+        code, report, said = run(run_cli, root, "--record-judge")
+    assert code == 1 and "Traceback" not in said and "internal error" not in said
+    for case in ("right", "wrong"):
+        grade = judge_grade(report, case)
+        assert not grade["passed"] and grade["judge"]["score"] is None
+        assert "judge reply could not be recorded" in grade["detail"]
+        assert "evals/regression/judge/replies/" in grade["detail"]
+
+
 def test_a_flaky_judge_fails_the_samples_it_garbles(tmp_path: Path, run_cli: Cli) -> None:
     with OpenAIServer(responder=Flaky(), api_key=KEY) as server:
         root = judged_project(tmp_path, server.base_url)

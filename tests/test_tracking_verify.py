@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _judge_server import fair
 from _openai_server import Action, OpenAIServer, malformed, text_reply
 from conftest import (
     DROPPING_LOOP,
@@ -495,3 +496,36 @@ def test_a_report_of_a_two_agent_run_verifies_and_merges(run_cli: Cli, tmp_path:
     assert merged.returncode == 1, merged.stderr  # the failing case fails the merged gate
     (kept,) = json.loads((root / "m.json").read_text())["cases"]
     assert kept["record"] == case["record"]
+
+
+def test_a_repeated_case_graded_only_by_diagnostic_judge_grades_verifies(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    rubric = {"name": "answers", "rubric": "The answer names the code.", "threshold": 0.5}
+    case = live_case("say", "say: zc-answer-42", expects={"judge": [rubric]}, repeat=3)
+    with OpenAIServer(responder=fair) as judge, OpenAIServer(responder=RightEvery(3)) as live:
+        extra = (
+            f'judge_base_url = "{judge.base_url}"\njudge_model = "judge-model"\n'
+            f'judge_api_key_env = "{LIVE_KEY_ENV}"'
+        )
+        root = make_project(tmp_path, live.base_url, {"say.json": case}, extra=extra)
+        result = run_cli(
+            "eval", "run", "--suite", "evals/live", "--json-report", "report.json",
+            "--record-judge", cwd=root, env={LIVE_KEY_ENV: LIVE_KEY},
+        )  # fmt: skip
+    assert "Traceback" not in result.stderr
+    document = json.loads((root / "report.json").read_text("utf-8"))
+    [say] = document["cases"]
+    # No calibration: every run's only grade is diagnostic, so no run is decided.
+    assert [r["passed"] for r in say["repeat"]["runs"]] == [False] * 3
+    assert all(r["undecided"] and r["failed_checks"] == [] for r in say["repeat"]["runs"])
+    honest = verify_live(run_cli, root / "report.json")
+    assert honest.returncode == 0, honest.stderr
+
+    def claim_decided(document: dict[str, Any]) -> None:
+        document["cases"][0]["repeat"]["runs"][0]["undecided"] = False
+
+    edit(root / "report.json", claim_decided)
+    forged = verify_live(run_cli, root / "report.json")
+    assert forged.returncode == 1
+    assert "$.cases[0].repeat.runs[0].passed: " in forged.stderr

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.errors import HarnessError
 from harness.expectations.base import JudgeNote
 from harness.expectations.judge import Material, Rubric
 from harness.judge.calibration import Bounds, CalibrationFile, gate
@@ -125,9 +126,7 @@ class JudgeService:
     def _note(self, rubric: Rubric, samples: list[Sample]) -> JudgeNote:
         setup = self.setup.setup_hash(rubric)
         gated, why = self.gate_of(rubric.name, setup)
-        # The median of an odd number of votes reaches the threshold exactly when a strict
-        # majority does; a failed sample sits lowest, a failed vote.
-        median = sorted(samples, key=lambda s: s.vote)[len(samples) // 2]
+        median = majority(samples)
         reason = median.reason
         if len(samples) > 1:
             reason = f"{reason} (median of {len(samples)} samples)"
@@ -179,7 +178,7 @@ class JudgeService:
         except DamagedReply as exc:
             return Sample(None, False, f"recorded judge reply unusable: {exc}", key)
         if recorded is not None:
-            return _read(recorded.reply, key, recorded.input_tokens, recorded.output_tokens)
+            return read_reply(recorded.reply, key, recorded.input_tokens, recorded.output_tokens)
         if not self.record or self.settings is None:
             return Sample(None, False, NOT_RECORDED, key)
         return await self._ask(case_id, rubric, request, body, key, i)
@@ -216,13 +215,36 @@ class JudgeService:
             input_tokens=step.input_tokens,
             output_tokens=step.output_tokens,
         )
-        self.written.append(self.store.write(reply))
-        sample = _read(step.text, key, step.input_tokens, step.output_tokens)
+        try:
+            self.written.append(self.store.write(reply))
+        except (OSError, HarnessError) as exc:
+            # The verdict is not used: a reply the next replay cannot find would make this
+            # run's grade one no later run can reproduce.
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return Sample(
+                None,
+                False,
+                f"judge reply could not be recorded: {self.store.path(key)}: {why}",
+                key,
+                True,
+                step.input_tokens,
+                step.output_tokens,
+            )
+        sample = read_reply(step.text, key, step.input_tokens, step.output_tokens)
         sample.live = True
         return sample
 
 
-def _read(text: str, key: str, input_tokens: int, output_tokens: int) -> Sample:
+def majority(samples: Sequence[Sample]) -> Sample:
+    """The sample whose verdict is the strict majority's: the median of an odd number of
+    votes reaches the threshold exactly when a strict majority does; a failed sample sits
+    lowest, a failed vote."""
+    return sorted(samples, key=lambda s: s.vote)[len(samples) // 2]
+
+
+def read_reply(text: str, key: str, input_tokens: int = 0, output_tokens: int = 0) -> Sample:
+    """A reply's text read as a sample: parsed strictly, an unparseable one a failed
+    sample saying why."""
     try:
         parsed = parse(text)
     except Unparseable as exc:

@@ -46,6 +46,7 @@ def receipt(number: int, run: CaseReport) -> RunReceipt:
         passed=run.passed,
         error=run.error,
         failed_checks=[g.check for g in run.failing_grades],
+        undecided=run.error is None and not run.passed and not run.failing_grades,
         tokens=run.tokens,
         model_calls=run.model_calls,
         duration_ms=run.duration_ms,

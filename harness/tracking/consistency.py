@@ -189,16 +189,22 @@ def runs_said(n: int) -> str:
 
 def _runs_problems(at: str, stats: RepeatStats) -> list[str]:
     """Each run's receipt: numbered in order, and passed exactly when it completed with no
-    failing check (a completed run always has a grade: no grade is a failing one)."""
+    failing check and some check decided it (a completed run always has a grade: no grade
+    is a failing one; a run graded only by diagnostic judge grades is undecided)."""
     problems = []
     for index, run in enumerate(stats.runs):
         if run.run != index + 1:
             problems.append(f"{at}[{index}].run: {run.run}, but it is run {index + 1}")
-        should = run.error is None and not run.failed_checks
+        should = run.error is None and not run.failed_checks and not run.undecided
         if run.passed != should:
             problems.append(
-                f"{at}[{index}].passed: {_said(run.passed)}, but its error and failed checks "
-                f"say {_verdict(should)}"
+                f"{at}[{index}].passed: {_said(run.passed)}, but its error, failed checks "
+                f"and undecided flag say {_verdict(should)}"
+            )
+        elif run.undecided and (run.error is not None or run.failed_checks):
+            problems.append(
+                f"{at}[{index}].undecided: true, but the run "
+                + ("errored" if run.error is not None else "failed checks")
             )
     return problems
 

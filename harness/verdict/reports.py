@@ -47,6 +47,9 @@ class RunReceipt(msgspec.Struct, kw_only=True, frozen=True):
     passed: bool
     error: str | None = None
     failed_checks: list[str] = []
+    # No check decided the run (its only grades were diagnostic judge grades): not passed,
+    # with no failed check to show for it.
+    undecided: bool = False
     tokens: int = 0
     model_calls: int = 0
     duration_ms: float = 0.0

@@ -1,4 +1,4 @@
-"""`zeroclaw eval run|check|record|schema`: argument parsing and hand-over.
+"""`zeroclaw eval run|check|record|calibrate|schema|…`: argument parsing and hand-over.
 
 Exit codes (`harness.errors.ExitCode`): 0 the gate passed; 1 it did not (failed check, run
 error, refused fixture, bad configuration, unwritable report); 2 the command line itself
@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         MIN_SCRIPT_SCORE,
         MUTATION_REPORT,
     )
+    _calibrate_parser(actions)
     verify = actions.add_parser(
         "verify",
         help="check a JSON report is for exactly these fixtures under this policy",
@@ -215,6 +216,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--history-dir", metavar="DIR", help="the history directory (--history-dir) of the suite"
     )
     return parser
+
+
+def _calibrate_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    calibrate = actions.add_parser(
+        "calibrate",
+        help="label the LLM judge's recorded verdicts; calibrate its rubrics from the labels",
+        description="Calibrate the LLM judge of the suite's rubrics (docs/judge.md).",
+    )
+    steps = calibrate.add_subparsers(dest="step", required=True, metavar="STEP")
+    label = "ask a blind pass or fail on each recorded judge verdict (resumable)"
+    finalize = "write the calibration file from the labels; exit 0 iff every rubric gates"
+    for name, about in (("label", label), ("finalize", finalize)):
+        step = steps.add_parser(name, help=about, description=about[0].upper() + about[1:])
+        _add(step, *SUITE_OPTIONS)
+        step.add_argument(
+            "--rubric", action="append", default=[], metavar="NAME",
+            help="only this rubric (repeatable; default: every rubric of the suite)",
+        )  # fmt: skip
 
 
 def _version() -> str:
@@ -385,6 +404,18 @@ def _mutate(command: Invocation) -> int:
     return report.exit_code
 
 
+def _calibrate(command: Invocation) -> int:
+    from harness import pipeline, settings
+    from harness.judge import calibrate
+
+    args = command.args
+    options = settings.resolve(args, provider=False).options
+    suite = calibrate.suite_of(options.judge, pipeline.admit(options))
+    if args.step == "label":
+        return calibrate.label(suite, args.rubric, sys.stdin, command.out)
+    return calibrate.finalize(suite, args.rubric, command.out)
+
+
 def _verify(command: Invocation) -> int:
     import os
 
@@ -469,5 +500,6 @@ _ACTIONS = {
     "verify": _verify,
     "list": _list,
     "merge": _merge,
+    "calibrate": _calibrate,
     "show": _show,
 }

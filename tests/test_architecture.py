@@ -250,6 +250,7 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.reporters.registry",
         "harness.live.recorder",
         "harness.mutation.mutate",
+        "harness.judge.calibrate",
         "harness.io.atomic",
         "harness.io.text",
         "harness.fixtures.schema",

@@ -524,3 +524,70 @@ def test_a_capability_pass_rate_drop_without_a_regression_passes_the_gate(
     assert result.returncode == 0, result.stderr
     assert "1 new, 7 unchanged" in result.stderr
     assert "regression" not in result.stderr
+
+
+# --- judge grades: keyed by the judge setup and its gate -----------------------------------
+
+JUDGE_RUBRIC = {"name": "names-capital", "rubric": "The answer names the capital.", "threshold": 0.5}
+
+
+def _judged_project(tmp_path: Path, base_url: str) -> Path:
+    """A capability suite of one case decided by its judge rubric alone, its reply recorded
+    and its rubric calibrated to gate under `judge-model`."""
+    from harness.expectations.judge import Rubric
+    from harness.judge.calibration import CalibrationFile, Confusion, calibrated
+    from harness.judge.service import JudgeSetup
+
+    root = project(
+        tmp_path,
+        {"a.json": fixture("paris", [turn("Capital?", text_step("Paris."))],
+                           {"judge": [JUDGE_RUBRIC]})},
+        SUITE,
+    )  # fmt: skip
+    with (root / "pyproject.toml").open("a", encoding="utf-8") as f:
+        f.write(f'judge_base_url = "{base_url}"\njudge_model = "judge-model"\n')
+    setup = JudgeSetup(base_url, "judge-model").setup_hash(msgspec.convert(JUDGE_RUBRIC, Rubric))
+    entry = calibrated("names-capital", setup, Confusion(jp_hp=24, jp_hf=1, jf_hp=1, jf_hf=24))
+    folder = root / SUITE / "judge"
+    folder.mkdir(parents=True)
+    (folder / "calibration.json").write_bytes(
+        msgspec.json.encode(CalibrationFile(rubrics={"names-capital": entry}))
+    )
+    return root
+
+
+@pytest.mark.parametrize("change", ["calibration", "model"])
+def test_a_judge_change_is_unverifiable_never_the_agent_s_regression(
+    run_cli: Cli, tmp_path: Path, change: str
+) -> None:
+    from _judge_server import fair
+    from _openai_server import OpenAIServer
+
+    with OpenAIServer(responder=fair) as server:
+        root = _judged_project(tmp_path, server.base_url)
+        env = {"OPENAI_API_KEY": "sk-judge"}
+        recorded = run_cli("eval", "run", "--record-judge", cwd=root, env=env)
+        assert recorded.returncode == 0, recorded.stderr
+        written = _run(run_cli, root, "--write-baseline", BASELINE)
+        assert written.returncode == 0, written.stderr
+        baseline = json.loads((root / BASELINE).read_text("utf-8"))
+        [key] = baseline["cases"][0]["judge"].values()
+        assert key.endswith("/gated")
+        if change == "calibration":  # the calibration is gone: the rubric is diagnostic
+            (root / SUITE / "judge" / "calibration.json").unlink()
+        else:  # another judge model: a new setup, whose reply is recorded anew
+            text = (root / "pyproject.toml").read_text("utf-8")
+            (root / "pyproject.toml").write_text(text.replace("judge-model", "judge-2"), "utf-8")
+            run_cli("eval", "run", "--record-judge", cwd=root, env=env)
+    result = _run(
+        run_cli, root, "--baseline", BASELINE, "--fail-on-regression", "--json-report", "r.json"
+    )
+    # The case no longer passes (no check decides it), and that is the judge's doing.
+    assert result.returncode == 0, result.stderr
+    report = json.loads((root / "r.json").read_text("utf-8"))
+    assert not report["cases"][0]["passed"]
+    [case] = report["baseline"]["cases"]
+    assert case["status"] == "unverifiable", case
+    said = "gated then, diagnostic now" if change == "calibration" else "setup "
+    assert case["why"].startswith("the judge changed (names-capital: ") and said in case["why"]
+    assert report["baseline"]["confirmed_regressions"] == []

@@ -71,6 +71,9 @@ class BaselineCase(_Strict, kw_only=True, frozen=True):
     # The sorted names of the tools the case could use (the agent's, narrowed by the
     # fixture's `tools` and, live, by `live_allowed_tools`); None: not known.
     tool_surface: list[str] | None = None
+    # Each rubric's judge setup and gate (`CaseReport.judge_keys`); left out (UNSET) when
+    # the case has no judge grade, and in a baseline written before judges were keyed.
+    judge: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class BaselineReceipt(_Strict, kw_only=True, frozen=True):
@@ -139,6 +142,7 @@ def case_entry(case: CaseReport) -> BaselineCase:
         failed_categories=case.failed_categories,
         tokens=_tokens(case),
         tool_surface=case.tool_surface,
+        judge=_judge_keys(case),
     )
 
 
@@ -312,9 +316,36 @@ def _unverifiable(old: BaselineCase, case: CaseReport, provider: str | None) -> 
         if added or gone:
             change = [f"+{name}" for name in added] + [f"-{name}" for name in gone]
             reasons.append(f"the tool surface changed ({', '.join(change)})")
+    judge = judge_change(None if old.judge is msgspec.UNSET else old.judge, case.judge_keys)
+    if judge is not None:
+        reasons.append(judge)
     if not reasons:
         return None
     return "; ".join(reasons) + ": refresh the baseline (--write-baseline)"
+
+
+def judge_change(before: dict[str, str] | None, now: dict[str, str] | None) -> str | None:
+    """What changed of the case's judge since `before` (None: nothing, or not known): a
+    rubric's judge setup (rubric, model, template…) or its gate (its calibration)."""
+    if before is None or now is None or before == now:
+        return None
+    changed = []
+    for rubric in sorted(set(before) | set(now)):
+        was, is_ = before.get(rubric), now.get(rubric)
+        if was == is_:
+            continue
+        if was is None or is_ is None:
+            changed.append(f"{rubric} {'added' if was is None else 'removed'}")
+        elif was.split("/")[0] != is_.split("/")[0]:
+            changed.append(f"{rubric}: setup {was[:12]} then, {is_[:12]} now")
+        else:
+            changed.append(f"{rubric}: {was.split('/')[-1]} then, {is_.split('/')[-1]} now")
+    return f"the judge changed ({'; '.join(changed)}), not the agent"
+
+
+def _judge_keys(case: CaseReport) -> dict[str, str] | msgspec.UnsetType:
+    keys = case.judge_keys
+    return msgspec.UNSET if keys is None else keys
 
 
 def _compare_case(

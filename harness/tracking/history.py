@@ -55,6 +55,9 @@ class CaseEntry(msgspec.Struct, kw_only=True, frozen=True):
     tokens: int = 0
     model_calls: int = 0
     duration_ms: float = 0.0
+    # Each rubric's judge setup and gate (`CaseReport.judge_keys`); left out (UNSET) when
+    # the case has no judge grade.
+    judge: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class HistoryEntry(msgspec.Struct, kw_only=True, frozen=True):
@@ -99,6 +102,7 @@ def case_entry(case: CaseReport) -> CaseEntry:
         tokens=case.tokens,
         model_calls=case.model_calls,
         duration_ms=case.duration_ms,
+        judge=msgspec.UNSET if case.judge_keys is None else case.judge_keys,
     )
 
 

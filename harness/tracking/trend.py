@@ -12,8 +12,10 @@ code fence, end a quoted label or start a Mermaid directive or comment.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
@@ -42,19 +44,26 @@ class Run(NamedTuple):
     verdicts: dict[str, str]  # case id → passed | failed | error | not_run
     now: bool = False  # this run
     commit: str = ""  # the git commit it ran at, abbreviated to 12 digits; "" unknown
+    # case id → its rubrics' judge setups and gates (`CaseReport.judge_keys`), where known
+    judges: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 
 
 class Flip(NamedTuple):
     case: str
     was: str
     now: str
+    # The case's judge changed between the two runs (a rubric's setup or its gate): the
+    # flip is the judge's, never read as the agent's regression.
+    judge_changed: bool = False
 
     @property
     def regression(self) -> bool:
-        return self.was == "passed"
+        return self.was == "passed" and not self.judge_changed
 
     @property
     def change(self) -> str:
+        if self.judge_changed:
+            return "judge changed"
         if self.regression:
             return "regression"
         return "fixed" if self.now == "passed" else "changed"
@@ -65,7 +74,8 @@ def _run(entry: HistoryEntry, now: bool = False) -> Run:
     verdicts = {c.id: c.verdict for c in entry.cases}
     commit = (entry.receipt.git_commit or "")[:12] if entry.receipt is not None else ""
     totals = entry.totals
-    return Run(entry.recorded_at, rate, totals.passed, totals.cases, verdicts, now, commit)
+    judges = {c.id: c.judge for c in entry.cases if c.judge is not msgspec.UNSET}
+    return Run(entry.recorded_at, rate, totals.passed, totals.cases, verdicts, now, commit, judges)
 
 
 def runs(report: SuiteReport, history: History | Path, limit: int = MAX_RUNS) -> list[Run]:
@@ -100,8 +110,11 @@ def flips(trend: list[Run]) -> list[Flip]:
     if len(trend) < 2:
         return []
     then, now = trend[-2].verdicts, trend[-1].verdicts
+    judged_then, judged_now = trend[-2].judges, trend[-1].judges
     found = [
-        Flip(case, then[case], v) for case, v in now.items() if case in then and then[case] != v
+        Flip(case, then[case], v, judged_then.get(case) != judged_now.get(case))
+        for case, v in now.items()
+        if case in then and then[case] != v
     ]
     return sorted(found, key=lambda f: (not f.regression, f.case))
 

@@ -191,6 +191,19 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         return [g for g in self.grades if not g.gates]
 
     @property
+    def judge_keys(self) -> dict[str, str] | None:
+        """Each rubric's judge setup and whether it gated, as `<setup hash>/gated` or
+        `/diagnostic`; None when no grade is a judge's. Baselines and history keep it, so
+        a verdict that changed with the judge (its setup, or its calibration's gate) is
+        never read as the agent's regression."""
+        found = {
+            g.judge.rubric: f"{g.judge.setup}/{'gated' if g.judge.gated else 'diagnostic'}"
+            for g in self.grades
+            if g.judge is not None
+        }
+        return found or None
+
+    @property
     def failed_categories(self) -> list[str]:
         """The categories of its failing checks, each once, sorted."""
         return sorted({g.category for g in self.failing_grades})

@@ -161,3 +161,77 @@ def test_examples_use_placeholder_identities_only() -> None:
             assert address.endswith("@example.com"), (path, address)
         for host in re.findall(r"https?://([\w.-]+)", text):
             assert host == "example.com" or host.endswith(".example.com"), (path, host)
+
+
+# --- the judge-graded capability suite ----------------------------------------------------
+
+JUDGE_FOLDER = REPO / "evals" / "judge"
+
+
+def _judged_copy(tmp_path: Path) -> Path:
+    """The capability suite, its calibration set and its judge folder, with the
+    repository's judge settings, in a project of their own."""
+    import shutil
+
+    root = tmp_path / "project"
+    for folder in ("capability", "judge_calibration", "judge"):
+        shutil.copytree(REPO / "evals" / folder, root / "evals" / folder)
+    judge = [
+        line
+        for line in (REPO / "pyproject.toml").read_text("utf-8").splitlines()
+        if line.startswith("judge_")
+    ]
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\n' + "\n".join(judge) + "\n", "utf-8"
+    )
+    return root
+
+
+def test_the_capability_suite_runs_its_judge_graded_cases_offline(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OSError("the network is off in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refused)
+    monkeypatch.setattr(socket.socket, "connect_ex", refused)
+    monkeypatch.setattr(socket, "create_connection", refused)
+    root = _judged_copy(tmp_path)
+    result = run_cli(
+        "eval", "run", "--suite", "evals/capability", "--json-report", "r.json", cwd=root
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((root / "r.json").read_text("utf-8"))
+    judged = [g for c in report["cases"] for g in c["grades"] if g["category"] == "judge"]
+    assert len(judged) == 3
+    for grade in judged:
+        assert grade["passed"] and grade["judge"]["gated"], grade
+        assert not grade["judge"]["live"] and grade["judge"]["input_tokens"] == 0
+    assert all(c["passed"] for c in report["cases"])
+
+
+def test_the_committed_calibration_is_what_the_committed_labels_give(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = _judged_copy(tmp_path)
+    (root / "evals" / "judge" / "calibration.json").unlink()
+    result = run_cli("eval", "calibrate", "finalize", "--suite", "evals/capability", cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    made = json.loads((root / "evals" / "judge" / "calibration.json").read_text("utf-8"))
+    assert made == json.loads((JUDGE_FOLDER / "calibration.json").read_text("utf-8"))
+    labels = (JUDGE_FOLDER / "labels.jsonl").read_text("utf-8").splitlines()
+    assert len(labels) == sum(made["rubrics"]["states-tool-results"]["confusion"].values())
+
+
+def test_the_recorded_replies_are_the_stand_in_judge_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES / "stand_in_judge"))
+    import stand_in_judge
+
+    replies = sorted((JUDGE_FOLDER / "replies").glob("*.json"))
+    assert len(replies) == 33
+    for path in replies:
+        recorded = json.loads(path.read_text("utf-8"))
+        answer = stand_in_judge.reply(recorded["request"])
+        assert answer["choices"][0]["message"]["content"] == recorded["reply"], path.name

@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         MIN_SCORE,
         MIN_SCRIPT_SCORE,
         MUTATION_REPORT,
+        RECORD_JUDGE,
     )
     _calibrate_parser(actions)
     verify = actions.add_parser(
@@ -392,6 +393,8 @@ def _mutate(command: Invocation) -> int:
         print("zeroclaw eval: mutate replays scripts; --mode live does not apply", file=command.err)
         return ExitCode.USAGE
     report = mutate(options, Thresholds(args.min_score, args.min_script_score))
+    for line in settings.judge_lines(options, partial=True):  # the replies it recorded
+        print(f"zeroclaw eval: {inert(clean(line))}", file=command.err)
     if path is not None:
         command.files.stage(path, render_json(report))
         command.files.commit()

@@ -429,3 +429,90 @@ def test_the_approval_suite_kills_every_boundary_mutant_and_faults_no_rejected_c
         "every scripted call is rejected for approval (or a handoff): none is dispatched"
     )
     assert {m["name"] for m in rejected["mutants"]}.isdisjoint({"skip_call", "dispatch_twice"})
+
+
+# --- judge mutants: bad answers for the rubrics to catch ------------------------------------
+
+JUDGE_KEY_ENV = "ZC_MUTATE_JUDGE_KEY"
+CAPITAL = {"name": "names-capital", "rubric": "The answer names the capital.", "threshold": 0.5}
+
+
+def judged_suite(tmp_path: Path, base_url: str) -> Path:
+    """A suite of one case graded by its rubric (the fair loopback judge passes an answer
+    naming Paris), its rubric calibrated to gate."""
+    import msgspec
+
+    from harness.expectations.judge import Rubric
+    from harness.judge.calibration import CalibrationFile, Confusion, calibrated
+    from harness.judge.service import JudgeSetup
+
+    answer = "The capital of France is Paris (2.1 million people)."
+    data = fixture(
+        "capital", [turn("Capital of France?", text_step(answer))],
+        {"max_tool_calls": 0, "judge": [CAPITAL]},
+    )  # fmt: skip
+    write_suite(tmp_path / "evals" / "regression", {"capital.json": data})
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.zeroclaw.eval]\n'
+        f'judge_base_url = "{base_url}"\njudge_model = "judge-model"\n'
+        f'judge_api_key_env = "{JUDGE_KEY_ENV}"\n',
+        encoding="utf-8",
+    )
+    setup = JudgeSetup(base_url, "judge-model").setup_hash(msgspec.convert(CAPITAL, Rubric))
+    entry = calibrated("names-capital", setup, Confusion(jp_hp=24, jp_hf=1, jf_hp=1, jf_hf=24))
+    folder = tmp_path / "evals" / "regression" / "judge"
+    folder.mkdir()
+    (folder / "calibration.json").write_bytes(
+        msgspec.json.encode(CalibrationFile(rubrics={"names-capital": entry}))
+    )
+    return tmp_path
+
+
+def judge_mutants(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    [case] = report["cases"]
+    return {m["name"]: m for m in case["mutants"] if m["family"] == "judge"}
+
+
+def test_judge_mutants_unrecorded_are_not_judged_then_recorded_and_replayed(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    from _judge_server import fair
+    from _openai_server import OpenAIServer
+
+    env = {JUDGE_KEY_ENV: "sk-judge"}
+    with OpenAIServer(responder=fair) as server:
+        root = judged_suite(tmp_path, server.base_url)
+        assert run_cli("eval", "run", "--record-judge", cwd=root, env=env).returncode == 0
+        asked = len(server.requests)
+        unrecorded = run_cli("eval", "mutate", "--json-report", "m.json", cwd=root)
+        # Replay never calls: the bad answers' verdicts are not recorded, so not judged.
+        assert len(server.requests) == asked
+        first = json.loads((root / "m.json").read_text("utf-8"))
+        # change_final_text too: only its unrecorded judge check failed it, no kill shown.
+        assert first["judge"] == {"killed": 0, "generated": 0} and first["not_judged"] == 4
+        assert first["script"] == {"killed": 0, "generated": 0}
+        assert all(not m["killed"] and not m["judged"] for m in judge_mutants(first).values())
+        assert "4 mutant(s) not judged" in unrecorded.stdout
+        assert "--record-judge" in unrecorded.stdout
+        recorded = run_cli(
+            "eval", "mutate", "--record-judge", "--json-report", "m.json", cwd=root, env=env
+        )
+        # The three judge mutants' answers and change_final_text's.
+        assert "recorded 4 judge repl(ies)" in recorded.stderr
+    # Offline now: the bad answers' verdicts replay.
+    again = run_cli("eval", "mutate", "--json-report", "m.json", cwd=root)
+    report = json.loads((root / "m.json").read_text("utf-8"))
+    assert report["judge"] == {"killed": 2, "generated": 3} and report["not_judged"] == 0
+    found = judge_mutants(report)
+    assert found["judge_unhelpful"]["killed"] and found["judge_off_task"]["killed"]
+    assert 'judge("names-capital")' in found["judge_off_task"]["by"]
+    # Wrong figures still name Paris: this rubric cannot see them, and the table says so.
+    assert not found["judge_wrong"]["killed"] and found["judge_wrong"]["judged"]
+    assert "judge mutants: 2/3 bad answer(s) caught by the rubrics" in again.stdout
+    assert "judge judge_wrong" in again.stdout  # listed among the survivors
+
+
+def test_a_case_without_rubrics_gets_no_judge_mutant(tmp_path: Path) -> None:
+    case = case_of(echo_fixture("echo-case"))
+    assert not [m for m in mutants_of(case, True).generated if m.family == "judge"]
+    assert not [s for s in mutants_of(case, True).skipped if s.family == "judge"]

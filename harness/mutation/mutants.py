@@ -22,7 +22,7 @@ from harness.fixtures.suite import Case
 from harness.model_boundary import ModelRequest, ModelStep
 from harness.tool_registry import Dispatch, ToolOutcome
 
-Family = Literal["script", "boundary"]
+Family = Literal["script", "boundary", "judge"]
 Prepare = Callable[[AgentContext], None]
 
 
@@ -67,7 +67,9 @@ def mutants_of(
         ("script", "wrong_handoff", lambda _case, data: _wrong_handoff(data, graph))
     ]
     handoff_tools = {tool for tools in graph.values() for tool in tools}
-    for family, name, make in _SCRIPT + handoff + _BOUNDARY:
+    # A case without a rubric has no judge to meet: no judge mutant, and nothing to list.
+    judged = _JUDGE if (data.get("expects") or {}).get("judge") else []
+    for family, name, make in _SCRIPT + handoff + _BOUNDARY + judged:
         if family == "boundary" and name in _TOOL_FAULTS and not faultable:
             reason = "the agent runs its own tools: the harness cannot fault their dispatch"
             found.skipped.append(NotGenerated(family, name, reason))
@@ -176,6 +178,46 @@ def _change_final_text(case: Case, data: dict[str, Any]) -> Made:
     mutated["turns"][last]["steps"][-1]["response"]["content"] = "(a different final answer)"
     where = f"$.turns[{last}].steps[{len(steps) - 1}].response.content"
     return "replace the final text", where, mutated, None
+
+
+# --- judge mutants: bad final answers, for the case's rubrics to catch ----------------------
+
+UNHELPFUL = "I'm sorry, I can't help with that."
+OFF_TASK = (
+    "Here is a recipe for banana bread: mash three bananas, mix in flour, sugar and an egg, "
+    "and bake for an hour."
+)
+_NEXT_DIGIT = str.maketrans("0123456789", "1234567890")
+
+
+def _final_answer(data: dict[str, Any], answer: Callable[[str], str | None], what: str) -> Made:
+    last = len(data["turns"]) - 1
+    steps = data["turns"][last].get("steps") or []
+    if not steps or steps[-1]["response"].get("type") != "text":
+        return "the last turn does not end with a text step"
+    text = steps[-1]["response"].get("content") or ""
+    made = answer(text)
+    if made is None:
+        return "the final answer has no number to make wrong"
+    mutated = copy.deepcopy(data)
+    mutated["turns"][last]["steps"][-1]["response"]["content"] = made
+    return what, f"$.turns[{last}].steps[{len(steps) - 1}].response.content", mutated, None
+
+
+def _judge_wrong(case: Case, data: dict[str, Any]) -> Made:
+    # Every digit moved on by one: the same answer, its figures wrong.
+    def wrong(text: str) -> str | None:
+        return text.translate(_NEXT_DIGIT) if any(c.isdigit() for c in text) else None
+
+    return _final_answer(data, wrong, "the final answer with every figure wrong")
+
+
+def _judge_unhelpful(case: Case, data: dict[str, Any]) -> Made:
+    return _final_answer(data, lambda _text: UNHELPFUL, "the final answer replaced by a refusal")
+
+
+def _judge_off_task(case: Case, data: dict[str, Any]) -> Made:
+    return _final_answer(data, lambda _text: OFF_TASK, "the final answer about something else")
 
 
 def _drop_last_turn(case: Case, data: dict[str, Any]) -> Made:
@@ -372,6 +414,11 @@ _BOUNDARY: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
     ("boundary", "skip_call", _skip_call),
     ("boundary", "failure_as_success", _failure_as_success),
     ("boundary", "reverse_parallel", _reverse_parallel),
+]
+_JUDGE: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
+    ("judge", "judge_wrong", _judge_wrong),
+    ("judge", "judge_unhelpful", _judge_unhelpful),
+    ("judge", "judge_off_task", _judge_off_task),
 ]
 _TOOL_FAULTS = frozenset({"dispatch_twice", "skip_call", "failure_as_success"})
 # The conformance rules that exist to catch each boundary fault: a case exempt from one

@@ -40,8 +40,12 @@ class MutantResult(msgspec.Struct, frozen=True):
     description: str
     killed: bool
     line: int
-    # What killed it: the first failing check or the run error ("" for a survivor).
+    # What killed it: the first failing check or the run error ("" for a survivor); for a
+    # judge mutant its failing judge grade, or why it was not judged.
     by: str = ""
+    # The mutant's answer got a verdict from the judge wherever one decides it (recorded,
+    # or asked with --record-judge); one that did not is neither killed nor a survivor.
+    judged: bool = True
 
 
 class SkippedMutant(msgspec.Struct, frozen=True):
@@ -58,7 +62,7 @@ class CaseMutation(msgspec.Struct, frozen=True):
     not_generated: list[SkippedMutant]
 
     def killed(self, family: Family) -> tuple[int, int]:
-        of = [m for m in self.mutants if m.family == family]
+        of = [m for m in self.mutants if m.family == family and m.judged]
         return sum(m.killed for m in of), len(of)
 
 
@@ -83,6 +87,11 @@ class MutationReport(msgspec.Struct, frozen=True, kw_only=True):
     min_score: float
     min_script_score: float
     exit_code: int
+    # Judge mutants (bad final answers) the cases' rubrics failed, of those judged; never
+    # part of the exit code. `not_judged`: mutants of any family whose answer no judge
+    # verdict was had for (counted in no score).
+    judge: Score = Score(0, 0)
+    not_judged: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,7 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
         max_model_calls_per_turn=options.max_model_calls_per_turn,
         max_tool_calls_per_step=options.max_tool_calls_per_step,
         setup=setup,
+        judge=options.judge,
     )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}
@@ -151,6 +161,8 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
         min_score=thresholds.boundary,
         min_script_score=thresholds.script,
         exit_code=int(ExitCode.FAILED if failed else ExitCode.PASSED),
+        judge=_score(results, "judge"),
+        not_judged=sum(not m.judged for c in results for m in c.mutants),
     )
 
 
@@ -166,12 +178,45 @@ def _case_result(
         report = outcomes[mutant.case.id]
         killed = not report.passed
         by = report.first_failure() if killed else ""
+        judged = True
+        if mutant.family == "judge":
+            killed, by, judged = _judge_outcome(report)
+        elif killed and _killed_by_no_verdict(report):
+            # Only a judge check without a verdict failed it: failing closed is right for a
+            # run, but here it would claim a kill nothing showed.
+            killed, by, judged = False, f"not judged: {by}", False
         line = line_of(case.text, mutant.field)
         results.append(
-            MutantResult(mutant.family, mutant.name, mutant.description, killed, line, by)
+            MutantResult(mutant.family, mutant.name, mutant.description, killed, line, by, judged)
         )
     skipped = [SkippedMutant(s.family, s.name, s.reason) for s in planned.skipped]
     return CaseMutation(case.id, display_path(case.path, root), baseline, results, skipped)
+
+
+def _judge_outcome(report: CaseReport) -> tuple[bool, str, bool]:
+    """(caught, by what, judged) of a judge mutant: caught when a rubric's verdict failed
+    the bad answer. Without a verdict (the reply was not recorded, the judge failed, the
+    run errored) it was not judged: failing closed would count it caught, which nothing
+    showed."""
+    grades = [g for g in report.grades if g.judge is not None]
+    if report.error is not None or not grades:
+        return False, f"not judged: {report.error or 'no judge grade'}", False
+    unjudged = next((g for g in grades if g.judge is not None and g.judge.score is None), None)
+    if unjudged is not None and unjudged.judge is not None:
+        return False, f"not judged: {unjudged.judge.reason}", False
+    failing = next((g for g in grades if not g.passed), None)
+    if failing is None:
+        return False, "", True
+    return True, f"{failing.check}: {failing.detail}", True
+
+
+def _killed_by_no_verdict(report: CaseReport) -> bool:
+    failing = report.failing_grades
+    return (
+        report.error is None
+        and bool(failing)
+        and all(g.judge is not None and g.judge.score is None for g in failing)
+    )
 
 
 def _score(cases: list[CaseMutation], family: Family) -> Score:
@@ -192,6 +237,7 @@ def render_table(report: MutationReport) -> str:
     lines = ["", *(_case_line(case) for case in report.cases)]
     lines += _not_generated(report.cases)
     lines += _survivors(report.cases)
+    lines += _judge_lines(report)
     b, s = report.boundary, report.script
     lines += [
         "",
@@ -211,7 +257,12 @@ def _case_line(case: CaseMutation) -> str:
     kb, nb = case.killed("boundary")
     ks, ns = case.killed("script")
     mark = "✓" if kb == nb else "✗"
-    return f"  {mark} {head}  boundary {kb}/{nb}, script {ks}/{ns} killed"
+    line = f"  {mark} {head}  boundary {kb}/{nb}, script {ks}/{ns} killed"
+    kj, nj = case.killed("judge")
+    unjudged = sum(not m.judged for m in case.mutants)
+    if nj or unjudged:
+        line += f", judge {kj}/{nj} caught" + (f" ({unjudged} not judged)" if unjudged else "")
+    return line
 
 
 def _not_generated(cases: list[CaseMutation]) -> list[str]:
@@ -236,8 +287,23 @@ def _not_generated(cases: list[CaseMutation]) -> list[str]:
     return lines
 
 
+def _judge_lines(report: MutationReport) -> list[str]:
+    """The rubrics' catch: bad answers judged and failed, and those no verdict was had for
+    (never counted either way)."""
+    j = report.judge
+    if not j.generated and not report.not_judged:
+        return []
+    lines = ["", f"  judge mutants: {j.killed}/{j.generated} bad answer(s) caught by the rubrics"]
+    if report.not_judged:
+        lines.append(
+            f"    {report.not_judged} mutant(s) not judged (no judge verdict for their answer: "
+            "record the judge's replies with --record-judge); neither killed nor survived"
+        )
+    return lines
+
+
 def _survivors(cases: list[CaseMutation]) -> list[str]:
-    found = [(case, m) for case in cases for m in case.mutants if not m.killed]
+    found = [(case, m) for case in cases for m in case.mutants if not m.killed and m.judged]
     if not found:
         return []
     lines = ["", f"  survived: {len(found)} mutant(s) no check of their case noticed"]

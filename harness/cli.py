@@ -226,15 +226,18 @@ def _calibrate_parser(actions: argparse._SubParsersAction[argparse.ArgumentParse
         description="Calibrate the LLM judge of the suite's rubrics (docs/judge.md).",
     )
     steps = calibrate.add_subparsers(dest="step", required=True, metavar="STEP")
-    label = "ask a blind pass or fail on each recorded judge verdict (resumable)"
-    finalize = "write the calibration file from the labels; exit 0 iff every rubric gates"
-    for name, about in (("label", label), ("finalize", finalize)):
+    for name, about in (
+        ("label", "ask a blind pass or fail on each recorded judge verdict (resumable)"),
+        ("finalize", "write the calibration file from the labels; exit 0 iff all gate"),
+        ("probe", "measure the judge's flip rate and verbosity bias; store them"),
+    ):
         step = steps.add_parser(name, help=about, description=about[0].upper() + about[1:])
-        _add(step, *SUITE_OPTIONS)
-        step.add_argument(
-            "--rubric", action="append", default=[], metavar="NAME",
-            help="only this rubric (repeatable; default: every rubric of the suite)",
-        )  # fmt: skip
+        _add(step, *SUITE_OPTIONS, *((RECORD_JUDGE,) if name == "probe" else ()))
+        step.add_argument("--rubric", action="append", default=[], metavar="NAME",
+                          help="only this rubric (repeatable; default: every one)")  # fmt: skip
+    probe = steps.choices["probe"]
+    probe.add_argument("--sample", type=int, default=20, help="verdicts probed per rubric")
+    probe.add_argument("--k", type=int, default=3, help="re-asks of each verdict (odd)")
 
 
 def _version() -> str:
@@ -414,16 +417,11 @@ def _calibrate(command: Invocation) -> int:
     args = command.args
     options = settings.resolve(args, provider=False).options
     suite = calibrate.suite_of(options.judge, pipeline.admit(options))
-    if args.step == "label":
-        return calibrate.label(suite, args.rubric, sys.stdin, command.out)
-    return calibrate.finalize(suite, args.rubric, command.out)
+    return calibrate.step(vars(args), suite, sys.stdin, command.out)
 
 
 def _verify(command: Invocation) -> int:
-    import os
-
     from harness.config import load_config
-    from harness.io.text import clean, inert
     from harness.settings import repository_root
     from harness.tracking.verify import read_report, verify
 

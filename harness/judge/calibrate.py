@@ -98,12 +98,24 @@ def suite_of(judge: object, cases: Sequence[Case]) -> Suite:
     return Suite(judge, suite_rubrics(judged))
 
 
-def _chosen(suite: Suite, names: Sequence[str]) -> dict[str, list[SuiteRubric]]:
+def chosen_rubrics(suite: Suite, names: Sequence[str]) -> dict[str, list[SuiteRubric]]:
     unknown = [name for name in names if name not in suite.rubrics]
     if unknown:
         known = ", ".join(suite.rubrics)
         raise JudgeError(f"no rubric named {', '.join(unknown)} in the suite (it has: {known})")
     return {n: r for n, r in suite.rubrics.items() if not names or n in names}
+
+
+def step(args: dict[str, Any], suite: Suite, answers: TextIO, out: TextIO) -> int:
+    """The `calibrate` step the command line names, with its arguments."""
+    rubrics: list[str] = args["rubric"]
+    if args["step"] == "label":
+        return label(suite, rubrics, answers, out)
+    if args["step"] == "probe":
+        from harness.judge.probes import probe  # it builds on this module
+
+        return probe(suite, rubrics, args["sample"], args["k"], out)
+    return finalize(suite, rubrics, out)
 
 
 # --- label ---------------------------------------------------------------------------------
@@ -112,7 +124,7 @@ def _chosen(suite: Suite, names: Sequence[str]) -> dict[str, list[SuiteRubric]]:
 def label(suite: Suite, names: Sequence[str], answers: TextIO, out: TextIO) -> int:
     """The labeling session: every unlabeled item of the chosen rubrics, until the items
     run out, the person quits, or the input ends."""
-    chosen = _chosen(suite, names)
+    chosen = chosen_rubrics(suite, names)
     done = {lab.item for lab in read_labels(suite.labels_path)}
     todo = [item for item in items(suite.judge.store, chosen) if item.key not in done]
     given = 0
@@ -214,7 +226,7 @@ class Finalized:
 
 def finalize(suite: Suite, names: Sequence[str], out: TextIO) -> int:
     """The calibration file from the labels; the figures and the labels still needed."""
-    chosen = _chosen(suite, names)
+    chosen = chosen_rubrics(suite, names)
     labels = read_labels(suite.labels_path)
     existing = read_calibration(suite.calibration_path) or CalibrationFile()
     results = [_rubric(name, found, labels, suite, existing) for name, found in chosen.items()]

@@ -117,7 +117,8 @@ def items(store: ReplyStore, rubrics: dict[str, list[SuiteRubric]]) -> list[Item
     current = {(name, r.setup): r for name, found in rubrics.items() for r in found}
     groups: dict[tuple[str, str, str, str], dict[int, RecordedReply]] = {}
     for reply in store.replies():
-        if (reply.rubric, reply.setup) not in current:
+        # A mutant's or a probe's reply (its case id holds `~`) is no run's verdict.
+        if (reply.rubric, reply.setup) not in current or "~" in reply.case:
             continue
         first = reply_key(reply.request, 0)
         groups.setdefault((reply.rubric, reply.setup, reply.case, first), {})[reply.sample] = reply

@@ -168,6 +168,10 @@ class JudgeService:
         settings = replace(settings, temperature=self.setup.temperature)
         return LiveBackend(settings).body(request)
 
+    async def sample(self, case_id: str, rubric: Rubric, material: Material, i: int) -> Sample:
+        """The `i`-th sample of `rubric` on `material`: replayed, or asked when recording."""
+        return await self._sample(case_id, rubric, material, i)
+
     async def _sample(self, case_id: str, rubric: Rubric, material: Material, i: int) -> Sample:
         request = self.request(rubric, material)
         body = self.body(request)

@@ -115,6 +115,18 @@ class ReplyStore:
 
     def stale(self, used: Iterable[str]) -> list[Path]:
         """The recorded replies no request of a run asked for: left by a rubric, run or
-        judge setup that changed (listed, never deleted: the caller decides)."""
+        judge setup that changed (listed, never deleted: the caller decides). Replies a run
+        never asks for are not stale: a mutant's answer (`mutate`) or a probe's
+        (`calibrate probe`), whose case id holds `~`."""
         wanted = set(used)
-        return [self.path(key) for key in self.keys() if key not in wanted]
+        found = []
+        for key in self.keys():
+            if key in wanted:
+                continue
+            try:
+                reply = self.read(key)
+            except DamagedReply:
+                reply = None
+            if reply is None or "~" not in reply.case:
+                found.append(self.path(key))
+        return found

@@ -24,6 +24,8 @@ from harness.runtime import interrupts
 from harness.settings import (
     AGENT_OPTIONS,
     BASELINE,
+    CALIBRATE_OPTIONS,
+    CALIBRATE_STEPS,
     CASE,
     CASE_IDS,
     CONFIG,
@@ -40,6 +42,7 @@ from harness.settings import (
     MIN_SCRIPT_SCORE,
     MUTATION_REPORT,
     OUT,
+    PROBE_OPTIONS,
     RECORD_JUDGE,
     REGRESSION_LEVEL,
     REPEAT,
@@ -226,18 +229,9 @@ def _calibrate_parser(actions: argparse._SubParsersAction[argparse.ArgumentParse
         description="Calibrate the LLM judge of the suite's rubrics (docs/judge.md).",
     )
     steps = calibrate.add_subparsers(dest="step", required=True, metavar="STEP")
-    for name, about in (
-        ("label", "ask a blind pass or fail on each recorded judge verdict (resumable)"),
-        ("finalize", "write the calibration file from the labels; exit 0 iff all gate"),
-        ("probe", "measure the judge's flip rate and verbosity bias; store them"),
-    ):
+    for name, about in CALIBRATE_STEPS.items():
         step = steps.add_parser(name, help=about, description=about[0].upper() + about[1:])
-        _add(step, *SUITE_OPTIONS, *((RECORD_JUDGE,) if name == "probe" else ()))
-        step.add_argument("--rubric", action="append", default=[], metavar="NAME",
-                          help="only this rubric (repeatable; default: every one)")  # fmt: skip
-    probe = steps.choices["probe"]
-    probe.add_argument("--sample", type=int, default=20, help="verdicts probed per rubric")
-    probe.add_argument("--k", type=int, default=3, help="re-asks of each verdict (odd)")
+        _add(step, *CALIBRATE_OPTIONS, *(PROBE_OPTIONS if name == "probe" else ()))
 
 
 def _version() -> str:
@@ -414,10 +408,9 @@ def _calibrate(command: Invocation) -> int:
     from harness import pipeline, settings
     from harness.judge import calibrate
 
-    args = command.args
-    options = settings.resolve(args, provider=False).options
+    options = settings.resolve(command.args, provider=False).options
     suite = calibrate.suite_of(options.judge, pipeline.admit(options))
-    return calibrate.step(vars(args), suite, sys.stdin, command.out)
+    return calibrate.step(vars(command.args), suite, sys.stdin, command.out)
 
 
 def _verify(command: Invocation) -> int:

@@ -187,6 +187,24 @@ MUTATION_REPORT = Option(
 
 # What every command that reads a suite takes, and what `record` takes.
 SUITE_OPTIONS = (SUITE, MODE, AGENT, CONFIG)
+# `zeroclaw eval calibrate label|finalize|probe` (docs/judge.md): each step and its help.
+CALIBRATE_STEPS = {
+    "label": "ask a blind pass or fail on each recorded judge verdict (resumable)",
+    "finalize": "write the calibration file from the labels; exit 0 iff every rubric gates",
+    "probe": "measure the judge's flip rate and verbosity bias on a sample; store them",
+}
+RUBRIC = Option(
+    "--rubric",
+    "only this rubric (repeatable; default: every rubric of the suite)",
+    metavar="NAME",
+    action="append",
+)
+CALIBRATE_OPTIONS = (*SUITE_OPTIONS, RUBRIC)
+PROBE_OPTIONS = (
+    RECORD_JUDGE,
+    Option("--sample", "recorded verdicts probed per rubric", metavar="N", type=count, default=20),
+    Option("--k", "re-asks of each verdict (odd)", metavar="K", type=count, default=3),
+)
 AGENT_OPTIONS = (AGENT, CONFIG)
 
 

@@ -108,7 +108,7 @@ def chosen_rubrics(suite: Suite, names: Sequence[str]) -> dict[str, list[SuiteRu
 
 def step(args: dict[str, Any], suite: Suite, answers: TextIO, out: TextIO) -> int:
     """The `calibrate` step the command line names, with its arguments."""
-    rubrics: list[str] = args["rubric"]
+    rubrics: list[str] = args["rubric"] or []
     if args["step"] == "label":
         return label(suite, rubrics, answers, out)
     if args["step"] == "probe":

@@ -19,13 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import msgspec
 
 from harness.errors import ExitCode
-from harness.fixtures.suite import Case
 from harness.io.atomic import write_atomic
 from harness.io.text import clean, clean_lines, clip, inert, one_line
 from harness.judge.calibration import (
@@ -40,15 +38,16 @@ from harness.judge.labels import (
     LABEL_SCHEMA,
     Item,
     Label,
+    Suite,
     SuiteRubric,
     append_label,
+    chosen_rubrics,
     items,
     pairs,
     read_labels,
-    suite_rubrics,
 )
-from harness.judge.service import JudgeService
-from harness.judge.settings import CALIBRATION, LABELS, JudgeError, read_calibration
+from harness.judge.labels import suite_of as suite_of  # opened by the command line
+from harness.judge.settings import read_calibration
 
 # What a terminal is shown of one text: enough to judge, never a screenful of one field.
 MAX_SHOWN = 4000
@@ -58,52 +57,6 @@ ANSWERS: dict[str, Literal["pass", "fail"]] = {
     "f": "fail",
     "fail": "fail",
 }
-
-
-@dataclass(frozen=True)
-class Suite:
-    """What calibration reads of a suite: its judge, its rubrics now, where its files go."""
-
-    judge: JudgeService
-    rubrics: dict[str, list[SuiteRubric]]
-
-    @property
-    def folder(self) -> Path:
-        return self.judge.store.directory.parent
-
-    @property
-    def labels_path(self) -> Path:
-        return self.folder / LABELS
-
-    @property
-    def calibration_path(self) -> Path:
-        return self.folder / CALIBRATION
-
-
-def suite_of(judge: object, cases: Sequence[Case]) -> Suite:
-    """The suite's rubrics under `judge`'s setup; refused when no judge is configured or
-    no case has a rubric."""
-    if not isinstance(judge, JudgeService):
-        raise JudgeError(
-            "calibrate needs the judge: set judge_base_url and judge_model in [tool.zeroclaw.eval]"
-        )
-    judged = [
-        (case.id, rubric, judge.setup.setup_hash(rubric))
-        for case in cases
-        if case.trace.expects is not None
-        for rubric in case.trace.expects.judge
-    ]
-    if not judged:
-        raise JudgeError("no case of the suite has a rubric (expects.judge): nothing to calibrate")
-    return Suite(judge, suite_rubrics(judged))
-
-
-def chosen_rubrics(suite: Suite, names: Sequence[str]) -> dict[str, list[SuiteRubric]]:
-    unknown = [name for name in names if name not in suite.rubrics]
-    if unknown:
-        known = ", ".join(suite.rubrics)
-        raise JudgeError(f"no rubric named {', '.join(unknown)} in the suite (it has: {known})")
-    return {n: r for n, r in suite.rubrics.items() if not names or n in names}
 
 
 def step(args: dict[str, Any], suite: Suite, answers: TextIO, out: TextIO) -> int:

@@ -1,5 +1,5 @@
-"""What people label: the judge's recorded verdicts of a suite's rubrics, and the labels
-file committed beside the suite.
+"""What people label: the suite's rubrics under its judge setup (`Suite`), the judge's
+recorded verdicts of them, and the labels file committed beside the suite.
 
 An item is one verdict: a case's rubric judged on one run, under the judge setup the suite
 has now (a rubric asking k samples is one item of k recorded replies, its verdict their
@@ -28,8 +28,9 @@ from typing import Any, Literal
 import msgspec
 
 from harness.expectations.judge import Rubric
-from harness.judge.service import Sample, majority, read_reply
-from harness.judge.settings import JudgeError
+from harness.fixtures.suite import Case
+from harness.judge.service import JudgeService, Sample, majority, read_reply
+from harness.judge.settings import CALIBRATION, LABELS, JudgeError
 from harness.judge.store import RecordedReply, ReplyStore, reply_key
 
 LABEL_SCHEMA = "zeroclaw-eval/judge-label/v1"
@@ -182,3 +183,49 @@ def pairs(found: Sequence[Item], labels: Sequence[Label]) -> list[tuple[bool, bo
     """(judge passed, person passed) of every labeled item in `found`."""
     given = {label.item: label.label == "pass" for label in labels}
     return [(item.judge_passed, given[item.key]) for item in found if item.key in given]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What calibration reads of a suite: its judge, its rubrics now, where its files go."""
+
+    judge: JudgeService
+    rubrics: dict[str, list[SuiteRubric]]
+
+    @property
+    def folder(self) -> Path:
+        return self.judge.store.directory.parent
+
+    @property
+    def labels_path(self) -> Path:
+        return self.folder / LABELS
+
+    @property
+    def calibration_path(self) -> Path:
+        return self.folder / CALIBRATION
+
+
+def suite_of(judge: object, cases: Sequence[Case]) -> Suite:
+    """The suite's rubrics under `judge`'s setup; refused when no judge is configured or
+    no case has a rubric."""
+    if not isinstance(judge, JudgeService):
+        raise JudgeError(
+            "calibrate needs the judge: set judge_base_url and judge_model in [tool.zeroclaw.eval]"
+        )
+    judged = [
+        (case.id, rubric, judge.setup.setup_hash(rubric))
+        for case in cases
+        if case.trace.expects is not None
+        for rubric in case.trace.expects.judge
+    ]
+    if not judged:
+        raise JudgeError("no case of the suite has a rubric (expects.judge): nothing to calibrate")
+    return Suite(judge, suite_rubrics(judged))
+
+
+def chosen_rubrics(suite: Suite, names: Sequence[str]) -> dict[str, list[SuiteRubric]]:
+    unknown = [name for name in names if name not in suite.rubrics]
+    if unknown:
+        known = ", ".join(suite.rubrics)
+        raise JudgeError(f"no rubric named {', '.join(unknown)} in the suite (it has: {known})")
+    return {n: r for n, r in suite.rubrics.items() if not names or n in names}

@@ -30,9 +30,8 @@ from harness.errors import ExitCode
 from harness.expectations.judge import Material, Rubric
 from harness.io.atomic import write_atomic
 from harness.io.text import clean
-from harness.judge.calibrate import Suite, chosen_rubrics
 from harness.judge.calibration import CalibrationFile, RubricCalibration, gate
-from harness.judge.labels import Item, items
+from harness.judge.labels import Item, Suite, chosen_rubrics, items
 from harness.judge.service import JudgeService, Sample
 from harness.judge.settings import JudgeError, read_calibration
 from harness.judge.store import reply_key

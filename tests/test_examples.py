@@ -229,9 +229,20 @@ def test_the_recorded_replies_are_the_stand_in_judge_s(monkeypatch: pytest.Monke
     monkeypatch.syspath_prepend(str(EXAMPLES / "stand_in_judge"))
     import stand_in_judge
 
-    replies = sorted((JUDGE_FOLDER / "replies").glob("*.json"))
-    assert len(replies) == 33
-    for path in replies:
-        recorded = json.loads(path.read_text("utf-8"))
+    replies = [json.loads(p.read_text("utf-8")) for p in (JUDGE_FOLDER / "replies").glob("*.json")]
+    # 33 runs' verdicts; the rest are the mutants' answers (`mutate`, case ids with `~`).
+    assert len([r for r in replies if "~" not in r["case"]]) == 33
+    for recorded in replies:
         answer = stand_in_judge.reply(recorded["request"])
-        assert answer["choices"][0]["message"]["content"] == recorded["reply"], path.name
+        assert answer["choices"][0]["message"]["content"] == recorded["reply"], recorded["key"]
+
+
+def test_the_capability_suite_s_rubrics_catch_every_judge_mutant_offline(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    root = _judged_copy(tmp_path)
+    result = run_cli("eval", "mutate", "--suite", "evals/capability", "--json-report", "m.json",
+                     cwd=root)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((root / "m.json").read_text("utf-8"))
+    assert report["judge"] == {"killed": 9, "generated": 9} and report["not_judged"] == 0

@@ -23,7 +23,7 @@ from harness.options import Option
 from harness.runtime import interrupts
 from harness.settings import (
     AGENT_OPTIONS,
-    BASELINE,
+    BASELINE_OPTIONS,
     CALIBRATE_OPTIONS,
     CALIBRATE_STEPS,
     CASE,
@@ -44,7 +44,6 @@ from harness.settings import (
     OUT,
     PROBE_OPTIONS,
     RECORD_JUDGE,
-    REGRESSION_LEVEL,
     REPEAT,
     SESSION,
     SHARD,
@@ -53,7 +52,6 @@ from harness.settings import (
     SUITE_OPTIONS,
     TIMEOUT,
     WALL_CLOCK,
-    WRITE_BASELINE,
 )
 
 if TYPE_CHECKING:
@@ -94,10 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         JOBS,
         EXITFIRST,
         MAXFAIL,
-        WRITE_BASELINE,
-        BASELINE,
-        FAIL_ON_REGRESSION,
-        REGRESSION_LEVEL,
+        *BASELINE_OPTIONS,
         KEYWORD,
         CASE_IDS,
         SHARD,

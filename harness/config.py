@@ -31,6 +31,16 @@ from harness.io.validation import SchemaFaults, convert
 from harness.modes import Mode
 
 Probability = Annotated[float, msgspec.Meta(ge=0, le=1)]
+# A share a figure may grow by over its baseline (0.2: 20%); finite, as TOML's `inf` is not.
+Share = Annotated[float, msgspec.Meta(ge=0, le=1e9)]
+PerMillion = Annotated[float, msgspec.Meta(ge=0, le=1e9)]
+
+
+class ModelPrice(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """What a model costs per million tokens (any one currency), for the cost gates."""
+
+    input: PerMillion
+    output: PerMillion
 
 
 class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -78,6 +88,14 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     # OpenAI Agents SDK agents: each case's conversation kept in a `Session`, "sqlite" (in
     # memory) or `module:function` making one from the case id: `--session`.
     session: str = ""
+    # The token and cost gates against a `--baseline`: the share a case's (or the suite's)
+    # tokens or cost may grow by; None: not gated. Cost needs live mode and a price for
+    # `live_model` in `prices` (model -> {input, output} per million tokens).
+    max_token_growth: Share | None = None
+    max_suite_token_growth: Share | None = None
+    max_cost_growth: Share | None = None
+    max_suite_cost_growth: Share | None = None
+    prices: dict[str, ModelPrice] = {}
 
 
 def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:

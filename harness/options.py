@@ -80,6 +80,18 @@ def percent(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """A share of a baseline figure: `0.2` or `20%` (0 or more, finite)."""
+    spelt = text.strip()
+    try:
+        value = float(spelt.rstrip("%")) / (100 if spelt.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share: {text!r} (e.g. 0.2 or 20%)") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite share of 0 or more: {text}")
+    return value
+
+
 def count(text: str) -> int:
     """A whole number, at least 1."""
     try:

@@ -37,6 +37,8 @@ from harness.reporters.base import Reporter
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import run_watched
 from harness.tracking.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
+from harness.tracking.budget_gate import gated
+from harness.verdict.comparison import BudgetGates
 from harness.verdict.receipts import suite_hash, suite_receipt
 from harness.verdict.reports import CaseReport, SuiteReport
 
@@ -64,6 +66,8 @@ class RunOptions:
     baseline: Path | None = None  # compare the run with this baseline (`harness.tracking.baseline`)
     fail_on_regression: bool = False  # a confirmed regression fails the gate of any kind
     regression_level: float = DEFAULT_LEVEL  # repeated runs: a drop is confirmed at p < this
+    # The token and cost gates against the baseline (`harness.tracking.budget_gate`).
+    budget: BudgetGates | None = None
     # The cases picked (-k, --case, --shard); by default all.
     selection: Selection = field(default_factory=Selection)
     # The judge of the cases' rubrics (`expects.judge`, `harness.judge`); None: none.
@@ -148,6 +152,7 @@ def _against(options: RunOptions) -> Against | None:
         str(options.baseline),
         options.regression_level,
         options.fail_on_regression,
+        options.budget,
     )
 
 
@@ -267,6 +272,8 @@ def run_cases(
         if against is not None:
             # Built into the verdict before any reporter sees it, never patched afterwards.
             comparison = compare(against.baseline, report, against.level, against.shown)
+            if against.gates is not None:
+                comparison = gated(comparison, against.baseline, report, against.gates)
             report = msgspec.structs.replace(report, baseline=comparison)
         delivery.finish(report)
     except BaseException:  # an interruption: nothing half written stays behind

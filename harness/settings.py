@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import UsageError
 from harness.fixtures.selection import Selection, parse_shard
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
-from harness.options import Option, count, jobs_count, percent, repeat_count, seconds
+from harness.options import Option, count, jobs_count, percent, repeat_count, seconds, share
 from harness.reporters.baseline import BASELINE as BASELINE
 from harness.reporters.baseline import WRITE_BASELINE as WRITE_BASELINE
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from harness.config import EvalConfig, LoadedConfig
     from harness.io.atomic import RunInput
     from harness.pipeline import RunOptions
+    from harness.verdict.comparison import BudgetGates
 
 SUITE = Option(
     "--suite", "suite directory (default: suite_dir)", metavar="DIR", config_key="suite_dir"
@@ -130,6 +131,41 @@ REGRESSION_LEVEL = Option(
     metavar="P",
     type=significance,
 )
+MAX_TOKEN_GROWTH = Option(
+    "--max-token-growth",
+    "with --baseline: a case whose tokens grew by more than this share over its baseline "
+    "(0.2 or 20%%) fails the gate, with the figures (default: max_token_growth)",
+    metavar="SHARE",
+    type=share,
+    config_key="max_token_growth",
+)
+MAX_SUITE_TOKEN_GROWTH = Option(
+    "--max-suite-token-growth",
+    "with --baseline: the same for the tokens of every case compared, summed "
+    "(default: max_suite_token_growth)",
+    metavar="SHARE",
+    type=share,
+    config_key="max_suite_token_growth",
+)
+MAX_COST_GROWTH = Option(
+    "--max-cost-growth",
+    "with --baseline, live mode: a case whose cost at the price of live_model in prices "
+    "grew by more than this share fails the gate (default: max_cost_growth)",
+    metavar="SHARE",
+    type=share,
+    config_key="max_cost_growth",
+)
+MAX_SUITE_COST_GROWTH = Option(
+    "--max-suite-cost-growth",
+    "with --baseline, live mode: the same for the cost of every case compared, summed "
+    "(default: max_suite_cost_growth)",
+    metavar="SHARE",
+    type=share,
+    config_key="max_suite_cost_growth",
+)
+BUDGET_GATES = (MAX_TOKEN_GROWTH, MAX_SUITE_TOKEN_GROWTH, MAX_COST_GROWTH, MAX_SUITE_COST_GROWTH)
+# `run`'s settings of a comparison with a baseline, in the order `--help` lists them.
+BASELINE_OPTIONS = (WRITE_BASELINE, BASELINE, FAIL_ON_REGRESSION, REGRESSION_LEVEL, *BUDGET_GATES)
 KEYWORD = Option(
     "--keyword",
     "run only the cases matching EXPR, pytest's -k: substrings of the case id or fixture "
@@ -272,6 +308,7 @@ def resolve(
         maxfail=1 if getattr(args, EXITFIRST.dest, False) else getattr(args, MAXFAIL.dest, None),
         selection=_selection(args),
         **_baseline(args),
+        budget=_budget(args, config, mode),
     )
     judge = _judge(args, config, loaded.root, suite, mode, environ)
     if judge is not None:
@@ -386,6 +423,49 @@ def _baseline(args: argparse.Namespace) -> dict[str, Any]:
         "fail_on_regression": bool(getattr(args, FAIL_ON_REGRESSION.dest, False)),
         "regression_level": DEFAULT_LEVEL if level is None else level,
     }
+
+
+def _budget(args: argparse.Namespace, config: EvalConfig, mode: Mode) -> BudgetGates | None:
+    """The token and cost gates of a run against a baseline: the flags, else the
+    configuration's keys (which a run without --baseline leaves alone, as it does a cost
+    gate in replay, whose tokens are the script's). A flag given where it cannot apply,
+    or a cost gate with no price for the live model, is refused."""
+    from harness.verdict.comparison import BudgetGates, Price
+
+    flags = [o.flag for o in BUDGET_GATES if getattr(args, o.dest, None) is not None]
+    if getattr(args, BASELINE.dest, None) is None:
+        if flags:
+            raise UsageError(f"{flags[0]} applies to a comparison: give --baseline FILE")
+        return None
+    tokens = [MAX_TOKEN_GROWTH.value(args, config), MAX_SUITE_TOKEN_GROWTH.value(args, config)]
+    cost = [MAX_COST_GROWTH.value(args, config), MAX_SUITE_COST_GROWTH.value(args, config)]
+    price = None
+    if mode != "live":
+        cost_flags = [f for f in flags if "cost" in f]
+        if cost_flags:
+            raise UsageError(
+                f"{cost_flags[0]} applies to live mode only: a replay's tokens are its script's"
+            )
+        cost = [None, None]
+    elif cost != [None, None]:
+        found = config.prices.get(config.live_model)
+        if found is None:
+            from harness.config import ConfigError
+
+            raise ConfigError(
+                f"a cost gate needs the price of live_model {config.live_model!r}: add it to "
+                f'[tool.zeroclaw.eval.prices], e.g. "{config.live_model}" = '
+                "{ input = 0.15, output = 0.60 } (per million tokens)"
+            )
+        price = Price(found.input, found.output)
+    gates = BudgetGates(
+        max_token_growth=tokens[0],
+        max_suite_token_growth=tokens[1],
+        max_cost_growth=cost[0],
+        max_suite_cost_growth=cost[1],
+        price=price,
+    )
+    return gates if gates.active else None
 
 
 def _repeat(args: argparse.Namespace, mode: Mode) -> int | None:

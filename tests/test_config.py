@@ -22,7 +22,8 @@ KNOWN = (
     "max_model_calls_per_turn, max_tool_calls_per_step, live_base_url, live_model, "
     "live_api_key_env, live_allowed_tools, judge_base_url, judge_model, judge_api_key_env, "
     "judge_dir, judge_min_agreement, judge_min_kappa, judge_min_labels_per_verdict, "
-    "judge_max_false_pass, judge_max_flip_rate, context, session"
+    "judge_max_false_pass, judge_max_flip_rate, context, session, max_token_growth, "
+    "max_suite_token_growth, max_cost_growth, max_suite_cost_growth, prices"
 )
 
 

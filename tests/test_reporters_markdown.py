@@ -674,10 +674,10 @@ def test_the_baseline_section_says_whether_the_gate_failed() -> None:
     assert "passed (exit 0)" in held.splitlines()[0]
     ungated = render_markdown(compared(comparison(REGRESSED)))
     assert (
-        "Not gated on the baseline (no `--fail-on-regression`): 1 confirmed regression(s) "
+        "Regressions are not gated (no `--fail-on-regression`): 1 confirmed regression(s) "
         "reported only."
     ) in ungated
-    assert "Not gated on the baseline (no `--fail-on-regression`)." in render_markdown(
+    assert "Regressions are not gated (no `--fail-on-regression`)." in render_markdown(
         compared(comparison(SAME))
     )
 

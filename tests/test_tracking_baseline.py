@@ -147,6 +147,8 @@ def test_a_baseline_is_written_without_transcripts_and_compares_unchanged(
         "runs": 1,
         "failed_categories": [],
         "tokens": 64,
+        "input_tokens": 50,  # 20 + 30 scripted
+        "output_tokens": 14,  # 8 + 6
         "tool_surface": ["echo", "fail", "list_files", "read_file", "write_file"],
     }
     assert hi["id"] == "hi-case" and hi["verdict"] == "passed"

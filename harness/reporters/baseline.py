@@ -76,7 +76,7 @@ class BaselineSummary(Reporter):
         if comparison is None:
             return
         # Case ids and file names are the user's text: shown inert, as every message.
-        for note in comparison.notes:
+        for note in [*comparison.notes, *comparison.budget_notes]:
             print(f"zeroclaw eval: baseline: {inert(clean(note))}", file=self._stderr)
         line = summary(comparison, report.fail_on_regression)
         say(self._stderr, line)

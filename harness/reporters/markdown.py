@@ -294,8 +294,10 @@ def _baseline(report: SuiteReport) -> list[str]:
     comparison = report.baseline
     if comparison is None:
         return []
+    from harness.tracking.budget_gate import budget_lines
     from harness.verdict.comparison import STATUSES
 
+    notes = [*comparison.notes, *budget_lines(comparison)]  # the token and cost gates' too
     regressions = [c for c in comparison.cases if c.status == "regression"]
     confirmed = [c for c in regressions if c.confirmed]
     counts = [str(comparison.counts.get(status, 0)) for status in STATUSES]
@@ -312,8 +314,8 @@ def _baseline(report: SuiteReport) -> list[str]:
         "|" + "---:|" * len(STATUSES),
         "| " + " | ".join(counts) + " |",
         "",
-        *(f"* {_inline(clean(note))}" for note in comparison.notes),
-        *([""] if comparison.notes else []),
+        *(f"* {_inline(clean(note))}" for note in notes),
+        *([""] if notes else []),
         _gate(len(confirmed), report.fail_on_regression),
         "",
     ]
@@ -331,7 +333,7 @@ def _gate(confirmed: int, fail_on_regression: bool) -> str:
     if fail_on_regression:
         return "`--fail-on-regression`: no confirmed regression, the baseline fails nothing."
     said = f": {confirmed} confirmed regression(s) reported only" if confirmed else ""
-    return f"Not gated on the baseline (no `--fail-on-regression`){said}."
+    return f"Regressions are not gated (no `--fail-on-regression`){said}."
 
 
 def _compared(title: str, cases: list[CaseComparison], columns: tuple[str, ...]) -> list[str]:

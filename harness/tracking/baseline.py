@@ -26,7 +26,7 @@ import msgspec
 from harness.defaults import MAX_REPEAT
 from harness.errors import HarnessError
 from harness.io.atomic import ReportWriteError
-from harness.verdict.comparison import BaselineComparison, CaseComparison
+from harness.verdict.comparison import BaselineComparison, BudgetGates, CaseComparison
 
 if TYPE_CHECKING:
     from harness.verdict.reports import CaseReport, SuiteReport
@@ -68,6 +68,9 @@ class BaselineCase(_Strict, kw_only=True, frozen=True):
     runs: Runs  # runs that completed without a run error (1 for a single run)
     failed_categories: list[str] = []
     tokens: Tokens = 0  # input + output; a repeated case's mean, rounded
+    # The split of `tokens`, for the cost gate; None: a baseline written before it was kept.
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
     # The sorted names of the tools the case could use (the agent's, narrowed by the
     # fixture's `tools` and, live, by `live_allowed_tools`); None: not known.
     tool_surface: list[str] | None = None
@@ -99,12 +102,14 @@ class Baseline(_Strict, kw_only=True, frozen=True):
 
 @dataclass(frozen=True)
 class Against:
-    """What a run is compared with: the baseline, as named, and how."""
+    """What a run is compared with: the baseline, as named, and how; `gates` are the token
+    and cost gates (`harness.tracking.budget_gate`), None: none."""
 
     baseline: Baseline
     shown: str
     level: float = DEFAULT_LEVEL
     fail_on_regression: bool = False
+    gates: BudgetGates | None = None
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -116,10 +121,25 @@ def verdict_of(case: CaseReport) -> Verdict:
     return "passed" if case.passed else "failed"
 
 
-def _tokens(case: CaseReport) -> int:
+def case_tokens(case: CaseReport) -> int:
+    """A case's tokens, input and output: a repeated case's mean, rounded."""
     if case.repeat is not None:
         return round(case.repeat.tokens_mean)
     return case.tokens
+
+
+def case_split(case: CaseReport) -> tuple[float, float]:
+    """A case's input and output tokens: its record's; a repeated case's mean tokens split
+    as its record's (the last run's) are."""
+    record = case.record
+    if record is None:
+        return 0.0, 0.0
+    if case.repeat is None:
+        return float(record.input_tokens), float(record.output_tokens)
+    total = record.input_tokens + record.output_tokens
+    mean = case.repeat.tokens_mean
+    share = record.input_tokens / total if total else 1.0
+    return mean * share, mean * (1.0 - share)
 
 
 def _counts(case: CaseReport) -> tuple[int, int]:
@@ -132,6 +152,7 @@ def _counts(case: CaseReport) -> tuple[int, int]:
 
 def case_entry(case: CaseReport) -> BaselineCase:
     passes, runs = _counts(case)
+    split = case_split(case)
     return BaselineCase(
         id=case.id,
         fixture=case.fixture,
@@ -140,7 +161,9 @@ def case_entry(case: CaseReport) -> BaselineCase:
         passes=passes,
         runs=runs,
         failed_categories=case.failed_categories,
-        tokens=_tokens(case),
+        tokens=case_tokens(case),
+        input_tokens=round(split[0]),
+        output_tokens=round(split[1]),
         tool_surface=case.tool_surface,
         judge=_judge_keys(case),
     )
@@ -358,7 +381,7 @@ def _compare_case(
     changed = _unverifiable(old, case, provider)
     if changed is not None:
         return CaseComparison(id=case.id, status="unverifiable", why=changed)
-    delta = _tokens(case) - old.tokens
+    delta = case_tokens(case) - old.tokens
     if old.verdict == "passed" and not case.passed:
         return _regression(old, case, level, delta)
     passes, runs = _counts(case)
@@ -466,4 +489,7 @@ def summary(comparison: BaselineComparison, fail_on_regression: bool = False) ->
         line += "; refresh the baseline for the unverifiable (--write-baseline)"
     if confirmed and fail_on_regression:
         line += "; --fail-on-regression: the gate fails"
+    if comparison.overruns:
+        grown = _listed([o.describe() for o in comparison.overruns])
+        line += f"; over the token/cost gates ({grown}): the gate fails"
     return line

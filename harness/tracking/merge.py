@@ -116,7 +116,12 @@ def _merged_baseline(reports: list[SuiteReport]) -> BaselineComparison | None:
     cases = sorted(seen.values(), key=lambda c: c.id)
     # Counted again over the merged cases, as an unsharded comparison counts them.
     first = comparisons[0]
-    return BaselineComparison.of(first.baseline, first.level, cases, first.notes)
+    # A case's token or cost overrun is its shard's to say; a shard's sum is not the suite's.
+    overruns = [o for c in comparisons for o in c.overruns if o.case is not None]
+    notes = list(dict.fromkeys(n for c in comparisons for n in c.budget_notes))
+    if any(o.case is None for c in comparisons for o in c.overruns):
+        notes.append("a shard's tokens or cost grew over a suite-wide gate: not re-measured here")
+    return BaselineComparison.of(first.baseline, first.level, cases, first.notes, overruns, notes)
 
 
 def _read(paths: Sequence[Path]) -> tuple[list[Shard], list[str]]:

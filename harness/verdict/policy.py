@@ -125,11 +125,14 @@ def policy_for(kind: SuiteKind) -> SuitePolicy:
     return POLICIES[kind]
 
 
-def regression_gate(code: ExitCode, confirmed: int, fail_on_regression: bool) -> ExitCode:
+def regression_gate(
+    code: ExitCode, confirmed: int, fail_on_regression: bool, overruns: int = 0
+) -> ExitCode:
     """The exit code once a baseline has been compared with: `code` (the suite kind's
     gate), or FAILED for any kind when `fail_on_regression` and `confirmed` regressions
-    were found. An unconfirmed drop, a new failing case or a removed passing case lowers
-    the pass rate but is no regression of a case, and never fails this gate."""
-    if fail_on_regression and confirmed > 0:
+    were found, or when a token or cost gate found `overruns` (a figure grown over the
+    share its gate allows). An unconfirmed drop, a new failing case or a removed passing
+    case lowers the pass rate but is no regression of a case, and never fails this gate."""
+    if (fail_on_regression and confirmed > 0) or overruns > 0:
         return ExitCode.FAILED
     return code

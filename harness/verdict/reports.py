@@ -409,10 +409,14 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     def exit_code(self) -> ExitCode:
         """The process exit code of `zeroclaw eval run` for this verdict, by the suite
         kind's policy (`harness.verdict.policy`); FAILED also, for any kind, when a confirmed
-        regression against the baseline is to fail it."""
+        regression against the baseline is to fail it, or a token or cost gate found a
+        figure grown over its share."""
         code = policy_for(self.kind).exit_code(self.cases)
-        confirmed = len(self.baseline.confirmed_regressions) if self.baseline is not None else 0
-        return regression_gate(code, confirmed, self.fail_on_regression)
+        comparison = self.baseline
+        if comparison is None:
+            return regression_gate(code, 0, self.fail_on_regression)
+        confirmed, overruns = len(comparison.confirmed_regressions), len(comparison.overruns)
+        return regression_gate(code, confirmed, self.fail_on_regression, overruns)
 
     def worst_first(self) -> list[CaseReport]:
         """Failing cases, run errors first, then lowest score; ties keep suite order."""

@@ -282,3 +282,21 @@ def test_a_live_cost_gate_without_a_price_is_refused(
     refused = _live_run(run_cli, root, "--baseline", "b.json", "--max-cost-growth", "0.1")
     assert refused.returncode != 0
     assert "a cost gate needs the price of live_model 'loopback-tiny'" in refused.stderr
+
+
+def test_merged_shards_keep_each_case_overrun(run_cli: Cli, tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    _cheaper_baseline(run_cli, root, 0.5)
+    gate = ("--baseline", BASELINE, "--max-token-growth", "0.5", "--max-suite-token-growth", "0.5")
+    for index in (1, 2):
+        run_cli(
+            "eval", "run", *gate, "--shard", f"{index}/2", "--json-report", f"s{index}.json",
+            cwd=root,
+        )  # fmt: skip
+    merged = run_cli("eval", "merge", "s1.json", "s2.json", "--json-report", "m.json", cwd=root)
+    assert merged.returncode == 1, merged.stderr  # the overruns still fail the merged gate
+    comparison = json.loads((root / "m.json").read_text("utf-8"))["baseline"]
+    assert sorted(o["case"] for o in comparison["overruns"]) == ["echo-case", "hi-case"]
+    assert comparison["budget_notes"] == [
+        "a shard's tokens or cost grew over a suite-wide gate: not re-measured here"
+    ]

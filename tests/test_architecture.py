@@ -208,6 +208,8 @@ CROSS_CUTTING = {
     "test_ci_consumers",
     "test_compat",
     "test_examples",
+    "test_examples_airline_desk",
+    "test_examples_bank_support",
     "test_framework_differences",
     "test_noxfile",
     "test_process",

@@ -7,8 +7,6 @@
   gives by calling pydantic-ai's output tool, `final_result`.
 * **Output validator**: `blocked_only_if_blocked` sends the model back with `ModelRetry`
   when its answer says a card is blocked that no `block_card` call blocked.
-* **MCP toolset**: exchange rates and branch hours come from the bank's MCP server
-  (`bank_info_server.py`), started over stdio with the Python running the agent.
 
 Run its evals with `--agent pydantic-ai:bank_support:support_agent` (see README.md). The
 harness keeps all of this and swaps only the model, so the agent is built with none.
@@ -53,16 +51,17 @@ class SupportAnswer(BaseModel):
     risk: int = Field(description="The risk level of the query.", ge=0, le=10)
 
 
+INSTRUCTIONS = (
+    "You are the support agent of ZeroClaw Bank. Give the customer support and judge the "
+    "risk of their query from 0 to 10. Look balances up with customer_balance and block a "
+    "lost or stolen card with block_card; never claim a card is blocked otherwise."
+)
+
 support_agent = Agent(
     deps_type=SupportDeps,
     output_type=SupportAnswer,
     name="bank_support",
-    instructions=(
-        "You are the support agent of ZeroClaw Bank. Give the customer support and judge "
-        "the risk of their query from 0 to 10. Look balances up with customer_balance and "
-        "block a lost or stolen card with block_card; never claim a card is blocked "
-        "otherwise. Exchange rates and branch hours come from the bank-info tools."
-    ),
+    instructions=INSTRUCTIONS,
 )
 
 

@@ -58,7 +58,7 @@ def fixtures_of(example: Path) -> list[dict]:
             3,
         ),
         (AIRLINE_DESK, ["openai-agents:airline_desk:build_agent"], 7),
-        (BANK_SUPPORT, ["pydantic-ai:bank_support:support_agent"], 6),
+        (BANK_SUPPORT, ["pydantic-ai:bank_support:support_agent"], 8),
     ],
     ids=[
         "own_loop",

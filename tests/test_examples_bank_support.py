@@ -1,8 +1,8 @@
 """The bank support example (`examples/pydantic_ai_bank_support`): its suite passes on the
 agent as written and fails, exit status 1, on an agent broken in each of the ways the suite
 is there to catch, with a check that names what broke: a structured answer that lost a
-field, a tool that no longer writes the deps, and the output validator removed. `zeroclaw
-eval mutate` kills every boundary mutant of the suite."""
+field, a tool that no longer writes the deps, the output validator removed, and an MCP tool
+whose result is wrong. `zeroclaw eval mutate` kills every boundary mutant of the suite."""
 
 from __future__ import annotations
 
@@ -25,13 +25,14 @@ from pydantic_ai import Agent
 import bank_support as bank
 
 
-def rebuilt(output_type=bank.SupportAnswer, tools=None, validator=True):
+def rebuilt(output_type=bank.SupportAnswer, tools=None, validator=True, toolset=None):
     agent = Agent(
         deps_type=bank.SupportDeps,
         output_type=output_type,
         name="bank_support",
         instructions=bank.INSTRUCTIONS,
         tools=tools if tools is not None else [bank.customer_balance, bank.block_card],
+        toolsets=[toolset if toolset is not None else bank.bank_info_toolset()],
     )
     agent.instructions(bank.customer_name)
     if validator:
@@ -136,7 +137,50 @@ BROKEN: dict[str, tuple[str, str, str, str]] = {
         RUN_ERROR,
         "turn 0 scripted 2 step(s) the agent never requested",
     ),
+    "bank-info-server-with-wrong-rates": (
+        """
+        import sys
+        from pathlib import Path
+
+        from fastmcp.client.transports import StdioTransport
+        from pydantic_ai.mcp import MCPToolset
+
+        from rebuilt import rebuilt
+
+        WRONG = Path(__file__).with_name("wrong_rates_server.py")
+
+        support_agent = rebuilt(
+            toolset=MCPToolset(StdioTransport(sys.executable, [str(WRONG)]), id="bank_info")
+        )
+        """,
+        "exchange-rate-from-the-mcp-server",
+        "tool_results_contain",
+        "exchange_rate",
+    ),
 }
+
+# The bank-info server with yesterday's rates: the same tools, a wrong answer.
+WRONG_RATES_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bank-info")
+
+
+@server.tool()
+def exchange_rate(currency: str) -> str:
+    \"\"\"Today's rate of a currency in EUR.\"\"\"
+    return f"1 {currency.upper()} = 0.87 EUR today"
+
+
+@server.tool()
+def branch_hours(city: str) -> str:
+    \"\"\"The opening hours of the bank's branch in a city.\"\"\"
+    return f"no branch in {city}"
+
+
+if __name__ == "__main__":
+    server.run()
+"""
 
 
 @pytest.mark.parametrize("broken", sorted(BROKEN))
@@ -145,6 +189,7 @@ def test_a_broken_agent_fails_the_suite_with_a_check_naming_the_cause(
 ) -> None:
     source, case_id, check, words = BROKEN[broken]
     (bank / "broken_bank.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    (bank / "wrong_rates_server.py").write_text(WRONG_RATES_SERVER, encoding="utf-8")
     result, cases = run_suite(run_cli, bank, "pydantic-ai:broken_bank:support_agent")
     assert result.returncode == 1, (result.stdout, result.stderr)
     case = cases[case_id]

@@ -7,6 +7,9 @@
   gives by calling pydantic-ai's output tool, `final_result`.
 * **Output validator**: `blocked_only_if_blocked` sends the model back with `ModelRetry`
   when its answer says a card is blocked that no `block_card` call blocked.
+* **MCP toolset**: exchange rates and branch hours come from the bank's MCP server
+  (`bank_info_server.py`), an `MCPToolset` over stdio started with the Python running the
+  agent.
 
 Run its evals with `--agent pydantic-ai:bank_support:support_agent` (see README.md). The
 harness keeps all of this and swaps only the model, so the agent is built with none.
@@ -14,10 +17,16 @@ harness keeps all of this and swaps only the model, so the agent is built with n
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from fastmcp.client.transports import StdioTransport
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.mcp import MCPToolset
+
+BANK_INFO_SERVER = Path(__file__).with_name("bank_info_server.py")
 
 
 @dataclass
@@ -54,14 +63,22 @@ class SupportAnswer(BaseModel):
 INSTRUCTIONS = (
     "You are the support agent of ZeroClaw Bank. Give the customer support and judge the "
     "risk of their query from 0 to 10. Look balances up with customer_balance and block a "
-    "lost or stolen card with block_card; never claim a card is blocked otherwise."
+    "lost or stolen card with block_card; never claim a card is blocked otherwise. "
+    "Exchange rates and branch hours come from the bank-info tools; never guess them."
 )
+
+
+def bank_info_toolset() -> MCPToolset:
+    """The bank's public information service, started with the Python running the agent."""
+    return MCPToolset(StdioTransport(sys.executable, [str(BANK_INFO_SERVER)]), id="bank_info")
+
 
 support_agent = Agent(
     deps_type=SupportDeps,
     output_type=SupportAnswer,
     name="bank_support",
     instructions=INSTRUCTIONS,
+    toolsets=[bank_info_toolset()],
 )
 
 

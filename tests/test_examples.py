@@ -57,7 +57,7 @@ def fixtures_of(example: Path) -> list[dict]:
             ["openai-agents:sdk_refunds:build_agent", "pydantic-ai:pydantic_refunds:build_agent"],
             3,
         ),
-        (AIRLINE_DESK, ["openai-agents:airline_desk:build_agent"], 7),
+        (AIRLINE_DESK, ["openai-agents:airline_desk:build_agent"], 9),
         (BANK_SUPPORT, ["pydantic-ai:bank_support:support_agent"], 8),
     ],
     ids=[

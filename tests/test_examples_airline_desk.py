@@ -2,7 +2,8 @@
 desk as written and fails, exit status 1, on a desk broken in each of the ways the suite is
 there to catch, with a check that names what broke: a structured answer that lost a field,
 a tool that no longer writes the booking context, the input guardrail removed or no longer
-tripping, and an MCP server with stale answers. `zeroclaw eval mutate` kills every boundary
+tripping, an MCP server with stale answers, a refund that no longer asks for approval, and
+a rejected refund dispatched all the same. `zeroclaw eval mutate` kills every boundary
 mutant of the suite."""
 
 from __future__ import annotations
@@ -164,6 +165,48 @@ BROKEN: dict[str, tuple[str, str, str, str]] = {
         "flight-status-from-the-mcp-server",
         "tool_results_contain",
         "flight_status",
+    ),
+    "refund-no-longer-asks-for-approval": (
+        """
+        import dataclasses
+
+        import airline_desk
+
+
+        def build_agent():
+            refund = dataclasses.replace(airline_desk.refund_fare, needs_approval=False)
+            return airline_desk.build_agent().clone(tools=[airline_desk.change_seat, refund])
+        """,
+        # The refund runs without a person's say: the decision the case gives is for a call
+        # that never asked.
+        "refund-approved-by-a-person",
+        "approval(never_asked)",
+        "turn 0: the fixture decides call_refund (refund_fare), but the agent never held it "
+        "for approval; it was dispatched without asking",
+    ),
+    "rejected-refund-dispatched-anyway": (
+        """
+        import dataclasses
+
+        import airline_desk
+
+
+        async def only_large_refunds(wrapper, arguments, call_id):
+            # The bug: only refunds over 500 EUR go to a person, so the 240 EUR one a person
+            # rejects is paid without asking.
+            return arguments["amount_eur"] > 500
+
+
+        def build_agent():
+            refund = dataclasses.replace(
+                airline_desk.refund_fare, needs_approval=only_large_refunds
+            )
+            return airline_desk.build_agent().clone(tools=[airline_desk.change_seat, refund])
+        """,
+        "refund-rejected-not-paid",
+        "approval(never_asked)",
+        "call_refund (refund_fare), but the agent never held it for approval; it was "
+        "dispatched without asking",
     ),
 }
 

@@ -42,11 +42,11 @@ from harness.settings import (
     MIN_SCRIPT_SCORE,
     MUTATION_REPORT,
     OUT,
-    PROBE_OPTIONS,
     RECORD_JUDGE,
     REPEAT,
     SESSION,
     SHARD,
+    STEP_OPTIONS,
     SUITE,
     SUITE_KIND,
     SUITE_OPTIONS,
@@ -226,7 +226,7 @@ def _calibrate_parser(actions: argparse._SubParsersAction[argparse.ArgumentParse
     steps = calibrate.add_subparsers(dest="step", required=True, metavar="STEP")
     for name, about in CALIBRATE_STEPS.items():
         step = steps.add_parser(name, help=about, description=about[0].upper() + about[1:])
-        _add(step, *CALIBRATE_OPTIONS, *(PROBE_OPTIONS if name == "probe" else ()))
+        _add(step, *CALIBRATE_OPTIONS, *STEP_OPTIONS[name])
 
 
 def _version() -> str:
@@ -403,9 +403,10 @@ def _calibrate(command: Invocation) -> int:
     from harness import pipeline, settings
     from harness.judge import calibrate
 
-    options = settings.resolve(command.args, provider=False).options
-    suite = calibrate.suite_of(options.judge, pipeline.admit(options))
-    return calibrate.step(vars(command.args), suite, sys.stdin, command.out)
+    resolved = settings.resolve(command.args, provider=False)
+    suite = calibrate.suite_of(resolved.options.judge, pipeline.admit(resolved.options))
+    args = {"live_model": resolved.config.live_model, **vars(command.args)}
+    return calibrate.step(args, suite, sys.stdin, command.out)
 
 
 def _verify(command: Invocation) -> int:

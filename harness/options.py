@@ -35,7 +35,9 @@ class Option:
         return self.flag.lstrip("-").replace("-", "_")
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
-        kwargs: dict[str, Any] = {"help": self.help, "dest": self.dest}
+        kwargs: dict[str, Any] = {"help": self.help}
+        if self.flag.startswith("-"):  # a positional's name is its dest already
+            kwargs["dest"] = self.dest
         if self.action is not None:
             kwargs["action"] = self.action
         if self.action in (None, "append"):  # the actions that take a value

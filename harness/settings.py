@@ -228,6 +228,7 @@ CALIBRATE_STEPS = {
     "label": "ask a blind pass or fail on each recorded judge verdict (resumable)",
     "finalize": "write the calibration file from the labels; exit 0 iff every rubric gates",
     "probe": "measure the judge's flip rate and verbosity bias on a sample; store them",
+    "import": "add the labels downloaded from a labeling page (label --html) to the labels file",
 }
 RUBRIC = Option(
     "--rubric",
@@ -241,6 +242,15 @@ PROBE_OPTIONS = (
     Option("--sample", "recorded verdicts probed per rubric", metavar="N", type=count, default=20),
     Option("--k", "re-asks of each verdict (odd)", metavar="K", type=count, default=3),
 )
+# What each step takes besides CALIBRATE_OPTIONS.
+_PAGE = "write a labeling page here instead of asking in the terminal (then: calibrate import)"
+_PAIRING = "the agent's model the labeled runs were made with (default: live_model)"
+STEP_OPTIONS: dict[str, tuple[Option, ...]] = {
+    "label": (Option("--html", _PAGE, metavar="PATH", type=Path),),
+    "import": (Option("file", "the labels file downloaded from the labeling page", type=Path),),
+    "finalize": (Option("--agent-model", _PAIRING, metavar="NAME"),),
+    "probe": PROBE_OPTIONS,
+}
 AGENT_OPTIONS = (AGENT, CONFIG)
 
 

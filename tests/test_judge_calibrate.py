@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from _judge_server import always_pass, fair
 from _openai_server import OpenAIServer
@@ -189,3 +190,39 @@ def test_calibrate_without_a_judge_or_rubric_says_what_is_missing(
     assert unknown.returncode == 1
     usage = run_cli("eval", "calibrate", "relabel", cwd=root)
     assert usage.returncode == 2
+
+
+def test_finalize_records_the_self_preference_pairing_the_labels_were_made_on(
+    tmp_path: Path, run_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.judge.calibration import Bounds, RubricCalibration, gate
+
+    # The judge here is `judge-model`: of the family `judge`.
+    root = recorded_suite(tmp_path, run_cli, fair, right=12, wrong=12)
+    calibrate(run_cli, monkeypatch, root, "label", honest(12, 12))
+
+    def entry() -> RubricCalibration:
+        data = (root / JUDGE / "calibration.json").read_bytes()
+        found = msgspec.json.decode(data)["rubrics"]["names-capital"]
+        return msgspec.convert(found, RubricCalibration)
+
+    # No agent model known: no pairing, so a same-family judge stays diagnostic live.
+    assert calibrate(run_cli, monkeypatch, root, "finalize").returncode == 0
+    plain = entry()
+    assert plain.pairing is None
+    gated, why = gate(plain, plain.setup, Bounds(), same_family="judge")
+    assert not gated and "self-preference" in why
+
+    paired = run_cli("eval", "calibrate", "finalize", "--agent-model", "judge-mini", cwd=root)
+    assert paired.returncode == 0, paired.stdout + paired.stderr
+    assert "one family (judge): calibrated on that pairing" in paired.stdout
+    assert entry().pairing == "judge"
+    assert gate(entry(), entry().setup, Bounds(), same_family="judge")[0]
+
+    # Another family's agent model is no pairing; the configured live model is the default.
+    run_cli("eval", "calibrate", "finalize", "--agent-model", "gpt-4o", cwd=root)
+    assert entry().pairing is None
+    with (root / "pyproject.toml").open("a", encoding="utf-8") as f:
+        f.write('live_model = "judge-large"\n')
+    assert calibrate(run_cli, monkeypatch, root, "finalize").returncode == 0
+    assert entry().pairing == "judge"

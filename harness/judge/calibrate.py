@@ -25,7 +25,7 @@ import msgspec
 
 from harness.errors import ExitCode
 from harness.io.atomic import write_atomic
-from harness.io.text import clean, clean_lines, clip, inert, one_line
+from harness.io.text import clean, clean_lines, clip, inert
 from harness.judge.calibration import (
     CalibrationFile,
     Confusion,
@@ -36,6 +36,7 @@ from harness.judge.calibration import (
 )
 from harness.judge.labels import (
     LABEL_SCHEMA,
+    MAX_SHOWN,
     Item,
     Label,
     Suite,
@@ -45,12 +46,12 @@ from harness.judge.labels import (
     items,
     pairs,
     read_labels,
+    revealed,
 )
 from harness.judge.labels import suite_of as suite_of  # opened by the command line
+from harness.judge.service import model_family
 from harness.judge.settings import read_calibration
 
-# What a terminal is shown of one text: enough to judge, never a screenful of one field.
-MAX_SHOWN = 4000
 ANSWERS: dict[str, Literal["pass", "fail"]] = {
     "p": "pass",
     "pass": "pass",
@@ -62,13 +63,19 @@ ANSWERS: dict[str, Literal["pass", "fail"]] = {
 def step(args: dict[str, Any], suite: Suite, answers: TextIO, out: TextIO) -> int:
     """The `calibrate` step the command line names, with its arguments."""
     rubrics: list[str] = args["rubric"] or []
+    if args["step"] in ("import", "label") and (args.get("html") or args.get("file")):
+        from harness.judge import label_page  # it builds on this module
+
+        if args["step"] == "import":
+            return label_page.import_labels(suite, args["file"], out)
+        return label_page.write_page(suite, rubrics, args["html"], out)
     if args["step"] == "label":
         return label(suite, rubrics, answers, out)
     if args["step"] == "probe":
         from harness.judge.probes import probe  # it builds on this module
 
         return probe(suite, rubrics, args["sample"], args["k"], out)
-    return finalize(suite, rubrics, out)
+    return finalize(suite, rubrics, out, args.get("agent_model") or args.get("live_model", ""))
 
 
 # --- label ---------------------------------------------------------------------------------
@@ -98,7 +105,7 @@ def label(suite: Suite, names: Sequence[str], answers: TextIO, out: TextIO) -> i
                   label=answer, schema=LABEL_SCHEMA),
         )  # fmt: skip
         given += 1
-        out.write(_revealed(item, answer))
+        out.write(revealed(item, answer))
     left = len(todo) - given
     print(f"labeled {given}; {left} left unlabeled (run again to resume)", file=out)
     return ExitCode.PASSED
@@ -156,16 +163,6 @@ def render_item(item: Item, number: int, total: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _revealed(item: Item, answer: str) -> str:
-    verdict = item.verdict
-    said = "passed" if item.judge_passed else "failed"
-    score = "no score" if verdict.score is None else f"score {verdict.score:.2f}"
-    agree = "agrees" if (answer == "pass") == item.judge_passed else "DISAGREES"
-    return (
-        f"you: {answer}. The judge {said} it ({score}): {one_line(verdict.reason, 300)} [{agree}]\n"
-    )
-
-
 # --- finalize ------------------------------------------------------------------------------
 
 
@@ -177,12 +174,17 @@ class Finalized:
     lines: list[str]
 
 
-def finalize(suite: Suite, names: Sequence[str], out: TextIO) -> int:
-    """The calibration file from the labels; the figures and the labels still needed."""
+def finalize(suite: Suite, names: Sequence[str], out: TextIO, agent_model: str = "") -> int:
+    """The calibration file from the labels; the figures and the labels still needed.
+    `agent_model`: the agent's model the labeled runs were made with ("" unknown); when
+    the judge is of its family, the calibration is made on that pairing."""
     chosen = chosen_rubrics(suite, names)
     labels = read_labels(suite.labels_path)
     existing = read_calibration(suite.calibration_path) or CalibrationFile()
-    results = [_rubric(name, found, labels, suite, existing) for name, found in chosen.items()]
+    pairing = _pairing(suite, agent_model, out)
+    results = [
+        _rubric(name, found, labels, suite, existing, pairing) for name, found in chosen.items()
+    ]
     for result in results:
         out.write("\n".join(result.lines) + "\n")
     entries = dict(existing.rubrics)
@@ -199,12 +201,27 @@ def finalize(suite: Suite, names: Sequence[str], out: TextIO) -> int:
     return ExitCode.PASSED if gating == len(results) else ExitCode.FAILED
 
 
+def _pairing(suite: Suite, agent_model: str, out: TextIO) -> str | None:
+    """The model family of agent and judge when they share one (the self-preference
+    pairing the labels were made on), else None."""
+    family = model_family(suite.judge.setup.model)
+    if not agent_model.strip() or model_family(agent_model) != family:
+        return None
+    print(
+        f"agent model {clean(agent_model.strip())} and the judge are of one family ({family}): "
+        "calibrated on that pairing",
+        file=out,
+    )
+    return family
+
+
 def _rubric(
     name: str,
     found: list[SuiteRubric],
     labels: Sequence[Label],
     suite: Suite,
     existing: CalibrationFile,
+    pairing: str | None = None,
 ) -> Finalized:
     head = f"rubric {clean(name)}:"
     if len(found) > 1:
@@ -237,7 +254,7 @@ def _rubric(
         name,
         rubric.setup,
         confusion,
-        pairing=kept.pairing if kept else None,
+        pairing=pairing,
         flip=(kept.flip_rate, kept.flip_samples) if kept else (None, 0),
         verbosity_rises=kept.verbosity_rises if kept else None,
     )

@@ -29,12 +29,15 @@ import msgspec
 
 from harness.expectations.judge import Rubric
 from harness.fixtures.suite import Case
+from harness.io.text import one_line
 from harness.judge.service import JudgeService, Sample, majority, read_reply
 from harness.judge.settings import CALIBRATION, LABELS, JudgeError
 from harness.judge.store import RecordedReply, ReplyStore, reply_key
 
 LABEL_SCHEMA = "zeroclaw-eval/judge-label/v1"
 MAX_LABELS_FILE = 16 << 20
+# What a person is shown of one text: enough to judge, never a screenful of one field.
+MAX_SHOWN = 4000
 _BLOCK = re.compile(r"BEGIN-RUN-DATA (\w+)\n(.*)\nEND-RUN-DATA \1\n", re.S)
 
 
@@ -135,6 +138,11 @@ def items(store: ReplyStore, rubrics: dict[str, list[SuiteRubric]]) -> list[Item
 
 def read_labels(path: Path) -> list[Label]:
     """The labels in `path` ([] when there is none yet), strictly."""
+    return [label for _, label in numbered_labels(path)]
+
+
+def numbered_labels(path: Path) -> list[tuple[int, Label]]:
+    """The labels in `path` with their line numbers, strictly."""
     try:
         with path.open("rb") as f:
             data = f.read(MAX_LABELS_FILE + 1)
@@ -144,7 +152,7 @@ def read_labels(path: Path) -> list[Label]:
         raise JudgeError(f"{path}: cannot read the labels: {exc.strerror or exc}") from None
     if len(data) > MAX_LABELS_FILE:
         raise JudgeError(f"{path}: over {MAX_LABELS_FILE} bytes: not a labels file")
-    labels: list[Label] = []
+    labels: list[tuple[int, Label]] = []
     seen: dict[str, int] = {}
     decoder = msgspec.json.Decoder(Label)
     for number, line in enumerate(data.split(b"\n"), 1):
@@ -162,7 +170,7 @@ def read_labels(path: Path) -> list[Label]:
                 f"{seen[label.item]}): remove one"
             )
         seen[label.item] = number
-        labels.append(label)
+        labels.append((number, label))
     return labels
 
 
@@ -229,3 +237,14 @@ def chosen_rubrics(suite: Suite, names: Sequence[str]) -> dict[str, list[SuiteRu
         known = ", ".join(suite.rubrics)
         raise JudgeError(f"no rubric named {', '.join(unknown)} in the suite (it has: {known})")
     return {n: r for n, r in suite.rubrics.items() if not names or n in names}
+
+
+def revealed(item: Item, answer: str) -> str:
+    """What the judge gave an item, said once the person's label is given."""
+    verdict = item.verdict
+    said = "passed" if item.judge_passed else "failed"
+    score = "no score" if verdict.score is None else f"score {verdict.score:.2f}"
+    agree = "agrees" if (answer == "pass") == item.judge_passed else "DISAGREES"
+    return (
+        f"you: {answer}. The judge {said} it ({score}): {one_line(verdict.reason, 300)} [{agree}]\n"
+    )

@@ -4,6 +4,7 @@ and the base class that makes one struct both the schema and the check."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -173,6 +174,22 @@ def q_list(items: list[str]) -> str:
     if not items:  # what the empty run shows, for every fixture admitted
         return "[]"
     return "[" + ", ".join(q(clip(i, 200)) for i in items) + "]"
+
+
+def finite_json(value: Any) -> bool:
+    """Whether no number in the JSON value `value` is NaN or an infinity (which no JSON
+    document holds, and which never equal themselves): walked without recursion, so a
+    hostile nesting depth costs no stack."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def is_blank(text: str) -> bool:

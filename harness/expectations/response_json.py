@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +15,7 @@ from harness.expectations.base import (
     Grade,
     Kind,
     clip,
+    finite_json,
     q,
 )
 from harness.io.json_paths import child_path
@@ -50,7 +50,7 @@ def pointer_faults(at: str, expected: dict[str, Any], document: str) -> Iterator
         problem = pointer_problem(pointer, document)
         if problem is not None:
             yield Fault(where, problem)
-        if not _finite_json(value):
+        if not finite_json(value):
             yield Fault(where, f"NaN and Infinity are not JSON: no {document} can equal them")
 
 
@@ -97,19 +97,6 @@ def pointer_problem(pointer: str, document: str = "response") -> str | None:
             "(RFC 6901: ~0 stands for '~', ~1 for '/')"
         )
     return None
-
-
-def _finite_json(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return False
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return True
 
 
 def _parse_response_json(response: str) -> Any:

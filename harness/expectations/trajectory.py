@@ -5,7 +5,6 @@ bipartite matching, never greedy first fit), the alignment shown when it fails."
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
@@ -19,6 +18,7 @@ from harness.expectations.base import (
     Strict,
     agent_name_problem,
     clip,
+    finite_json,
     is_blank,
     q,
 )
@@ -132,7 +132,7 @@ def _call_problems(call: ExpectedCall, at: str, context: Context) -> Iterator[Fa
         yield Fault(f"{at}.arguments_contain", "empty needle asserts nothing")
     for key in ("arguments", "arguments_subset"):
         value = getattr(call, key)
-        if value is not None and not _finite(value):
+        if value is not None and not finite_json(value):
             yield Fault(
                 f"{at}.{key}", "NaN and Infinity are not JSON: no model's arguments can equal them"
             )
@@ -152,19 +152,6 @@ def _tool_problem(call: ExpectedCall, context: Context) -> str | None:
     hint = did_you_mean(call.tool, tools, MISSPELT)
     listed = ", ".join(sorted(tools)) or "none"
     return f"{call.tool!r} is not a tool of {whose}{hint}; its tools: {listed}"
-
-
-def _finite(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return False
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return True
 
 
 # --- matching -------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from harness import Message, ModelRequest, ToolSchema
 
 
 class Base:
-    forget = drop_results = twice = ok_for_failures = hide_tools = False
+    forget = drop_results = twice = ok_for_failures = hide_tools = no_ids = False
     instructions = None
 
     def __init__(self, ctx):
@@ -69,7 +69,8 @@ class Base:
                     await self.ctx.tools.dispatch(call.name, call.arguments)
                 text = "ok" if self.ok_for_failures and not outcome.success else outcome.result
                 if not self.drop_results:
-                    self.messages.append(Message(role="tool", content=text, tool_call_id=call.id))
+                    call_id = None if self.no_ids else call.id
+                    self.messages.append(Message(role="tool", content=text, tool_call_id=call_id))
 
 
 class Forget(Base): forget = True
@@ -77,6 +78,7 @@ class DropResults(Base): drop_results = True
 class Twice(Base): twice = True
 class OkForFailures(Base): ok_for_failures = True
 class HideTools(Base): hide_tools = True
+class NoIds(Base): no_ids = True
 class Instructed(Base): instructions = "You are terse."
 class Drifting(Base): instructions = staticmethod(lambda n: f"You are terse (turn {n}).")
 
@@ -113,6 +115,7 @@ BROKEN = {
     "drop_results": "DropResults",
     "twice": "Twice",
     "ok_for_failures": "OkForFailures",
+    "no_ids": "NoIds",
 }
 
 
@@ -164,6 +167,7 @@ def one_case(tmp_path: Path, data: dict[str, object], module: str, cls: str) -> 
         ("Forget", "history", 'the user input "Echo alpha" is missing or out of order'),
         ("DropResults", "tool_results", "no tool result for c1 (echo) was passed back"),
         ("OkForFailures", "tool_results", 'for c2 (fail) was "ok", but the tool returned "nope"'),
+        ("NoIds", "tool_results", "the result passed back for c1 (echo) carries no tool_call_id"),
         ("HideTools", "offered_tools", "calls 'echo', which the request it answers never offered"),
         ("Drifting", "instructions", 'the instructions of the first request ("You are terse'),
     ],

@@ -36,6 +36,7 @@ def test_a_tool_case_gets_script_and_boundary_mutants() -> None:
         "change_argument",
         "change_final_text",
         "drop_tool_results",
+        "drop_call_ids",
         "dispatch_twice",
         "skip_call",
     }
@@ -53,6 +54,7 @@ def test_a_negative_case_without_tools_gets_no_tool_mutant_and_says_why() -> Non
     made, skipped = names(greeting_fixture("g"))
     assert made == {"change_final_text"}
     assert skipped["drop_tool_results"] == "no scripted tool call"
+    assert skipped["drop_call_ids"] == "no scripted tool call"
     assert skipped["dispatch_twice"] == "no scripted tool call"
 
 

@@ -91,7 +91,7 @@ def test_a_case_failing_unmutated_runs_no_mutant_and_fails(tmp_path: Path) -> No
 def test_conformance_kills_what_the_weak_case_lets_through(tmp_path: Path) -> None:
     report = mutate(RunOptions(weak_suite(tmp_path), root=tmp_path))
     (case,) = report.cases
-    assert case.killed("boundary") == (3, 3) and report.exit_code == 0
+    assert case.killed("boundary") == (4, 4) and report.exit_code == 0
 
 
 def test_mutate_refuses_live_mode(run_cli: Cli, tmp_path: Path) -> None:
@@ -151,12 +151,12 @@ def test_what_was_not_generated_is_one_block_by_reason_and_survivors_close_the_t
     ]
     assert sum("not generated" in line for line in lines) == 1
     cases = [i for i, line in enumerate(lines) if line.startswith(("  ✓ ", "  ✗ "))]
-    block = lines.index("  not generated: 39 mutant(s), by reason (--json-report names the cases)")
-    survived = lines.index("  survived: 5 mutant(s) no check of their case noticed")
+    block = lines.index("  not generated: 42 mutant(s), by reason (--json-report names the cases)")
+    survived = lines.index("  survived: 6 mutant(s) no check of their case noticed")
     score = next(i for i, line in enumerate(lines) if "mutation score" in line)
     assert len(cases) == 4 and max(cases) < block < survived < score
     survivors = lines[survived + 1 : score - 1]
-    assert len(survivors) == 5 and all(" weak (evals/regression/weak.json:" in s for s in survivors)
+    assert len(survivors) == 6 and all(" weak (evals/regression/weak.json:" in s for s in survivors)
 
 
 def test_mutating_a_two_step_tool_case(tmp_path: Path) -> None:
@@ -177,7 +177,7 @@ def test_mutating_a_two_step_tool_case(tmp_path: Path) -> None:
     )
     report = mutate(RunOptions(write_suite(tmp_path / "s", {"two.json": data}), root=tmp_path))
     (case,) = report.cases
-    assert case.killed("boundary") == (3, 3)
+    assert case.killed("boundary") == (4, 4)
     killed = {m.name: m.by for m in case.mutants if m.killed}
     assert killed["dispatch_twice"].startswith("loop(dispatches)")
 
@@ -334,7 +334,12 @@ def test_a_frameworks_own_tools_get_the_dispatch_faults(
     assert result.returncode == 0, result.stdout + result.stderr
     (case,) = json.loads((tmp_path / "m.json").read_text("utf-8"))["cases"]
     killed = {m["name"]: m["killed"] for m in case["mutants"] if m["family"] == "boundary"}
-    assert killed == {"drop_tool_results": True, "dispatch_twice": True, "skip_call": True}
+    assert killed == {
+        "drop_tool_results": True,
+        "drop_call_ids": True,
+        "dispatch_twice": True,
+        "skip_call": True,
+    }
 
 
 def mutate_example(run_cli: Cli, spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:

@@ -145,6 +145,14 @@ def _results_problems(
         if result is None:
             yield f"no tool result for {_call(call)} was passed back to the model"
             return
+        if call.id and not result.tool_call_id:
+            # Every framework keeps the ids (the SDK's call_id, pydantic-ai's
+            # tool_call_id), and a provider refuses a tool result that names no call.
+            yield (
+                f"the result passed back for {_call(call)} carries no tool_call_id: a "
+                "provider refuses a tool result that does not name the call it answers"
+            )
+            return
         if call.id in rejected:
             continue  # never run: its result is the rejection the framework sends
         ran = _take_dispatch(unused, call)

@@ -265,12 +265,41 @@ def _wrong_handoff(data: dict[str, Any], graph: Mapping[str, Mapping[str, str]])
 # --- boundary mutants: faults of a broken loop, injected by the harness ---------------------
 
 
-def _drop_tool_results(case: Case, data: dict[str, Any]) -> Made:
+def _results_sent(data: dict[str, Any]) -> str | None:
+    """Why no request of the case carries tool results to break; None: one does."""
     if not _tool_steps(data):
         return "no scripted tool call"
     turns = data["turns"]
     if not any(s + 1 < len(turns[t].get("steps") or []) for t, s, _ in _tool_steps(data)):
         return "no model request follows a tool step in its turn"
+    return None
+
+
+def _drop_call_ids(case: Case, data: dict[str, Any]) -> Made:
+    why_not = _results_sent(data)
+    if why_not is not None:
+        return why_not
+
+    def prepare(context: AgentContext) -> None:
+        context.model.rewrite_request = lambda request: replace(
+            request,
+            messages=tuple(
+                replace(m, tool_call_id=None) if m.role == "tool" else m for m in request.messages
+            ),
+        )
+
+    return (
+        "tool results reach the model without their call ids",
+        _first_tool_step(data),
+        data,
+        prepare,
+    )
+
+
+def _drop_tool_results(case: Case, data: dict[str, Any]) -> Made:
+    why_not = _results_sent(data)
+    if why_not is not None:
+        return why_not
 
     def prepare(context: AgentContext) -> None:
         context.model.rewrite_request = lambda request: replace(
@@ -409,6 +438,7 @@ _SCRIPT: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
 ]
 _BOUNDARY: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
     ("boundary", "drop_tool_results", _drop_tool_results),
+    ("boundary", "drop_call_ids", _drop_call_ids),
     ("boundary", "drop_history", _drop_history),
     ("boundary", "dispatch_twice", _dispatch_twice),
     ("boundary", "skip_call", _skip_call),
@@ -425,6 +455,7 @@ _TOOL_FAULTS = frozenset({"dispatch_twice", "skip_call", "failure_as_success"})
 # cannot be expected to kill it.
 _CAUGHT_BY: dict[str, tuple[str, ...]] = {
     "drop_tool_results": ("tool_results",),
+    "drop_call_ids": ("tool_results",),
     "drop_history": ("history",),
     "dispatch_twice": ("dispatches",),
     "skip_call": ("dispatches",),

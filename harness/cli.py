@@ -47,10 +47,12 @@ from harness.settings import (
     SESSION,
     SHARD,
     STEP_OPTIONS,
+    SNAPSHOTS,
     SUITE,
     SUITE_KIND,
     SUITE_OPTIONS,
     TIMEOUT,
+    UPDATE_SNAPSHOTS,
     WALL_CLOCK,
 )
 
@@ -97,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
         CASE_IDS,
         SHARD,
         RECORD_JUDGE,
+        SNAPSHOTS,
+        UPDATE_SNAPSHOTS,
         *registry.options(),
     )
     _add(

@@ -41,6 +41,9 @@ class ModelPrice(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
 
     input: PerMillion
     output: PerMillion
+# What a replay does with a case whose request snapshot changed: `auto` fails a regression
+# suite and warns in any other, `off` checks nothing (`harness.snapshots`).
+SnapshotSetting = Literal["auto", "fail", "warn", "off"]
 
 
 class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -96,6 +99,20 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     max_cost_growth: Share | None = None
     max_suite_cost_growth: Share | None = None
     prices: dict[str, ModelPrice] = {}
+    # Request snapshots: one setting for every suite, or one per suite directory (from the
+    # project root; a suite not named gets `auto`): `--snapshots`.
+    snapshots: SnapshotSetting | dict[str, SnapshotSetting] = "auto"
+
+    def snapshots_for(self, suite: Path, root: Path) -> SnapshotSetting:
+        """The snapshot setting of the suite at `suite` (a fixture: its directory's)."""
+        if isinstance(self.snapshots, str):
+            return self.snapshots
+        directory = suite.parent if suite.suffix == ".json" else suite
+        absolute = directory if directory.is_absolute() else root / directory
+        for name, setting in self.snapshots.items():
+            if (root / name).resolve() == absolute.resolve():
+                return setting
+        return "auto"
 
 
 def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:

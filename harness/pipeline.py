@@ -18,6 +18,7 @@ import msgspec
 from harness.agents.case_context import NO_SETUP, CaseSetup, setup_for
 from harness.agents.protocol import AgentAdapter, AgentSurface
 from harness.agents.registry import resolve_within, surface_within
+from harness.config import SnapshotSetting
 from harness.defaults import (
     DEFAULT_AGENT,
     DEFAULT_CASE_TIMEOUT,
@@ -36,6 +37,7 @@ from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import run_watched
+from harness.snapshots.store import SnapshotPlan, plan_for
 from harness.tracking.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
 from harness.tracking.budget_gate import gated
 from harness.verdict.comparison import BudgetGates
@@ -76,6 +78,9 @@ class RunOptions:
     # session each case keeps its conversation in (`harness.agents.case_context`).
     context: str | None = None
     session: str | None = None
+    # Replay: what a changed request snapshot does, and whether the run writes them.
+    snapshots: SnapshotSetting = "auto"
+    update_snapshots: bool = False
 
     @property
     def project_root(self) -> Path:
@@ -111,11 +116,15 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         shown = [(display_path(case.where, root), case.fixture_sha256) for case in admitted]
         selection = dataclasses.replace(selection, suite_sha256=suite_hash(shown))
     suite = options.name if options.name is not None else display_path(options.suite, root)
+    kind = resolve_kind(options.kind, suite)
+    snapshots = None
+    if options.mode == "replay":
+        snapshots = plan_for(options.snapshots, kind, adapter.name, options.update_snapshots)
     return run_cases(
         cases,
         adapter,
         suite=suite,
-        kind=resolve_kind(options.kind, suite),
+        kind=kind,
         mode=options.mode,
         backend=options.backend,
         allowed_tools=options.allowed_tools,
@@ -136,6 +145,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         agent_spec=options.agent if isinstance(options.agent, str) else None,
         judge=options.judge,
         setup=setup,
+        snapshots=snapshots,
     )
 
 
@@ -196,6 +206,7 @@ def run_cases(
     agent_spec: str | None = None,
     judge: Judge | None = None,
     setup: CaseSetup = NO_SETUP,
+    snapshots: SnapshotPlan | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -232,6 +243,7 @@ def run_cases(
         agent_spec=agent_spec,
         judge=judge,
         setup=setup,
+        snapshots=snapshots,
     )
     delivery = _Delivery(reporters)
     delivery.start(len(cases))

@@ -43,6 +43,18 @@ SESSION = Option(
     metavar="sqlite|MODULE:FUNCTION",
     config_key="session",
 )
+SNAPSHOTS = Option(
+    "--snapshots",
+    "replay: what a changed request snapshot does: auto (fails a regression suite, warns "
+    "otherwise), fail, warn, or off (default: snapshots, per suite)",
+    choices=("auto", "fail", "warn", "off"),
+)
+UPDATE_SNAPSHOTS = Option(
+    "--update-snapshots",
+    "replay: write each case's request snapshot (what its agents show the model) beside "
+    "the suite, replacing the ones that changed; without it a run never writes them",
+    action="store_true",
+)
 CONFIG = Option("--config", "TOML file with an [eval] table", metavar="FILE", type=Path)
 TIMEOUT = Option(
     "--timeout",
@@ -317,6 +329,8 @@ def resolve(
         repeat=_repeat(args, mode),
         maxfail=1 if getattr(args, EXITFIRST.dest, False) else getattr(args, MAXFAIL.dest, None),
         selection=_selection(args),
+        snapshots=getattr(args, SNAPSHOTS.dest, None) or config.snapshots_for(suite, loaded.root),
+        update_snapshots=bool(getattr(args, UPDATE_SNAPSHOTS.dest, False)),
         **_baseline(args),
         budget=_budget(args, config, mode),
     )

@@ -137,6 +137,7 @@ LAYERS = (
     "verdict",
     "agents",
     "fixtures",
+    "snapshots",
     "run",
     "tracking",
     "reporters",

@@ -29,6 +29,7 @@ Category = Literal[
     "run",
     "loop",
     "judge",
+    "snapshot",
 ]
 EXPECTS = "$.expects"
 
@@ -71,17 +72,20 @@ class Grade(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     field: str = EXPECTS
     # An LLM judge's grade: its figures, and whether it gates (None: any other check).
     judge: JudgeNote | None = None
+    # A warning: shown with the case, never deciding it (a changed request snapshot of a
+    # suite whose setting makes it a warning).
+    warn: bool = False
 
     @property
     def gates(self) -> bool:
         """Whether this grade decides its case: every check does but a judge's grade that
         is diagnostic (its rubric's calibration is missing, stale or short of a bound)."""
-        return self.judge is None or self.judge.gated
+        return not self.warn and (self.judge is None or self.judge.gated)
 
     @property
     def fails(self) -> bool:
         """A failing grade that decides its case."""
-        return not self.passed and (self.judge is None or self.judge.gated)
+        return not self.passed and self.gates
 
 
 @dataclass(frozen=True)

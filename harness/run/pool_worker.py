@@ -77,6 +77,7 @@ _SENT = (
     "max_tool_calls_per_step",
     "keep_transcripts",
     "setup",  # sent as its two settings, resolved again by the worker
+    "snapshots",
 )
 
 

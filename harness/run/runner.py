@@ -49,6 +49,7 @@ from harness.run.error_frames import error_frames
 from harness.run.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
 from harness.runtime.deadline import DeadlineExceeded, WatchedDeadline, within
+from harness.snapshots.store import SnapshotPlan, snapshot_grades
 from harness.tool_registry import ToolRegistry
 from harness.transcript import Conversation, Transcript
 from harness.verdict.reports import CaseReport, ErrorFrame
@@ -101,6 +102,7 @@ class CasePlan:
     # The `context` and `session` settings: each case's context built from its
     # `setup.context` by the user's function, and its SDK `Session`.
     setup: CaseSetup = NO_SETUP
+    snapshots: SnapshotPlan | None = None  # replay: each case's request snapshot checked
 
     @functools.cached_property
     def surfaces(self) -> dict[tuple[str, ...], list[str]]:
@@ -371,6 +373,8 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             return progress.errored(progress.timeout_message(timeout), record)
         conversation = conversation_of(progress, plan)
         grades = grade(expects, record, view, plan.agent_tools, conversation, judged)
+        requests = (e.request for e in conversation.exchanges)
+        grades += snapshot_grades(plan.snapshots, progress.case.path, requests, plan.root)
         failing = next((g.field for g in grades if g.fails), None)
         line = _line(case, failing) if failing is not None else None
         if failing is not None or plan.keep_transcripts:

@@ -222,7 +222,10 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     def diagnostic_lines(self) -> list[str]:
         """Each diagnostic judge grade with its figures, as every report shows it: never a
         failure of the case, always in sight."""
-        return [f"{g.check} (diagnostic): {g.detail}" for g in self.diagnostic_grades]
+        return [
+            f"{g.check} ({'warning' if g.warn else 'diagnostic'}): {g.detail}"
+            for g in self.diagnostic_grades
+        ]
 
     def failure_lines(self) -> list[str]:
         """Each failing check with what was observed, as every report shows it; then, for

@@ -1,0 +1,168 @@
+"""The snapshot files and their check: where a case's snapshot lives, how a run compares
+what its agent showed the model with it, and when it writes one.
+
+A case's snapshot is `<its fixture's directory>/__snapshots__/<agent setting>/<fixture
+name>.snap`: per agent setting, since the same suite replays through several agents whose
+requests differ (the SDK's and pydantic-ai's schemas of one tool), and by the fixture's
+file name, which a mutant of the case shares. A run reads it and never writes it, but
+under `--update-snapshots`. A changed request fails the case (`fail`) or is a warning
+that decides nothing (`warn`); a snapshot missing is a failure under `CI=true` (a
+forgotten update must not pass unnoticed) and otherwise says nothing, so a suite without
+snapshots runs as before until they are taken."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from harness.config import SnapshotSetting
+from harness.expectations.base import Grade
+from harness.io.atomic import write_atomic
+from harness.io.files import InputError, read_bounded
+from harness.io.text import clean, clean_lines
+from harness.model_boundary import ModelRequest
+from harness.snapshots.surface import render
+
+SNAPSHOT_DIR = "__snapshots__"
+SUFFIX = ".snap"
+CHECK = "request_snapshot"
+MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def in_ci() -> bool:
+    """Whether the run is a CI job's (`CI=true`, as GitHub Actions and most runners set)."""
+    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """How a run treats its cases' snapshots: under which agent setting's folder, whether
+    a changed request fails or warns, whether it writes them, whether a missing one fails."""
+
+    agent: str
+    action: Literal["fail", "warn"] = "fail"
+    update: bool = False
+    ci: bool = False
+
+    @property
+    def folder(self) -> str:
+        """The agent setting as a folder name (`openai-agents:app:build` is
+        `openai-agents+app+build`)."""
+        return _UNSAFE.sub("+", self.agent).strip("+.") or "agent"
+
+    def path_of(self, fixture: Path) -> Path:
+        return fixture.parent / SNAPSHOT_DIR / self.folder / (fixture.stem + SUFFIX)
+
+
+def plan_for(setting: SnapshotSetting, kind: str, agent: str, update: bool) -> SnapshotPlan | None:
+    """The run's snapshot plan; None when the check is off (and nothing is written)."""
+    if setting == "off" and not update:
+        return None
+    action: Literal["fail", "warn"]
+    if setting == "auto":
+        action = "fail" if kind == "regression" else "warn"
+    else:
+        action = "warn" if setting == "warn" else "fail"
+    return SnapshotPlan(agent, action, update, in_ci())
+
+
+def read_snapshot(path: Path) -> str | None:
+    """The snapshot's text; None: there is none. A snapshot that cannot be read is said
+    as its check's failure by `check`."""
+    if not os.path.lexists(path):
+        return None
+    return read_bounded(path, MAX_SNAPSHOT_BYTES).decode("utf-8")
+
+
+def write_snapshot(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text.encode("utf-8"))
+
+
+def check(plan: SnapshotPlan, fixture: Path, text: str, shown: str) -> Grade | None:
+    """The grade of a run whose requests render as `text` against the snapshot of
+    `fixture` (`shown`: the snapshot's path as reports name it); None: nothing to say
+    (it matches, it was written, or it is missing outside CI)."""
+    path = plan.path_of(fixture)
+    try:
+        kept = read_snapshot(path)
+    except (OSError, InputError, UnicodeDecodeError) as exc:
+        return Grade(CHECK, False, f"cannot read {clean(shown)}: {clean(str(exc))}", "snapshot")
+    if plan.update:
+        if kept != text:
+            write_snapshot(path, text)
+        return None
+    if kept is None:
+        if not plan.ci:
+            return None
+        return Grade(
+            CHECK,
+            False,
+            f"no request snapshot {clean(shown)} (CI=true: a missing snapshot fails; take it "
+            "with `zeroclaw eval run --update-snapshots` and commit it)",
+            "snapshot",
+        )
+    if kept == text:
+        return None
+    said = "changed" if plan.action == "fail" else "changed (warning)"
+    detail = (
+        f"what the agent shows the model {said} since {clean(shown)} was taken; if the "
+        "change is meant, run with --update-snapshots and commit the snapshot:\n"
+        + unified_diff(kept, text, shown)
+    )
+    return Grade(CHECK, False, detail, "snapshot", warn=plan.action == "warn")
+
+
+def unified_diff(kept: str, now: str, shown: str) -> str:
+    """The change from the snapshot to this run, as a unified diff of lines made safe."""
+    lines = difflib.unified_diff(
+        kept.splitlines(), now.splitlines(), f"{shown} (snapshot)", "this run", lineterm="", n=2
+    )
+    diff = list(lines)
+    kept_lines = kept.splitlines()
+    for index, line in enumerate(diff):
+        match = _HUNK.match(line)
+        if match is not None:
+            # The hunk's leading context lines come before its first change.
+            context = 0
+            for later in diff[index + 1 :]:
+                if not later.startswith(" "):
+                    break
+                context += 1
+            diff[index] = _with_heading(line, kept_lines, int(match.group(1)) - 1 + context)
+    return "\n".join(clean_lines(line) for line in diff)
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? ")
+
+
+def _with_heading(line: str, kept: list[str], changed: int) -> str:
+    """A hunk's header followed by the headings its first change falls under (the agent,
+    the tool), as git names a hunk's function: the diff says which tool's schema changed
+    even when the heading is far above the change."""
+    above = kept[: max(changed, 0)]
+    agent = next((k for k in reversed(above) if k.startswith("=== ")), "")
+    part = next((k for k in reversed(above) if k.startswith(("--- ", "=== "))), "")
+    heading = " / ".join(h for h in dict.fromkeys((agent, part)) if h)
+    return f"{line} {heading}" if heading else line
+
+
+def snapshot_grades(
+    plan: SnapshotPlan | None, fixture: Path, requests: Iterable[ModelRequest], root: Path
+) -> list[Grade]:
+    """The snapshot check of one graded run, as the grades it adds (none, or one)."""
+    if plan is None:
+        return []
+    path = plan.path_of(fixture)
+    try:
+        shown = path.relative_to(root).as_posix()
+    except ValueError:
+        shown = path.as_posix()
+    found = check(plan, fixture, render(requests), shown)
+    return [] if found is None else [found]

@@ -1,0 +1,82 @@
+"""What an agent shows its model, as the snapshot's text: per agent of the run (the agent
+under test, a specialist handed to, an agent used as a tool), each distinct surface its
+requests had, in the order first seen: the system messages (its instructions), the tools
+offered sorted by name with their descriptions and JSON schemas, the output schema.
+
+Nothing the script decides is in it (the messages of the conversation, the calls, the
+answers), so a case's snapshot changes only when the agent's own definition does. The
+text is stable (keys sorted, schemas indented) and reads as the agent's definition, so a
+pull request that changes a prompt shows the change in its snapshot's diff."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from harness.io.text import clean_lines
+from harness.model_boundary import ModelRequest, OutputSchema, ToolSchema
+
+HEADER = (
+    "# Request snapshot: what each agent of this case shows its model, whatever the script\n"
+    "# answers. Checked by every replay run; written by `zeroclaw eval run --update-snapshots`.\n"
+)
+AGENT_UNDER_TEST = "(the agent under test)"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _tool(tool: ToolSchema) -> list[str]:
+    kind = "output tool" if tool.output else "tool"
+    return [
+        f"--- {kind}: {tool.name}",
+        f"description: {tool.description}" if tool.description else "description: (none)",
+        f"parameters: {_json(tool.parameters)}",
+    ]
+
+
+def _output(schema: OutputSchema) -> list[str]:
+    strict = ", strict" if schema.strict else ""
+    return [f"--- output schema: {schema.name} ({schema.mode}{strict})", _json(schema.schema)]
+
+
+def surface_lines(request: ModelRequest) -> tuple[str, ...]:
+    """One request's surface: its instructions, tools and output schema, as lines."""
+    lines: list[str] = []
+    system = [m.content for m in request.messages if m.role == "system"]
+    if system:
+        for text in system:
+            lines += ["--- instructions", text]
+    else:
+        lines.append("--- instructions: none")
+    for tool in sorted(request.tools, key=lambda t: (t.name, t.output)):
+        lines += _tool(tool)
+    if request.output_schema is not None:
+        lines += _output(request.output_schema)
+    return tuple(lines)
+
+
+def render(requests: Iterable[ModelRequest]) -> str:
+    """The snapshot text of a run's requests; "" when the run made none."""
+    surfaces: dict[str, list[tuple[str, ...]]] = {}
+    for request in requests:
+        seen = surfaces.setdefault(request.agent or AGENT_UNDER_TEST, [])
+        lines = surface_lines(request)
+        if lines not in seen:
+            seen.append(lines)
+    if not surfaces:
+        return ""
+    out = [HEADER]
+    # The agent under test first, the others by name: the order requests came in may
+    # depend on which answered first.
+    for agent in sorted(surfaces, key=lambda a: (a != AGENT_UNDER_TEST, a)):
+        seen = surfaces[agent]
+        for index, lines in enumerate(seen, 1):
+            more = f" (surface {index} of {len(seen)})" if len(seen) > 1 else ""
+            out.append(f"=== agent: {agent}{more}")
+            out.extend(lines)
+            out.append("")
+    # Made safe once, here: the file, the diff and every report show the same text.
+    return clean_lines("\n".join(out).rstrip("\n") + "\n")

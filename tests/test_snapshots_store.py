@@ -1,0 +1,216 @@
+"""`harness.snapshots.store`: request snapshots beside the suite. A change to what an agent
+shows its model (its instructions, a tool's description, a parameter of a tool's schema)
+fails its regression suite with a diff naming that change, `--update-snapshots` takes it,
+and a run never writes a snapshot otherwise."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO, Cli, echo_fixture, write_module, write_suite
+
+from harness import run_suite
+from harness.pipeline import RunOptions, run
+from harness.snapshots.store import SnapshotPlan, unified_diff
+
+SUPPORT = REPO / "examples" / "support_agent"
+SDK_SPEC = "openai-agents:agents_sdk:build_agent"
+SNAPSHOTS = Path("evals/__snapshots__/openai-agents+agents_sdk+build_agent")
+
+
+@pytest.fixture
+def support(tmp_path: Path) -> Path:
+    """A copy of the support agent example, its committed snapshots included."""
+    copy = tmp_path / "support_agent"
+    shutil.copytree(SUPPORT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text("utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new), "utf-8")
+
+
+CHANGES = {
+    "instructions": (
+        "support_orders.py",
+        "Never invent order details.",
+        "Never invent order details. Talk like a pirate.",
+    ),
+    "tool description": (
+        "agents_sdk.py",
+        "Refund an order that has shipped or been delivered.",
+        "Refund any order.",
+    ),
+    "schema parameter": (
+        "agents_sdk.py",
+        "reason: Why the customer wants a refund.",
+        "reason: The refund's reason, in one word.",
+    ),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_changed_agent_fails_with_the_diff_of_that_change_until_updated(
+    run_cli: Cli, support: Path, change: str
+) -> None:
+    file, old, new = CHANGES[change]
+    run_args = ("eval", "run", "--suite", "evals", "--agent", SDK_SPEC, "--jobs", "1")
+    assert run_cli(*run_args, cwd=support).returncode == 0  # the committed snapshots hold
+    edit(support / file, old, new)
+    before = {p: p.read_text("utf-8") for p in (support / SNAPSHOTS).iterdir()}
+
+    failed = run_cli(*run_args, cwd=support)
+    assert failed.returncode == 1
+    assert "request_snapshot: what the agent shows the model changed" in failed.stdout
+    removed = [line for line in failed.stdout.splitlines() if line.strip().startswith("-")]
+    added = [line for line in failed.stdout.splitlines() if line.strip().startswith("+")]
+    said_old = old.split(": ", 1)[-1]
+    said_new = new.split(": ", 1)[-1]
+    assert any(said_old in line for line in removed), failed.stdout
+    assert any(said_new in line for line in added), failed.stdout
+    if change != "instructions":  # the hunk names the tool whose definition changed
+        assert "--- tool: refund_order" in failed.stdout
+    # A run never writes a snapshot of its own accord.
+    assert {p: p.read_text("utf-8") for p in (support / SNAPSHOTS).iterdir()} == before
+
+    assert run_cli(*run_args, "--update-snapshots", cwd=support).returncode == 0
+    changed = [p for p, text in before.items() if p.read_text("utf-8") != text]
+    assert changed and all(said_new in p.read_text("utf-8") for p in changed)
+    assert run_cli(*run_args, cwd=support).returncode == 0
+
+
+def test_in_ci_a_missing_snapshot_fails_and_outside_it_nothing_is_written(
+    run_cli: Cli, support: Path
+) -> None:
+    shutil.rmtree(support / "evals" / "__snapshots__")
+    run_args = ("eval", "run", "--suite", "evals", "--agent", SDK_SPEC, "--jobs", "1")
+    quiet = run_cli(*run_args, cwd=support)
+    assert quiet.returncode == 0 and not (support / "evals" / "__snapshots__").exists()
+    ci = run_cli(*run_args, cwd=support, env={"CI": "true"})
+    assert ci.returncode == 1
+    assert "no request snapshot evals/__snapshots__/openai-agents+agents_sdk+build_agent/" in (
+        ci.stdout
+    )
+    assert "CI=true: a missing snapshot fails" in ci.stdout
+
+
+def test_a_capability_suite_warns_and_the_setting_turns_the_check_off_or_into_a_warning(
+    run_cli: Cli, support: Path
+) -> None:
+    edit(support / "support_orders.py", "Never invent", "Always invent")
+    base = ("eval", "run", "--suite", "evals", "--agent", SDK_SPEC, "--jobs", "1")
+    warned = run_cli(*base, "--suite-kind", "capability", cwd=support)
+    assert warned.returncode == 0
+    assert "request_snapshot (warning): what the agent shows the model changed (warning)" in (
+        warned.stdout
+    )
+    assert run_cli(*base, "--snapshots", "off", cwd=support).returncode == 0
+    assert run_cli(*base, "--snapshots", "warn", cwd=support).returncode == 0
+    assert run_cli(*base, cwd=support).returncode == 1
+    # Per suite, from the configuration: this suite's setting, and no other's.
+    (support / "pyproject.toml").write_text(
+        '[tool.zeroclaw.eval.snapshots]\n"evals" = "off"\n', "utf-8"
+    )
+    assert run_cli(*base, cwd=support).returncode == 0
+    (support / "pyproject.toml").write_text(
+        '[tool.zeroclaw.eval.snapshots]\n"other/evals" = "off"\n', "utf-8"
+    )
+    assert run_cli(*base, cwd=support).returncode == 1
+
+
+# An own loop whose system prompt a file beside it decides: the loop's code changing
+# between the run that took the snapshots and the next.
+SILENT_LOOP = """
+from pathlib import Path
+
+from harness import Message, ModelRequest, ToolSchema
+
+PROMPT = Path(__file__).with_name("prompt.txt")
+
+
+class Loop:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.messages = []
+        self.tools = tuple(
+            ToolSchema(t.name, t.description, t.parameters) for t in ctx.tools.tools.values()
+        )
+
+    async def run_turn(self, user_input):
+        prompt = PROMPT.read_text()
+        head = (Message(role="system", content=prompt),) if prompt else ()
+        self.messages.append(Message(role="user", content=user_input))
+        while True:
+            request = ModelRequest(messages=head + tuple(self.messages), tools=self.tools)
+            step = await self.ctx.model.respond(request)
+            if not step.tool_calls:
+                self.messages.append(Message(role="assistant", content=step.text))
+                return step.text
+            self.messages.append(Message(role="assistant", tool_calls=step.tool_calls))
+            for call in step.tool_calls:
+                outcome = await self.ctx.tools.dispatch(call.name, call.arguments)
+                self.messages.append(
+                    Message(role="tool", content=outcome.result, tool_call_id=call.id)
+                )
+
+
+def make(ctx):
+    return Loop(ctx)
+"""
+
+
+def test_an_own_loop_that_stops_sending_its_system_prompt_fails_the_regression_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = tmp_path / "evals" / "regression"
+    shutil.copytree(REPO / "evals" / "regression", suite, ignore=shutil.ignore_patterns("__*"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = write_module(tmp_path, SILENT_LOOP, "silent_loop")
+    (tmp_path / "prompt.txt").write_text("You are a careful echo agent.", "utf-8")
+    spec = f"{module}:make"
+
+    def gate(update: bool = False) -> list[tuple[str, list[str]]]:
+        options = RunOptions(suite, spec, root=tmp_path, update_snapshots=update)
+        report = run(options)
+        return [(c.id, [g.check for g in c.failing_grades]) for c in report.cases if not c.passed]
+
+    assert gate(update=True) == []  # snapshots taken with the correct loop
+    assert gate() == []
+    (tmp_path / "prompt.txt").write_text("", "utf-8")  # the loop stops sending it
+    failing = gate()
+    assert failing and all(checks == ["request_snapshot"] for _, checks in failing)
+    # Every case that makes a request, not one: the snapshot is per case.
+    assert len(failing) >= 15
+
+
+def test_snapshots_are_kept_per_agent_setting(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "evals" / "regression", {"echo.json": echo_fixture("e")})
+    for agent in ("openai-agents", "pydantic-ai"):
+        run(RunOptions(suite, agent, root=tmp_path, update_snapshots=True))
+    folders = sorted(p.name for p in (suite / "__snapshots__").iterdir())
+    assert folders == ["openai-agents", "pydantic-ai"]
+    assert [p.name for p in (suite / "__snapshots__" / "pydantic-ai").iterdir()] == ["echo.snap"]
+    # Each run checks its own agent's snapshot, never another's.
+    theirs = suite / "__snapshots__" / "pydantic-ai" / "echo.snap"
+    theirs.write_text(theirs.read_text("utf-8") + "--- tool: gone\n", "utf-8")
+    assert run_suite(suite, agent="openai-agents").all_passed
+    (case,) = run_suite(suite, agent="pydantic-ai").cases
+    assert [g.check for g in case.failing_grades] == ["request_snapshot"]
+    assert "---- tool: gone" in case.failing_grades[0].detail
+
+
+def test_the_folder_of_an_agent_setting_is_a_plain_name() -> None:
+    assert SnapshotPlan("openai-agents:app.agents:build").folder == "openai-agents+app.agents+build"
+    assert SnapshotPlan("../x").folder == "x"
+
+
+def test_the_diff_names_the_heading_of_its_change_and_is_made_safe() -> None:
+    kept = "=== agent: a\n--- tool: t\ndescription: one\nparameters: {\n  1\n  2\n  3\n}\n"
+    now = kept.replace("  3", "  \x1b[31mthree")
+    diff = unified_diff(kept, now, "s.snap")
+    assert "@@ -5,4 +5,4 @@ === agent: a / --- tool: t" in diff
+    assert "\x1b" not in diff and "+  \\u001b[31mthree" in diff

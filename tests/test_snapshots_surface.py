@@ -1,0 +1,56 @@
+"""`harness.snapshots.surface`: what an agent shows its model, as stable text: nothing the
+script decides, tools sorted, each agent of a graph under its own heading."""
+
+from __future__ import annotations
+
+from harness.model_boundary import Message, ModelRequest, OutputSchema, ToolSchema
+from harness.snapshots.surface import AGENT_UNDER_TEST, render
+
+ECHO = ToolSchema("echo", "Echo a message.", {"type": "object", "properties": {"m": {}}})
+FAIL = ToolSchema("fail", "Fail.", {"type": "object"})
+
+
+def request(
+    *messages: Message, tools: tuple[ToolSchema, ...] = (), agent: str | None = None
+) -> ModelRequest:
+    return ModelRequest(messages=messages, tools=tools, agent=agent)
+
+
+SYSTEM = Message(role="system", content="Be terse.")
+
+
+def test_the_conversation_and_the_order_of_tools_change_nothing() -> None:
+    first = request(SYSTEM, Message(role="user", content="hi"), tools=(ECHO, FAIL))
+    later = request(
+        SYSTEM,
+        Message(role="user", content="something else entirely"),
+        Message(role="tool", content="result", tool_call_id="c1"),
+        tools=(FAIL, ECHO),
+    )
+    assert render([first]) == render([first, later]) == render([later])
+    text = render([first])
+    assert text.index("--- tool: echo") < text.index("--- tool: fail")
+    assert "hi" not in text.split("\n") and "result" not in text
+
+
+def test_each_agent_has_its_surfaces_and_the_agent_under_test_comes_first() -> None:
+    schema = OutputSchema(name="Answer", schema={"type": "object"}, strict=True)
+    text = render(
+        [
+            request(Message(role="system", content="Route."), tools=(ECHO,)),
+            request(Message(role="system", content="Bill."), agent="billing"),
+            ModelRequest(messages=(SYSTEM,), agent="billing", output_schema=schema),
+        ]
+    )
+    headings = [line for line in text.splitlines() if line.startswith("===")]
+    assert headings == [
+        f"=== agent: {AGENT_UNDER_TEST}",
+        "=== agent: billing (surface 1 of 2)",
+        "=== agent: billing (surface 2 of 2)",
+    ]
+    assert "--- output schema: Answer (native, strict)" in text
+
+
+def test_a_request_without_instructions_says_so_and_no_request_is_no_snapshot() -> None:
+    assert "--- instructions: none" in render([request(Message(role="user", content="x"))])
+    assert render([]) == ""

@@ -19,6 +19,8 @@ from conftest import (
 
 from harness.mutation.mutants import mutants_of
 
+NO_SNAPSHOT = "no request snapshot of the case for this agent (--update-snapshots takes it)"
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -47,6 +49,8 @@ def test_a_tool_case_gets_script_and_boundary_mutants() -> None:
         "drop_history": "one turn only",
         "failure_as_success": "no scripted call to a failing tool",
         "reverse_parallel": "no step calls two tools at once",
+        "drop_instructions": NO_SNAPSHOT,
+        "change_tool_schema": NO_SNAPSHOT,
     }
 
 
@@ -188,3 +192,14 @@ def test_no_dispatch_fault_where_every_scripted_call_is_a_handoff() -> None:
     # Beside a dispatched call, a handoff keeps no fault from being generated.
     found = mutants_of(case_of(echo_fixture("e")), True, TRIAGE_HANDOFFS)
     assert {"dispatch_twice", "skip_call"} <= {m.name for m in found.generated}
+
+
+def test_what_the_agent_shows_its_model_is_mutated_where_a_snapshot_holds_it() -> None:
+    case = case_of(echo_fixture("e"))
+    shown = "# header\n\n=== agent: a\n--- instructions\nBe terse.\n--- tool: echo\n"
+    made = {m.name for m in mutants_of(case, True, None, shown).generated}
+    assert {"drop_instructions", "change_tool_schema"} <= made
+    bare = "# header\n\n=== agent: a\n--- instructions: none\n"
+    skipped = {s.name: s.reason for s in mutants_of(case, True, None, bare).skipped}
+    assert skipped["drop_instructions"] == "the agent sends its model no instructions"
+    assert skipped["change_tool_schema"] == "the agent offers its model no tool"

@@ -151,7 +151,7 @@ def test_what_was_not_generated_is_one_block_by_reason_and_survivors_close_the_t
     ]
     assert sum("not generated" in line for line in lines) == 1
     cases = [i for i, line in enumerate(lines) if line.startswith(("  ✓ ", "  ✗ "))]
-    block = lines.index("  not generated: 42 mutant(s), by reason (--json-report names the cases)")
+    block = lines.index("  not generated: 50 mutant(s), by reason (--json-report names the cases)")
     survived = lines.index("  survived: 6 mutant(s) no check of their case noticed")
     score = next(i for i, line in enumerate(lines) if "mutation score" in line)
     assert len(cases) == 4 and max(cases) < block < survived < score
@@ -521,3 +521,20 @@ def test_a_case_without_rubrics_gets_no_judge_mutant(tmp_path: Path) -> None:
     case = case_of(echo_fixture("echo-case"))
     assert not [m for m in mutants_of(case, True).generated if m.family == "judge"]
     assert not [s for s in mutants_of(case, True).skipped if s.family == "judge"]
+
+
+@pytest.mark.parametrize(("spec", "minimum"), [(TRIAGE_SPEC, 6), (BOOKING_SPEC, 3)])
+def test_the_committed_snapshots_kill_dropped_instructions_and_a_changed_schema(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spec: str, minimum: int
+) -> None:
+    document = mutate_example(run_cli, spec, monkeypatch, tmp_path)
+    shown = [
+        m
+        for case in document["cases"]
+        for m in case["mutants"]
+        if m["name"] in {"drop_instructions", "change_tool_schema"}
+    ]
+    assert len(shown) >= 2 * minimum
+    assert all(m["killed"] for m in shown), shown
+    # The snapshot notices every one (another check may have noticed first).
+    assert any(m["by"].startswith("request_snapshot") for m in shown), shown

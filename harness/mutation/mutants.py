@@ -53,12 +53,17 @@ class Mutants:
 
 
 def mutants_of(
-    case: Case, faultable: bool, handoffs: Mapping[str, Mapping[str, str]] | None = None
+    case: Case,
+    faultable: bool,
+    handoffs: Mapping[str, Mapping[str, str]] | None = None,
+    snapshot: str | None = None,
 ) -> Mutants:
     """Every mutant of `case`, and why the others were not generated. `faultable`: the
     agent's tool calls go through the registry (`dispatch` or `recorded`), so a dispatch
     fault reaches them, whichever agent of a graph makes them. `handoffs`: each agent of
-    the graph that hands off, its handoff tools and the agent each leads to."""
+    the graph that hands off, its handoff tools and the agent each leads to. `snapshot`:
+    the case's request snapshot for the agent (None: none was taken), which the mutants
+    of what the agent shows its model are killed by."""
     found = Mutants()
     data: dict[str, Any] = json.loads(case.text)
     exempt: dict[str, str] = (data.get("expects") or {}).get("loop_exempt") or {}
@@ -69,7 +74,11 @@ def mutants_of(
     handoff_tools = {tool for tools in graph.values() for tool in tools}
     # A case without a rubric has no judge to meet: no judge mutant, and nothing to list.
     judged = _JUDGE if (data.get("expects") or {}).get("judge") else []
-    for family, name, make in _SCRIPT + handoff + _BOUNDARY + judged:
+    shown: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
+        ("boundary", "drop_instructions", lambda _case, data: _drop_instructions(snapshot, data)),
+        ("boundary", "change_tool_schema", lambda _case, data: _change_tool_schema(snapshot, data)),
+    ]
+    for family, name, make in _SCRIPT + handoff + _BOUNDARY + shown + judged:
         if family == "boundary" and name in _TOOL_FAULTS and not faultable:
             reason = "the agent runs its own tools: the harness cannot fault their dispatch"
             found.skipped.append(NotGenerated(family, name, reason))
@@ -427,6 +436,52 @@ def _reverse_parallel(case: Case, data: dict[str, Any]) -> Made:
     t, s = ordered[0]
     description = "the calls of one step are dispatched in reverse order"
     return description, f"$.turns[{t}].steps[{s}]", data, prepare
+
+
+# --- what the agent shows its model: killed by the case's request snapshot -----------------
+
+_NO_SNAPSHOT = "no request snapshot of the case for this agent (--update-snapshots takes it)"
+
+
+def _drop_instructions(snapshot: str | None, data: dict[str, Any]) -> Made:
+    if snapshot is None:
+        return _NO_SNAPSHOT
+    if "\n--- instructions\n" not in snapshot:
+        return "the agent sends its model no instructions"
+
+    def prepare(context: AgentContext) -> None:
+        context.model.rewrite_request = lambda request: replace(
+            request, messages=tuple(m for m in request.messages if m.role != "system")
+        )
+
+    return "the instructions never reach the model", "$", data, prepare
+
+
+def _change_tool_schema(snapshot: str | None, data: dict[str, Any]) -> Made:
+    if snapshot is None:
+        return _NO_SNAPSHOT
+    if "\n--- tool: " not in snapshot:
+        return "the agent offers its model no tool"
+
+    def changed(request: ModelRequest) -> ModelRequest:
+        tools = sorted((t for t in request.tools if not t.output), key=lambda t: t.name)
+        if not tools:
+            return request
+        first = tools[0]
+        properties = dict(first.parameters.get("properties") or {})
+        # One parameter gone, or one added where there is none: a schema the model was
+        # never shown when the script was recorded.
+        if properties:
+            properties.pop(sorted(properties)[0])
+        else:
+            properties["mutant"] = {"type": "string"}
+        schema = replace(first, parameters={**first.parameters, "properties": properties})
+        return replace(request, tools=tuple(schema if t is first else t for t in request.tools))
+
+    def prepare(context: AgentContext) -> None:
+        context.model.rewrite_request = changed
+
+    return "the first tool's JSON schema loses a parameter", "$", data, prepare
 
 
 _SCRIPT: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [

@@ -21,6 +21,7 @@ from harness.agents.protocol import AgentContext, FrameworkAdapter
 from harness.agents.registry import resolve_within
 from harness.errors import ExitCode
 from harness.fixtures.suite import Case, display_path, load_suite
+from harness.io.files import InputError
 from harness.io.json_paths import line_of
 from harness.io.text import clean, clip, inert
 from harness.mutation.mutants import Family, Mutants, mutants_of
@@ -28,6 +29,7 @@ from harness.pipeline import RunOptions
 from harness.reporters.json_report import encoded_json, inert_json
 from harness.run.runner import CasePlan, replay_backend
 from harness.run.watchdog import run_watched
+from harness.snapshots.store import SnapshotPlan, read_snapshot
 from harness.verdict.reports import CaseReport
 
 SCHEMA = "zeroclaw-eval/mutation/v1"
@@ -124,13 +126,17 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
         max_tool_calls_per_step=options.max_tool_calls_per_step,
         setup=setup,
         judge=options.judge,
+        # A mutant of what the agent shows its model is killed by the case's snapshot.
+        snapshots=None if options.snapshots == "off" else SnapshotPlan(adapter.name),
     )
     start = time.perf_counter()
     baseline = {r.id: r.passed for r in run_watched(cases, plan, None)}
     # The adapter says where its graph hands off, when its framework has handoffs.
     graph = getattr(adapter, "agent_handoffs", None)
     handoffs: dict[str, dict[str, str]] = graph() if callable(graph) else {}
-    planned = {c.id: mutants_of(c, faultable, handoffs) for c in cases}
+    planned = {
+        c.id: mutants_of(c, faultable, handoffs, _snapshot(plan.snapshots, c)) for c in cases
+    }
     runnable = [m for c in cases if baseline[c.id] for m in planned[c.id].generated]
     faults = {m.case.id: m.prepare for m in runnable if m.prepare is not None}
 
@@ -164,6 +170,17 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
         judge=_score(results, "judge"),
         not_judged=sum(not m.judged for c in results for m in c.mutants),
     )
+
+
+def _snapshot(plan: SnapshotPlan | None, case: Case) -> str | None:
+    """The case's request snapshot for the agent; None: none (or none readable, which
+    the case's unmutated run says as its failure)."""
+    if plan is None:
+        return None
+    try:
+        return read_snapshot(plan.path_of(case.path))
+    except (OSError, InputError, UnicodeDecodeError):
+        return None
 
 
 def _case_result(

@@ -155,8 +155,12 @@ def test_record_writes_a_fixture_that_replays_green_through_both_frameworks(
         assert written[key] == RECORDED_CASE[key], key
     assert set(written) == set(RECORDED_CASE)
     assert_nothing_machine_specific(text, tiny_server, tmp_path)
-    # Nothing else was left in the output directory (no temporary file).
-    assert only_files(out.parent) == ["x.json"]
+    # Nothing else was left in the output directory (no temporary file) but the request
+    # snapshot the recording's replay took, under the agent that recorded it.
+    assert only_files(out.parent) == ["__snapshots__", "x.json"]
+    assert only_files(out.parent / "__snapshots__") == [agent]
+    snapshot = (out.parent / "__snapshots__" / agent / "x.snap").read_text("utf-8")
+    assert "--- tool: read_file" in snapshot
 
     # The fixture passes admission on its own ...
     check = runs("eval", "check", "--suite", "evals/regression", key=False)
@@ -254,7 +258,7 @@ def test_force_replaces_an_existing_out(
     assert result.returncode == 0, result.stderr
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written["id"] == "record-me" and len(written["turns"]) == 3
-    assert only_files(out.parent) == ["x.json"]
+    assert only_files(out.parent) == ["__snapshots__", "x.json"]
     replay = runs("eval", "run", "--suite", "evals/regression", "--agent", "pydantic-ai")
     assert replay.returncode == 0, replay.stdout + replay.stderr
 

@@ -35,6 +35,7 @@ from harness.live.chat_completions import SecretMask
 from harness.model_boundary import ModelBackend, ModelRequest, ModelStep
 from harness.pipeline import RunOptions, run_cases
 from harness.run.runner import BackendFactory
+from harness.snapshots.store import SnapshotPlan
 from harness.verdict.reports import CaseReport
 
 # Per turn, the agent whose request each model step answered (None: no agent was named).
@@ -304,19 +305,46 @@ def write_recording(
         except AdmissionError as exc:
             problems = "; ".join(f"{p.field}: {p.message}" for p in exc.problems)
             raise RecordError(f"the recording does not pass replay admission: {problems}") from None
+        # The replay takes the fixture's request snapshot, under the name it will have.
+        snapshots = SnapshotPlan(adapter.name, update=True)
+        taken = Snapshot(snapshots.path_of(out))
         replay = run_cases(
-            [replay_case],
+            [Case(replay_case.trace, out, replay_case.text)],
             adapter,
             suite=str(out.parent),
             case_timeout=timeout,
             max_model_calls_per_turn=max_model_calls_per_turn,
             max_tool_calls_per_step=max_tool_calls_per_step,
             setup=setup,
+            snapshots=snapshots,
         ).cases[0]
         if not replay.passed:
+            taken.restore()
             why = replay.error or "; ".join(replay.failure_lines())
             raise RecordError(f"the recording does not replay green: {masked(why)}")
+        if taken.holds_any(masks):
+            taken.restore()
+            raise RecordError("the request snapshot would contain the API key; nothing was written")
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
     return replay
+
+
+class Snapshot:
+    """The request snapshot a recording's replay writes, put back as it was (or removed)
+    when the recording is not written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.before = path.read_bytes() if path.is_file() else None
+
+    def holds_any(self, masks: Sequence[SecretMask]) -> bool:
+        text = self.path.read_text("utf-8") if self.path.is_file() else ""
+        return any(mask.found_in(text) for mask in masks)
+
+    def restore(self) -> None:
+        if self.before is None:
+            self.path.unlink(missing_ok=True)
+        else:
+            self.path.write_bytes(self.before)

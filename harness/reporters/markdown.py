@@ -1,10 +1,9 @@
-"""The Markdown summary: totals, the suite's pass rate with its interval (when the run had
-repeated or clustered cases), failing cases with their checks, collapsed details, repeated
-cases with their runs, the cases the run stopped before, the comparison with the baseline
-(`--baseline`), and with `--history-dir` the pass-rate trend as a Mermaid chart
-(`harness.tracking.trend`) with the cases that flipped; and, when admission refuses the
-suite, the refusal. Written to `--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on
-GitHub Actions.
+"""The Markdown summary: totals, the pass rate with its interval (repeated or clustered
+cases), failing cases with their checks, collapsed details (a request snapshot change many
+cases share shown once), repeated cases with their runs, the cases the run stopped before,
+the comparison with `--baseline`, with `--history-dir` the pass-rate trend as a Mermaid
+chart (`harness.tracking.trend`) with the cases that flipped; a refused suite's refusal.
+Written to `--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on GitHub Actions.
 
 Untrusted text is cleaned (`text.clean`) and HTML-escaped; in a Markdown line (the heading,
 a table cell) the characters that would make Markdown of it (a code span, a link or image,
@@ -25,6 +24,7 @@ from harness.io.problems import Problem
 from harness.io.text import brief, clean, clean_lines, inert, inert_markup, one_line
 from harness.options import Option
 from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
+from harness.snapshots.groups import fold_all, unfolded
 
 if TYPE_CHECKING:
     from harness.io.atomic import ReportFiles
@@ -265,12 +265,14 @@ def _failing(failing: list[CaseReport]) -> list[str]:
         # <code>, not backticks: character references are decoded in HTML, not in code spans.
         lines.append(f"| <code>{_cell(case.id)}</code> | <code>{_cell(where)}</code> | {failure} |")
     lines.append("")
+    shared, folded = fold_all(failing)
+    lines += [shared, ""] if shared else []
     for case in failing:
         if case.error is not None:
             body = case.error
             label = "run error"
         else:
-            body = "\n".join(case.failure_lines())
+            body = unfolded("\n".join(case.failure_lines()), folded[case.id])
             label = f"{len(case.failing_grades)} failing check(s)"
             if case.repeat is not None:
                 first = next((r.run for r in case.repeat.runs if not r.passed), None)

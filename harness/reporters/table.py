@@ -16,10 +16,12 @@ on GitHub Actions each chunk is also written between `::stop-commands::` and its
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from harness.io.text import clean, clean_lines, command_token, inert, stop_commands
 from harness.reporters.base import STDOUT, Output, Reporter
+from harness.snapshots.groups import Changes, unfolded
 
 if TYPE_CHECKING:
     from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
@@ -101,8 +103,14 @@ def _repeat_lines(stats: RepeatStats, checks_follow: bool) -> list[str]:
     return lines
 
 
-def render_case(case: CaseReport, colour: bool = False, counter: str = "") -> str:
-    """A case's lines; `counter` (`[3/20] `) starts the first."""
+def render_case(
+    case: CaseReport,
+    colour: bool = False,
+    counter: str = "",
+    folded: Mapping[str, str] | None = None,
+) -> str:
+    """A case's lines; `counter` (`[3/20] `) starts the first; `folded`: what to say in
+    place of a detail an earlier case showed (a shared snapshot change)."""
     head = f"  {counter}{_icon(case, colour)} {clean(case.id)} ({clean(case.fixture)})"
     if case.not_run is not None:
         return inert(f"{head}  not run: {clean(case.not_run)}") + "\n"
@@ -122,12 +130,14 @@ def render_case(case: CaseReport, colour: bool = False, counter: str = "") -> st
     else:
         lines = [head, *_repeat_lines(stats, checks_follow=bool(case.failing_grades))]
     for grade in case.failing_grades:
-        first, *rest = clean_lines(grade.detail).split("\n")
+        detail = (folded or {}).get(grade.detail, grade.detail)
+        first, *rest = clean_lines(detail).split("\n")
         lines.append(f"      {_paint('✗', '31', colour)} {clean(grade.check)}: {first}")
         lines.extend(f"        {line}" for line in rest)
     if not case.passed and not case.failing_grades:
         lines.append(f"      {_paint('✗', '31', colour)} {clean(case.first_failure())}")
-    lines.extend(f"      ~ {clean_lines(line)}" for line in case.diagnostic_lines())
+    for line in case.diagnostic_lines():
+        lines.append(f"      ~ {clean_lines(unfolded(line, folded or {}))}")
     return inert("\n".join(lines)) + "\n"
 
 
@@ -196,6 +206,7 @@ class TableReporter(Reporter):
         self._jobs = jobs or 1
         self._total = 0
         self._done = 0
+        self._changes = Changes()
 
     def start(self, total: int) -> None:
         self._total = total
@@ -203,7 +214,8 @@ class TableReporter(Reporter):
 
     def case_done(self, case: CaseReport) -> None:
         self._done += 1
-        self._write(render_case(case, self._colour, self._counter()))
+        folded = self._changes.fold(case)
+        self._write(render_case(case, self._colour, self._counter(), folded))
 
     def _counter(self) -> str:
         # With one job and a short run, cases finish in fixture order and are few: the
@@ -214,6 +226,9 @@ class TableReporter(Reporter):
         return f"[{self._done:>{width}}/{self._total}] "
 
     def finish(self, report: SuiteReport) -> None:
+        shared = self._changes.summary()
+        if shared is not None:
+            self._write(inert(f"\n  {shared}\n"))
         self._write(render_summary(report, self._colour))
 
     def _write(self, text: str) -> None:

@@ -24,6 +24,7 @@ KNOWN = (
     "judge_dir, judge_min_agreement, judge_min_kappa, judge_min_labels_per_verdict, "
     "judge_max_false_pass, judge_max_flip_rate, context, session, max_token_growth, "
     "max_suite_token_growth, max_cost_growth, max_suite_cost_growth, prices"
+    "judge_max_false_pass, judge_max_flip_rate, context, session, snapshots"
 )
 
 
@@ -418,3 +419,13 @@ def test_config_refuses_a_tool_name_with_a_control_character(tmp_path: Path, cha
         "terminals show"
     )
     assert message.isprintable()
+
+
+def test_snapshots_is_one_setting_or_one_per_suite_directory(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", '[tool.zeroclaw.eval]\nsnapshots = "often"\n')
+    assert "eval.snapshots" in config_error(cwd=tmp_path)
+    write(pyproject, '[tool.zeroclaw.eval.snapshots]\n"evals/capability" = "off"\n')
+    config = load_config(cwd=tmp_path).config
+    assert config.snapshots_for(Path("evals/capability"), tmp_path) == "off"
+    assert config.snapshots_for(tmp_path / "evals" / "capability" / "c.json", tmp_path) == "off"
+    assert config.snapshots_for(Path("evals/regression"), tmp_path) == "auto"

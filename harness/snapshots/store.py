@@ -85,38 +85,46 @@ def write_snapshot(path: Path, text: str) -> None:
     write_atomic(path, text.encode("utf-8"))
 
 
-def check(plan: SnapshotPlan, fixture: Path, text: str, shown: str) -> Grade | None:
+def check(plan: SnapshotPlan, fixture: Path, text: str, root: Path) -> Grade | None:
     """The grade of a run whose requests render as `text` against the snapshot of
-    `fixture` (`shown`: the snapshot's path as reports name it); None: nothing to say
-    (it matches, it was written, or it is missing outside CI)."""
+    `fixture` (reports name it from `root`); None: nothing to say (it matches, it was
+    written, or it is missing outside CI)."""
     path = plan.path_of(fixture)
     try:
         kept = read_snapshot(path)
     except (OSError, InputError, UnicodeDecodeError) as exc:
-        return Grade(CHECK, False, f"cannot read {clean(shown)}: {clean(str(exc))}", "snapshot")
+        said = f"cannot read {_shown(path, root)}: {clean(str(exc))}"
+        return Grade(CHECK, False, said, "snapshot")
     if plan.update:
         if kept != text:
             write_snapshot(path, text)
         return None
+    if kept == text or (kept is None and not plan.ci):
+        return None
+    shown = _shown(path, root)
     if kept is None:
-        if not plan.ci:
-            return None
         return Grade(
             CHECK,
             False,
-            f"no request snapshot {clean(shown)} (CI=true: a missing snapshot fails; take it "
+            f"no request snapshot {shown} (CI=true: a missing snapshot fails; take it "
             "with `zeroclaw eval run --update-snapshots` and commit it)",
             "snapshot",
         )
-    if kept == text:
-        return None
     said = "changed" if plan.action == "fail" else "changed (warning)"
     detail = (
-        f"what the agent shows the model {said} since {clean(shown)} was taken; if the "
+        f"what the agent shows the model {said} since {shown} was taken; if the "
         "change is meant, run with --update-snapshots and commit the snapshot:\n"
         + unified_diff(kept, text, shown)
     )
     return Grade(CHECK, False, detail, "snapshot", warn=plan.action == "warn")
+
+
+def _shown(path: Path, root: Path) -> str:
+    """The snapshot's path as reports name it: from the project root where it lies in it."""
+    try:
+        return clean(path.relative_to(root).as_posix())
+    except ValueError:
+        return clean(path.as_posix())
 
 
 def unified_diff(kept: str, now: str, shown: str) -> str:
@@ -159,10 +167,5 @@ def snapshot_grades(
     """The snapshot check of one graded run, as the grades it adds (none, or one)."""
     if plan is None:
         return []
-    path = plan.path_of(fixture)
-    try:
-        shown = path.relative_to(root).as_posix()
-    except ValueError:
-        shown = path.as_posix()
-    found = check(plan, fixture, render(requests), shown)
+    found = check(plan, fixture, render(requests), root)
     return [] if found is None else [found]

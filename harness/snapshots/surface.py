@@ -14,6 +14,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from harness.io.text import clean_lines
 from harness.model_boundary import ModelRequest, OutputSchema, ToolSchema
 
@@ -58,12 +60,40 @@ def surface_lines(request: ModelRequest) -> tuple[str, ...]:
     return tuple(lines)
 
 
+_ENCODE = msgspec.json.Encoder().encode
+# Rendered surfaces by their encoding: a suite's cases mostly share a few surfaces, and the
+# JSON of their schemas, indented with sorted keys, is the check's one real cost.
+_RENDERED: dict[bytes, tuple[str, ...]] = {}
+_RENDERED_MAX = 256
+
+
+def _lines_of(request: ModelRequest) -> tuple[bytes, tuple[str, ...]]:
+    """`surface_lines(request)`, and the key it is known by."""
+    system = [m.content for m in request.messages if m.role == "system"]
+    try:
+        key = _ENCODE((system, request.tools, request.output_schema))
+    except (TypeError, ValueError, OverflowError):  # a schema JSON cannot hold: no cache
+        return b"", surface_lines(request)
+    lines = _RENDERED.get(key)
+    if lines is None:
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        lines = _RENDERED[key] = surface_lines(request)
+    return key, lines
+
+
 def render(requests: Iterable[ModelRequest]) -> str:
     """The snapshot text of a run's requests; "" when the run made none."""
     surfaces: dict[str, list[tuple[str, ...]]] = {}
+    keys: dict[str, set[bytes]] = {}
     for request in requests:
-        seen = surfaces.setdefault(request.agent or AGENT_UNDER_TEST, [])
-        lines = surface_lines(request)
+        agent = request.agent or AGENT_UNDER_TEST
+        seen = surfaces.setdefault(agent, [])
+        key, lines = _lines_of(request)
+        known = keys.setdefault(agent, set())
+        if key and key in known:
+            continue
+        known.add(key)
         if lines not in seen:
             seen.append(lines)
     if not surfaces:

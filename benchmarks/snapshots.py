@@ -25,18 +25,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from overhead import make_cases
 
+from harness.config import SnapshotSetting
 from harness.pipeline import RunOptions, run
 
 AGENT = "openai-agents"
 
 
-def replay(directory: Path, n: int, snapshots: str, update: bool = False) -> float:
+def replay(directory: Path, n: int, snapshots: SnapshotSetting, update: bool = False) -> float:
     """CPU seconds of one replay of the suite; exits if any case failed."""
     options = RunOptions(
         directory,
         AGENT,
         root=directory,
-        snapshots=snapshots,  # type: ignore[arg-type]
+        snapshots=snapshots,
         update_snapshots=update,
     )
     cpu = time.process_time()
@@ -62,7 +63,9 @@ def main() -> None:
         assert taken == args.n, taken
         ratios, on_times, off_times = [], [], []
         for index in range(args.rounds):
-            order = ("fail", "off") if index % 2 == 0 else ("off", "fail")
+            order: tuple[SnapshotSetting, SnapshotSetting] = (
+                ("fail", "off") if index % 2 == 0 else ("off", "fail")
+            )
             spent = {mode: replay(directory, args.n, mode) for mode in order}
             on_times.append(spent["fail"])
             off_times.append(spent["off"])

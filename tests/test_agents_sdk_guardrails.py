@@ -451,4 +451,4 @@ def test_mutation_kills_every_boundary_mutant_of_a_guardrail_case(
     agent = f"openai-agents:{module}:build_agent"
     result = run_cli("eval", "mutate", "--suite", "evals", "--agent", agent, cwd=root)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "mutation score: boundary 4/4 (100.0%" in result.stdout
+    assert "mutation score: boundary 5/5 (100.0%" in result.stdout

@@ -324,6 +324,9 @@ def test_a_recording_whose_handoff_and_specialist_are_edited_fails_the_handoff_c
     assert replayed.returncode == 1
     assert case["error"] is None
     failed = {g["check"]: g["detail"] for g in case["grades"] if not g["passed"]}
+    # The request snapshot the recording took notices it too: billing_agent now asks.
+    snapshot = failed.pop("request_snapshot")
+    assert "+=== agent: billing_agent" in snapshot and "-=== agent: faq_agent" in snapshot
     assert failed == {
         'handoffs(["faq_agent"])': (
             'handoffs: expected ["faq_agent"], the run handed to ["billing_agent"]'

@@ -13,6 +13,7 @@ snapshots runs as before until they are taken."""
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -50,14 +51,17 @@ class SnapshotPlan:
     update: bool = False
     ci: bool = False
 
-    @property
+    @functools.cached_property
     def folder(self) -> str:
         """The agent setting as a folder name (`openai-agents:app:build` is
         `openai-agents+app+build`)."""
         return _UNSAFE.sub("+", self.agent).strip("+.") or "agent"
 
     def path_of(self, fixture: Path) -> Path:
-        return fixture.parent / SNAPSHOT_DIR / self.folder / (fixture.stem + SUFFIX)
+        # Joined as strings: a path object's parts are parsed again at every step.
+        where, name = os.path.split(fixture)
+        stem = name[:-5] if name.endswith(".json") else Path(name).stem
+        return Path(os.path.join(where, SNAPSHOT_DIR, self.folder, stem + SUFFIX))
 
 
 def plan_for(setting: SnapshotSetting, kind: str, agent: str, update: bool) -> SnapshotPlan | None:

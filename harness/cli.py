@@ -24,6 +24,8 @@ from harness.runtime import interrupts
 from harness.settings import (
     AGENT_OPTIONS,
     BASELINE_OPTIONS,
+    BASELINE,
+    BESIDE_SUITE,
     CALIBRATE_OPTIONS,
     CALIBRATE_STEPS,
     CASE,
@@ -52,7 +54,6 @@ from harness.settings import (
     SUITE_KIND,
     SUITE_OPTIONS,
     TIMEOUT,
-    UPDATE_SNAPSHOTS,
     WALL_CLOCK,
 )
 
@@ -98,9 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         KEYWORD,
         CASE_IDS,
         SHARD,
-        RECORD_JUDGE,
-        SNAPSHOTS,
-        UPDATE_SNAPSHOTS,
+        *BESIDE_SUITE,
         *registry.options(),
     )
     _add(

@@ -205,6 +205,9 @@ RECORD_JUDGE = Option(
     "replies no case asked for (without it the judge is only replayed, never called)",
     action="store_true",
 )
+# What a run keeps beside the suite, and how it checks it: the judge's replies, the
+# request snapshots.
+BESIDE_SUITE = (RECORD_JUDGE, SNAPSHOTS, UPDATE_SNAPSHOTS)
 SUITE_KIND = Option(
     "--suite-kind",
     "gate rules to apply (default: the suite directory's name, else regression)",

@@ -420,3 +420,15 @@ class FilesView:
 def _os_reason(exc: BaseException) -> str:
     # The reason without the absolute path: details go into reports, which stay portable.
     return getattr(exc, "strerror", None) or type(exc).__name__
+
+
+def restore_cwd(cwd: str) -> None:
+    """Back in `cwd`, whatever the agent did to the working directory (if it still exists)."""
+    try:
+        if os.getcwd() == cwd:
+            return
+    except OSError:  # the agent removed the directory it moved to
+        pass
+    # The original may be gone too: then there is nothing to restore (the paths are absolute).
+    with contextlib.suppress(OSError):
+        os.chdir(cwd)

@@ -20,6 +20,7 @@ from harness.agents.protocol import AgentContext
 from harness.fixtures.schema import parse_fixture
 from harness.fixtures.suite import Case
 from harness.model_boundary import ModelRequest, ModelStep
+from harness.mutation.request_mutants import change_tool_schema, drop_instructions
 from harness.tool_registry import Dispatch, ToolOutcome
 
 Family = Literal["script", "boundary", "judge"]
@@ -75,8 +76,8 @@ def mutants_of(
     # A case without a rubric has no judge to meet: no judge mutant, and nothing to list.
     judged = _JUDGE if (data.get("expects") or {}).get("judge") else []
     shown: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
-        ("boundary", "drop_instructions", lambda _case, data: _drop_instructions(snapshot, data)),
-        ("boundary", "change_tool_schema", lambda _case, data: _change_tool_schema(snapshot, data)),
+        ("boundary", "drop_instructions", lambda _case, data: drop_instructions(snapshot, data)),
+        ("boundary", "change_tool_schema", lambda _case, data: change_tool_schema(snapshot, data)),
     ]
     for family, name, make in _SCRIPT + handoff + _BOUNDARY + shown + judged:
         if family == "boundary" and name in _TOOL_FAULTS and not faultable:
@@ -436,52 +437,6 @@ def _reverse_parallel(case: Case, data: dict[str, Any]) -> Made:
     t, s = ordered[0]
     description = "the calls of one step are dispatched in reverse order"
     return description, f"$.turns[{t}].steps[{s}]", data, prepare
-
-
-# --- what the agent shows its model: killed by the case's request snapshot -----------------
-
-_NO_SNAPSHOT = "no request snapshot of the case for this agent (--update-snapshots takes it)"
-
-
-def _drop_instructions(snapshot: str | None, data: dict[str, Any]) -> Made:
-    if snapshot is None:
-        return _NO_SNAPSHOT
-    if "\n--- instructions\n" not in snapshot:
-        return "the agent sends its model no instructions"
-
-    def prepare(context: AgentContext) -> None:
-        context.model.rewrite_request = lambda request: replace(
-            request, messages=tuple(m for m in request.messages if m.role != "system")
-        )
-
-    return "the instructions never reach the model", "$", data, prepare
-
-
-def _change_tool_schema(snapshot: str | None, data: dict[str, Any]) -> Made:
-    if snapshot is None:
-        return _NO_SNAPSHOT
-    if "\n--- tool: " not in snapshot:
-        return "the agent offers its model no tool"
-
-    def changed(request: ModelRequest) -> ModelRequest:
-        tools = sorted((t for t in request.tools if not t.output), key=lambda t: t.name)
-        if not tools:
-            return request
-        first = tools[0]
-        properties = dict(first.parameters.get("properties") or {})
-        # One parameter gone, or one added where there is none: a schema the model was
-        # never shown when the script was recorded.
-        if properties:
-            properties.pop(sorted(properties)[0])
-        else:
-            properties["mutant"] = {"type": "string"}
-        schema = replace(first, parameters={**first.parameters, "properties": properties})
-        return replace(request, tools=tuple(schema if t is first else t for t in request.tools))
-
-    def prepare(context: AgentContext) -> None:
-        context.model.rewrite_request = changed
-
-    return "the first tool's JSON schema loses a parameter", "$", data, prepare
 
 
 _SCRIPT: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [

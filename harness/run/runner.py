@@ -6,7 +6,6 @@ A case's failure is confined to its own report: whatever goes wrong becomes its 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import inspect
@@ -53,7 +52,7 @@ from harness.snapshots.store import SnapshotPlan, snapshot_grades
 from harness.tool_registry import ToolRegistry
 from harness.transcript import Conversation, Transcript
 from harness.verdict.reports import CaseReport, ErrorFrame
-from harness.workspace import set_current_workspace
+from harness.workspace import restore_cwd, set_current_workspace
 
 BackendFactory = Callable[[Case], ModelBackend]
 T = TypeVar("T")
@@ -373,8 +372,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             return progress.errored(progress.timeout_message(timeout), record)
         conversation = conversation_of(progress, plan)
         grades = grade(expects, record, view, plan.agent_tools, conversation, judged)
-        requests = (e.request for e in conversation.exchanges)
-        grades += snapshot_grades(plan.snapshots, progress.case.path, requests, plan.root)
+        grades += snapshot_grades(plan.snapshots, case.path, conversation.exchanges, plan.root)
         failing = next((g.field for g in grades if g.fails), None)
         line = _line(case, failing) if failing is not None else None
         if failing is not None or plan.keep_transcripts:
@@ -401,18 +399,6 @@ async def _judged(
         calls=tuple(record.calls),
     )
     return await progress.within(math.inf, plan.judge.judge(progress.case.id, rubrics, material))
-
-
-def restore_cwd(cwd: str) -> None:
-    """Back in `cwd`, whatever the agent did to the working directory (if it still exists)."""
-    try:
-        if os.getcwd() == cwd:
-            return
-    except OSError:  # the agent removed the directory it moved to
-        pass
-    # The original may be gone too: then there is nothing to restore (the paths are absolute).
-    with contextlib.suppress(OSError):
-        os.chdir(cwd)
 
 
 def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:

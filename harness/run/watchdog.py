@@ -36,7 +36,6 @@ from harness.run.runner import (
     errored_report,
     internal_error,
     jobs_of,
-    restore_cwd,
     run_case,
     sealed,
     start_case,
@@ -45,6 +44,7 @@ from harness.runtime import event_loop
 from harness.runtime.collector import heap_frozen
 from harness.runtime.deadline import DeadlineWatch, WatchedDeadline
 from harness.verdict.reports import CaseReport
+from harness.workspace import restore_cwd
 
 # How long past its timeout a run may take to honour cancellation before its thread is
 # considered blocked and abandoned.

@@ -26,8 +26,8 @@ from harness.expectations.base import Grade
 from harness.io.atomic import write_atomic
 from harness.io.files import InputError, read_bounded
 from harness.io.text import clean, clean_lines
-from harness.model_boundary import ModelRequest
 from harness.snapshots.surface import render
+from harness.transcript import Exchange
 
 SNAPSHOT_DIR = "__snapshots__"
 SUFFIX = ".snap"
@@ -166,10 +166,10 @@ def _with_heading(line: str, kept: list[str], changed: int) -> str:
 
 
 def snapshot_grades(
-    plan: SnapshotPlan | None, fixture: Path, requests: Iterable[ModelRequest], root: Path
+    plan: SnapshotPlan | None, fixture: Path, exchanges: Iterable[Exchange], root: Path
 ) -> list[Grade]:
     """The snapshot check of one graded run, as the grades it adds (none, or one)."""
     if plan is None:
         return []
-    found = check(plan, fixture, render(requests), root)
+    found = check(plan, fixture, render(e.request for e in exchanges), root)
     return [] if found is None else [found]

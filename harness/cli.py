@@ -24,7 +24,6 @@ from harness.runtime import interrupts
 from harness.settings import (
     AGENT_OPTIONS,
     BASELINE_OPTIONS,
-    BASELINE,
     BESIDE_SUITE,
     CALIBRATE_OPTIONS,
     CALIBRATE_STEPS,

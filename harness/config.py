@@ -41,6 +41,8 @@ class ModelPrice(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
 
     input: PerMillion
     output: PerMillion
+
+
 # What a replay does with a case whose request snapshot changed: `auto` fails a regression
 # suite and warns in any other, `off` checks nothing (`harness.snapshots`).
 SnapshotSetting = Literal["auto", "fail", "warn", "off"]

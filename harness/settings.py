@@ -43,18 +43,10 @@ SESSION = Option(
     metavar="sqlite|MODULE:FUNCTION",
     config_key="session",
 )
-SNAPSHOTS = Option(
-    "--snapshots",
-    "replay: what a changed request snapshot does: auto (fails a regression suite, warns "
-    "otherwise), fail, warn, or off (default: snapshots, per suite)",
-    choices=("auto", "fail", "warn", "off"),
-)
-UPDATE_SNAPSHOTS = Option(
-    "--update-snapshots",
-    "replay: write each case's request snapshot (what its agents show the model) beside "
-    "the suite, replacing the ones that changed; without it a run never writes them",
-    action="store_true",
-)
+_SNAPSHOTS_HELP = "a changed request snapshot: auto (fails regression, warns otherwise)"
+SNAPSHOTS = Option("--snapshots", _SNAPSHOTS_HELP, choices=("auto", "fail", "warn", "off"))
+_UPDATE_HELP = "write every case's request snapshot beside the suite (else never written)"
+UPDATE_SNAPSHOTS = Option("--update-snapshots", _UPDATE_HELP, action="store_true")
 CONFIG = Option("--config", "TOML file with an [eval] table", metavar="FILE", type=Path)
 TIMEOUT = Option(
     "--timeout",
@@ -205,8 +197,7 @@ RECORD_JUDGE = Option(
     "replies no case asked for (without it the judge is only replayed, never called)",
     action="store_true",
 )
-# What a run keeps beside the suite, and how it checks it: the judge's replies, the
-# request snapshots.
+# What a run keeps beside the suite: the judge's replies, the request snapshots.
 BESIDE_SUITE = (RECORD_JUDGE, SNAPSHOTS, UPDATE_SNAPSHOTS)
 SUITE_KIND = Option(
     "--suite-kind",

@@ -1,9 +1,8 @@
-"""The Markdown summary: totals, the pass rate with its interval (repeated or clustered
-cases), failing cases with their checks, collapsed details (a request snapshot change many
-cases share shown once), repeated cases with their runs, the cases the run stopped before,
-the comparison with `--baseline`, with `--history-dir` the pass-rate trend as a Mermaid
-chart (`harness.tracking.trend`) with the cases that flipped; a refused suite's refusal.
-Written to `--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on GitHub Actions.
+"""The Markdown summary: totals, pass rate and interval, failing cases with their checks,
+collapsed details (a snapshot change many cases share shown once), repeated cases with their
+runs, cases not run, the `--baseline` comparison, the `--history-dir` trend as a Mermaid
+chart (`harness.tracking.trend`) with flipped cases; a refused suite's refusal. Written to
+`--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on GitHub Actions.
 
 Untrusted text is cleaned (`text.clean`) and HTML-escaped; in a Markdown line (the heading,
 a table cell) the characters that would make Markdown of it (a code span, a link or image,
@@ -265,8 +264,7 @@ def _failing(failing: list[CaseReport]) -> list[str]:
         # <code>, not backticks: character references are decoded in HTML, not in code spans.
         lines.append(f"| <code>{_cell(case.id)}</code> | <code>{_cell(where)}</code> | {failure} |")
     lines.append("")
-    shared, folded = fold_all(failing)
-    lines += [shared, ""] if shared else []
+    folded = fold_all(failing)[1]  # a change many cases share: its diff shown once
     for case in failing:
         if case.error is not None:
             body = case.error

@@ -48,7 +48,6 @@ from harness.settings import (
     SESSION,
     SHARD,
     STEP_OPTIONS,
-    SNAPSHOTS,
     SUITE,
     SUITE_KIND,
     SUITE_OPTIONS,

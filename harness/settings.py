@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import UsageError
 from harness.fixtures.selection import Selection, parse_shard
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
-from harness.options import Option, count, jobs_count, percent, repeat_count, seconds, share
+from harness.mutation.options import MIN_SCORE as MIN_SCORE
+from harness.mutation.options import MIN_SCRIPT_SCORE as MIN_SCRIPT_SCORE
+from harness.mutation.options import MUTATION_REPORT as MUTATION_REPORT
+from harness.options import Option, count, jobs_count, repeat_count, seconds, share
 from harness.reporters.baseline import BASELINE as BASELINE
 from harness.reporters.baseline import WRITE_BASELINE as WRITE_BASELINE
 
@@ -208,24 +211,6 @@ CASE = Option("--case", "live fixture", metavar="PATH", type=Path, required=True
 OUT = Option("--out", "replay fixture to write", metavar="PATH", type=Path, required=True)
 FORCE = Option("--force", "replace --out if it exists", action="store_true")
 
-
-MIN_SCORE = Option(
-    "--min-score",
-    "fail unless at least this percentage of boundary mutants is killed (default 100)",
-    metavar="PCT",
-    type=percent,
-    default=100.0,
-)
-MIN_SCRIPT_SCORE = Option(
-    "--min-script-score",
-    "fail unless at least this percentage of script mutants is killed (default 0)",
-    metavar="PCT",
-    type=percent,
-    default=0.0,
-)
-MUTATION_REPORT = Option(
-    "--json-report", "also write the mutation report (JSON) here", metavar="PATH", type=Path
-)
 
 # What every command that reads a suite takes, and what `record` takes.
 SUITE_OPTIONS = (SUITE, MODE, AGENT, CONFIG)

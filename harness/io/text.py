@@ -20,7 +20,9 @@ any of it reaches a terminal, a CI log or a report file:
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import re
 from typing import Any, NamedTuple
 
@@ -181,3 +183,14 @@ def stop_commands(text: str, token: str) -> str:
     line in between, whatever it holds."""
     end = "" if text.endswith("\n") else "\n"
     return f"::stop-commands::{token}\n{text}{end}::{token}::\n"
+
+
+@functools.cache
+def policy_for(script: str) -> str:
+    """The Content-Security-Policy of a page of ours whose one script is `script`: nothing
+    fetched, no other script run (the script allowed by its hash), no form posted."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )

@@ -17,9 +17,6 @@ escaping failed. The page's script writes only text (`textContent`), never marku
 
 from __future__ import annotations
 
-import base64
-import functools
-import hashlib
 import html
 import json
 from collections.abc import Sequence
@@ -28,7 +25,7 @@ from typing import Any, TextIO
 
 from harness.errors import ExitCode
 from harness.io.atomic import write_atomic
-from harness.io.text import clean, clean_lines, clip, inert_markup
+from harness.io.text import clean, clean_lines, clip, inert_markup, policy_for
 from harness.judge.labels import (
     LABEL_SCHEMA,
     MAX_SHOWN,
@@ -95,13 +92,9 @@ button[aria-pressed="true"] { font-weight: bold; }
 """
 
 
-@functools.cache
 def content_security_policy() -> str:
-    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
-    return (
-        "default-src 'none'; style-src 'unsafe-inline'; "
-        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
-    )
+    # The HTML report's policy, for this page's own script.
+    return policy_for(_SCRIPT)
 
 
 def write_page(suite: Suite, names: Sequence[str], path: Path, out: TextIO) -> int:

@@ -15,16 +15,14 @@ and no line of the file is a workflow command (`text.inert_markup`), should CI p
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 import html
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import HarnessError
-from harness.io.text import clean, clean_lines, clip, inert_markup, one_line
+from harness.io.text import clean, clean_lines, clip, inert_markup, one_line, policy_for
 from harness.options import Option
 from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
 from harness.reporters.html_transcript import block as _block
@@ -117,13 +115,8 @@ _FILTERS = ("all", "failing", "passing", "flaky", "errors")
 _BADGES = {"passed": "passed", "failed": "failed", "error": "run error", "not_run": "not run"}
 
 
-@functools.cache
 def content_security_policy() -> str:
-    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
-    return (
-        "default-src 'none'; style-src 'unsafe-inline'; "
-        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
-    )
+    return policy_for(_SCRIPT)
 
 
 def render_html(report: SuiteReport, history: History | Path | None = None) -> bytes:

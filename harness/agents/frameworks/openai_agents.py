@@ -79,10 +79,14 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
     framework = "openai-agents"
     agent_type = Agent
     agent_label = "an agents.Agent"
+    # Set by `walk`: whether an agent of the user's graph has MCP servers.
+    _serves = False
 
     def walk(self, agent: Agent[Any]) -> AgentGraph:
         # Every agent of the graph: a fixture scripts the specialists' steps too.
         graph = reachable(agent)
+        # Whether a case has servers to connect: only then is its agent walked again.
+        self._serves = bool(servers_of(graph))
         tools = agent_tools(graph)
         # MCP servers' tools are listed by connecting to the servers (within a bound).
         for name, names in mcp_tools(graph).items():
@@ -119,8 +123,10 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         session = _Session(
             graph.copy(user), config, context, model, graph, attribute=several
         ).within(context)
-        # The servers the user's code leaves to the runner: connected for this case only.
-        session.servers = CaseServers(servers_of(reachable(user)))
+        if self._serves:
+            # The servers the user's code leaves to the runner: connected for this case only
+            # (this case's agents hold them: the factory may make them anew per case).
+            session.servers = CaseServers(servers_of(reachable(user)))
         session.continue_at_last = context.next_turn_agent == "last"
         return session
 

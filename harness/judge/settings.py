@@ -6,14 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import msgspec
-
 from harness.config import EvalConfig, judge_missing
 from harness.errors import HarnessError
-from harness.io.files import InputError, decode_json, read_bounded
 from harness.judge.calibration import SCHEMA, Bounds, CalibrationFile
 from harness.judge.service import JudgeService, JudgeSetup, model_family
-from harness.judge.store import ReplyStore
+from harness.judge.store import ReplyStore, read_document
 from harness.live.backend import DEFAULT_CALL_TIMEOUT, LiveSettings, ProviderError
 from harness.modes import Mode
 
@@ -47,19 +44,9 @@ def bounds_of(config: EvalConfig) -> Bounds:
 def read_calibration(path: Path) -> CalibrationFile | None:
     """The calibration file at `path`; None: there is none. A file that cannot be read or
     is not a calibration is refused, naming it: a gate is never decided on a guess."""
-    try:
-        data = read_bounded(path, MAX_CALIBRATION_BYTES)
-    except InputError as exc:
-        if exc.missing:
-            return None
-        raise JudgeError(f"{path}: {exc.reason}") from None
-    try:
-        found: CalibrationFile = decode_json(data, CalibrationFile)
-    except msgspec.DecodeError as exc:
-        raise JudgeError(f"{path}: not a judge calibration file: {exc}") from None
-    if found.schema != SCHEMA:
-        raise JudgeError(f"{path}: schema {found.schema!r}, expected {SCHEMA!r}")
-    return found
+    return read_document(
+        path, MAX_CALIBRATION_BYTES, CalibrationFile, SCHEMA, "a judge calibration file", JudgeError
+    )
 
 
 def setup_of(config: EvalConfig) -> JudgeSetup:

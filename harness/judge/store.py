@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -57,6 +57,40 @@ def reply_key(body: dict[str, Any], sample: int) -> str:
     return digest.hexdigest()
 
 
+class _Versioned(Protocol):
+    @property
+    def schema(self) -> str: ...
+
+
+Document = TypeVar("Document", bound=_Versioned)
+
+
+def read_document(
+    path: Path,
+    limit: int,
+    kind: type[Document],
+    schema: str,
+    what: str,
+    error: type[Exception],
+) -> Document | None:
+    """The `kind` document of `schema` at `path`, read within `limit` bytes; None: there is
+    none. One that cannot be read, is not `what`, or is of another schema is `error`,
+    naming the file: a judge file is never taken on a guess."""
+    try:
+        data = read_bounded(path, limit)
+    except InputError as exc:
+        if exc.missing:
+            return None
+        raise error(f"{path}: {exc.reason}") from None
+    try:
+        found: Document = decode_json(data, kind)
+    except msgspec.DecodeError as exc:
+        raise error(f"{path}: not {what}: {exc}") from None
+    if found.schema != schema:
+        raise error(f"{path}: schema {found.schema!r}, expected {schema!r}")
+    return found
+
+
 class ReplyStore:
     """The directory of recorded replies (it need not exist until one is written)."""
 
@@ -70,18 +104,11 @@ class ReplyStore:
         """The reply recorded under `key`; None: none is. `DamagedReply` when the file
         cannot be read, is not a reply, or is not what `key` says was sent."""
         path = self.path(key)
-        try:
-            data = read_bounded(path, MAX_REPLY_FILE)
-        except InputError as exc:
-            if exc.missing:
-                return None
-            raise DamagedReply(f"{path}: {exc.reason}") from None
-        try:
-            reply: RecordedReply = decode_json(data, RecordedReply)
-        except msgspec.DecodeError as exc:
-            raise DamagedReply(f"{path}: not a recorded judge reply: {exc}") from None
-        if reply.schema != SCHEMA:
-            raise DamagedReply(f"{path}: schema {reply.schema!r}, expected {SCHEMA!r}")
+        reply = read_document(
+            path, MAX_REPLY_FILE, RecordedReply, SCHEMA, "a recorded judge reply", DamagedReply
+        )
+        if reply is None:
+            return None
         if reply.key != key or reply_key(reply.request, reply.sample) != key:
             raise DamagedReply(
                 f"{path}: its request does not hash to its name: edited or misplaced; "

@@ -1126,6 +1126,20 @@ def cases_by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in report["cases"]}
 
 
+def run_reported(run_cli: Cli, root: Path, agent: str, *extra: str) -> CliResult:
+    """`zeroclaw eval run` of the suite `evals` under `root` with `agent`, its JSON report
+    written to `r.json` (read it with `reported_cases`)."""
+    return run_cli(
+        "eval", "run", "--suite", "evals", "--agent", agent, "--json-report", "r.json", *extra,
+        cwd=root,
+    )  # fmt: skip
+
+
+def reported_cases(root: Path) -> dict[str, dict[str, Any]]:
+    """The cases of the JSON report `run_reported` wrote under `root`, by id."""
+    return cases_by_id(json.loads((root / "r.json").read_text(encoding="utf-8")))
+
+
 def assert_key_kept_out(runs: Runs, server: OpenAIServer | None = None) -> None:
     """No byte of output and no file under the project holds the key; the server (when
     given) did receive it, so this check can fail."""

@@ -23,6 +23,8 @@ from conftest import (
     fixture,
     make_project,
     report_of,
+    reported_cases,
+    run_reported,
     text_step,
     tool_step,
     turn,
@@ -32,7 +34,6 @@ from test_agents_sdk_mcp import (
     LIVE_LOOKUP,
     SERVER,
     _free_port,
-    cases_of,
     http_server,
     lookup_case,
     orders_model,
@@ -79,21 +80,15 @@ def stdio_shop(tmp_path: Path, *cases: dict[str, Any], args: tuple[str, ...] = (
     return shop(tmp_path, STDIO_AGENT.format(server=str(SERVER), args=list(args)), *cases)
 
 
-def run(run_cli: Cli, root: Path) -> Any:
-    return run_cli(
-        "eval", "run", "--suite", "evals", "--agent", AGENT, "--json-report", "r.json", cwd=root
-    )
-
-
 def test_a_scripted_mcp_call_replays_green_against_the_stdio_server_and_is_recorded(
     run_cli: Cli, tmp_path: Path
 ) -> None:
     second = lookup_case()
     second["model_name"] = "mcp-lookup-again"
     root = stdio_shop(tmp_path, lookup_case(), second)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    for case in cases_of(root).values():
+    for case in reported_cases(root).values():
         (recorded,) = case["record"]["calls"]
         assert (recorded["name"], recorded["arguments"], recorded["result"]) == (
             "lookup_order",
@@ -122,9 +117,9 @@ def test_an_mcp_error_result_is_a_failed_call_with_the_retry_the_model_saw(
         },
     )
     root = stdio_shop(tmp_path, case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    (recorded,) = cases_of(root)["mcp-cancel"]["record"]["calls"]
+    (recorded,) = reported_cases(root)["mcp-cancel"]["record"]["calls"]
     assert recorded["success"] is False
     # pydantic-ai's default tool_error_behavior: the error text back to the model as a retry.
     assert recorded["result"] == (
@@ -137,9 +132,9 @@ def test_a_wrong_mcp_result_fails_tool_results_contain_naming_the_tool(
     run_cli: Cli, tmp_path: Path
 ) -> None:
     root = stdio_shop(tmp_path, lookup_case(), args=("--status", "lost in transit"))
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
-    case = cases_of(root)["mcp-lookup"]
+    case = reported_cases(root)["mcp-lookup"]
     assert case["error"] is None
     failed = [g for g in case["grades"] if not g["passed"]]
     assert [g["check"] for g in failed] == ['tool_results_contain("lookup_order", "A-1: shipped")']
@@ -152,7 +147,7 @@ def test_an_unknown_tool_is_refused_with_did_you_mean_and_a_filtered_one_too(
     case = lookup_case()
     case["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "lookup_ordr"
     root = stdio_shop(tmp_path, case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
     assert (
         "tool 'lookup_ordr' is not registered by agent 'pydantic-ai:shop:build_agent' "
@@ -163,7 +158,7 @@ def test_an_unknown_tool_is_refused_with_did_you_mean_and_a_filtered_one_too(
         "c1", "refund_order", order_id="A-1", amount=5
     )
     write_suite(root / "evals", {"mcp-lookup.json": refund})
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
     assert "tool 'refund_order' is not registered by agent" in result.stderr
 
@@ -176,11 +171,13 @@ def test_a_prefixed_toolset_offers_its_tools_under_the_prefix(run_cli: Cli, tmp_
     case = lookup_case(tools_used=["shop_lookup_order"])
     case["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "shop_lookup_order"
     root = shop(tmp_path, source, case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    assert cases_of(root)["mcp-lookup"]["record"]["calls"][0]["result"] == "order A-1: shipped"
+    assert (
+        reported_cases(root)["mcp-lookup"]["record"]["calls"][0]["result"] == "order A-1: shipped"
+    )
     write_suite(root / "evals", {"mcp-lookup.json": lookup_case()})
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert "tool 'lookup_order' is not registered" in result.stderr
     assert "did you mean shop_lookup_order?" in result.stderr
 
@@ -191,7 +188,7 @@ def test_a_server_that_cannot_start_is_refused_naming_it_with_what_it_said(
     monkeypatch.setattr(pydantic_ai_mcp, "CONNECT_TIMEOUT", 120.0)
     root = stdio_shop(tmp_path, lookup_case(), args=("--exit",))
     began = time.monotonic()
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert time.monotonic() - began < 60  # an exit is known at once, never the bound
     assert result.returncode == 1
     (line,) = [x for x in result.stderr.splitlines() if "MCP server" in x]
@@ -209,7 +206,7 @@ def test_a_server_that_hangs_on_initialize_is_refused_within_the_bound(
     monkeypatch.setattr(pydantic_ai_mcp, "CONNECT_TIMEOUT", 1.0)
     root = stdio_shop(tmp_path, lookup_case(), args=("--hang",))
     began = time.monotonic()
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert time.monotonic() - began < 30.0
     assert result.returncode == 1
     assert "could not be started: it did not answer within 1s" in result.stderr
@@ -221,7 +218,7 @@ def test_a_stderr_that_is_no_real_file_does_not_stop_the_server(
     # As under a test's capture: fastmcp would hand the server process this sys.stderr.
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     root = stdio_shop(tmp_path, lookup_case())
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
 
 
@@ -229,9 +226,9 @@ def test_a_scripted_mcp_call_replays_green_over_streamable_http(
     run_cli: Cli, tmp_path: Path, http_server: str
 ) -> None:
     root = shop(tmp_path, HTTP_AGENT.format(url=http_server), lookup_case())
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    (recorded,) = cases_of(root)["mcp-lookup"]["record"]["calls"]
+    (recorded,) = reported_cases(root)["mcp-lookup"]["record"]["calls"]
     assert (recorded["result"], recorded["success"]) == ("order A-1: shipped", True)
 
 
@@ -240,7 +237,7 @@ def test_an_http_server_nobody_listens_on_is_refused_naming_it(
 ) -> None:
     url = f"http://127.0.0.1:{_free_port()}/mcp"
     root = shop(tmp_path, HTTP_AGENT.format(url=url), lookup_case())
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
     assert f"MCP server '{url}' could not be started:" in result.stderr
     assert "Traceback" not in result.stderr
@@ -298,9 +295,9 @@ def test_an_mcp_call_of_a_delegate_is_attributed_to_it(run_cli: Cli, tmp_path: P
     second = json.loads(json.dumps(case))
     second["model_name"] = "mcp-delegate-again"
     root = shop(tmp_path, DELEGATING_AGENT.format(server=str(SERVER)), case, second)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    calls = cases_of(root)["mcp-delegate"]["record"]["calls"]
+    calls = reported_cases(root)["mcp-delegate"]["record"]["calls"]
     assert [(c["name"], c["agent"]) for c in calls] == [
         ("lookup_order", "orders_agent"),
         ("ask_orders", "support"),
@@ -313,10 +310,10 @@ def test_an_mcp_call_of_a_delegate_is_attributed_to_it(run_cli: Cli, tmp_path: P
         text_step("A-1 has shipped."),
     ]
     write_suite(root / "evals", {"mcp-delegate.json": wrong})
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
     # As on the SDK: a run error naming the agent asking and what it offers.
-    error = cases_of(root)["mcp-delegate"]["error"]
+    error = reported_cases(root)["mcp-delegate"]["error"]
     assert (
         "the model called tool 'lookup_order', which agent 'support' (the agent asking) does "
         "not offer (its tools: ask_orders)"

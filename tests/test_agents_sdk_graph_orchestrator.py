@@ -9,10 +9,9 @@ import json
 import shutil
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, Cli
+from conftest import REPO, Cli, reported_cases, run_reported
 
 from harness.agents.registry import surface_of
 
@@ -29,18 +28,6 @@ def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def run_desk(run_cli: Cli, root: Path, agent: str, *extra: str) -> Any:
-    return run_cli(
-        "eval", "run", "--suite", "evals", "--agent", agent, "--json-report", "r.json", *extra,
-        cwd=root,
-    )  # fmt: skip
-
-
-def cases_of(root: Path) -> dict[str, dict[str, Any]]:
-    cases = json.loads((root / "r.json").read_text(encoding="utf-8"))["cases"]
-    return {case["id"]: case for case in cases}
-
-
 def test_every_agent_of_the_orchestrators_graph_is_on_the_surface(desk: Path) -> None:
     assert dict(surface_of(AGENT).agents) == {
         "orchestrator": {"ask_weather", "translate_to_french"},
@@ -52,10 +39,10 @@ def test_every_agent_of_the_orchestrators_graph_is_on_the_surface(desk: Path) ->
 def test_the_suite_replays_green_the_agent_tool_the_orchestrators_its_steps_the_nested_agents(
     run_cli: Cli, desk: Path
 ) -> None:
-    result = run_desk(run_cli, desk, AGENT, "-v")
+    result = run_reported(run_cli, desk, AGENT, "-v")
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert "5/5 cases passed" in result.stdout
-    chained = cases_of(desk)["weather-in-french-chained"]["record"]
+    chained = reported_cases(desk)["weather-in-french-chained"]["record"]
     # Each agent used as a tool is one call of the orchestrator, recorded once the nested
     # agent has answered (after its own calls), its result what the orchestrator's model saw.
     assert [(c["name"], c["agent"], c["result"]) for c in chained["calls"]] == [
@@ -148,9 +135,9 @@ def test_a_broken_graph_fails_the_suite_naming_the_agent_and_its_tools(
     run_cli: Cli, desk: Path, source: str, failing: int, error: str
 ) -> None:
     (desk / "broken.py").write_text(textwrap.dedent(source), encoding="utf-8")
-    result = run_desk(run_cli, desk, "openai-agents:broken:build_agent")
+    result = run_reported(run_cli, desk, "openai-agents:broken:build_agent")
     assert result.returncode == 1, (result.stdout, result.stderr)
-    cases = cases_of(desk)
+    cases = reported_cases(desk)
     errors = [case["error"] for case in cases.values() if case["error"]]
     assert len(errors) == failing, errors
     assert all("(the agent asking) does not offer" in e for e in errors), errors
@@ -171,7 +158,7 @@ def test_a_nested_agent_without_its_tool_anywhere_is_refused_at_admission(
         "    return orchestrator\n",
         encoding="utf-8",
     )
-    result = run_desk(run_cli, desk, "openai-agents:broken:build_agent")
+    result = run_reported(run_cli, desk, "openai-agents:broken:build_agent")
     assert result.returncode == 1
     assert (
         "tool 'get_forecast' is not registered by agent 'openai-agents:broken:build_agent'"
@@ -206,17 +193,17 @@ def test_a_nested_agent_whose_tool_results_never_reach_its_model_fails_the_suite
     run_cli: Cli, desk: Path
 ) -> None:
     (desk / "forgetful.py").write_text(textwrap.dedent(FORGETFUL), encoding="utf-8")
-    result = run_desk(run_cli, desk, "openai-agents:forgetful:build_agent")
+    result = run_reported(run_cli, desk, "openai-agents:forgetful:build_agent")
     assert result.returncode == 1, (result.stdout, result.stderr)
     # Every case the weather agent's tool answers in; the translator's alone still passes.
     assert "1/5 cases passed" in result.stdout
-    assert {i for i, case in cases_of(desk).items() if case["passed"]} == {
+    assert {i for i, case in reported_cases(desk).items() if case["passed"]} == {
         "translation-via-translator"
     }
     # Its tool ran and returned the forecast; its model was never sent it.
     assert 'request_contains(turn 0, step 2, "tool", "Paris: light rain, 14 C")' in result.stdout
     assert 'request_contains(turn 0, step 2, "tool", "Oslo: sunny, 9 C")' in result.stdout
-    forgetful = cases_of(desk)["weather-via-weather-agent"]["record"]
+    forgetful = reported_cases(desk)["weather-via-weather-agent"]["record"]
     assert [(c["name"], c["result"]) for c in forgetful["calls"]] == [
         ("get_forecast", "Paris: light rain, 14 C"),
         ("ask_weather", "Paris: light rain, 14 C."),

@@ -27,6 +27,8 @@ from conftest import (
     live_case,
     make_project,
     report_of,
+    reported_cases,
+    run_reported,
     text_step,
     tool_step,
     turn,
@@ -101,17 +103,6 @@ def stdio_shop(tmp_path: Path, *cases: dict[str, Any], args: tuple[str, ...] = (
     return shop(tmp_path, STDIO_AGENT.format(server=str(SERVER), args=list(args)), *cases)
 
 
-def run(run_cli: Cli, root: Path) -> Any:
-    return run_cli(
-        "eval", "run", "--suite", "evals", "--agent", AGENT, "--json-report", "r.json", cwd=root
-    )
-
-
-def cases_of(root: Path) -> dict[str, dict[str, Any]]:
-    report = json.loads((root / "r.json").read_text(encoding="utf-8"))
-    return {case["id"]: case for case in report["cases"]}
-
-
 # --- stdio ------------------------------------------------------------------------------------
 
 
@@ -119,9 +110,9 @@ def test_a_scripted_mcp_call_replays_green_against_the_stdio_server_and_is_recor
     run_cli: Cli, tmp_path: Path
 ) -> None:
     root = stdio_shop(tmp_path, lookup_case())
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    (recorded,) = cases_of(root)["mcp-lookup"]["record"]["calls"]
+    (recorded,) = reported_cases(root)["mcp-lookup"]["record"]["calls"]
     # What the server answered, as the model saw it: the call really reached the server.
     assert recorded["name"] == "lookup_order"
     assert recorded["arguments"] == '{"order_id":"A-1"}'
@@ -148,9 +139,9 @@ def test_an_mcp_error_result_is_recorded_as_a_failed_call_with_the_text_the_mode
         },
     )
     root = stdio_shop(tmp_path, case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    (recorded,) = cases_of(root)["mcp-cancel"]["record"]["calls"]
+    (recorded,) = reported_cases(root)["mcp-cancel"]["record"]["calls"]
     assert recorded["success"] is False
     assert "order A-1 has shipped and cannot be cancelled" in recorded["result"]
 
@@ -159,9 +150,9 @@ def test_a_wrong_mcp_result_fails_tool_results_contain_naming_the_tool(
     run_cli: Cli, tmp_path: Path
 ) -> None:
     root = stdio_shop(tmp_path, lookup_case(), args=("--status", "lost in transit"))
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
-    case = cases_of(root)["mcp-lookup"]
+    case = reported_cases(root)["mcp-lookup"]
     assert case["error"] is None  # the agent ran: a check failed, not the run
     failed = [g for g in case["grades"] if not g["passed"]]
     assert [g["field"] for g in failed] == ["$.expects.tool_results_contain[0]"]
@@ -176,7 +167,7 @@ def test_a_tool_the_server_does_not_have_is_refused_with_did_you_mean(
     case = lookup_case()
     case["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "lookup_ordr"
     root = stdio_shop(tmp_path, case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
     assert (
         "tool 'lookup_ordr' is not registered by agent 'openai-agents:shop:build_agent' "
@@ -191,7 +182,7 @@ def test_a_tool_the_filter_hides_is_refused(run_cli: Cli, tmp_path: Path) -> Non
         "c1", "refund_order", order_id="A-1", amount=5
     )
     root = stdio_shop(tmp_path, case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
     assert "tool 'refund_order' is not registered by agent" in result.stderr
 
@@ -204,12 +195,12 @@ def test_a_dynamic_tool_filter_is_applied_with_the_agent_asking(
         "tool_filter=lambda ctx, tool: ctx.agent.name == 'support' and 'order' in tool.name",
     )
     root = shop(tmp_path, source, lookup_case())
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
     crash = lookup_case()
     crash["turns"][0]["steps"][0]["response"]["tool_calls"][0] = call("c1", "crash_server")
     write_suite(root / "evals", {"mcp-lookup.json": crash})
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert "tool 'crash_server' is not registered" in result.stderr
     assert "refund_order" in result.stderr  # kept by this filter: listed among its tools
 
@@ -221,7 +212,7 @@ def test_a_server_that_cannot_start_is_refused_naming_it_quickly(
     monkeypatch.setattr(sdk_mcp, "CONNECT_TIMEOUT", 120.0)
     root = stdio_shop(tmp_path, lookup_case(), args=("--exit",))
     began = time.monotonic()
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert time.monotonic() - began < 60
     assert result.returncode == 1
     assert (
@@ -238,7 +229,7 @@ def test_a_server_that_hangs_on_initialize_is_refused_within_the_bound(
     monkeypatch.setattr(sdk_mcp, "CONNECT_TIMEOUT", 1.0)
     root = stdio_shop(tmp_path, lookup_case(), args=("--hang",))
     began = time.monotonic()
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     # The bound, and the seconds the stdio transport gives the process to exit (the
     # machine may be busy: what matters is that it is not the hour the server sleeps).
     assert time.monotonic() - began < 30.0
@@ -257,9 +248,9 @@ def test_a_server_that_crashes_mid_case_ends_it_with_a_run_error_naming_it(
         {"tools_used": ["crash_server"]},
     )
     root = stdio_shop(tmp_path, case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
-    report = cases_of(root)["mcp-crash"]
+    report = reported_cases(root)["mcp-crash"]
     assert report["error"] == (
         "MCPServerUnavailable: MCP server(s) 'orders' of agent 'support' could not list their "
         "tools: MCPError: Connection closed"
@@ -288,7 +279,7 @@ def test_each_case_connects_its_own_server_and_cleans_it_up(
     second = lookup_case()
     second["model_name"] = "mcp-lookup-again"
     root = stdio_shop(tmp_path, lookup_case(), second)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
     # Admission's connection to list the tools, then one per case: none shared.
     assert len(opened) == 3
@@ -336,9 +327,9 @@ def test_a_scripted_mcp_call_replays_green_over_streamable_http(
     run_cli: Cli, tmp_path: Path, http_server: str
 ) -> None:
     root = shop(tmp_path, HTTP_AGENT.format(url=http_server), lookup_case())
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    (recorded,) = cases_of(root)["mcp-lookup"]["record"]["calls"]
+    (recorded,) = reported_cases(root)["mcp-lookup"]["record"]["calls"]
     assert (recorded["name"], recorded["result"], recorded["success"]) == (
         "lookup_order",
         "order A-1: shipped",
@@ -352,7 +343,7 @@ def test_an_unknown_tool_is_refused_over_streamable_http_too(
     case = lookup_case()
     case["turns"][0]["steps"][0]["response"]["tool_calls"][0]["name"] = "track_parcel"
     root = shop(tmp_path, HTTP_AGENT.format(url=http_server), case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
     assert "tool 'track_parcel' is not registered" in result.stderr
     assert "refund_order" in result.stderr  # no filter on this one
@@ -365,7 +356,7 @@ def test_an_http_server_nobody_listens_on_is_refused_naming_it(
     url = f"http://127.0.0.1:{_free_port()}/mcp"
     root = shop(tmp_path, HTTP_AGENT.format(url=url), lookup_case())
     began = time.monotonic()
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert time.monotonic() - began < 60
     assert result.returncode == 1
     assert "MCP server 'orders' could not be started:" in result.stderr
@@ -416,9 +407,9 @@ def test_an_mcp_call_in_a_graph_is_attributed_to_the_agent_whose_server_it_is(
         },
     )
     root = shop(tmp_path, TRIAGE_AGENT.format(server=str(SERVER)), case)
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    (recorded,) = cases_of(root)["mcp-handoff"]["record"]["calls"]
+    (recorded,) = reported_cases(root)["mcp-handoff"]["record"]["calls"]
     assert (recorded["name"], recorded["agent"], recorded["success"]) == (
         "lookup_order",
         "orders_agent",
@@ -430,9 +421,9 @@ def test_an_mcp_call_in_a_graph_is_attributed_to_the_agent_whose_server_it_is(
     wrong["turns"][0]["steps"][1] = text_step("A-1 has shipped.")
     wrong["turns"][0]["steps"].pop()
     write_suite(root / "evals", {"mcp-handoff.json": wrong})
-    result = run(run_cli, root)
+    result = run_reported(run_cli, root, AGENT)
     assert result.returncode == 1
-    error = cases_of(root)["mcp-handoff"]["error"]
+    error = reported_cases(root)["mcp-handoff"]["error"]
     assert "the model called tool 'lookup_order', which agent 'triage_agent'" in error
 
 

@@ -11,10 +11,20 @@ import json
 import shutil
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, Cli, call, fixture, text_step, tool_step, turn, write_suite
+from conftest import (
+    REPO,
+    Cli,
+    call,
+    fixture,
+    reported_cases,
+    run_reported,
+    text_step,
+    tool_step,
+    turn,
+    write_suite,
+)
 
 from harness.agents.registry import surface_of
 
@@ -29,18 +39,6 @@ def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".zeroclaw-eval"))
     monkeypatch.syspath_prepend(str(root))
     return root
-
-
-def run_shop(run_cli: Cli, root: Path, agent: str, *extra: str) -> Any:
-    return run_cli(
-        "eval", "run", "--suite", "evals", "--agent", agent, "--json-report", "r.json", *extra,
-        cwd=root,
-    )  # fmt: skip
-
-
-def cases_of(root: Path) -> dict[str, dict[str, Any]]:
-    cases = json.loads((root / "r.json").read_text(encoding="utf-8"))["cases"]
-    return {case["id"]: case for case in cases}
 
 
 def with_source(root: Path, source: str) -> str:
@@ -64,10 +62,10 @@ def test_the_agent_a_tool_runs_is_on_the_surface_with_its_tools(shop: Path) -> N
 def test_the_suite_replays_green_the_nested_runs_steps_and_calls_the_stock_agents(
     run_cli: Cli, shop: Path
 ) -> None:
-    result = run_shop(run_cli, shop, AGENT, "-v")
+    result = run_reported(run_cli, shop, AGENT, "-v")
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert "4/4 cases passed" in result.stdout
-    record = cases_of(shop)["stock-via-stock-agent"]["record"]
+    record = reported_cases(shop)["stock-via-stock-agent"]["record"]
     # The tool running the agent is the bookseller's call, recorded once the stock agent
     # has answered; the stock agent's own call is its.
     assert [(c["name"], c["agent"], c["result"]) for c in record["calls"]] == [
@@ -147,9 +145,9 @@ def test_run_sync_run_streamed_and_a_run_configuration_of_its_own_replay_the_sam
     run_cli: Cli, shop: Path, variant: str
 ) -> None:
     agent = with_source(shop, SYNC_AND_STREAMED[variant])
-    result = run_shop(run_cli, shop, agent)
+    result = run_reported(run_cli, shop, agent)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    record = cases_of(shop)["multi-turn-dune-then-emma"]["record"]
+    record = reported_cases(shop)["multi-turn-dune-then-emma"]["record"]
     assert [(c["name"], c["agent"]) for c in record["calls"]] == [
         ("check_shelf", "stock_agent"),
         ("ask_stock", "bookseller"),
@@ -206,9 +204,9 @@ FORGETFUL = """
 def test_a_stock_agent_that_lost_its_tool_fails_every_case_it_looks_up_in(
     run_cli: Cli, shop: Path
 ) -> None:
-    result = run_shop(run_cli, shop, with_source(shop, LOST_ITS_TOOL))
+    result = run_reported(run_cli, shop, with_source(shop, LOST_ITS_TOOL))
     assert result.returncode == 1, (result.stdout, result.stderr)
-    cases = cases_of(shop)
+    cases = reported_cases(shop)
     assert {i for i, case in cases.items() if case["passed"]} == {"opening-hours-answered-directly"}
     assert (
         "the model called tool 'check_shelf', which agent 'stock_agent' (the agent asking) "
@@ -219,9 +217,9 @@ def test_a_stock_agent_that_lost_its_tool_fails_every_case_it_looks_up_in(
 def test_a_stock_agent_whose_tool_results_never_reach_its_model_fails_the_suite(
     run_cli: Cli, shop: Path
 ) -> None:
-    result = run_shop(run_cli, shop, with_source(shop, FORGETFUL))
+    result = run_reported(run_cli, shop, with_source(shop, FORGETFUL))
     assert result.returncode == 1, (result.stdout, result.stderr)
-    cases = cases_of(shop)
+    cases = reported_cases(shop)
     assert {i for i, case in cases.items() if case["passed"]} == {"opening-hours-answered-directly"}
     failed = {g["check"] for g in cases["stock-via-stock-agent"]["grades"] if not g["passed"]}
     assert "loop(tool_results)" in failed, failed
@@ -296,9 +294,9 @@ def test_an_agent_found_only_at_run_time_answers_from_the_script_but_may_call_no
         {"response_contains": ["copies"]},
     )
     write_suite(tmp_path / "evals", {"answers.json": answers, "calls.json": calls})
-    result = run_shop(run_cli, tmp_path, "openai-agents:variant:build_agent")
+    result = run_reported(run_cli, tmp_path, "openai-agents:variant:build_agent")
     assert result.returncode == 1, (result.stdout, result.stderr)
-    cases = cases_of(tmp_path)
+    cases = reported_cases(tmp_path)
     # Its model is the script's, never a provider's; its steps are recorded under its name.
     assert cases["answers"]["passed"], cases["answers"]
     assert cases["answers"]["record"]["model_calls"] == 3

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Cli
+from conftest import REPO, Cli, reported_cases, run_reported
 
 DESK = REPO / "examples" / "openai_agents_airline_desk"
 AGENT = "openai-agents:airline_desk:build_agent"
@@ -33,21 +33,9 @@ def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_suite(run_cli: Cli, root: Path, agent: str) -> tuple[Any, dict[str, dict[str, Any]]]:
-    result = run_cli(
-        "eval",
-        "run",
-        "--suite",
-        "evals",
-        "--agent",
-        agent,
-        *CONTEXT,
-        "--json-report",
-        "r.json",
-        cwd=root,
-    )
+    result = run_reported(run_cli, root, agent, *CONTEXT)
     assert (root / "r.json").is_file(), (result.stdout, result.stderr)
-    document = json.loads((root / "r.json").read_text(encoding="utf-8"))
-    return result, {case["id"]: case for case in document["cases"]}
+    return result, reported_cases(root)
 
 
 def failed_checks(case: dict[str, Any]) -> list[str]:

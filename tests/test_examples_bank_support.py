@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Cli
+from conftest import REPO, Cli, reported_cases, run_reported
 
 BANK = REPO / "examples" / "pydantic_ai_bank_support"
 AGENT = "pydantic-ai:bank_support:support_agent"
@@ -52,12 +52,9 @@ def bank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_suite(run_cli: Cli, root: Path, agent: str) -> tuple[Any, dict[str, dict[str, Any]]]:
-    result = run_cli(
-        "eval", "run", "--suite", "evals", "--agent", agent, "--json-report", "r.json", cwd=root
-    )
+    result = run_reported(run_cli, root, agent)
     assert (root / "r.json").is_file(), (result.stdout, result.stderr)
-    document = json.loads((root / "r.json").read_text(encoding="utf-8"))
-    return result, {case["id"]: case for case in document["cases"]}
+    return result, reported_cases(root)
 
 
 def test_the_suite_passes_on_the_agent_as_written(run_cli: Cli, bank: Path) -> None:

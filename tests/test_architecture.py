@@ -145,6 +145,7 @@ LAYERS = (
     "live",
     "judge",
     "mutation",
+    "tracing",
     "pytest_plugin",
     "settings",
     "cli",

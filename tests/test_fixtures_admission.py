@@ -206,7 +206,7 @@ def test_every_schema_fault_is_listed_not_only_the_first(tmp_path: Path) -> None
             lambda d: d.update(zzz=1),
             "$.zzz",
             "unknown key (known keys: model_name, turns, id, description, expects, setup, "
-            "tools, repeat, cluster, min_pass_rate, next_turn_agent)",
+            "tools, repeat, cluster, min_pass_rate, next_turn_agent, origin)",
             id="top-level-no-close-match",
         ),
         pytest.param(

@@ -204,6 +204,7 @@ def valid_fixture() -> dict[str, Any]:
         "model_name": "schema-agreement",
         "description": "Positive. One echo call, then an answer.",
         "tools": ["echo"],
+        "origin": {"source": "openai-agents-jsonl/1", "trace_id": "trace_1"},
         "setup": {"workspace_files": {"notes.txt": "hello"}},
         "turns": [
             {
@@ -276,6 +277,8 @@ MUTATIONS: list[tuple[str, tuple[Key, ...], Any]] = [
     ("workspace file not text", ("setup", "workspace_files", "notes.txt"), 1),
     ("expects an array", ("expects",), []),
     ("tools a string", ("tools",), "echo"),
+    ("origin a string", ("origin",), "trace_1"),
+    ("origin's trace a number", ("origin", "trace_id"), 7),
     # missing required keys
     ("missing model_name", ("model_name",), DELETE),
     ("missing turns", ("turns",), DELETE),
@@ -285,6 +288,7 @@ MUTATIONS: list[tuple[str, tuple[Key, ...], Any]] = [
     ("missing content", ("turns", 0, "steps", 1, "response", "content"), DELETE),
     ("missing tool call id", ("turns", 0, "steps", 0, "response", "tool_calls", 0, "id"), DELETE),
     ("missing needle", ("expects", "tool_results_contain", 0, "needle"), DELETE),
+    ("missing origin trace", ("origin", "trace_id"), DELETE),
     # bad tags and out-of-range numbers
     ("response type txt", ("turns", 0, "steps", 1, "response", "type"), "txt"),
     ("response type not a string", ("turns", 0, "steps", 1, "response", "type"), 1),

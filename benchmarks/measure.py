@@ -11,10 +11,12 @@ descendants included), so every figure is the command's alone, whatever ran befo
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,10 +108,8 @@ def _kill_children() -> None:
         except OSError:
             continue
         if fields[1] == me:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), 9)
-            except ProcessLookupError:
-                pass
 
 
 def own_loop_suite(directory: Path, n: int) -> Path:
@@ -128,6 +128,4 @@ def own_loop_suite(directory: Path, n: int) -> Path:
 
 def zeroclaw(*args: str) -> list[str]:
     """The command line of `zeroclaw ARGS` as this interpreter runs it."""
-    import sys
-
     return [sys.executable, "-m", "harness", *args]

@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -79,9 +80,9 @@ def measure(
     return Measured(wall, cpu, peak / 1024, proc.returncode, out.decode("utf-8", "replace"))
 
 
-def _reap(grace: float) -> list[os.struct_rusage]:
+def _reap(grace: float) -> list[resource.struct_rusage]:
     """Every orphan handed to us, waited for until `grace` runs out, then killed."""
-    usages: list[os.struct_rusage] = []
+    usages: list[resource.struct_rusage] = []
     deadline = time.monotonic() + grace
     while True:
         try:

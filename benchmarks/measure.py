@@ -16,6 +16,7 @@ import ctypes
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -130,3 +131,34 @@ def own_loop_suite(directory: Path, n: int) -> Path:
 def zeroclaw(*args: str) -> list[str]:
     """The command line of `zeroclaw ARGS` as this interpreter runs it."""
     return [sys.executable, "-m", "harness", *args]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of the figures issue targets name: `figure` against `limit`, met when at or below
+    it (`higher=False`) or at or above it (`higher=True`)."""
+
+    name: str
+    figure: float
+    limit: float
+    unit: str
+    higher: bool = False
+    how: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.figure >= self.limit if self.higher else self.figure <= self.limit
+
+    def line(self) -> str:
+        sign = ">=" if self.higher else "<="
+        verdict = "met" if self.met else "MISSED"
+        how = f"  ({self.how})" if self.how else ""
+        return (
+            f"{self.name}: {self.figure:.3g} {self.unit} "
+            f"(target {sign} {self.limit:g} {self.unit}): {verdict}{how}"
+        )
+
+
+def median_ratio(pairs: Sequence[tuple[float, float]]) -> float:
+    """The median of the per-round ratios b / a of interleaved rounds (a, b)."""
+    return statistics.median(b / a for a, b in pairs if a > 0)

@@ -338,6 +338,7 @@ REPORTER_HELPERS = {
     "case_view",
     "claims",
     "html_transcript",
+    "html_checks",
     "last_run",
 }
 

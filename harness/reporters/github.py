@@ -6,7 +6,8 @@ of the harness in the step.
 A repeated case's title says how its runs came out (`(flaky 17/20)`), its message how many
 passed against its rule and what its first failing run failed on; a flaky case that passed
 anyway gets a `::notice`. Cases the run stopped before (`--maxfail`) are not annotated one
-by one: one notice says how many were not run."""
+by one: one notice says how many were not run. A request snapshot change many cases share
+is one annotation, on its first case, naming the others (whose only failure it is)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ Level = Literal["error", "warning", "notice"]
 # GitHub shows at most ten annotations of each level per step; more are dropped silently.
 MAX_ANNOTATIONS = 10
 MAX_MESSAGE = 2000
+MAX_NAMED = 5  # cases an annotation names that share its snapshot change
 # The variables that name one step of one job of one run attempt.
 _STEP = ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION")
 # What the step's counts file holds: annotations used, per level.
@@ -175,14 +177,48 @@ def _failure_parts(case: CaseReport) -> tuple[str, str]:
     return (f"{runs}; run {first}: {head}" if first is not None else runs), more
 
 
-def case_command(report: SuiteReport, case: CaseReport, level: Level) -> str:
+def case_command(
+    report: SuiteReport, case: CaseReport, level: Level, shared: Sequence[str] = ()
+) -> str:
+    """The case's annotation; `shared`: the other cases whose request snapshot changed
+    as this one's did, annotated with it (named in its title and message)."""
     props = [f"file={escape_property(clean(case.fixture))}"]
     if case.line is not None:
         props.append(f"line={case.line}")
-    title = f"{tag(report.agent)}: {clean(case.id)}{_runs(case)}"
+    others = f" and {len(shared)} other case(s)" if shared else ""
+    title = f"{tag(report.agent)}: {clean(case.id)}{_runs(case)}{others}"
     props.append(f"title={escape_property(title)}")
-    message = brief(_failure_parts(case), MAX_MESSAGE, fold=False)
+    head, more = _failure_parts(case)
+    if shared:
+        named = ", ".join(clean(case_id) for case_id in shared[:MAX_NAMED])
+        named += f" and {len(shared) - MAX_NAMED} more" if len(shared) > MAX_NAMED else ""
+        head = f"{head} (the same request snapshot change in {len(shared)} other case(s): {named})"
+    message = brief((head, more), MAX_MESSAGE, fold=False)
     return f"::{level} {','.join(props)}::{escape_data(message)}"
+
+
+def _grouped(ranked: list[CaseReport]) -> tuple[list[CaseReport], dict[str, list[str]]]:
+    """The cases to annotate: one per request snapshot change many cases share (its first),
+    not the others whose only failures are changes an annotated case shows; and, by the
+    annotated case's id, the others it stands for."""
+    from harness.snapshots.groups import Changes
+
+    changes = Changes()
+    kept: list[CaseReport] = []
+    covered: dict[str, str] = {}  # a case left out -> the case annotated for it
+    for case in ranked:
+        folded = changes.fold(case)
+        failing = [g for g in case.grades if not g.passed]
+        if case.error is None and failing and all(g.detail in folded for g in failing):
+            covered[case.id] = next(
+                ids[0] for ids in changes.cases.values() if case.id in ids and ids[0] != case.id
+            )
+        else:
+            kept.append(case)
+    shared: dict[str, list[str]] = {}
+    for case_id, first in covered.items():
+        shared.setdefault(first, []).append(case_id)
+    return kept, shared
 
 
 def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list[str]:
@@ -192,6 +228,7 @@ def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list
     budget = budget if budget is not None else Budget()
     # A case never started has no line or failure of its own: the notice below counts it.
     ranked = [case for case in report.worst_first() if case.not_run is None]
+    ranked, shared = _grouped(ranked)
     levels = [level_of(report, case) for case in ranked]
     granted = {level: budget.take(level, levels.count(level)) for level in ("error", "warning")}
     commands: list[str] = []
@@ -199,7 +236,7 @@ def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list
     for case, level in zip(ranked, levels, strict=True):
         if granted[level] > 0:
             granted[level] -= 1
-            commands.append(case_command(report, case, level))
+            commands.append(case_command(report, case, level, shared.get(case.id, ())))
         else:
             left_out += 1
     if left_out:

@@ -4,6 +4,8 @@ One self-contained file for a person: the verdict, every case failing first with
 transcript (each model request and answer, each tool call with arguments, result and
 duration, each check with what was observed, the run error with the divergence), and with
 `--history-dir` the pass rate over the suite's runs by this agent and the cases that flipped.
+A request snapshot change many cases share is shown once, the cases linking to it, and the
+token and cost gates' overruns are marked (`harness.reporters.html_checks`).
 
 Nothing loads from anywhere: styles are inline, the chart is inline SVG, and the
 Content-Security-Policy allows no fetch and no script but the one filter script, by its
@@ -16,15 +18,16 @@ and no line of the file is a workflow command (`text.inert_markup`), should CI p
 from __future__ import annotations
 
 import functools
-import html
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import HarnessError
-from harness.io.text import clean, clean_lines, clip, inert_markup, one_line, policy_for
+from harness.io.text import clean, clip, inert_markup, one_line, policy_for
 from harness.options import Option
 from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
+from harness.reporters.html_checks import STYLE as _CHECKS_STYLE
+from harness.reporters.html_checks import Checks, anchor
 from harness.reporters.html_transcript import block as _block
 from harness.reporters.html_transcript import record_html
 from harness.reporters.html_transcript import row as _row
@@ -128,7 +131,7 @@ def render_html(report: SuiteReport, history: History | Path | None = None) -> b
         f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy()}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>zeroclaw-eval: {_t(report.suite)} {verdict}</title>",
-        f"<style>{_STYLE}</style></head><body>",
+        f"<style>{_STYLE}{_CHECKS_STYLE}</style></head><body>",
         *_header(report, verdict, code),
         *([] if history is None else _trend(history, report)),
         *_cases(report),
@@ -176,6 +179,7 @@ def _header(report: SuiteReport, verdict: str, code: int) -> list[str]:
         ),
         "<dl>" + "".join(f"<dt>{k}</dt><dd>{_t(v.strip())}</dd>" for k, v in meta) + "</dl>",
         *_judge(report),
+        *Checks(report).suite(),
         "</section>",
     ]
 
@@ -200,31 +204,35 @@ def _cases(report: SuiteReport) -> list[str]:
         f"{name}</button>"
         for name in _FILTERS
     )
+    checks = Checks(report)  # each snapshot change said once, the cases linking to it
+    cases = [_case(case, checks) for case in failing + [c for c in report.cases if c.passed]]
     return [
+        *checks.changes(),
         f'<section id="case-list"><h2>Cases ({len(failing)} failing, listed first)</h2>',
         f'<div id="filters" hidden>{buttons} <input id="filter-id" type="search" '
         'placeholder="case id contains…" aria-label="case id contains"> '
         '<span id="shown" class="sub"></span></div><ol id="cases">',
-        *(_case(case) for case in failing + [c for c in report.cases if c.passed]),
+        *cases,
         "</ol></section>",
     ]
 
 
-def _case(case: CaseReport) -> str:
+def _case(case: CaseReport, checks: Checks) -> str:
     from harness.tracking.history import verdict_of
 
     verdict = verdict_of(case)
     where = f"{case.fixture}:{case.line}" if case.line else case.fixture
     flaky = ' <span class="badge b-flaky">flaky</span>' if case.flaky else ""
     why = "" if case.passed else _t(one_line(case.first_failure(), 160))
-    body = [*_problem(case), *_grades(case)]
+    body = [*_problem(case), *checks.case(case)]
     body += [] if case.repeat is None else _repeat(case.repeat)
     body += [] if case.record is None else record_html(case.record)
     return "\n".join(
         [
-            f'<li class="case" data-verdict="{verdict}" data-flaky="{str(case.flaky).lower()}" '
-            f'data-id="{_t(case.id)}"><details{"" if case.passed else " open"}><summary>'
-            f'<span class="badge b-{verdict}">{_BADGES[verdict]}</span>{flaky} '
+            f'<li class="case" id="{anchor(case.id)}" data-verdict="{verdict}" '
+            f'data-flaky="{str(case.flaky).lower()}" data-id="{_t(case.id)}">'
+            f"<details{'' if case.passed else ' open'}><summary>"
+            f'<span class="badge b-{verdict}">{_BADGES[verdict]}</span>{flaky}{checks.badge(case)} '
             f'<code class="id">{_t(case.id)}</code> <span class="where">{_t(where)}</span> '
             f'<span class="ms">{case.duration_ms:.1f} ms</span> <span class="why">{why}</span>'
             '</summary><div class="body">',
@@ -246,33 +254,6 @@ def _problem(case: CaseReport) -> list[str]:
     if case.traceback:
         lines.append(f"<details><summary>traceback</summary>{_block(case.traceback)}</details>")
     return lines
-
-
-def _grades(case: CaseReport) -> list[str]:
-    if not case.grades:
-        return []
-    rows = [
-        _row(
-            "✓" if g.passed else "✗",
-            f"<code>{_t(g.check)}</code>",
-            _lines(g.detail),
-            _t(g.category),
-            f"<code>{_t(g.field)}</code>",
-            css="pass" if g.passed else "fail",
-        )
-        for g in case.grades
-    ]
-    passed = sum(g.passed for g in case.grades)
-    return [
-        f"<h4>Checks: {passed} of {len(case.grades)} passed</h4>",
-        _table(("", "check", "observed", "category", "fixture field"), rows, ' class="grades"'),
-    ]
-
-
-def _lines(detail: str) -> str:
-    """A check's detail with its own lines kept as lines (what it quotes of the run has its
-    newlines escaped already), each cleaned and escaped."""
-    return f'<span class="lines">{html.escape(clean_lines(detail))}</span>'
 
 
 def _repeat(stats: RepeatStats) -> list[str]:

@@ -18,6 +18,13 @@ errored). Its numbers (runs, pass rate, interval, pass^k, …) are `name=value` 
 or clustered cases the suite's pass rate and interval are `<properties>` of the
 `<testsuite>`, where both schemas allow them.
 
+A request snapshot change keeps its diff in every failing testcase it touches (consumers
+show a testcase on its own), and is said once, with its cases, in the `<testsuite>`'s
+`<system-out>`. The token and cost gates' overruns fail: a case over its gate is a
+`<failure type="budget">` with the figures (added to the failure of a case failing anyway),
+the suite's own a failing testcase `suite-budget[<agent>]` (consumers read testcases, not
+properties) and a `zeroclaw.overrun.<figure>` property.
+
 The document is built with the standard library's ElementTree (which escapes markup) and
 indented. Text is cleaned first (`text.clean`, which also makes it legal XML 1.0), and no
 line of the document is a workflow command (`text.inert_markup`), as it may be printed on
@@ -26,6 +33,7 @@ stdout.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,11 +44,13 @@ from harness.reporters.base import FILES, Output, Reporter, documents
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
+    from harness.verdict.comparison import Overrun
     from harness.verdict.reports import CaseReport, RepeatStats, RunReceipt, SuiteReport
 
 OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
 
 MESSAGE_LIMIT = 500  # characters of a `message` attribute; the body has everything
+MAX_NAMED = 50  # cases the suite's output names per snapshot change
 
 # Surefire's order of a testcase's children (its schema is a sequence; Jenkins' a choice,
 # which any order satisfies): written in this order, the document is valid under both.
@@ -98,9 +108,14 @@ def render_junit(report: SuiteReport) -> bytes:
 
     label = suite_label(report)
     totals = report.totals
+    over = _overruns(report)
+    suite_over = over.pop(None, [])
+    # A case over its token or cost gate fails it: a passing one gets a `<failure>`, and
+    # the suite's own overrun is a testcase of its own (consumers read testcases only).
+    grown = sum(1 for c in report.cases if c.id in over and c.passed and c.not_run is None)
     counts = {
-        "tests": str(totals.cases),
-        "failures": str(totals.failed),
+        "tests": str(totals.cases + bool(suite_over)),
+        "failures": str(totals.failed + grown + bool(suite_over)),
         "errors": str(totals.errors),
     }
     # Cases' times summed, as consumers that recount a suite (junitparser) do.
@@ -111,18 +126,73 @@ def render_junit(report: SuiteReport) -> bytes:
         "testsuite",
         {"name": f"zeroclaw-eval:{label}", **counts, "skipped": str(totals.not_run), "time": time},
     )
-    if report.partial is not None or any(
-        case.repeat is not None or case.cluster is not None for case in report.cases
+    if (
+        report.partial is not None
+        or suite_over
+        or any(case.repeat is not None or case.cluster is not None for case in report.cases)
     ):
-        _suite_properties(suite, report)  # first: Surefire wants them before the testcases
+        _suite_properties(suite, report, suite_over)  # first: Surefire wants them first
     for case in report.cases:
-        _test_case(suite, label, case_name(report, case), case)
+        _test_case(suite, label, case_name(report, case), case, over.get(case.id, []))
+    if suite_over:
+        _suite_budget(suite, label, report, suite_over)
+    grouped = snapshot_summary(report.cases)
+    if grouped is not None:  # after the testcases, where Surefire's schema has it
+        _child(suite, "system-out", text=grouped)
     indent(root, space="\t")
     xml = '<?xml version="1.0" encoding="utf-8"?>\n' + tostring(root, encoding="unicode") + "\n"
     return inert_markup(xml).encode("utf-8")
 
 
-def _suite_properties(suite: Element, report: SuiteReport) -> None:
+def _overruns(report: SuiteReport) -> dict[str | None, list[Overrun]]:
+    """The token and cost gates' overruns by case id (None: the suite's own)."""
+    found: dict[str | None, list[Overrun]] = {}
+    for overrun in [] if report.baseline is None else report.baseline.overruns:
+        found.setdefault(overrun.case, []).append(overrun)
+    return found
+
+
+def _suite_budget(suite: Element, label: str, report: SuiteReport, over: list[Overrun]) -> None:
+    """The suite's overrun (its sum over the cases compared) as a failing testcase."""
+    said = [f"over its gate, failing it: {clean(o.describe())}" for o in over]
+    testcase = _child(
+        suite, "testcase", {"name": f"suite-budget[{clean(report.agent)}]", "classname": label}
+    )
+    _child(
+        testcase,
+        "failure",
+        {"type": "budget", "message": clip("; ".join(said), MESSAGE_LIMIT)},
+        "\n".join(said),
+    )
+
+
+def snapshot_summary(cases: Iterable[CaseReport]) -> str | None:
+    """The run's request snapshot changes, each said once with the cases it touches (each
+    failing testcase keeps its own diff: consumers show a testcase on its own); None when
+    no snapshot changed."""
+    from harness.snapshots.groups import change_key
+
+    changes: dict[str, tuple[str, list[str]]] = {}
+    for case in cases:
+        for grade in case.grades:
+            key = change_key(grade)
+            if key is not None:
+                changes.setdefault(key, (grade.detail.partition("\n")[2], []))[1].append(case.id)
+    if not changes:
+        return None
+    total = sum(len(ids) for _, ids in changes.values())
+    lines = [
+        f"request snapshots: {len(changes)} distinct change(s) across {total} case(s), "
+        "each said once here (every failing testcase carries its own diff)"
+    ]
+    for number, (diff, ids) in enumerate(changes.values(), 1):
+        named = ", ".join(clean(i) for i in ids[:MAX_NAMED])
+        named += f" and {len(ids) - MAX_NAMED} more" if len(ids) > MAX_NAMED else ""
+        lines += ["", f"change {number}, {len(ids)} case(s): {named}", clean_lines(diff)]
+    return "\n".join(lines)
+
+
+def _suite_properties(suite: Element, report: SuiteReport, over: list[Overrun]) -> None:
     stats = report.statistics
     interval = "unavailable"
     if stats.low is not None and stats.high is not None:
@@ -139,12 +209,16 @@ def _suite_properties(suite: Element, report: SuiteReport) -> None:
     }
     if report.partial is not None:  # a partial run's gate is never the suite's
         values["zeroclaw.partial"] = clean(report.partial)
+    for overrun in over:  # read by consumers that show properties; the testcase says it too
+        values[f"zeroclaw.overrun.{overrun.figure}"] = clean(overrun.describe())
     properties = _child(suite, "properties")
     for name, value in values.items():
         _child(properties, "property", {"name": name, "value": value})
 
 
-def _test_case(suite: Element, classname: str, name: str, case: CaseReport) -> None:
+def _test_case(
+    suite: Element, classname: str, name: str, case: CaseReport, over: list[Overrun]
+) -> None:
     attrs = {
         "name": name,
         "classname": classname,
@@ -159,7 +233,7 @@ def _test_case(suite: Element, classname: str, name: str, case: CaseReport) -> N
         _child(testcase, "skipped", {"message": message})
         return
     children: list[Element] = []
-    final = _final_result(testcase, case)
+    final = _final_result(testcase, case, over)
     if final is not None:
         children.append(final)
     if case.repeat is not None:
@@ -173,8 +247,13 @@ def _test_case(suite: Element, classname: str, name: str, case: CaseReport) -> N
     testcase.extend(sorted(children, key=lambda element: _ORDER.index(element.tag)))
 
 
-def _final_result(testcase: Element, case: CaseReport) -> Element | None:
-    """The case's `<error>` or `<failure>`; None when it passed."""
+def _final_result(testcase: Element, case: CaseReport, over: list[Overrun]) -> Element | None:
+    """The case's `<error>` or `<failure>` (a token or cost overrun is a failure, its
+    figures in the message); None when it passed."""
+    grown = [f"over its gate, failing it: {clean(o.describe())}" for o in over]
+    if case.passed and grown and case.error is None:
+        message = clip("; ".join(grown), MESSAGE_LIMIT)
+        return _new(testcase, "failure", {"type": "budget", "message": message}, "\n".join(grown))
     if case.error is not None:
         message = headline(case.error, MESSAGE_LIMIT) or "run error"
         frames = [f"  {clean(frame.shown())}" for frame in case.error_frames or ()]
@@ -195,6 +274,9 @@ def _final_result(testcase: Element, case: CaseReport) -> Element | None:
         where = f"run {run.run}" if run is not None else "the runs"
         head = f"{_verdict(stats)}; {where}: {head}"
         body = f"{where} of {stats.requested}:\n{body}"
+    if grown:
+        head = f"{head}; and {'; '.join(grown)}"
+        body = "\n".join([body, *grown])
     message = brief((head, more), MESSAGE_LIMIT)
     return _new(testcase, "failure", {"type": "failure", "message": message}, clean_lines(body))
 

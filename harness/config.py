@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 import tomli
@@ -46,6 +46,8 @@ class ModelPrice(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
 # What a replay does with a case whose request snapshot changed: `auto` fails a regression
 # suite and warns in any other, `off` checks nothing (`harness.snapshots`).
 SnapshotSetting = Literal["auto", "fail", "warn", "off"]
+# What snapshots no case of a suite uses do after a run of the whole suite: warn, or fail.
+UnusedSetting = Literal["warn", "fail"]
 
 
 class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -104,17 +106,32 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     # Request snapshots: one setting for every suite, or one per suite directory (from the
     # project root; a suite not named gets `auto`): `--snapshots`.
     snapshots: SnapshotSetting | dict[str, SnapshotSetting] = "auto"
+    # The same for the snapshots no case of a suite uses (a suite not named: `warn`).
+    unused_snapshots: UnusedSetting | dict[str, UnusedSetting] = "warn"
 
     def snapshots_for(self, suite: Path, root: Path) -> SnapshotSetting:
         """The snapshot setting of the suite at `suite` (a fixture: its directory's)."""
-        if isinstance(self.snapshots, str):
-            return self.snapshots
-        directory = suite.parent if suite.suffix == ".json" else suite
-        absolute = directory if directory.is_absolute() else root / directory
-        for name, setting in self.snapshots.items():
-            if (root / name).resolve() == absolute.resolve():
-                return setting
-        return "auto"
+        return _by_suite(self.snapshots, suite, root, "auto")
+
+    def unused_snapshots_for(self, suite: Path, root: Path) -> UnusedSetting:
+        return _by_suite(self.unused_snapshots, suite, root, "warn")
+
+
+_Setting = TypeVar("_Setting", bound=str)
+
+
+def _by_suite(
+    setting: _Setting | dict[str, _Setting], suite: Path, root: Path, default: _Setting
+) -> _Setting:
+    """A setting given once or per suite directory (from `root`), for the suite at `suite`."""
+    if isinstance(setting, str):
+        return setting
+    directory = suite.parent if suite.suffix == ".json" else suite
+    absolute = directory if directory.is_absolute() else root / directory
+    for name, value in setting.items():
+        if (root / name).resolve() == absolute.resolve():
+            return value
+    return default
 
 
 def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:

@@ -18,7 +18,7 @@ import msgspec
 from harness.agents.case_context import NO_SETUP, CaseSetup, setup_for
 from harness.agents.protocol import AgentAdapter, AgentSurface
 from harness.agents.registry import resolve_within, surface_within
-from harness.config import SnapshotSetting
+from harness.config import SnapshotSetting, UnusedSetting
 from harness.defaults import (
     DEFAULT_AGENT,
     DEFAULT_CASE_TIMEOUT,
@@ -37,12 +37,12 @@ from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import run_watched
-from harness.snapshots.store import SnapshotPlan, plan_for
+from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
 from harness.tracking.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
 from harness.tracking.budget_gate import gated
 from harness.verdict.comparison import BudgetGates
 from harness.verdict.receipts import suite_hash, suite_receipt
-from harness.verdict.reports import CaseReport, SuiteReport
+from harness.verdict.reports import CaseReport, SuiteReport, UnusedSnapshots
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ class RunOptions:
     # Replay: what a changed request snapshot does, and whether the run writes them.
     snapshots: SnapshotSetting = "auto"
     update_snapshots: bool = False
+    # After a run of the whole suite, snapshots no case uses: a warning, or a failure.
+    unused_snapshots: UnusedSetting = "warn"
 
     @property
     def project_root(self) -> Path:
@@ -120,6 +122,9 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     snapshots = None
     if options.mode == "replay":
         snapshots = plan_for(options.snapshots, kind, adapter.name, options.update_snapshots)
+    unused = None
+    if snapshots is not None and selection is None and options.suite.is_dir():
+        unused = _unused(options, snapshots, admitted, root)
     return run_cases(
         cases,
         adapter,
@@ -146,6 +151,25 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         judge=options.judge,
         setup=setup,
         snapshots=snapshots,
+        unused_snapshots=unused,
+    )
+
+
+def _unused(
+    options: RunOptions, plan: SnapshotPlan, admitted: list[Case], root: Path
+) -> UnusedSnapshots | None:
+    """The snapshots no case of the suite uses, found (and, updating, removed) before any
+    case runs; None: there are none. Only a run of the whole suite may say so: a filtered
+    run did not pick the others, which are no less used."""
+    found = unused(plan, options.suite, (Path(case.where) for case in admitted))
+    if not found:
+        return None
+    if plan.update:
+        remove_unused(found, root)
+    return UnusedSnapshots(
+        files=[display_path(path, root) for path in found],
+        removed=plan.update,
+        fails=options.unused_snapshots == "fail",
     )
 
 
@@ -207,6 +231,7 @@ def run_cases(
     judge: Judge | None = None,
     setup: CaseSetup = NO_SETUP,
     snapshots: SnapshotPlan | None = None,
+    unused_snapshots: UnusedSnapshots | None = None,
 ) -> SuiteReport:
     """Run admitted cases in order; each case's failure is confined to its own report.
 
@@ -280,6 +305,7 @@ def run_cases(
                 repeat=repeat,
             ),
             fail_on_regression=gate,
+            unused_snapshots=unused_snapshots,
         )
         if against is not None:
             # Built into the verdict before any reporter sees it, never patched afterwards.

@@ -310,6 +310,7 @@ def resolve(
         selection=_selection(args),
         snapshots=getattr(args, SNAPSHOTS.dest, None) or config.snapshots_for(suite, loaded.root),
         update_snapshots=bool(getattr(args, UPDATE_SNAPSHOTS.dest, False)),
+        unused_snapshots=config.unused_snapshots_for(suite, loaded.root),
         **_baseline(args),
         budget=_budget(args, config, mode),
     )

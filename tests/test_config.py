@@ -23,7 +23,8 @@ KNOWN = (
     "live_api_key_env, live_allowed_tools, judge_base_url, judge_model, judge_api_key_env, "
     "judge_dir, judge_min_agreement, judge_min_kappa, judge_min_labels_per_verdict, "
     "judge_max_false_pass, judge_max_flip_rate, context, session, max_token_growth, "
-    "max_suite_token_growth, max_cost_growth, max_suite_cost_growth, prices, snapshots"
+    "max_suite_token_growth, max_cost_growth, max_suite_cost_growth, prices, snapshots, "
+    "unused_snapshots"
 )
 
 

@@ -250,8 +250,26 @@ def workflow_commands(report: SuiteReport, budget: Budget | None = None) -> list
         _partial_notice(report, budget)
         + commands
         + _not_run_notice(report, budget)
+        + _unused_snapshots(report, budget)
         + _flaky_notices(report, budget)
     )
+
+
+def _unused_snapshots(report: SuiteReport, budget: Budget) -> list[str]:
+    """One annotation for the snapshots no case uses: a warning, or an error when they
+    fail the gate."""
+    unused = report.unused_snapshots
+    if unused is None:
+        return []
+    level: Level = "error" if unused.fails and not unused.removed else "warning"
+    if not budget.take(level, 1):
+        return []
+    head, *files = unused.lines()
+    named = ", ".join(clean(f.strip()) for f in files[:MAX_NAMED])
+    more = f" and {len(files) - MAX_NAMED} more" if len(files) > MAX_NAMED else ""
+    message = clip(f"{clean(head)} {named}{more}", MAX_MESSAGE)
+    title = escape_property(tag(report.agent))
+    return [f"::{level} title={title}::{escape_data(message)}"]
 
 
 def _partial_notice(report: SuiteReport, budget: Budget) -> list[str]:

@@ -1,5 +1,6 @@
 """The HTML report's checks (`harness.reporters.html`): each case's checks table, the
-request snapshot changes said once, and the token and cost gates' overruns.
+request snapshot changes said once, the token and cost gates' overruns, and the snapshots
+no case uses.
 
 One prompt change touching 200 cases is one diff on the page: each distinct change is shown
 once, in its own section, with links to the cases it touches, and each of those cases' checks
@@ -78,6 +79,7 @@ class Checks:
     def __init__(self, report: SuiteReport) -> None:
         self._changes: dict[str, _Change] = {}
         self._overruns: dict[str | None, list[Overrun]] = {}
+        self._unused = report.unused_snapshots
         comparison = report.baseline
         for overrun in [] if comparison is None else comparison.overruns:
             self._overruns.setdefault(overrun.case, []).append(overrun)
@@ -159,13 +161,15 @@ class Checks:
         return [*parts, "</section>"]
 
     def suite(self) -> list[str]:
-        """The suite's own overruns (its sum over the cases compared), and how many cases
-        overran, for the report's head."""
+        """For the report's head: the suite's own overruns (its sum over the cases
+        compared), how many cases overran, and the snapshots no case uses."""
         suite = self._overruns.get(None, [])
         cases = [c for c in self._overruns if c is not None]
-        if not suite and not cases:
-            return []
         said = [f"Over its gate, failing it: {_t(o.describe())}" for o in suite]
         if cases:
             said.append(f"{len(cases)} case(s) over their token or cost gate, marked below")
-        return [f'<p class="overrun" id="overruns">{"<br>".join(said)}</p>']
+        lines = [f'<p class="overrun" id="overruns">{"<br>".join(said)}</p>'] if said else []
+        if self._unused is not None:
+            text = html.escape(clean_lines("\n".join(self._unused.lines())))
+            lines.append(f'<pre id="unused-snapshots">\n{text}</pre>')
+        return lines

@@ -62,6 +62,7 @@ def render_json(report: SuiteReport, transcripts: str | None = None) -> bytes:
         duration_ms=report.duration_ms,
         cases=report.cases,
         baseline=report.baseline,
+        unused_snapshots=report.unused_snapshots,
         transcripts=transcripts,
     )
     return inert_json(msgspec.json.format(encoded_json(document), indent=2)) + b"\n"

@@ -1,8 +1,8 @@
 """The Markdown summary: totals, pass rate and interval, failing cases with their checks,
 collapsed details (a snapshot change many cases share shown once), repeated cases with their
-runs, cases not run, the `--baseline` comparison, the `--history-dir` trend as a Mermaid
-chart (`harness.tracking.trend`) with flipped cases; a refused suite's refusal. Written to
-`--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on GitHub Actions.
+runs, cases not run, the `--baseline` comparison, snapshots no case uses, the `--history-dir`
+trend as a Mermaid chart (`harness.tracking.trend`) with flipped cases; a refused suite's
+refusal. Written to `--summary PATH`, and appended to `$GITHUB_STEP_SUMMARY` on GitHub Actions.
 
 Untrusted text is cleaned (`text.clean`) and HTML-escaped; in a Markdown line (the heading,
 a table cell) the characters that would make Markdown of it (a code span, a link or image,
@@ -235,6 +235,8 @@ def render_markdown(report: SuiteReport, history: History | Path | None = None) 
         lines += ["Every case passed.", ""]
     lines += _failing(failing) if failing else []
     lines += [*_judge(report), *_repeated(report), *_not_run(report), *_baseline(report)]
+    unused = report.unused_snapshots  # said after a run of the whole suite
+    lines += [] if unused is None else [_pre("\n".join(unused.lines())), ""]
     lines += [] if history is None else _trend(report, history)
     return "\n".join(lines)
 
@@ -427,10 +429,6 @@ def render_refusal(
     return "\n".join(lines) + "\n"
 
 
-def _markdown_bytes(report: SuiteReport, history: History | Path | None = None) -> bytes:
-    return render_markdown(report, history).encode("utf-8")
-
-
 class SummaryFile(Reporter):
     order = FILES + 2
 
@@ -486,7 +484,7 @@ class _Spec:
 
     def build(self, output: Output) -> list[Reporter]:
         history = output.history()
-        once = Rendered(lambda report: _markdown_bytes(report, history))
+        once = Rendered(lambda report: render_markdown(report, history).encode("utf-8"))
         reporters: list[Reporter] = []
         path = output.values.get(OPTION.dest)
         if path is not None:

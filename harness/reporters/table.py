@@ -185,6 +185,9 @@ def render_summary(report: SuiteReport, colour: bool = False) -> str:
     judge = report.judge_totals
     if judge is not None:
         line += "\n  " + judge.said()
+    unused = report.unused_snapshots  # after a run of the whole suite
+    if unused is not None:
+        line += "".join(f"\n  {clean(said)}" for said in unused.lines())
     return f"\n{inert(line)}\n"
 
 

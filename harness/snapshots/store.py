@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.config import SnapshotSetting
+from harness.errors import HarnessError
 from harness.expectations.base import Grade
 from harness.io.atomic import write_atomic
 from harness.io.files import InputError, read_bounded
@@ -173,3 +174,43 @@ def snapshot_grades(
         return []
     found = check(plan, fixture, render(e.request for e in exchanges), root)
     return [] if found is None else [found]
+
+
+def unused(plan: SnapshotPlan, suite: Path, fixtures: Iterable[Path]) -> list[Path]:
+    """The snapshots of `plan`'s agent setting in the suite's folder that no fixture of
+    `fixtures` (the whole suite) uses, sorted: a deleted or renamed fixture's, as syrupy and
+    Jest report theirs. Snapshots of other agent settings are theirs to judge: this run
+    cannot tell whether that agent still runs the suite."""
+    folder = plan.path_of(suite / "x.json").parent
+    used = {plan.path_of(path).name for path in fixtures}
+    try:
+        with os.scandir(folder) as entries:
+            found = [
+                Path(entry.path)
+                for entry in entries
+                if entry.name.endswith(SUFFIX)
+                and entry.name not in used
+                and not entry.is_dir(follow_symlinks=False)
+            ]
+    except OSError:  # no folder (no snapshot taken yet), or none readable: nothing to say
+        return []
+    return sorted(found)
+
+
+class SnapshotRemovalError(HarnessError):
+    """An unused snapshot `--update-snapshots` was to remove could not be."""
+
+
+def remove_unused(paths: Iterable[Path], root: Path) -> None:
+    """`--update-snapshots` on a run of the whole suite: the unused snapshots removed,
+    before any case runs (a snapshot that cannot be removed stops the run, said)."""
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            raise SnapshotRemovalError(
+                f"{_shown(path, root)}: cannot remove this unused snapshot: {clean(why)}"
+            ) from None

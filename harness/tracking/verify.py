@@ -81,6 +81,7 @@ def read_report(path: Path) -> tuple[SuiteReport, dict[str, Any]]:
         duration_ms=document.duration_ms,
         receipt=document.receipt,
         baseline=document.baseline,
+        unused_snapshots=document.unused_snapshots,
         fail_on_regression=document.receipt is not None
         and document.receipt.policy.fail_on_regression,
     )

@@ -331,6 +331,29 @@ class SuiteStatistics(msgspec.Struct, kw_only=True, frozen=True):
     note: str
 
 
+class UnusedSnapshots(msgspec.Struct, kw_only=True, frozen=True):
+    """The request snapshots of the run's agent setting that no case of the suite uses (its
+    fixture deleted or renamed), found after a run of the whole suite: each file as reports
+    name it; whether `--update-snapshots` removed them; whether they fail the gate (the
+    suite's `unused_snapshots = "fail"`; by default they are a warning)."""
+
+    files: list[str]
+    removed: bool = False
+    fails: bool = False
+
+    def lines(self) -> list[str]:
+        """What every report says of them, a line each: what was found or done, then each file."""
+        if self.removed:
+            head = f"{len(self.files)} unused request snapshot(s) removed (--update-snapshots):"
+        else:
+            said = "failing the gate" if self.fails else "a warning"
+            head = (
+                f"{len(self.files)} request snapshot(s) no case of the suite uses ({said}); "
+                "remove them with --update-snapshots:"
+            )
+        return [head, *(f"  {name}" for name in self.files)]
+
+
 class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     suite: str
     kind: SuiteKind
@@ -345,6 +368,8 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     # fails the gate (`--fail-on-regression`), whatever the suite kind.
     baseline: BaselineComparison | None = None
     fail_on_regression: bool = False
+    # After a run of the whole suite: the snapshots no case of it uses (None: not looked for).
+    unused_snapshots: UnusedSnapshots | None = None
 
     @property
     def totals(self) -> Totals:
@@ -412,9 +437,12 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     def exit_code(self) -> ExitCode:
         """The process exit code of `zeroclaw eval run` for this verdict, by the suite
         kind's policy (`harness.verdict.policy`); FAILED also, for any kind, when a confirmed
-        regression against the baseline is to fail it, or a token or cost gate found a
-        figure grown over its share."""
+        regression against the baseline is to fail it, a token or cost gate found a
+        figure grown over its share, or unused snapshots are to fail it."""
         code = policy_for(self.kind).exit_code(self.cases)
+        unused = self.unused_snapshots
+        if unused is not None and unused.fails and not unused.removed and unused.files:
+            code = ExitCode.FAILED if code is ExitCode.PASSED else code
         comparison = self.baseline
         if comparison is None:
             return regression_gate(code, 0, self.fail_on_regression)
@@ -448,6 +476,7 @@ def document_type() -> Any:
             ("duration_ms", float),
             ("cases", list[CaseReport]),
             ("baseline", BaselineComparison | None, None),
+            ("unused_snapshots", UnusedSnapshots | None, None),
             # The last run's report only: the file beside it that holds its passing cases'
             # transcripts (`harness.reporters.last_run`); None in any other report.
             ("transcripts", str | None, None),

@@ -161,7 +161,7 @@ def _unused(
     """The snapshots no case of the suite uses, found (and, updating, removed) before any
     case runs; None: there are none. Only a run of the whole suite may say so: a filtered
     run did not pick the others, which are no less used."""
-    found = unused(plan, options.suite, (Path(case.where) for case in admitted))
+    found = unused(plan, options.suite, (case.where for case in admitted))
     if not found:
         return None
     if plan.update:

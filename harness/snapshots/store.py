@@ -61,8 +61,11 @@ class SnapshotPlan:
     def path_of(self, fixture: Path) -> Path:
         # Joined as strings: a path object's parts are parsed again at every step.
         where, name = os.path.split(fixture)
-        stem = name[:-5] if name.endswith(".json") else Path(name).stem
-        return Path(os.path.join(where, SNAPSHOT_DIR, self.folder, stem + SUFFIX))
+        return Path(os.path.join(where, SNAPSHOT_DIR, self.folder, _stem(name) + SUFFIX))
+
+
+def _stem(name: str) -> str:
+    return name[:-5] if name.endswith(".json") else Path(name).stem
 
 
 def plan_for(setting: SnapshotSetting, kind: str, agent: str, update: bool) -> SnapshotPlan | None:
@@ -80,9 +83,13 @@ def plan_for(setting: SnapshotSetting, kind: str, agent: str, update: bool) -> S
 def read_snapshot(path: Path) -> str | None:
     """The snapshot's text; None: there is none. A snapshot that cannot be read is said
     as its check's failure by `check`."""
-    if not os.path.lexists(path):
-        return None
-    return read_bounded(path, MAX_SNAPSHOT_BYTES).decode("utf-8")
+    try:
+        return read_bounded(path, MAX_SNAPSHOT_BYTES).decode("utf-8")
+    except InputError as exc:
+        # Asked only then: one system call less for every snapshot that is there.
+        if exc.missing and not os.path.lexists(path):  # a dangling link is no snapshot
+            return None
+        raise
 
 
 def write_snapshot(path: Path, text: str) -> None:
@@ -176,13 +183,14 @@ def snapshot_grades(
     return [] if found is None else [found]
 
 
-def unused(plan: SnapshotPlan, suite: Path, fixtures: Iterable[Path]) -> list[Path]:
+def unused(plan: SnapshotPlan, suite: Path, fixtures: Iterable[str]) -> list[Path]:
     """The snapshots of `plan`'s agent setting in the suite's folder that no fixture of
     `fixtures` (the whole suite) uses, sorted: a deleted or renamed fixture's, as syrupy and
     Jest report theirs. Snapshots of other agent settings are theirs to judge: this run
     cannot tell whether that agent still runs the suite."""
     folder = plan.path_of(suite / "x.json").parent
-    used = {plan.path_of(path).name for path in fixtures}
+    # By name alone (no path object per fixture): a suite is one flat directory.
+    used = {_stem(os.path.basename(path)) + SUFFIX for path in fixtures}
     try:
         with os.scandir(folder) as entries:
             found = [

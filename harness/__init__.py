@@ -7,8 +7,16 @@ and `import harness` stay fast and never import an agent framework.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import sys
+
+# `zeroclaw --version` reads it from here, importing nothing else; the package's metadata
+# takes its version from this line too (`[tool.hatch.version]`).
+__version__ = "0.1.0"
+
+# `typing` is not imported: it alone is a third of the time `zeroclaw --version` may take.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "AdmissionError": "harness.io.problems",
@@ -270,7 +278,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value
 

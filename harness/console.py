@@ -15,16 +15,18 @@ SIGINT and SIGTERM as clean interruptions, and an exit no thread an agent left c
 from __future__ import annotations
 
 import atexit
-import contextlib
 import errno
 import io
 import os
 import sys
-import threading
-from collections.abc import Iterator
-from typing import NoReturn, TextIO, cast
 
-from harness.runtime import interrupts
+# Nothing else at the top: `zeroclaw --version` is answered before any of the command's
+# modules (typing, contextlib, signal: each a few milliseconds) is imported.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import threading
+    from types import TracebackType
+    from typing import NoReturn, TextIO
 
 # How long the interpreter's exit handlers (the agent's own among them) may take: they are
 # where thread pools and child processes are joined, which a stuck agent never lets end.
@@ -33,6 +35,15 @@ EXIT_HANDLERS_SECS = 5.0
 
 def main() -> NoReturn:
     """The console script: `zeroclaw …`."""
+    if sys.argv[1:] == ["--version"]:
+        from harness import __version__
+
+        # What argparse's version action prints, without building the parser.
+        sys.stdout.write(f"zeroclaw-eval {__version__}\n")
+        sys.stdout.flush()
+        raise SystemExit(0)
+    from harness.runtime import interrupts
+
     interrupts.install()
     code = None
     try:
@@ -49,6 +60,10 @@ def _cut_short(exc: KeyboardInterrupt, code: int | None) -> NoReturn:
     """An interruption before the command began, or once it had ended with `code` (its
     reports written, or said not to be): said, and the process ends at once, waiting for
     nothing the agent left."""
+    import contextlib
+
+    from harness.runtime import interrupts
+
     with interrupts.ignored():
         said = f"zeroclaw eval: interrupted by {interrupts.signal_of(exc)}"
         if code is None:
@@ -61,34 +76,50 @@ def _cut_short(exc: KeyboardInterrupt, code: int | None) -> NoReturn:
         os._exit(interrupts.exit_code_of(exc))
 
 
-@contextlib.contextmanager
-def private_stdout() -> Iterator[TextIO]:
+def private_stdout() -> _PrivateStdout:
     """A stream on the original stdout for the harness; file descriptor 1 (and with it
     `sys.stdout`, and every child process) goes to stderr meanwhile."""
-    try:
-        if sys.stdout is not None:
-            sys.stdout.flush()
-        original = os.dup(1)
-    except (OSError, ValueError):  # no stdout at all: writing to it says so
-        yield cast(TextIO, _Closed())
-        return
-    os.dup2(2, 1)
-    stream = io.TextIOWrapper(
-        io.FileIO(original, "w", closefd=True),
-        encoding=getattr(sys.stdout, "encoding", None) or "utf-8",
-        errors="replace",
-        line_buffering=bool(getattr(sys.stdout, "line_buffering", False)),
-    )
-    try:
-        yield stream
-    finally:
+    return _PrivateStdout()
+
+
+class _PrivateStdout:
+    """`private_stdout`, as a class: `contextlib` is not imported to make it."""
+
+    def __enter__(self) -> TextIO:
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+            self._original = os.dup(1)
+        except (OSError, ValueError):  # no stdout at all: writing to it says so
+            self._stream: io.TextIOWrapper | None = None
+            return _Closed()  # type: ignore[return-value]
+        os.dup2(2, 1)
+        self._stream = io.TextIOWrapper(
+            io.FileIO(self._original, "w", closefd=True),
+            encoding=getattr(sys.stdout, "encoding", None) or "utf-8",
+            errors="replace",
+            line_buffering=bool(getattr(sys.stdout, "line_buffering", False)),
+        )
+        return self._stream
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        import contextlib
+
+        stream = self._stream
+        if stream is None:
+            return
         try:
             stream.flush()
         except (OSError, ValueError):
             # A closed pipe: what is still buffered cannot go anywhere; drop it quietly.
             with contextlib.suppress(OSError):
                 devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, original)
+                os.dup2(devnull, self._original)
                 os.close(devnull)
         with contextlib.suppress(OSError, ValueError):
             stream.close()
@@ -96,6 +127,8 @@ def private_stdout() -> Iterator[TextIO]:
 
 def lingering() -> list[threading.Thread]:
     """Threads that would keep the interpreter from exiting."""
+    import threading
+
     main_thread = threading.main_thread()
     return [t for t in threading.enumerate() if t is not main_thread and not t.daemon]
 
@@ -115,6 +148,9 @@ def leave(code: int) -> NoReturn:
     """Exit with `code`, without waiting for threads the agent left running: the exit
     handlers run on a daemon thread for at most `EXIT_HANDLERS_SECS`, then the process
     ends whatever is still running."""
+    import contextlib
+    import threading
+
     left = lingering()
     if left:
         with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -132,6 +168,8 @@ def leave(code: int) -> NoReturn:
 
 
 def _flush() -> None:
+    import contextlib
+
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
@@ -140,6 +178,8 @@ def _flush() -> None:
 def _stop_children() -> None:
     """Child processes the agent started and left (multiprocessing's): killed, as the
     process they would outlive ends; they would otherwise hold its pipes open."""
+    import contextlib
+
     multiprocessing = sys.modules.get("multiprocessing")
     if multiprocessing is None:
         return
@@ -150,5 +190,7 @@ def _stop_children() -> None:
 
 
 def _exit_handlers() -> None:
+    import contextlib
+
     with contextlib.suppress(BaseException):
         atexit._run_exitfuncs()

@@ -148,6 +148,7 @@ LAYERS = (
     "tracing",
     "pytest_plugin",
     "settings",
+    "arguments",
     "cli",
     "console",
     "__main__",
@@ -248,6 +249,7 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.errors",
         "harness.runtime.interrupts",  # what it says of an interruption, said whole
         "harness.options",
+        "harness.arguments",  # the parser, built for the action asked for
         "harness.settings",
         "harness.pipeline",
         "harness.reporters.base",

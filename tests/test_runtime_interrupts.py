@@ -54,7 +54,7 @@ def test_an_interruption_while_the_command_line_is_read_is_said_not_a_traceback(
 ) -> None:
     from harness import cli
 
-    def importing() -> None:  # a Ctrl-C as the reporters' modules are imported
+    def importing(argv: object) -> None:  # a Ctrl-C as the reporters' modules are imported
         raise interrupts.Interrupted(signum)
 
     monkeypatch.setattr(cli, "build_parser", importing)

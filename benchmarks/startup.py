@@ -1,0 +1,88 @@
+"""Instant start: how long `zeroclaw` takes to answer before it runs anything.
+
+    python benchmarks/startup.py [--quick] [--rounds 21]
+
+Three commands, each its whole process as users run it (`measure.measure`, wall time, the
+file cache warm from a first untimed round), against `python -c pass` measured in the same
+rounds, so the interpreter's own start is printed beside them:
+
+* `zeroclaw --version` (target <= 25 ms),
+* `zeroclaw eval --help` (target <= 60 ms),
+* `zeroclaw eval check --suite evals/regression` (target <= 150 ms).
+
+`zeroclaw` is run as the console script pip installs runs it (`from harness.console import
+main`, no `runpy`), with this tree first on the path; `python -m harness --version` is
+printed too, for what `-m` adds. Rounds are interleaved (every command once per round) and
+each figure is the median of its rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measure import ROOT, Target, measure
+
+# What pip's generated `zeroclaw` script does (its `sys.argv[0]` aside).
+SCRIPT = "import sys; from harness.console import main; sys.exit(main())"
+LIMITS_MS = {"--version": 25.0, "eval --help": 60.0, "eval check --suite evals/regression": 150.0}
+
+
+def _commands() -> dict[str, list[str]]:
+    script = [sys.executable, "-c", SCRIPT]
+    return {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "--version": [*script, "--version"],
+        "eval --help": [*script, "eval", "--help"],
+        "eval check --suite evals/regression": [
+            *script,
+            "eval",
+            "check",
+            "--suite",
+            str(ROOT / "evals" / "regression"),
+        ],
+        "python -m harness --version": [sys.executable, "-m", "harness", "--version"],
+    }
+
+
+def medians(rounds: int) -> dict[str, float]:
+    """The median wall time (ms) of each command over `rounds` interleaved rounds."""
+    commands = _commands()
+    env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(rounds + 1):
+        for name, argv in commands.items():
+            done = measure(argv, cwd=ROOT, env=env)
+            if done.returncode != 0:
+                sys.exit(f"`{' '.join(argv)}` exited {done.returncode}")
+            if round_:  # the first round only warms the file cache
+                times[name].append(done.wall * 1000)
+    return {name: statistics.median(walls) for name, walls in times.items()}
+
+
+def targets(quick: bool) -> list[Target]:
+    found = medians(7 if quick else 21)
+    base = found["python -c pass"]
+    extra = f"python -c pass {base:.1f} ms; python -m harness --version "
+    extra += f"{found['python -m harness --version']:.1f} ms"
+    return [
+        Target(f"zeroclaw {name}", found[name], limit, "ms", how=f"wall, median; {extra}")
+        for name, limit in LIMITS_MS.items()
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="7 rounds instead of 21")
+    args = parser.parse_args()
+    for target in targets(args.quick):
+        print(target.line())
+
+
+if __name__ == "__main__":
+    main()

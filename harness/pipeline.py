@@ -36,7 +36,7 @@ from harness.io.problems import AdmissionError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
-from harness.run.watchdog import run_watched
+from harness.run.watchdog import run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
 from harness.tracking.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
 from harness.tracking.budget_gate import gated
@@ -105,6 +105,8 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     baseline is read (and refused, `BaselineError`) before anything else."""
     against = _against(options)
     adapter, surface = resolve_within(options.agent, options.case_timeout)
+    if options.mode == "replay" and options.judge is None:  # the cases may go to workers
+        start_workers_early(options.jobs, options.suite, type(adapter).__module__)
     setup = setup_for(adapter, options.context, options.session, options.case_timeout)
     root = options.project_root
     admitted = _load(options, surface, reporters)

@@ -64,10 +64,12 @@ from pathlib import Path
 
 
 def pool_server():
+    # Spawned, the server's command line says so; forked from the harness, its name does.
     parent = os.getppid()
-    with open(f"/proc/{parent}/cmdline", "rb") as cmdline:
-        if b"forkserver" not in cmdline.read():
-            raise RuntimeError("not in a worker of the fork server")
+    command = Path(f"/proc/{parent}/cmdline").read_bytes()
+    name = Path(f"/proc/{parent}/comm").read_bytes().strip()
+    if b"forkserver" not in command and name != b"zeroclaw-forks":
+        raise RuntimeError("not in a worker of the fork server")
     return parent
 
 
@@ -635,3 +637,27 @@ def test_a_judged_run_stays_in_this_process(tmp_path: Path) -> None:
     assert worker_spec(plan, run_watched) == (
         "the judge's replies and its provider's limiter are held by this process"
     )
+
+
+@pytest.mark.parametrize("rubric", [False, True], ids=["no-rubric", "a-rubric"])
+def test_a_judge_no_case_asks_keeps_no_case_in_this_process(tmp_path: Path, rubric: bool) -> None:
+    # A judge configured for the project (its capability suite's rubrics) kept every suite
+    # of it, rubrics or none, out of the workers.
+    from harness.judge.service import JudgeService, JudgeSetup
+    from harness.judge.store import ReplyStore
+
+    judge = JudgeService(JudgeSetup("http://127.0.0.1:9/v1", "m"), ReplyStore(tmp_path / "j"))
+    cases = {f"{n}.json": says_hi(f"c{n}") for n in range(3)}
+    if rubric:
+        rubrics = [{"name": "greets", "rubric": "It greets the user.", "threshold": 1.0}]
+        cases["0.json"]["expects"]["judge"] = rubrics
+    suite = write_suite(tmp_path / "suite", cases)
+    plan = CasePlan(
+        resolve_agent("openai-agents"), "replay", replay_backend, None, 30.0, tmp_path, jobs=2
+    )
+    before = workers_cpu()  # grows iff some worker ran
+    reports = run_watched(
+        load_suite(suite, "replay", BUILTIN_SURFACE), dataclasses.replace(plan, judge=judge), None
+    )
+    assert len(reports) == 3 and all(r.passed for r in reports[1:])
+    assert (workers_cpu() > before) != rubric

@@ -17,6 +17,8 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import socket
+import sys
 import threading
 import time
 from types import TracebackType
@@ -27,6 +29,13 @@ from typing import Any, NamedTuple
 WATCH_SECS = 0.05
 # How long the kernel gets to end a server sent SIGKILL.
 KILL_SECS = 2.0
+# The multiprocessing whose fork server's private state `_fork_server_from_here` knows:
+# 3.13 added an authentication key the server is started with.
+_FORKABLE = sys.platform == "linux" and sys.version_info < (3, 13)
+# What a forked fork server is called (15 bytes at most: the kernel's limit).
+SERVER_NAME = b"zeroclaw-forks"
+_PR_SET_NAME = 15
+_MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024
 
 
 class Loss(NamedTuple):
@@ -53,7 +62,7 @@ def context(run_module: str, adapter_module: str) -> Any:
     return forking
 
 
-def ensure_running() -> None:
+def ensure_running(forked: bool = False) -> None:
     """Start the fork server, if it is not running, with interrupts blocked, which it and
     the workers it starts keep: a Ctrl-C reaches the whole process group, and one that fell
     while the server was still importing printed its traceback. The harness handles the
@@ -65,9 +74,85 @@ def ensure_running() -> None:
     resource_tracker.ensure_running()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        forkserver.ensure_running()
+        if not (forked and _fork_server_from_here()):
+            forkserver.ensure_running()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _fork_server_from_here() -> bool:
+    """Start the fork server as a fork of this process, which has imported already what
+    the workers run (and the agent's framework): the server imports nothing again, and
+    starts in a millisecond instead of the second a fresh interpreter takes. Only while
+    this process has no other thread (a fork copies none of them, and whatever lock one
+    held stays held), and only where multiprocessing's fork server is the one this knows
+    (its private state is set as its own `ensure_running` sets it); False, and nothing
+    done, otherwise: then the server is spawned as usual."""
+    from multiprocessing import connection, forkserver, util
+
+    server: Any = forkserver._forkserver
+    known = all(
+        hasattr(server, name)
+        for name in ("_forkserver_pid", "_forkserver_address", "_forkserver_alive_fd")
+    )
+    if not (known and _FORKABLE and threading.active_count() == 1):
+        return False
+    if server._forkserver_pid is not None and not os.waitpid(server._forkserver_pid, os.WNOHANG)[0]:
+        return True  # running already
+    preload = [name for name in server._preload_modules if name != "__main__"]
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        address = connection.arbitrary_address("AF_UNIX")  # type: ignore[attr-defined]
+        listener.bind(address)
+        if not util.is_abstract_socket_namespace(address):
+            os.chmod(address, 0o600)
+        listener.listen()
+        alive_r, alive_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the server: what a spawned one would have, and nothing else
+            _serve(listener.fileno(), alive_r, preload)
+        os.close(alive_r)
+    finally:
+        listener.close()
+    if server._forkserver_alive_fd is not None:  # the one before, ended
+        with contextlib.suppress(OSError):
+            os.close(server._forkserver_alive_fd)
+    server._forkserver_address = address
+    server._forkserver_alive_fd = alive_w
+    server._forkserver_pid = pid
+    return True
+
+
+def _name(name: bytes) -> None:
+    """This process's name (`/proc/PID/comm`, what `ps -o comm` and `top` show): a forked
+    server's command line is the harness's."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_NAME, name, 0, 0, 0)
+
+
+def _serve(listener: int, alive_r: int, preload: list[str]) -> None:
+    """The forked fork server: only the descriptors a spawned server gets (standard
+    streams, its socket, the harness's liveness pipe), the signal dispositions a fresh
+    interpreter has, then multiprocessing's own server loop; it never returns."""
+    code = 1
+    try:
+        keep = sorted((listener, alive_r))
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, _MAX_FD)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_DFL)
+        _name(SERVER_NAME)
+        from multiprocessing import forkserver
+
+        forkserver._forkserver._lock = threading.Lock()  # type: ignore[attr-defined]
+        forkserver.main(listener, alive_r, preload)
+    except SystemExit:  # the harness is gone: how the server loop ends
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def pid() -> int | None:

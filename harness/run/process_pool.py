@@ -156,6 +156,14 @@ def _note(text: str) -> None:
     print(f"zeroclaw eval: {text}", file=sys.stderr)
 
 
+def start_fork_server(run_module: str, adapter_module: str) -> None:
+    """The fork server a `WorkerPool(spec, size, adapter_module)` running `run_module`'s
+    runner would start, started now (a running one is left as it is), as a fork of this
+    process where it can be: then it imports nothing again."""
+    if fork_server.context(run_module, adapter_module).get_start_method() == "forkserver":
+        fork_server.ensure_running(forked=True)
+
+
 class WorkerPool:
     """Runs items on up to `size` workers; `on_report` hears each case's report as it
     comes in, `on_death` each case whose worker died under it. `may_start` is asked before

@@ -16,6 +16,8 @@ limiter, which is per process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import math
 import os
 import queue
@@ -23,16 +25,18 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.fixtures.suite import Case, FixtureChanged, display_path
 from harness.run.pool_worker import Item, worker_spec
-from harness.run.process_pool import PoolUnavailable, WorkerPool
+from harness.run.process_pool import PoolUnavailable, WorkerPool, start_fork_server
 from harness.run.repeats import combine, runs_of
 from harness.run.runner import (
     CasePlan,
     CaseProgress,
+    Jobs,
     errored_report,
     internal_error,
     jobs_of,
@@ -221,6 +225,29 @@ def _pays_for_workers(plan: CasePlan, runs: int) -> bool:
     return plan.jobs != "auto" or runs >= AUTO_WORKERS_FROM
 
 
+def start_workers_early(jobs: Jobs, suite: Path, adapter_module: str) -> None:
+    """Start the workers' fork server now, for a replay run that will use workers, so that
+    it imports (and warms) what workers run while this process admits the suite, instead of
+    after it: the second a pool's start costs is then spent beside admission, on another
+    core. A suite `auto` would run here, or a pool that cannot start, costs nothing more
+    than the fork server's own start (an early start is never relied on: the pool starts the
+    server itself should this one have failed or ended)."""
+    if jobs_of(jobs) < 2:
+        return
+    if jobs == "auto" and _fixtures_in(suite) < AUTO_WORKERS_FROM:
+        return
+    with contextlib.suppress(OSError, ValueError):  # no process to be had: the pool says why
+        start_fork_server(run_batch.__module__, adapter_module)
+
+
+def _fixtures_in(suite: Path) -> int:
+    """The suite's fixtures, counted by name (admission has not read them yet)."""
+    if not suite.is_dir():
+        return 1
+    with os.scandir(suite) as entries:
+        return sum(1 for entry in entries if entry.name.endswith(".json"))
+
+
 def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:
     """`run_watched` as a worker process runs the batches of cases it gets: all on one
     thread while none blocks it (a fresh thread per batch costs an agent framework its
@@ -234,6 +261,9 @@ def _in_workers(
     """Run `pending` (one run per case: replay) in worker processes; the runs left for
     this process (none, unless no worker could run them: then it says why)."""
     jobs = jobs_of(plan.jobs)
+    if plan.judge is not None and not _ask_the_judge(cases, pending):
+        # A judge configured for other suites keeps none of these cases in this process.
+        plan = dataclasses.replace(plan, judge=None)
     spec = worker_spec(plan, run_batch)
     if isinstance(spec, str):
         _note(jobs, spec)
@@ -261,6 +291,19 @@ def _in_workers(
     if results.stopping:
         return []  # the rest never start
     return [u for u in pending if not results.has(u)]
+
+
+def _ask_the_judge(cases: list[Case], pending: list[Unit]) -> bool:
+    """Whether any of these cases has rubrics for the judge (a fixture that cannot be read
+    again may: it stays in this process, where it is that case's run error)."""
+    for unit in pending:
+        try:
+            expects = cases[unit.index].trace.expects
+            if expects is not None and expects.judge:
+                return True
+        except FixtureChanged:
+            return True
+    return False
 
 
 def _note(jobs: int, why: str) -> None:

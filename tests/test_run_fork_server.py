@@ -1,0 +1,102 @@
+"""The workers' fork server started early, as a fork of the harness: it imports nothing
+again, is named for what it is, holds none of the harness's files, and its workers give
+the reports one process gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import FAITHFUL_LOOP, REPO, fixture, text_step, turn, write_module, write_suite
+
+from harness.run import fork_server
+
+# A faithful loop that says, for its first case, what its worker's parent (the fork server)
+# is called, which descriptors it holds and whether it had the agent's module before the
+# worker asked for it.
+TELLING_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import os
+import sys
+from pathlib import Path
+
+_SEEN = Path(os.environ["ZC_SEEN"])
+
+
+class Telling(Session):
+    async def run_turn(self, user_input):
+        if "tell" in user_input and not _SEEN.exists():
+            parent = os.getppid()
+            name = Path(f"/proc/{parent}/comm").read_text().strip()
+            held = f"/proc/{parent}/fd"
+            fds = sorted(os.readlink(f"{held}/{fd}") for fd in os.listdir(held))
+            _SEEN.write_text(json.dumps({"name": name, "fds": fds}))
+        return await super().run_turn(user_input)
+
+
+def telling(ctx):
+    return Telling(ctx)
+"""
+)
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or sys.version_info >= (3, 13),
+    reason="the fork server is forked where its private state is known (Linux, < 3.13)",
+)
+
+
+def _run(tmp_path: Path, jobs: str) -> tuple[dict[str, object], str]:
+    module = write_module(tmp_path, "import json\n" + TELLING_LOOP)
+    says_hi = [turn("tell me hi", text_step("hi there"))]
+    cases = {
+        f"{n}.json": fixture(f"c{n}", says_hi, {"response_contains": ["hi"]}) for n in range(6)
+    }
+    suite = write_suite(tmp_path / "suite", cases)
+    seen = tmp_path / f"seen-{jobs}.json"
+    report = tmp_path / f"report-{jobs}.json"
+    command = [sys.executable, "-m", "harness", "eval", "run", "--suite", str(suite)]
+    command += ["--agent", f"{module}:telling", "--jobs", jobs, "--json-report", str(report)]
+    environ = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]),
+        "ZC_SEEN": str(seen),
+    }
+    done = subprocess.run(
+        command, cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "in this process" not in done.stderr
+    cases = json.loads(report.read_text())["cases"]
+    for case in cases:
+        case.pop("duration_ms")
+        (case.get("record") or {}).pop("duration_ms", None)
+    return json.loads(seen.read_text()), json.dumps(cases, sort_keys=True)
+
+
+def test_a_run_s_fork_server_is_a_fork_of_the_harness_holding_none_of_its_files(
+    tmp_path: Path,
+) -> None:
+    seen, pooled = _run(tmp_path, "2")
+    assert seen["name"] == fork_server.SERVER_NAME.decode()
+    held = [fd for fd in seen["fds"] if str(tmp_path) in fd]  # type: ignore[attr-defined]
+    assert held == []  # not the report being staged, nor a fixture, nor the agent's module
+    _, serial = _run(tmp_path, "1")
+    assert pooled == serial
+
+
+def test_with_another_thread_running_the_server_is_not_forked() -> None:
+    # A fork copies no thread, and whatever lock one held would stay held for good.
+    stop = threading.Event()
+    beside = threading.Thread(target=stop.wait)
+    beside.start()
+    try:
+        assert fork_server._fork_server_from_here() is False
+    finally:
+        stop.set()
+        beside.join()

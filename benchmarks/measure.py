@@ -43,14 +43,17 @@ def become_subreaper() -> bool:
 @dataclass(frozen=True)
 class Measured:
     """One run of a command: `wall` and `cpu` (user + system, every descendant) in seconds,
-    `peak_rss_mb` the largest resident set of any one process of it, `returncode`, and the
-    command's standard output."""
+    `peak_rss_mb` the largest resident set of any one process of it, `returncode`, the
+    command's standard output, and `own_cpu`, the part of `cpu` that was the command's
+    process itself and the children it waited for (the rest: processes that outlived it,
+    the workers' fork server and its workers among them)."""
 
     wall: float
     cpu: float
     peak_rss_mb: float
     returncode: int
     stdout: str
+    own_cpu: float = 0.0
 
 
 def measure(
@@ -73,12 +76,13 @@ def measure(
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
+    own = cpu = usage.ru_utime + usage.ru_stime
     peak = usage.ru_maxrss
     for orphan in _reap(orphan_grace):
         cpu += orphan.ru_utime + orphan.ru_stime
         peak = max(peak, orphan.ru_maxrss)
-    return Measured(wall, cpu, peak / 1024, proc.returncode, out.decode("utf-8", "replace"))
+    text = out.decode("utf-8", "replace")
+    return Measured(wall, cpu, peak / 1024, proc.returncode, text, own)
 
 
 def _reap(grace: float) -> list[resource.struct_rusage]:

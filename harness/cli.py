@@ -13,8 +13,9 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, overload
 
 from harness.arguments import build_parser
 from harness.errors import ExitCode, HarnessError, UsageError
@@ -22,7 +23,7 @@ from harness.runtime import interrupts
 
 if TYPE_CHECKING:
     from harness.io.atomic import ReportFiles
-    from harness.reporters.base import Output
+    from harness.reporters.base import Output, Reporter
 
 
 class Invocation:
@@ -100,11 +101,9 @@ def _run(command: Invocation) -> int:
 
 def _check(command: Invocation) -> int:
     from harness import pipeline, settings
-    from harness.reporters import registry
 
-    reporters = registry.build(command.output(None))
-    options = settings.resolve(command.args, provider=False).options
-    cases = pipeline.admit(options, reporters)
+    options = settings.resolve(command.args, provider=False, judge=False).options
+    cases = pipeline.admit(options, _Refusals(command))
     print(
         f"{len(cases)} case(s) in {options.suite} admitted; each fails against an empty run",
         file=command.out,
@@ -112,12 +111,38 @@ def _check(command: Invocation) -> int:
     return ExitCode.PASSED
 
 
+class _Refusals(Sequence["Reporter"]):
+    """The reporters of `check`, which only ever tell a refusal: built (every reporter's
+    module imported) when a fixture is refused, not on every check."""
+
+    def __init__(self, command: Invocation) -> None:
+        self._command = command
+        self._built: list[Reporter] | None = None
+
+    def _reporters(self) -> list[Reporter]:
+        if self._built is None:
+            from harness.reporters import registry
+
+            self._built = registry.build(self._command.output(None))
+        return self._built
+
+    def __len__(self) -> int:
+        return len(self._reporters())
+
+    @overload
+    def __getitem__(self, index: int) -> Reporter: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Reporter]: ...
+    def __getitem__(self, index: int | slice) -> Reporter | Sequence[Reporter]:
+        return self._reporters()[index]
+
+
 def _list(command: Invocation) -> int:
     from harness import pipeline, settings
     from harness.fixtures.selection import choose
     from harness.reporters.case_view import case_line
 
-    options = settings.resolve(command.args, provider=False).options
+    options = settings.resolve(command.args, provider=False, judge=False).options
     cases = choose(pipeline.admit(options), options.selection)
     for case in cases:
         print(case_line(case, options.project_root), file=command.out)

@@ -280,9 +280,12 @@ def resolve(
     environ: Mapping[str, str] | None = None,
     *,
     provider: bool = True,
+    judge: bool = True,
 ) -> Resolved:
     """The run options the command line and the configuration say; the live provider is
-    configured (or refused, naming what is missing) when the mode is live and `provider`."""
+    configured (or refused, naming what is missing) when the mode is live and `provider`;
+    the judge, when one is configured and `judge` (a command that grades nothing has no
+    use for it, nor for the HTTP client it imports)."""
     # Imported here: building the parser (and `--help`) needs only the declarations above.
     from harness.config import load_config
     from harness.pipeline import RunOptions
@@ -314,7 +317,7 @@ def resolve(
         **_baseline(args),
         budget=_budget(args, config, mode),
     )
-    judge = _judge(args, config, loaded.root, suite, mode, environ)
+    judge = _judge(args, config, loaded.root, suite, mode, environ) if judge else None
     if judge is not None:
         from dataclasses import replace
 

@@ -95,3 +95,42 @@ def test_eval_help_imports_neither_the_settings_nor_a_reporter() -> None:
 
 def test_the_version_is_the_installed_distribution_s() -> None:
     assert harness.__version__ == version("zeroclaw-eval")
+
+
+def test_check_imports_no_reporter_nor_the_judge_s_client_until_a_fixture_is_refused(
+    tmp_path: Path,
+) -> None:
+    # The repository configures a judge (its capability suite's rubrics): `check` grades
+    # nothing, and its reporters only ever tell a refusal.
+    code = (
+        "import sys\nfrom harness import cli\n"
+        "code = cli.main(['eval', 'check', '--suite', sys.argv[1]], stdout=sys.stderr)\n"
+        "assert code == int(sys.argv[2]), code"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+    def modules(suite: Path, code_expected: int) -> set[str]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                code + "\nprint(' '.join(sys.modules))",
+                suite,
+                str(code_expected),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return set(done.stdout.split())
+
+    admitted = modules(ROOT / "evals" / "regression", 0)
+    assert not {m for m in admitted if m.startswith(("httpx", "harness.reporters.registry"))}
+    refused = tmp_path / "evals" / "regression"
+    refused.mkdir(parents=True)
+    (refused / "bad.json").write_text("{}", encoding="utf-8")
+    assert "harness.reporters.registry" in modules(refused, 1)

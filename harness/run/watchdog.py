@@ -213,10 +213,13 @@ def run_watched(
 # others' waits instead of queueing behind them. Sixteen cases take 30 ms to start.
 LIVE_START_SPACING = 0.002
 
-# Starting worker processes costs a second or so (the fork server, the agent framework's
-# imports), about what 200 replayed cases take on one core: below that "auto" runs the
-# cases here. A number of jobs the user gave is taken as it is.
-AUTO_WORKERS_FROM = 200
+# Where `auto` starts workers, measured (benchmarks/workers.py: `zeroclaw eval run` whole,
+# an own-loop suite, the cheapest cases there are, on 2 cores): the fork server forked
+# from the harness and its two workers cost about 0.1 s of CPU in all, and `--jobs 2`
+# against `--jobs 1` was 0.81x at 100 cases, 0.90x at 200, 0.95x at 400 and 1.30x at
+# 1,000. Below this "auto" runs the cases here; a framework's cases cost more each, and
+# pay for workers sooner, so a number of jobs the user gives is taken as it is.
+AUTO_WORKERS_FROM = 500
 
 
 def _pays_for_workers(plan: CasePlan, runs: int) -> bool:

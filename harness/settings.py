@@ -317,11 +317,11 @@ def resolve(
         **_baseline(args),
         budget=_budget(args, config, mode),
     )
-    judge = _judge(args, config, loaded.root, suite, mode, environ) if judge else None
-    if judge is not None:
+    configured = _judge(args, config, loaded.root, suite, mode, environ) if judge else None
+    if configured is not None:
         from dataclasses import replace
 
-        options = replace(options, judge=judge)
+        options = replace(options, judge=configured)
     resolved = Resolved(options, config, config_file=loaded.file)
     if mode != "live" or not provider:
         return resolved

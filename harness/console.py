@@ -35,7 +35,7 @@ EXIT_HANDLERS_SECS = 5.0
 
 def main() -> NoReturn:
     """The console script: `zeroclaw …`."""
-    if sys.argv[1:] == ["--version"]:
+    if sys.argv[1:] == ["--version"] and sys.stdout is not None:
         from harness import __version__
 
         # What argparse's version action prints, without building the parser.

@@ -105,7 +105,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     baseline is read (and refused, `BaselineError`) before anything else."""
     against = _against(options)
     adapter, surface = resolve_within(options.agent, options.case_timeout)
-    if options.mode == "replay" and options.judge is None:  # the cases may go to workers
+    if options.mode == "replay":  # the cases may go to workers
         start_workers_early(options.jobs, options.suite, type(adapter).__module__)
     setup = setup_for(adapter, options.context, options.session, options.case_timeout)
     root = options.project_root

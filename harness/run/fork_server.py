@@ -108,7 +108,12 @@ def _fork_server_from_here() -> bool:
             os.chmod(address, 0o600)
         listener.listen()
         alive_r, alive_w = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had: nothing is left open
+            os.close(alive_w)
+            os.close(alive_r)
+            raise
         if pid == 0:  # the server: what a spawned one would have, and nothing else
             _serve(listener.fileno(), alive_r, preload)
         os.close(alive_r)

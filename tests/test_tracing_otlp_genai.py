@@ -1,0 +1,372 @@
+"""`harness.tracing.otlp_genai` (and `otlp_json`, the file format under it): OpenTelemetry
+GenAI spans in OTLP JSON read into the conversation every source produces.
+
+The traces are real: a pydantic-ai agent run with its instrumentation on against the
+loopback OpenAI-compatible server, its spans sent by the OpenTelemetry SDK's
+`OTLPSpanExporter` (OTLP/HTTP, protobuf) to a loopback receiver that decodes them with
+opentelemetry-proto and writes the collector file exporter's JSON (`_otlp_receiver`). The
+older event spellings come from spans made with the OpenTelemetry SDK as the
+instrumentations of that time made them. The imported conversation replays green through
+the same agent and fails on a broken one.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _imported import PROMPTS, dumped, failing, replay, run_shop, shop_module
+from _otlp_receiver import OtlpFileReceiver
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from harness.tracing.conversation import ImportedConversation, TraceImportError
+from harness.tracing.otlp_genai import EVENTS_FORMAT, FORMAT, read
+
+pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
+
+LIMIT = 1 << 22
+
+
+def read_all(path: Path, limit: int = LIMIT) -> list[ImportedConversation]:
+    return list(read(path, limit_bytes=limit))
+
+
+def exported(path: Path, module: str, **settings: Any) -> Path:
+    """The shop agent's two runs, instrumented as pydantic-ai's docs instrument an agent,
+    exported through the real OTLP/HTTP exporter into `path`."""
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    with OtlpFileReceiver(path) as receiver:
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.traces_url)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the deprecated format versions say so
+            instrumentation = InstrumentationSettings(tracer_provider=provider, **settings)
+        run_shop(module, (Instrumentation(settings=instrumentation),))
+        provider.shutdown()
+        assert receiver.requests >= 1
+    return path
+
+
+@pytest.fixture
+def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    return shop_module(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def traces(tmp_path: Path, shop: str) -> Path:
+    return exported(tmp_path / "traces.jsonl", shop)
+
+
+def test_a_real_pydantic_ai_trace_is_read_as_one_conversation_of_two_turns(traces: Path) -> None:
+    (conversation,) = read_all(traces)
+    assert conversation.source == FORMAT
+    documents = [json.loads(line) for line in traces.read_text().splitlines()]
+    ids = {
+        a["value"]["stringValue"]
+        for s in all_spans(documents)
+        for a in s["attributes"]
+        if a["key"] == "gen_ai.conversation.id"
+    }
+    assert {conversation.trace_id} == ids
+    assert [t.user_input for t in conversation.turns] == list(PROMPTS)
+    calls = [(c.id, c.name, c.arguments, c.failed, c.result) for c in conversation.calls()]
+    assert calls == [
+        (
+            "call_1",
+            "order_status",
+            {"order_id": "100"},
+            True,
+            "there is no order 100: order ids look like A-100",
+        ),
+        (
+            "call_2",
+            "order_status",
+            {"order_id": "A-100"},
+            False,
+            "order A-100 for Grace: shipped on Monday",
+        ),
+        ("call_3", "cancel_order", {"order_id": "A-200"}, False, "order A-200 cancelled"),
+    ]
+    steps = [s for t in conversation.turns for s in t.steps]
+    assert [s.text for s in steps] == [
+        None,
+        None,
+        "Your order A-100 shipped on Monday.",
+        None,
+        "Order A-200 is cancelled.",
+    ]
+    assert [s.input_tokens for s in steps] == [120, 160, 200, 230, 260]
+    assert [s.output_tokens for s in steps] == [5, 5, 9, 5, 7]
+    assert {s.agent for s in steps} == {"shop"}
+    assert (conversation.name, conversation.agents, conversation.final_agent) == (
+        "shop",
+        ("shop",),
+        "shop",
+    )
+    assert conversation.model_name == "shop-model"
+    assert "Look orders up; never guess." in conversation.instructions["shop"]
+    assert "trace " in steps[0].where and "(chat shop-model)" in steps[0].where
+    assert not conversation.failed
+
+
+def test_the_imported_trace_replays_green_and_fails_on_the_broken_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shop: str, traces: Path
+) -> None:
+    (conversation,) = read_all(traces)
+    case = replay(tmp_path / "green", conversation, shop)
+    assert case.error is None, case.error
+    assert case.passed, (failing(case), dumped(conversation))
+
+    broken = shop_module(tmp_path, monkeypatch, broken=True)
+    case = replay(tmp_path / "red", conversation, broken)
+    assert case.error is None, case.error
+    (check, detail), *_ = failing(case).items()
+    assert check.startswith('tool_results_contain("order_status"')
+    assert "lost in transit" in detail
+
+
+@pytest.mark.parametrize("version", [2, 3, 4, 6])
+def test_every_current_pydantic_ai_format_version_reads_the_same(
+    tmp_path: Path, shop: str, traces: Path, version: int
+) -> None:
+    (default,) = read_all(traces)
+    (other,) = read_all(exported(tmp_path / f"v{version}.jsonl", shop, version=version))
+    assert script(other) == script(default)
+
+
+def script(conversation: ImportedConversation) -> list[Any]:
+    """What a fixture scripts of the conversation (no span ids: they differ run to run)."""
+    return [
+        (t.user_input, [(s.text, s.calls, s.input_tokens, s.output_tokens) for s in t.steps])
+        for t in conversation.turns
+    ]
+
+
+def all_spans(documents: list[Any]) -> Iterator[dict[str, Any]]:
+    for document in documents:
+        for resource in document["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                yield from scope["spans"]
+
+
+def attribute(span: dict[str, Any], key: str) -> Any:
+    for kv in span["attributes"]:
+        if kv["key"] == key:
+            return next(iter(kv["value"].values()))
+    return None
+
+
+def set_attribute(span: dict[str, Any], key: str, value: Any) -> None:
+    span["attributes"] = [kv for kv in span["attributes"] if kv["key"] != key]
+    if value is not None:
+        kind = "intValue" if isinstance(value, int) else "stringValue"
+        span["attributes"].append({"key": key, "value": {kind: value}})
+
+
+def one_span_a_line(documents: list[Any]) -> list[Any]:
+    return [
+        {"resourceSpans": [{"scopeSpans": [{"scope": {"name": "pydantic-ai"}, "spans": [span]}]}]}
+        for span in all_spans(documents)
+    ]
+
+
+def load(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write(path: Path, documents: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
+    return path
+
+
+def test_spans_in_any_order_in_the_file_read_in_the_order_they_started(
+    tmp_path: Path, traces: Path
+) -> None:
+    (expected,) = read_all(traces)
+    documents = one_span_a_line(load(traces))
+    random.Random(7).shuffle(documents)
+    (shuffled,) = read_all(write(tmp_path / "shuffled.jsonl", documents))
+    assert script(shuffled) == script(expected)
+
+
+def test_traces_without_a_conversation_id_are_a_conversation_each(
+    tmp_path: Path, traces: Path
+) -> None:
+    documents = load(traces)
+    for span in all_spans(documents):
+        set_attribute(span, "gen_ai.conversation.id", None)
+    first, second = read_all(write(tmp_path / "apart.jsonl", documents))
+    assert [t.user_input for t in first.turns] == [PROMPTS[0]]
+    assert [t.user_input for t in second.turns] == [PROMPTS[1]]
+    assert len(first.trace_id) == 32 and first.trace_id != second.trace_id
+
+
+def edited_refusal(tmp_path: Path, traces: Path, edit: Any) -> str:
+    documents = load(traces)
+    spans = sorted(all_spans(documents), key=lambda s: int(s["startTimeUnixNano"]))
+    edit(spans)
+    with pytest.raises(TraceImportError) as raised:
+        read_all(write(tmp_path / "edited.jsonl", documents))
+    return str(raised.value)
+
+
+def chats(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in spans if attribute(s, "gen_ai.operation.name") == "chat"]
+
+
+def test_an_unknown_operation_is_refused_naming_the_span_and_attribute(
+    tmp_path: Path, traces: Path
+) -> None:
+    def edit(spans: list[dict[str, Any]]) -> None:
+        set_attribute(chats(spans)[1], "gen_ai.operation.name", "teleport")
+
+    message = edited_refusal(tmp_path, traces, edit)
+    assert "edited.jsonl: trace " in message and " span " in message
+    assert "gen_ai.operation.name 'teleport' is not read" in message
+
+
+def test_an_answer_it_cannot_replay_is_refused_naming_the_part(
+    tmp_path: Path, traces: Path
+) -> None:
+    def edit(spans: list[dict[str, Any]]) -> None:
+        blob = [{"role": "assistant", "parts": [{"type": "blob", "mime_type": "image/png"}]}]
+        set_attribute(chats(spans)[2], "gen_ai.output.messages", json.dumps(blob))
+
+    message = edited_refusal(tmp_path, traces, edit)
+    assert "gen_ai.output.messages[0].parts[0]: part type 'blob' cannot be replayed" in message
+
+
+def test_several_choices_are_refused(tmp_path: Path, traces: Path) -> None:
+    def edit(spans: list[dict[str, Any]]) -> None:
+        answer = {"role": "assistant", "parts": [{"type": "text", "content": "hi"}]}
+        set_attribute(chats(spans)[2], "gen_ai.output.messages", json.dumps([answer, answer]))
+
+    assert "holds 2 choices" in edited_refusal(tmp_path, traces, edit)
+
+
+def test_a_turn_whose_first_request_is_missing_is_refused(tmp_path: Path, traces: Path) -> None:
+    def edit(spans: list[dict[str, Any]]) -> None:
+        set_attribute(chats(spans)[0], "gen_ai.operation.name", None)  # its chat span lost
+
+    message = edited_refusal(tmp_path, traces, edit)
+    assert "was sent no user text in gen_ai.input.messages (a truncated trace?)" in message
+
+
+def test_a_token_count_that_is_no_count_is_refused(tmp_path: Path, traces: Path) -> None:
+    def edit(spans: list[dict[str, Any]]) -> None:
+        set_attribute(chats(spans)[0], "gen_ai.usage.input_tokens", "many")
+
+    assert "gen_ai.usage.input_tokens is not a token count: 'many'" in edited_refusal(
+        tmp_path, traces, edit
+    )
+
+
+def test_content_left_out_by_the_instrumentation_is_refused(tmp_path: Path, shop: str) -> None:
+    path = exported(tmp_path / "no-content.jsonl", shop, include_content=False)
+    with pytest.raises(TraceImportError, match="set to leave content out"):
+        read_all(path)
+
+
+def test_ids_not_in_hex_and_files_not_otlp_are_refused(tmp_path: Path, traces: Path) -> None:
+    documents = load(traces)
+    next(all_spans(documents))["traceId"] = "q83vEjRWeJA="  # the proto3 mapping's base64
+    with pytest.raises(TraceImportError, match=r"line 1: traceId 'q83vEjRWeJA=' is not 32 hex"):
+        read_all(write(tmp_path / "b64.jsonl", documents))
+    with pytest.raises(TraceImportError, match=r"line 2: not an OTLP JSON trace document"):
+        read_all(write(tmp_path / "mixed.jsonl", [load(traces)[0], {"resourceLogs": []}]))
+    with pytest.raises(TraceImportError, match="bytes exceeds the 100-byte limit"):
+        read_all(traces, limit=100)
+    duplicated = load(traces)
+    with pytest.raises(TraceImportError, match="the span appears twice"):
+        read_all(write(tmp_path / "twice.jsonl", duplicated + duplicated))
+
+
+def legacy_trace(path: Path, as_attribute: bool) -> Path:
+    """A trace in the older event spelling (semconv 1.27 to 1.36), made with the
+    OpenTelemetry SDK and its real exporter: the messages as span events, or as pydantic-ai's
+    first format did, as one JSON `events` attribute."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("gen_ai.system.message", {"content": "You are the shop's support agent."}),
+        ("gen_ai.user.message", {"content": "Where is my order 100?"}),
+    ]
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "order_status", "arguments": '{"order_id": "A-100"}'},
+    }
+    answers = [
+        ("gen_ai.choice", {"index": 0, "message": {"role": "assistant", "tool_calls": [call]}}),
+        ("gen_ai.choice", {"index": 0, "message": {"role": "assistant", "content": "Shipped."}}),
+    ]
+    with OtlpFileReceiver(path) as receiver:
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.traces_url)))
+        tracer = provider.get_tracer("an-older-instrumentation")
+        with tracer.start_as_current_span("agent run") as run:
+            run.set_attributes(
+                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "shop"}
+            )
+            sent = list(events)
+            for step, answer in enumerate(answers):
+                with tracer.start_as_current_span("chat gpt-4o") as chat:
+                    chat.set_attributes(
+                        {
+                            "gen_ai.operation.name": "chat",
+                            "gen_ai.request.model": "gpt-4o",
+                            "gen_ai.usage.input_tokens": 50 + step,
+                        }
+                    )
+                    shown = [*sent, answer]
+                    if as_attribute:
+                        listed = [{"event.name": name, **body} for name, body in shown]
+                        chat.set_attribute("events", json.dumps(listed))
+                    else:
+                        for name, body in shown:
+                            flat = {
+                                k: v if isinstance(v, str | int) else json.dumps(v)
+                                for k, v in body.items()
+                            }
+                            chat.add_event(name, flat)
+                if step == 0:
+                    with tracer.start_as_current_span("running tool") as tool:
+                        tool.set_attributes(
+                            {
+                                "gen_ai.operation.name": "execute_tool",
+                                "gen_ai.tool.call.id": "call_1",
+                                "tool_response": "shipped on Monday",
+                            }
+                        )
+                    sent += [
+                        ("gen_ai.assistant.message", {"tool_calls": [call]}),
+                        ("gen_ai.tool.message", {"id": "call_1", "content": "shipped on Monday"}),
+                    ]
+        provider.shutdown()
+    return path
+
+
+@pytest.mark.parametrize("as_attribute", [False, True], ids=["span-events", "events-attribute"])
+def test_the_older_event_spelling_is_read(tmp_path: Path, as_attribute: bool) -> None:
+    (conversation,) = read_all(legacy_trace(tmp_path / "legacy.jsonl", as_attribute))
+    assert conversation.source == EVENTS_FORMAT
+    (turn,) = conversation.turns
+    assert turn.user_input == "Where is my order 100?"
+    (call,) = conversation.calls()
+    assert (call.id, call.name, call.arguments, call.result) == (
+        "call_1",
+        "order_status",
+        {"order_id": "A-100"},
+        "shipped on Monday",
+    )
+    assert [s.text for s in turn.steps] == [None, "Shipped."]
+    assert [s.input_tokens for s in turn.steps] == [50, 51]
+    assert conversation.instructions == {"shop": "You are the shop's support agent."}
+    assert conversation.model_name == "gpt-4o"

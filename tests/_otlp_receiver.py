@@ -44,6 +44,21 @@ def hex_ids(node: Any) -> Any:
     return node
 
 
+def base64_ids(node: Any) -> Any:
+    """The inverse of `hex_ids`: an OTLP JSON document as protobuf's own JSON parser reads
+    it (ids in base64)."""
+    if isinstance(node, dict):
+        return {
+            k: base64.b64encode(bytes.fromhex(v)).decode()
+            if k in _ID_KEYS and isinstance(v, str)
+            else base64_ids(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [base64_ids(v) for v in node]
+    return node
+
+
 class OtlpFileReceiver:
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -51,7 +51,7 @@ from harness.runtime.deadline import DeadlineExceeded, WatchedDeadline, within
 from harness.snapshots.store import SnapshotPlan, snapshot_grades
 from harness.tool_registry import ToolRegistry
 from harness.transcript import Conversation, Transcript
-from harness.verdict.reports import CaseReport, ErrorFrame
+from harness.verdict.reports import CaseOrigin, CaseReport, ErrorFrame
 from harness.workspace import restore_cwd, set_current_workspace
 
 BackendFactory = Callable[[Case], ModelBackend]
@@ -441,7 +441,15 @@ def _sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
         surface = sorted(filter(usable, plan.surface_tools))
         # Most cases of a suite share one: they share the list too (reports are read-only).
         surface = plan.surfaces.setdefault(tuple(surface), surface)
-    return msgspec.structs.replace(report, fixture_sha256=case.fixture_sha256, tool_surface=surface)
+    origin = case.trace.origin
+    return msgspec.structs.replace(
+        report,
+        fixture_sha256=case.fixture_sha256,
+        tool_surface=surface,
+        origin=None
+        if origin is None
+        else CaseOrigin(source=origin.source, trace_id=origin.trace_id, span_id=origin.span_id),
+    )
 
 
 def _usable(

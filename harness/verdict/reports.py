@@ -22,7 +22,8 @@ from harness.verdict.receipts import SuiteReceipt
 
 # v2: a repeated case's `repeat` block, `cluster`, `not_run` and `fixture_sha256` per case;
 # the suite's `statistics` and `receipt` blocks; `not_run` and `flaky` in the totals. Later
-# optional fields (a reader of v2 may find them missing): `error_frames` per case.
+# optional fields (a reader of v2 may find them missing): `error_frames` and `origin` per
+# case.
 SCHEMA = "zeroclaw-eval/report/v2"
 DETERMINISTIC = "no interval: a deterministic replay samples nothing"
 
@@ -96,6 +97,16 @@ def score_of(grades: list[Grade]) -> float | None:
     return sum(g.passed for g in gating) / len(gating) if gating else None
 
 
+class CaseOrigin(msgspec.Struct, kw_only=True, frozen=True, gc=False):
+    """Where an imported case came from (the fixture's `origin`): the trace source and
+    format version, the trace (or conversation) and, where one span stands for the case,
+    that span; so that what is reported of the case can be put beside its trace."""
+
+    source: str
+    trace_id: str
+    span_id: str | None = None
+
+
 class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     """What one case came to. Untracked by the garbage collector (data only, never a
     cycle): a run keeps one per case, and the collector need not walk them all again and
@@ -125,6 +136,8 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     fixture_sha256: str | None = None
     # The sorted names of the tools the case could use, for baselines; None: not known.
     tool_surface: list[str] | None = None
+    # The trace the case was imported from (None: not imported).
+    origin: CaseOrigin | None = None
 
     @classmethod
     def graded(

@@ -370,3 +370,33 @@ def test_the_older_event_spelling_is_read(tmp_path: Path, as_attribute: bool) ->
     assert [s.input_tokens for s in turn.steps] == [50, 51]
     assert conversation.instructions == {"shop": "You are the shop's support agent."}
     assert conversation.model_name == "gpt-4o"
+
+
+def test_without_agent_spans_new_user_text_starts_a_turn(tmp_path: Path, traces: Path) -> None:
+    (expected,) = read_all(traces)
+    documents = load(traces)
+    for span in all_spans(documents):
+        if attribute(span, "gen_ai.operation.name") == "invoke_agent":
+            set_attribute(span, "gen_ai.operation.name", None)
+    (conversation,) = read_all(write(tmp_path / "no-agents.jsonl", documents))
+    assert script(conversation) == script(expected)
+
+
+def test_hostile_nesting_and_values_are_refused_not_raised(tmp_path: Path, traces: Path) -> None:
+    def deep(spans: list[dict[str, Any]]) -> None:
+        set_attribute(chats(spans)[0], "gen_ai.input.messages", "[" * 100_000)
+
+    assert "gen_ai.input.messages is not JSON" in edited_refusal(tmp_path, traces, deep)
+
+    def not_an_integer(spans: list[dict[str, Any]]) -> None:
+        chats(spans)[0]["attributes"].append({"key": "n", "value": {"intValue": "many"}})
+
+    assert "an intValue is no integer" in edited_refusal(tmp_path, traces, not_an_integer)
+
+    documents = load(traces)
+    next(all_spans(documents))["attributes"].append({"key": "deep", "value": {"boolValue": 1}})
+    path = write(tmp_path / "deep.jsonl", documents)
+    deep_value = '{"arrayValue": {"values": [' * 50_000 + "{}" + "]}}" * 50_000
+    path.write_text(path.read_text().replace('{"boolValue": 1}', deep_value), encoding="utf-8")
+    with pytest.raises(TraceImportError, match="too deeply"):
+        read_all(path)

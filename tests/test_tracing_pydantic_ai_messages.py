@@ -147,6 +147,11 @@ def refusal(tmp_path: Path, messages: Any) -> str:
         (1, {"part_kind": "tool-call", "tool_name": 7, "tool_call_id": "x"}, "`$[1].parts[0]"),
         (1, {"part_kind": "tool-call", "tool_name": "t", "tool_call_id": "x", "args": "{"}, "args"),
         (0, {"part_kind": "user-prompt", "content": [{"kind": "image-url"}]}, "images"),
+        (
+            1,
+            {"part_kind": "tool-call", "tool_name": "t", "tool_call_id": "x", "args": "[" * 99_999},
+            "args: not JSON",
+        ),
     ],
 )
 def test_parts_it_cannot_replay_are_refused_naming_message_and_part(

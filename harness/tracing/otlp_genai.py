@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from harness.io.files import decode_json
 from harness.tracing.conversation import (
     ImportedCall,
     ImportedConversation,
@@ -76,8 +79,8 @@ def _json_attribute(span: SpanRecord, name: str) -> Any:
     value = span.attributes.get(name)
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except ValueError:
+            return decode_json(value)
+        except msgspec.DecodeError:
             raise TraceImportError(f"{span.where}: {name} is not JSON") from None
     return value
 
@@ -109,8 +112,8 @@ def _arguments(raw: Any, span: SpanRecord, at: str) -> dict[str, Any]:
         return {}
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except ValueError:
+            raw = decode_json(raw)
+        except msgspec.DecodeError:
             raise TraceImportError(f"{span.where}: {at}.arguments is not JSON") from None
     if not isinstance(raw, dict):
         raise TraceImportError(f"{span.where}: {at}.arguments is not a JSON object")
@@ -145,8 +148,8 @@ def _legacy_messages(span: SpanRecord) -> tuple[list[dict[str, Any]], list[dict[
 def _maybe_json(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "[{":
         try:
-            return json.loads(value)
-        except ValueError:
+            return decode_json(value)
+        except msgspec.DecodeError:
             return value
     return value
 

@@ -155,14 +155,21 @@ def _record(span: _Span, where: str) -> SpanRecord:
         start = int(span.startTimeUnixNano)
     except ValueError:
         raise TraceImportError(f"{where}: span {span_id}: startTimeUnixNano is no time") from None
+    try:
+        attributes = {kv.key: _value(kv.value) for kv in span.attributes}
+        events = [(e.name, {kv.key: _value(kv.value) for kv in e.attributes}) for e in span.events]
+    except ValueError:  # an intValue that is no integer
+        raise TraceImportError(f"{where}: span {span_id}: an intValue is no integer") from None
+    except RecursionError:
+        raise TraceImportError(f"{where}: span {span_id}: attributes nested too deeply") from None
     return SpanRecord(
         trace_id=trace_id,
         span_id=span_id,
         parent=parent,
         name=span.name,
         start=start,
-        attributes={kv.key: _value(kv.value) for kv in span.attributes},
-        events=[(e.name, {kv.key: _value(kv.value) for kv in e.attributes}) for e in span.events],
+        attributes=attributes,
+        events=events,
         error=code in (2, "STATUS_CODE_ERROR"),
         where=f"{where.rpartition(': line')[0]}: trace {trace_id} span {span_id} ({span.name})",
     )

@@ -214,8 +214,8 @@ class _Builder:
             arguments = part.args or {}
         else:
             try:
-                arguments = json.loads(part.args) if part.args.strip() else {}
-            except ValueError:
+                arguments = decode_json(part.args) if part.args.strip() else {}
+            except msgspec.DecodeError:
                 raise TraceImportError(f"{where}.args: not JSON: {part.args[:80]!r}") from None
             if not isinstance(arguments, dict):
                 raise TraceImportError(f"{where}.args: not a JSON object")

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from harness.tracing.conversation import ImportedConversation, TraceImportError
-from harness.tracing.otlp_genai import EVENTS_FORMAT, FORMAT, read
+from harness.tracing.otlp_genai import EVENTS_VERSION, VERSION, read, sniff
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
@@ -68,7 +68,7 @@ def traces(tmp_path: Path, shop: str) -> Path:
 
 def test_a_real_pydantic_ai_trace_is_read_as_one_conversation_of_two_turns(traces: Path) -> None:
     (conversation,) = read_all(traces)
-    assert conversation.source == FORMAT
+    assert conversation.source == VERSION
     documents = [json.loads(line) for line in traces.read_text().splitlines()]
     ids = {
         a["value"]["stringValue"]
@@ -356,7 +356,7 @@ def legacy_trace(path: Path, as_attribute: bool) -> Path:
 @pytest.mark.parametrize("as_attribute", [False, True], ids=["span-events", "events-attribute"])
 def test_the_older_event_spelling_is_read(tmp_path: Path, as_attribute: bool) -> None:
     (conversation,) = read_all(legacy_trace(tmp_path / "legacy.jsonl", as_attribute))
-    assert conversation.source == EVENTS_FORMAT
+    assert conversation.source == EVENTS_VERSION
     (turn,) = conversation.turns
     assert turn.user_input == "Where is my order 100?"
     (call,) = conversation.calls()
@@ -400,3 +400,20 @@ def test_hostile_nesting_and_values_are_refused_not_raised(tmp_path: Path, trace
     path.write_text(path.read_text().replace('{"boolValue": 1}', deep_value), encoding="utf-8")
     with pytest.raises(TraceImportError, match="too deeply"):
         read_all(path)
+
+
+def test_a_truncated_last_line_is_passed_over_and_the_format_is_told_by_its_head(
+    tmp_path: Path, traces: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert sniff(traces.read_bytes()[:65536])
+    assert not sniff(b'[{"parts": []}]') and not sniff(b'{"format": "zeroclaw-openai-agents"}')
+    data = traces.read_bytes()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(data + data.splitlines()[0][:300])  # an exporter stopped mid-line
+    (expected,) = read_all(traces)
+    (conversation,) = read_all(cut)
+    assert script(conversation) == script(expected)
+    assert "cut.jsonl: line" in caplog.text and "a truncated last line" in caplog.text
+    cut.write_bytes(data.splitlines()[0][:300] + b"\n" + data)  # not the last: refused
+    with pytest.raises(TraceImportError, match=r"cut\.jsonl: line 1: not an OTLP JSON"):
+        read_all(cut)

@@ -13,7 +13,7 @@ import pytest
 from _imported import PROMPTS, dumped, failing, replay, run_shop, shop_module
 
 from harness.tracing.conversation import ImportedConversation, TraceImportError
-from harness.tracing.pydantic_ai_messages import FORMAT, read
+from harness.tracing.pydantic_ai_messages import VERSION, read, sniff
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
@@ -38,7 +38,7 @@ def test_a_logged_multi_turn_history_is_read_in_order(
     logged = tmp_path / "history.json"
     logged.write_bytes(second.all_messages_json())
     (conversation,) = read_all(logged)
-    assert conversation.source == FORMAT
+    assert conversation.source == VERSION
     assert conversation.trace_id == second.all_messages()[0].conversation_id
     assert [t.user_input for t in conversation.turns] == list(PROMPTS)
     calls = [(c.id, c.name, c.arguments, c.failed) for c in conversation.calls()]
@@ -186,3 +186,16 @@ def test_unreadable_files_are_refused_naming_the_file_and_line(
         read_all(path, limit=50)
     with pytest.raises(TraceImportError, match=r"missing\.json"):
         read_all(tmp_path / "missing.json")
+
+
+def test_a_truncated_last_line_is_passed_over_and_the_format_is_told_by_its_head(
+    tmp_path: Path, history: tuple[str, list[Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, (first, second) = history
+    assert sniff(second.all_messages_json()[:65536])
+    assert not sniff(b'{"resourceSpans": []}') and not sniff(b"[1, 2]")
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(first.all_messages_json() + b"\n" + second.all_messages_json()[:200])
+    (conversation,) = read_all(path)
+    assert [t.user_input for t in conversation.turns] == [PROMPTS[0]]
+    assert "runs.jsonl: line 2: a truncated last line" in caplog.text

@@ -44,8 +44,11 @@ from harness.tracing.conversation import (
 )
 from harness.tracing.otlp_json import SpanRecord, read_spans
 
-FORMAT = "otlp-genai/1.37"
-EVENTS_FORMAT = "otlp-genai/events-1.27"
+# The name `--format` knows it by; the conversations it reads say the spelling they were
+# read in, `VERSION` or `EVENTS_VERSION`.
+FORMAT = "otlp-genai"
+VERSION = "otlp-genai/1.37"
+EVENTS_VERSION = "otlp-genai/events-1.27"
 
 _MODEL_CALLS = frozenset({"chat", "text_completion", "generate_content"})
 # Operations that are no part of a conversation a replay scripts: read past.
@@ -57,6 +60,11 @@ _LEGACY_EVENTS = {
     "gen_ai.assistant.message": "assistant",
     "gen_ai.tool.message": "tool",
 }
+
+
+def sniff(head: bytes) -> bool:
+    """Whether a file's first bytes look like OTLP JSON traces."""
+    return head.lstrip()[:1] == b"{" and b'"resourceSpans"' in head
 
 
 def read(path: Path, *, limit_bytes: int) -> Iterator[ImportedConversation]:
@@ -377,7 +385,7 @@ class _Conversation:
         first = calls[0].span.attributes
         model = first.get("gen_ai.request.model") or first.get("gen_ai.response.model")
         return ImportedConversation(
-            source=EVENTS_FORMAT if any(c.legacy for c in calls) else FORMAT,
+            source=EVENTS_VERSION if any(c.legacy for c in calls) else VERSION,
             trace_id=self.key,
             name=agents[0] if agents else f"otlp-{self.key[:8]}",
             turns=tuple(turns),

@@ -7,6 +7,7 @@ mean is the GenAI source's (`otlp_genai`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,9 @@ import msgspec
 
 from harness.io.files import InputError, decode_json, read_bounded
 from harness.tracing.conversation import TraceImportError
+
+# What is said while reading (a truncated last line passed over), for the command to show.
+LOG = logging.getLogger("harness.tracing")
 
 
 class _ArrayValue(msgspec.Struct):
@@ -115,13 +119,24 @@ def read_spans(path: Path, *, limit_bytes: int) -> dict[str, dict[str, SpanRecor
     except InputError as exc:
         raise TraceImportError(f"{path}: {exc.reason}") from None
     traces: dict[str, dict[str, SpanRecord]] = {}
-    for number, line in enumerate(data.splitlines(), start=1):
-        if line.strip():
-            for span in _spans(line, f"{path}: line {number}"):
-                spans = traces.setdefault(span.trace_id, {})
-                if span.span_id in spans:
-                    raise TraceImportError(f"{span.where}: the span appears twice in the file")
-                spans[span.span_id] = span
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            read = list(_spans(line, f"{path}: line {number}"))
+        except TraceImportError:
+            if number < len(lines):
+                raise
+            # A last line without its newline that does not parse: the exporter was
+            # stopped mid-write. What it had written whole is still read.
+            LOG.warning("%s: line %d: a truncated last line, passed over", path, number)
+            break
+        for span in read:
+            spans = traces.setdefault(span.trace_id, {})
+            if span.span_id in spans:
+                raise TraceImportError(f"{span.where}: the span appears twice in the file")
+            spans[span.span_id] = span
     return traces
 
 

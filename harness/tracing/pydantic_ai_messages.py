@@ -14,6 +14,7 @@ call with its id.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -29,7 +30,10 @@ from harness.tracing.conversation import (
     TraceImportError,
 )
 
-FORMAT = "pydantic-ai-messages/1"
+# The name `--format` knows it by; the conversations it reads say `VERSION`.
+FORMAT = "pydantic-ai-messages"
+VERSION = "pydantic-ai-messages/1"
+LOG = logging.getLogger("harness.tracing")
 
 # Request parts that say nothing a replay scripts: the agent's own prompts and the
 # framework's bookkeeping, which the replayed agent makes again itself.
@@ -112,15 +116,25 @@ def read(path: Path, *, limit_bytes: int) -> Iterator[ImportedConversation]:
     if whole is not None:
         yield _conversation(whole, f"{path}", trace_id=path.stem)
         return
-    for number, line in enumerate(data.splitlines(), start=1):
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{path}: line {number}"
         try:
             history = decode_json(line, list[msgspec.Raw])
         except msgspec.DecodeError as exc:
+            if number == len(lines):  # no newline after it: a writer stopped mid-line
+                LOG.warning("%s: a truncated last line, passed over", where)
+                return
             raise TraceImportError(f"{where}: not a JSON array of messages: {exc}") from None
         yield _conversation(history, where, trace_id=f"{path.stem}:{number}")
+
+
+def sniff(head: bytes) -> bool:
+    """Whether a file's first bytes look like logged pydantic-ai messages: a JSON array
+    whose parts say their `part_kind`."""
+    return head.lstrip()[:1] == b"[" and b'"part_kind"' in head
 
 
 def _decode(raw: msgspec.Raw, type: Any, where: str) -> Any:
@@ -261,7 +275,7 @@ def _conversation(history: list[msgspec.Raw], where: str, trace_id: str) -> Impo
         steps = tuple(builder.step(r_at, message) for r_at, message in responses)
         turns.append(ImportedTurn(user_input=prompt, steps=steps, where=at))
     return ImportedConversation(
-        source=FORMAT,
+        source=VERSION,
         trace_id=builder.conversation_id or trace_id,
         name=trace_id.replace(":", "-"),
         turns=tuple(turns),

@@ -115,8 +115,11 @@ def run_shop(module: str, capabilities: tuple[Any, ...] = ()) -> list[Any]:
     return [first, second]
 
 
-def fixture_of(conversation: ImportedConversation) -> dict[str, Any]:
-    """A replay fixture of the conversation, asserting what its trace proves."""
+def fixture_of(
+    conversation: ImportedConversation, context: dict[str, Any] | None = CONTEXT
+) -> dict[str, Any]:
+    """A replay fixture of the conversation, asserting what its trace proves; `context`
+    the deps the run had."""
     turns = []
     for turn in conversation.turns:
         steps = []
@@ -130,7 +133,10 @@ def fixture_of(conversation: ImportedConversation) -> dict[str, Any]:
                 response["input_tokens"] = step.input_tokens
             if step.output_tokens:
                 response["output_tokens"] = step.output_tokens
-            steps.append({"response": response})
+            several = len(conversation.agents) > 1
+            steps.append(
+                {"agent": step.agent, "response": response} if several else {"response": response}
+            )
         turns.append({"user_input": turn.user_input, "steps": steps})
     results = [
         {"tool": c.name, "needle": c.result}
@@ -141,7 +147,7 @@ def fixture_of(conversation: ImportedConversation) -> dict[str, Any]:
     return {
         "id": conversation.name,
         "model_name": conversation.model_name or conversation.name,
-        "setup": {"context": CONTEXT},
+        **({"setup": {"context": context}} if context is not None else {}),
         "turns": turns,
         "expects": {
             "tools_used": conversation.tools_used(),
@@ -152,10 +158,16 @@ def fixture_of(conversation: ImportedConversation) -> dict[str, Any]:
     }
 
 
-def replay(directory: Path, conversation: ImportedConversation, module: str) -> CaseReport:
-    """The conversation written as a fixture and replayed through the agent `module` builds."""
-    suite = write_suite(directory, {"imported.json": fixture_of(conversation)})
-    (case,) = run_suite(suite, agent=f"pydantic-ai:{module}:build_agent", root=directory).cases
+def replay(
+    directory: Path,
+    conversation: ImportedConversation,
+    module: str,
+    agent: str = "build_agent",
+    context: dict[str, Any] | None = CONTEXT,
+) -> CaseReport:
+    """The conversation written as a fixture and replayed through `module`'s `agent`."""
+    suite = write_suite(directory, {"imported.json": fixture_of(conversation, context)})
+    (case,) = run_suite(suite, agent=f"pydantic-ai:{module}:{agent}", root=directory).cases
     return case
 
 

@@ -12,6 +12,7 @@ the same agent and fails on a broken one.
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import warnings
@@ -21,7 +22,9 @@ from typing import Any
 
 import pytest
 from _imported import PROMPTS, dumped, failing, replay, run_shop, shop_module
+from _openai_server import OpenAIServer, text_reply, tool_reply
 from _otlp_receiver import OtlpFileReceiver
+from conftest import write_module
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -417,3 +420,76 @@ def test_a_truncated_last_line_is_passed_over_and_the_format_is_told_by_its_head
     cut.write_bytes(data.splitlines()[0][:300] + b"\n" + data)  # not the last: refused
     with pytest.raises(TraceImportError, match=r"cut\.jsonl: line 1: not an OTLP JSON"):
         read_all(cut)
+
+
+DELEGATION = Path(__file__).parent.parent / "examples" / "pydantic_ai_delegation"
+
+
+def test_a_delegating_agent_is_one_turn_each_step_naming_its_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-ai's flight-booking delegation (a tool running another agent): the
+    delegate's run nests in the booking agent's turn, and the import replays green."""
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    source = (DELEGATION / "flight_booking.py").read_text(encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = write_module(tmp_path, source, prefix="flight_booking")
+    flights = importlib.import_module(module)
+    search = {"origin": "ANC", "destination": "SFO", "date": "2025-01-10"}
+    path = tmp_path / "delegation.jsonl"
+    with OtlpFileReceiver(path) as receiver:
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.traces_url)))
+        settings = InstrumentationSettings(tracer_provider=provider)
+        flights.booking_agent.instrument = settings
+        flights.search_agent.instrument = settings
+        answers = [
+            tool_reply([("call_search", "search_flights", search)]),
+            tool_reply([("call_find", "find_flights", search)]),
+            text_reply("ZC101 $220; ZC205 $310"),
+            text_reply("Two flights: ZC101 at $220 and ZC205 at $310."),
+        ]
+        with OpenAIServer(answers) as server:
+            model = OpenAIChatModel(
+                "m", provider=OpenAIProvider(base_url=server.base_url, api_key="sk-loopback")
+            )
+            with (
+                flights.booking_agent.override(model=model),
+                flights.search_agent.override(model=model),
+            ):
+                flights.booking_agent.run_sync("Which flights go from ANC to SFO on 2025-01-10?")
+            server.assert_drained()
+        provider.shutdown()
+
+    (conversation,) = read_all(path)
+    (turn,) = conversation.turns
+    assert turn.user_input == "Which flights go from ANC to SFO on 2025-01-10?"
+    assert [s.agent for s in turn.steps] == ["booking", "flight_search", "flight_search", "booking"]
+    assert conversation.agents == ("booking", "flight_search")
+    assert conversation.final_agent == "booking"
+    assert [(c.name, c.result) for c in conversation.calls()] == [
+        ("search_flights", "ZC101 $220; ZC205 $310"),
+        ("find_flights", "ZC101 $220; ZC205 $310"),
+    ]
+    assert set(conversation.instructions) == {"booking", "flight_search"}
+    spans = list(all_spans(load(path)))
+    runs = {attribute(s, "gen_ai.agent.name"): s for s in spans if s["name"].startswith("invoke")}
+    assert conversation.trace_id == attribute(runs["booking"], "gen_ai.conversation.id")
+    # The delegate's run says a conversation id of its own; its spans first in the file
+    # change nothing: the conversation is the one the booking agent's run started.
+    documents = one_span_a_line(load(path))
+    documents.sort(key=lambda d: attribute(next(all_spans([d])), "gen_ai.agent.name") == "booking")
+    (reordered,) = read_all(write(tmp_path / "delegate-first.jsonl", documents))
+    assert reordered.trace_id == conversation.trace_id
+    assert script(reordered) == script(conversation)
+
+    case = replay(tmp_path / "green", conversation, module, "booking_agent", context=None)
+    assert case.error is None, case.error
+    assert case.passed, (failing(case), dumped(conversation))
+    broken = write_module(tmp_path, source.replace('"fare": "310"', '"fare": "999"'), "broken")
+    case = replay(tmp_path / "red", conversation, broken, "booking_agent", context=None)
+    assert not case.passed
+    assert any(check.startswith("tool_results_contain") for check in failing(case))

@@ -71,7 +71,10 @@ def read(path: Path, *, limit_bytes: int) -> Iterator[ImportedConversation]:
     """The conversations of one OTLP JSON file, first started first."""
     groups: dict[str, list[dict[str, SpanRecord]]] = {}
     for trace_id, spans in read_spans(path, limit_bytes=limit_bytes).items():
-        ids = (s.attributes.get("gen_ai.conversation.id") for s in spans.values())
+        # The first span's: an agent a tool runs may start a conversation of its own, but
+        # it is part of the run it was called from, which started before it.
+        first = sorted(spans.values(), key=lambda s: (s.start, s.span_id))
+        ids = (s.attributes.get("gen_ai.conversation.id") for s in first)
         key = next((i for i in ids if isinstance(i, str) and i), trace_id)
         groups.setdefault(key, []).append(spans)
     ordered = sorted(groups.items(), key=lambda g: min(s.start for t in g[1] for s in t.values()))

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from _imported import PROMPTS, dumped, failing, replay, run_shop, shop_module
-from _openai_server import OpenAIServer, text_reply, tool_reply
+from _openai_server import OpenAIServer, status, text_reply, tool_reply
 from _otlp_receiver import OtlpFileReceiver
 from conftest import write_module
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -493,3 +493,44 @@ def test_a_delegating_agent_is_one_turn_each_step_naming_its_agent(
     case = replay(tmp_path / "red", conversation, broken, "booking_agent", context=None)
     assert not case.passed
     assert any(check.startswith("tool_results_contain") for check in failing(case))
+
+
+def test_a_run_the_provider_failed_is_read_up_to_the_failure(tmp_path: Path, shop: str) -> None:
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    path = tmp_path / "failed.jsonl"
+    with OtlpFileReceiver(path) as receiver:
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.traces_url)))
+        settings = InstrumentationSettings(tracer_provider=provider)
+        agent = importlib.import_module(shop).build_agent([Instrumentation(settings=settings)])
+        answers = [
+            tool_reply([("call_1", "order_status", {"order_id": "A-100"})]),
+            status(400, {"error": {"message": "context length exceeded"}}),
+        ]
+        with OpenAIServer(answers) as server:
+            model = OpenAIChatModel(
+                "m", provider=OpenAIProvider(base_url=server.base_url, api_key="sk-loopback")
+            )
+            deps = importlib.import_module(shop).ShopDeps(customer="Grace")
+            with pytest.raises(ModelHTTPError):
+                agent.run_sync(PROMPTS[0], deps=deps, model=model)
+        provider.shutdown()
+    (conversation,) = read_all(path)
+    assert conversation.failed
+    ((step,),) = [t.steps for t in conversation.turns]
+    assert [(c.name, c.result) for c in step.calls] == [
+        ("order_status", "order A-100 for Grace: shipped on Monday")
+    ]
+
+    documents = load(path)
+    for span in all_spans(documents):  # the first answer lost too: nothing left to script
+        if attribute(span, "gen_ai.operation.name") == "chat":
+            span["status"] = {"code": "STATUS_CODE_ERROR"}
+            set_attribute(span, "gen_ai.output.messages", None)
+    with pytest.raises(TraceImportError, match="first model call failed"):
+        read_all(write(tmp_path / "nothing.jsonl", documents))

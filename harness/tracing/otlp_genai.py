@@ -237,6 +237,15 @@ def _model_call(span: SpanRecord) -> _ModelCall:
     return _ModelCall(span, inputs, outputs[0], legacy, instructions)
 
 
+def _answered(span: SpanRecord) -> bool:
+    """Whether a model call span holds an answer, in either spelling."""
+    return (
+        "gen_ai.output.messages" in span.attributes
+        or "events" in span.attributes
+        or any(name == "gen_ai.choice" for name, _ in span.events)
+    )
+
+
 def _new_user_text(inputs: list[dict[str, Any]], span: SpanRecord) -> str | None:
     """The user text sent after the last assistant message, if any."""
     texts: list[str] = []
@@ -255,12 +264,14 @@ class _Conversation:
     key: str
     results: dict[str, tuple[str, bool]] = field(default_factory=dict)
     spans: dict[str, SpanRecord] = field(default_factory=dict)
+    failed: bool = False
 
     def build(self, traces: list[dict[str, SpanRecord]]) -> ImportedConversation | None:
         for trace in traces:
             self.spans.update(trace)
         ordered = sorted(self.spans.values(), key=lambda s: (s.start, s.span_id))
         calls: list[_ModelCall] = []
+        unanswered: SpanRecord | None = None
         for span in ordered:
             operation = span.operation
             if operation is None or operation in _PASSED:
@@ -272,8 +283,18 @@ class _Conversation:
                 )
             if operation == "execute_tool":
                 self._tool_result(span)
+            elif operation in _MODEL_CALLS and span.error and not _answered(span):
+                # A model call that failed (the provider's error): no answer to script;
+                # the run it ended failed, and what came before it is still the case.
+                self.failed = True
+                unanswered = unanswered or span
             elif operation in _MODEL_CALLS:
                 calls.append(_model_call(span))
+        if not calls and unanswered is not None:
+            raise TraceImportError(
+                f"{unanswered.where}: the conversation's first model call failed, and no "
+                "model answer is left to script"
+            )
         if not calls:
             return None  # a trace of other work: no model call in it
         for call in calls:  # a result no tool span kept, from the request that sent it back
@@ -395,7 +416,8 @@ class _Conversation:
             model_name=model if isinstance(model, str) else None,
             agents=agents,
             final_agent=steps[-1].agent,
-            failed=any(s.error and s.operation == "invoke_agent" for s in self.spans.values()),
+            failed=self.failed
+            or any(s.error and s.operation == "invoke_agent" for s in self.spans.values()),
             instructions=instructions,
         )
 

@@ -534,3 +534,15 @@ def test_a_run_the_provider_failed_is_read_up_to_the_failure(tmp_path: Path, sho
             set_attribute(span, "gen_ai.output.messages", None)
     with pytest.raises(TraceImportError, match="first model call failed"):
         read_all(write(tmp_path / "nothing.jsonl", documents))
+
+
+def test_a_user_message_of_several_text_parts_keeps_their_order(
+    tmp_path: Path, traces: Path
+) -> None:
+    documents = load(traces)
+    first = chats(sorted(all_spans(documents), key=lambda s: int(s["startTimeUnixNano"])))[0]
+    parts = [{"type": "text", "content": "one"}, {"type": "text", "content": "two"}]
+    sent = [{"role": "user", "parts": parts[:1]}, {"role": "user", "parts": parts}]
+    set_attribute(first, "gen_ai.input.messages", json.dumps(sent))
+    (conversation,) = read_all(write(tmp_path / "parts.jsonl", documents))
+    assert conversation.turns[0].user_input == "one\none\ntwo"

@@ -253,9 +253,11 @@ def _new_user_text(inputs: list[dict[str, Any]], span: SpanRecord) -> str | None
         if message.get("role") == "assistant":
             break
         if message.get("role") == "user":
-            for part in message["parts"]:
-                if isinstance(part, dict) and part.get("type") == "text":
-                    texts.insert(0, _content(part, span, "gen_ai.input.messages"))
+            texts[:0] = [
+                _content(part, span, "gen_ai.input.messages")
+                for part in message["parts"]
+                if isinstance(part, dict) and part.get("type") == "text"
+            ]
     return "\n".join(texts) if texts else None
 
 

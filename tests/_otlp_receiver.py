@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -59,6 +60,15 @@ def base64_ids(node: Any) -> Any:
     return node
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # The exporter's pooled connection closed as its provider shuts down: not an error.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class OtlpFileReceiver:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -89,7 +99,7 @@ class OtlpFileReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _imported import PROMPTS, dumped, failing, replay, run_shop, shop_module
+from _imported import PROMPTS, dumped, failing, fixture_of, replay, run_shop, shop_module
 from _openai_server import OpenAIServer, status, text_reply, tool_reply
 from _otlp_receiver import OtlpFileReceiver
-from conftest import write_module
+from conftest import Cli, write_module, write_suite
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -546,3 +546,38 @@ def test_a_user_message_of_several_text_parts_keeps_their_order(
     set_attribute(first, "gen_ai.input.messages", json.dumps(sent))
     (conversation,) = read_all(write(tmp_path / "parts.jsonl", documents))
     assert conversation.turns[0].user_input == "one\none\ntwo"
+
+
+def test_the_imported_case_s_grades_go_back_beside_its_trace(
+    run_cli: Cli, tmp_path: Path, shop: str, traces: Path
+) -> None:
+    documents = load(traces)
+    for span in all_spans(documents):  # one conversation a trace: its id is an OTLP trace id
+        set_attribute(span, "gen_ai.conversation.id", None)
+    first, _ = read_all(write(tmp_path / "apart.jsonl", documents))
+    data = fixture_of(first)
+    data["origin"] = {"source": first.source, "trace_id": first.trace_id}
+    write_suite(tmp_path / "evals" / "regression", {"imported.json": data})
+    result = run_cli(
+        "eval",
+        "run",
+        "--suite",
+        "evals/regression",
+        "--agent",
+        f"pydantic-ai:{shop}:build_agent",
+        "--otel-events",
+        "events.jsonl",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    (line,) = (tmp_path / "events.jsonl").read_text().splitlines()
+    events = [
+        r
+        for rl in json.loads(line)["resourceLogs"]
+        for sl in rl["scopeLogs"]
+        for r in sl["logRecords"]
+    ]
+    assert {e["traceId"] for e in events} == {first.trace_id}
+    assert {e["eventName"] for e in events} == {"gen_ai.evaluation.result"}
+    trace_ids = {s["traceId"] for s in all_spans(load(traces))}
+    assert first.trace_id in trace_ids

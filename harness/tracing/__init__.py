@@ -2,5 +2,6 @@
 recorded trace (the OpenAI Agents SDK's own traces, written by `JsonlTraceProcessor`;
 OpenTelemetry GenAI spans in OTLP JSON; pydantic-ai's message history), the neutral
 conversation they all produce, redaction, the expectations a trace proves, `zeroclaw eval
-import`, and grades sent back to the tracing world as OpenTelemetry evaluation events.
+import`. The grades sent back to the tracing world as OpenTelemetry evaluation events are
+an output of a run, so a reporter's (`reporters/otel_events`).
 """

@@ -199,3 +199,14 @@ def test_a_truncated_last_line_is_passed_over_and_the_format_is_told_by_its_head
     (conversation,) = read_all(path)
     assert [t.user_input for t in conversation.turns] == [PROMPTS[0]]
     assert "runs.jsonl: line 2: a truncated last line" in caplog.text
+
+
+def test_a_history_nested_too_deeply_is_refused_not_passed_over(
+    tmp_path: Path, history: tuple[str, list[Any]]
+) -> None:
+    messages = logged(history)
+    messages[2]["parts"][0]["content"] = "DEEP"
+    path = edited(tmp_path, messages)
+    path.write_text(path.read_text().replace('"DEEP"', "[" * 5000 + "]" * 5000))
+    with pytest.raises(TraceImportError, match="nested too deeply"):
+        read_all(path)

@@ -79,7 +79,12 @@ def read(path: Path, *, limit_bytes: int) -> Iterator[ImportedConversation]:
         groups.setdefault(key, []).append(spans)
     ordered = sorted(groups.items(), key=lambda g: min(s.start for t in g[1] for s in t.values()))
     for key, group in ordered:
-        conversation = _Conversation(key).build(group)
+        try:
+            conversation = _Conversation(key).build(group)
+        except RecursionError:  # a structured attribute nested deeper than can be written
+            raise TraceImportError(
+                f"{path}: conversation {key}: a value nested too deeply to be read"
+            ) from None
         if conversation is not None:
             yield conversation
 

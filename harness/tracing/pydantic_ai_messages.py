@@ -114,7 +114,7 @@ def read(path: Path, *, limit_bytes: int) -> Iterator[ImportedConversation]:
     except msgspec.DecodeError:
         whole = None
     if whole is not None:
-        yield _conversation(whole, f"{path}", trace_id=path.stem)
+        yield _guarded(whole, f"{path}", trace_id=path.stem)
         return
     lines = data.split(b"\n")
     for number, line in enumerate(lines, start=1):
@@ -124,11 +124,18 @@ def read(path: Path, *, limit_bytes: int) -> Iterator[ImportedConversation]:
         try:
             history = decode_json(line, list[msgspec.Raw])
         except msgspec.DecodeError as exc:
-            if number == len(lines):  # no newline after it: a writer stopped mid-line
+            if number == len(lines) and "truncated" in str(exc):  # a writer stopped mid-line
                 LOG.warning("%s: a truncated last line, passed over", where)
                 return
             raise TraceImportError(f"{where}: not a JSON array of messages: {exc}") from None
-        yield _conversation(history, where, trace_id=f"{path.stem}:{number}")
+        yield _guarded(history, where, trace_id=f"{path.stem}:{number}")
+
+
+def _guarded(history: list[msgspec.Raw], where: str, trace_id: str) -> ImportedConversation:
+    try:
+        return _conversation(history, where, trace_id)
+    except RecursionError:  # a tool's result nested deeper than it can be written back
+        raise TraceImportError(f"{where}: a value nested too deeply to be read") from None
 
 
 def sniff(head: bytes) -> bool:

@@ -222,6 +222,8 @@ def _mutate(parser: Parser) -> None:
         s.MIN_SCRIPT_SCORE,
         s.MUTATION_REPORT,
         s.RECORD_JUDGE,
+        # Off: the mutants of what the agent shows its model meet the conformance rules alone.
+        s.SNAPSHOTS,
     )
 
 

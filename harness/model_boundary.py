@@ -67,6 +67,15 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     agent: str | None = None
     # The structured answer asked for in text; None: plain text, or an output tool's call.
     output_schema: OutputSchema | None = None
+    # The instructions the agent declared for this request, as its framework resolved them
+    # and handed them to its model (the SDK's `instructions`, static or dynamic;
+    # pydantic-ai's `instructions` and the system prompts its history holds): each must
+    # reach `messages` as a system message. Told by the framework adapters; () where a loop
+    # declares none (an own loop), and then nothing is checked.
+    declared_instructions: tuple[str, ...] = ()
+    # The model settings the framework sends with the request (temperature, max_tokens,
+    # tool_choice, ...), its non-empty fields by name; {} for a provider's defaults.
+    settings: dict[str, Any] = {}
 
 
 class ModelStep(msgspec.Struct, frozen=True, kw_only=True):

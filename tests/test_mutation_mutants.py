@@ -20,6 +20,7 @@ from conftest import (
 from harness.mutation.mutants import mutants_of
 
 NO_SNAPSHOT = "no request snapshot of the case for this agent (--update-snapshots takes it)"
+UNDECLARED = "the agent declares no instructions (an own loop declares none)"
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,8 +50,9 @@ def test_a_tool_case_gets_script_and_boundary_mutants() -> None:
         "drop_history": "one turn only",
         "failure_as_success": "no scripted call to a failing tool",
         "reverse_parallel": "no step calls two tools at once",
-        "drop_instructions": NO_SNAPSHOT,
+        "drop_instructions": f"{NO_SNAPSHOT}, and {UNDECLARED}",
         "change_tool_schema": NO_SNAPSHOT,
+        "change_model_settings": NO_SNAPSHOT,
     }
 
 
@@ -203,3 +205,25 @@ def test_what_the_agent_shows_its_model_is_mutated_where_a_snapshot_holds_it() -
     skipped = {s.name: s.reason for s in mutants_of(case, True, None, bare).skipped}
     assert skipped["drop_instructions"] == "the agent sends its model no instructions"
     assert skipped["change_tool_schema"] == "the agent offers its model no tool"
+
+
+def test_dropped_instructions_need_no_snapshot_where_the_agent_declares_some() -> None:
+    data = echo_fixture("e")
+    made = {m.name for m in mutants_of(case_of(data), True, None, None, True).generated}
+    assert "drop_instructions" in made
+    data["expects"]["loop_exempt"] = {"instructions": "sent another way"}
+    skipped = {s.name: s.reason for s in mutants_of(case_of(data), True, None, None, True).skipped}
+    assert skipped["drop_instructions"] == (
+        f"{NO_SNAPSHOT}, and the case is exempt from loop(instructions): sent another way"
+    )
+
+
+def test_changed_model_settings_are_generated_where_the_snapshot_holds_settings() -> None:
+    case = case_of(echo_fixture("e"))
+    tuned = "# header\n\n=== agent: a\n--- instructions: none\n--- model settings\n{}\n"
+    assert "change_model_settings" in {
+        m.name for m in mutants_of(case, True, None, tuned).generated
+    }
+    bare = "# header\n\n=== agent: a\n--- instructions: none\n"
+    skipped = {s.name: s.reason for s in mutants_of(case, True, None, bare).skipped}
+    assert skipped["change_model_settings"] == "the agent sends its model no settings of its own"

@@ -58,6 +58,8 @@ class AgentGraph:
     handoffs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # Each agent with guardrails, and their names.
     guardrails: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The agents that declare instructions (or system prompts) for their model.
+    instructed: frozenset[str] = frozenset()
 
 
 _NO_GRAPH = AgentGraph({})
@@ -231,6 +233,12 @@ class FrameworkAdapter(Generic[A]):
         """The guardrails of every agent of the user's graph, by name (a fixture's
         `guardrails_tripped` names them); none for the default agent."""
         return frozenset[str]().union(*self.user_graph().guardrails.values())
+
+    def declares_instructions(self) -> bool:
+        """Whether an agent of the user's graph declares instructions, which the
+        conformance rule `instructions` then sees reach its model (mutation testing drops
+        them); the default agent declares none."""
+        return bool(self.user_graph().instructed)
 
     def hands_off(self) -> bool:
         """Whether an agent of the user's graph hands off: then a turn may start at the

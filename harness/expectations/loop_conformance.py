@@ -446,26 +446,47 @@ def _offered_tools(conversation: Conversation) -> Iterator[Violation]:
 
 
 def _instructions(conversation: Conversation) -> Iterator[Violation]:
-    """The system message of an agent's first request is in every later request of that
-    agent, unchanged (each agent of a graph has its own)."""
+    """The instructions a framework agent declared for a request (as its framework resolved
+    them: a dynamic function's text, pydantic-ai's system prompts where its history holds
+    them) reach that request as a system message: what the adapter built for the model
+    lost none of them. And the system message of an agent's first request is in every
+    later request of that agent, unchanged (each agent of a graph has its own). One walk
+    of each request's messages serves both."""
     first: dict[str | None, str | None] = {}
     for exchange in conversation.exchanges:
-        agent = exchange.request.agent
-        if agent not in first:
-            messages = exchange.request.messages
-            first[agent] = next((m.content for m in messages if m.role == "system"), None)
+        request = exchange.request
+        system = [m.content for m in request.messages if m.role == "system"]
+        lost = _lost_instructions(request.declared_instructions, system)
+        if lost is not None:
+            yield (
+                _step_at(exchange),
+                f"{_request(exchange)}: the instructions the agent declared "
+                f"({q(clip(lost, 120))}) never reached the model: no system message of the "
+                f"request holds them; the request held:\n{_held(exchange)}",
+            )
+            return
+        if request.agent not in first:
+            first[request.agent] = system[0] if system else None
             continue
-        system = first[agent]
-        if system is None:
-            continue
-        if not any(m.role == "system" and m.content == system for m in exchange.request.messages):
+        kept = first[request.agent]
+        if kept is not None and kept not in system:
             yield (
                 _step_at(exchange),
                 f"{_request(exchange)}: the instructions of the first "
-                f"request ({q(clip(system, 120))}) are missing or changed; the request held:\n"
+                f"request ({q(clip(kept, 120))}) are missing or changed; the request held:\n"
                 f"{_held(exchange)}",
             )
             return
+
+
+def _lost_instructions(declared: tuple[str, ...], system: list[str]) -> str | None:
+    """The first declared text no system message holds (an adapter may join several into
+    one message); None: every one arrived."""
+    for text in declared:
+        wanted = text.strip()
+        if wanted and not any(wanted in content for content in system):
+            return text
+    return None
 
 
 RULES: dict[str, Callable[[Conversation], Iterator[Violation]]] = {

@@ -52,7 +52,27 @@ def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
             "type": "json_schema",
             "json_schema": {"name": wanted.name, "schema": wanted.schema, "strict": wanted.strict},
         }
+    body.update(_settings(request))
     return body
+
+
+# The model settings Chat Completions takes under the same name; the others (a framework's
+# reasoning, truncation, ...) have no one field to map to, and are not sent.
+_SAMPLING = ("temperature", "top_p", "max_tokens")
+# Refused by the API in a request that offers no tools.
+_TOOL_CHOICE = ("tool_choice", "parallel_tool_calls")
+
+
+def _settings(request: ModelRequest) -> dict[str, Any]:
+    settings = request.settings
+    sent = {name: settings[name] for name in _SAMPLING if name in settings}
+    if request.tools:
+        sent.update((name, settings[name]) for name in _TOOL_CHOICE if name in settings)
+    choice = sent.get("tool_choice")
+    if isinstance(choice, str) and choice not in ("auto", "required", "none"):
+        # The SDK's tool_choice may name one tool: the API wants it as a function.
+        sent["tool_choice"] = {"type": "function", "function": {"name": choice}}
+    return sent
 
 
 def _message(message: Message) -> dict[str, Any]:

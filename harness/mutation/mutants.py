@@ -20,7 +20,11 @@ from harness.agents.protocol import AgentContext
 from harness.fixtures.schema import parse_fixture
 from harness.fixtures.suite import Case
 from harness.model_boundary import ModelRequest, ModelStep
-from harness.mutation.request_mutants import change_tool_schema, drop_instructions
+from harness.mutation.request_mutants import (
+    change_model_settings,
+    change_tool_schema,
+    drop_instructions,
+)
 from harness.tool_registry import Dispatch, ToolOutcome
 
 Family = Literal["script", "boundary", "judge"]
@@ -58,13 +62,16 @@ def mutants_of(
     faultable: bool,
     handoffs: Mapping[str, Mapping[str, str]] | None = None,
     snapshot: str | None = None,
+    instructed: bool = False,
 ) -> Mutants:
     """Every mutant of `case`, and why the others were not generated. `faultable`: the
     agent's tool calls go through the registry (`dispatch` or `recorded`), so a dispatch
     fault reaches them, whichever agent of a graph makes them. `handoffs`: each agent of
     the graph that hands off, its handoff tools and the agent each leads to. `snapshot`:
     the case's request snapshot for the agent (None: none was taken), which the mutants
-    of what the agent shows its model are killed by."""
+    of what the agent shows its model are killed by. `instructed`: an agent of the graph
+    declares instructions, which the conformance rule `instructions` sees reach the model
+    even without a snapshot."""
     found = Mutants()
     data: dict[str, Any] = json.loads(case.text)
     exempt: dict[str, str] = (data.get("expects") or {}).get("loop_exempt") or {}
@@ -75,9 +82,11 @@ def mutants_of(
     handoff_tools = {tool for tools in graph.values() for tool in tools}
     # A case without a rubric has no judge to meet: no judge mutant, and nothing to list.
     judged = _JUDGE if (data.get("expects") or {}).get("judge") else []
+    unruled = _unruled(instructed, exempt)
     shown: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
-        ("boundary", "drop_instructions", lambda _case, data: drop_instructions(snapshot, data)),
-        ("boundary", "change_tool_schema", lambda _case, data: change_tool_schema(snapshot, data)),
+        ("boundary", "drop_instructions", lambda _, d: drop_instructions(snapshot, d, unruled)),
+        ("boundary", "change_tool_schema", lambda _, d: change_tool_schema(snapshot, d)),
+        ("boundary", "change_model_settings", lambda _, d: change_model_settings(snapshot, d)),
     ]
     for family, name, make in _SCRIPT + handoff + _BOUNDARY + shown + judged:
         if family == "boundary" and name in _TOOL_FAULTS and not faultable:
@@ -104,6 +113,16 @@ def mutants_of(
 
 
 Made = tuple[str, str, dict[str, Any], Prepare | None] | str
+
+
+def _unruled(instructed: bool, exempt: Mapping[str, str]) -> str | None:
+    """Why the conformance rule `instructions` cannot kill dropped instructions; None: it
+    can."""
+    if not instructed:
+        return "the agent declares no instructions (an own loop declares none)"
+    if "instructions" in exempt:
+        return f"the case is exempt from loop(instructions): {exempt['instructions']}"
+    return None
 
 
 def _renamed(case: Case, data: dict[str, Any], name: str, unchanged: bool) -> Case:

@@ -134,8 +134,11 @@ def mutate(options: RunOptions, thresholds: Thresholds = Thresholds()) -> Mutati
     # The adapter says where its graph hands off, when its framework has handoffs.
     graph = getattr(adapter, "agent_handoffs", None)
     handoffs: dict[str, dict[str, str]] = graph() if callable(graph) else {}
+    declares = getattr(adapter, "declares_instructions", None)
+    instructed = bool(declares()) if callable(declares) else False
     planned = {
-        c.id: mutants_of(c, faultable, handoffs, _snapshot(plan.snapshots, c)) for c in cases
+        c.id: mutants_of(c, faultable, handoffs, _snapshot(plan.snapshots, c), instructed)
+        for c in cases
     }
     runnable = [m for c in cases if baseline[c.id] for m in planned[c.id].generated]
     faults = {m.case.id: m.prepare for m in runnable if m.prepare is not None}

@@ -1,6 +1,7 @@
 """The mutants of what an agent shows its model, which a case's request snapshot kills:
 its instructions never reaching the model, a tool's JSON schema changed. Generated only
-where the snapshot holds what they change."""
+where the snapshot holds what they change; dropped instructions also where the agent
+declares some, which the conformance rule `instructions` kills without a snapshot."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ Made = tuple[str, str, dict[str, Any], Callable[[AgentContext], None] | None] | 
 _NO_SNAPSHOT = "no request snapshot of the case for this agent (--update-snapshots takes it)"
 
 
-def drop_instructions(snapshot: str | None, data: dict[str, Any]) -> Made:
-    if snapshot is None:
-        return _NO_SNAPSHOT
-    if "\n--- instructions\n" not in snapshot:
+def drop_instructions(snapshot: str | None, data: dict[str, Any], unruled: str | None) -> Made:
+    """Killed by the snapshot, and by the conformance rule `instructions` where the agent
+    declares instructions; `unruled`: why that rule cannot kill it (None: it can), which
+    matters only where no snapshot was taken (`--snapshots off`)."""
+    if snapshot is None and unruled is not None:
+        return f"{_NO_SNAPSHOT}, and {unruled}"
+    if snapshot is not None and "\n--- instructions\n" not in snapshot:
         return "the agent sends its model no instructions"
 
     def prepare(context: AgentContext) -> None:
@@ -58,3 +62,22 @@ def change_tool_schema(snapshot: str | None, data: dict[str, Any]) -> Made:
         context.model.rewrite_request = changed
 
     return "the first tool's JSON schema loses a parameter", "$", data, prepare
+
+
+def change_model_settings(snapshot: str | None, data: dict[str, Any]) -> Made:
+    if snapshot is None:
+        return _NO_SNAPSHOT
+    if "\n--- model settings\n" not in snapshot:
+        return "the agent sends its model no settings of its own"
+
+    def changed(request: ModelRequest) -> ModelRequest:
+        if not request.settings:
+            return request
+        # A temperature other than the agent's: sampled unlike the recorded script.
+        other = 1.0 if request.settings.get("temperature") != 1.0 else 0.0
+        return replace(request, settings={**request.settings, "temperature": other})
+
+    def prepare(context: AgentContext) -> None:
+        context.model.rewrite_request = changed
+
+    return "the model settings' temperature changed", "$", data, prepare

@@ -1,7 +1,8 @@
 """What an agent shows its model, as the snapshot's text: per agent of the run (the agent
 under test, a specialist handed to, an agent used as a tool), each distinct surface its
 requests had, in the order first seen: the system messages (its instructions), the tools
-offered sorted by name with their descriptions and JSON schemas, the output schema.
+offered sorted by name with their descriptions and JSON schemas, the output schema, the
+model settings the framework sends (only when it sends any).
 
 Nothing the script decides is in it (the messages of the conversation, the calls, the
 answers), so a case's snapshot changes only when the agent's own definition does. The
@@ -45,7 +46,8 @@ def _output(schema: OutputSchema) -> list[str]:
 
 
 def surface_lines(request: ModelRequest) -> tuple[str, ...]:
-    """One request's surface: its instructions, tools and output schema, as lines."""
+    """One request's surface: its instructions, tools, output schema and model settings, as
+    lines."""
     lines: list[str] = []
     system = [m.content for m in request.messages if m.role == "system"]
     if system:
@@ -57,6 +59,9 @@ def surface_lines(request: ModelRequest) -> tuple[str, ...]:
         lines += _tool(tool)
     if request.output_schema is not None:
         lines += _output(request.output_schema)
+    if request.settings:
+        # Only when set: the snapshot of an agent on its provider's defaults has no such part.
+        lines += ["--- model settings", _json(request.settings)]
     return tuple(lines)
 
 
@@ -71,7 +76,7 @@ def _lines_of(request: ModelRequest) -> tuple[bytes, tuple[str, ...]]:
     """`surface_lines(request)`, and the key it is known by."""
     system = [m.content for m in request.messages if m.role == "system"]
     try:
-        key = _ENCODE((system, request.tools, request.output_schema))
+        key = _ENCODE((system, request.tools, request.output_schema, request.settings))
     except (TypeError, ValueError, OverflowError):  # a schema JSON cannot hold: no cache
         return b"", surface_lines(request)
     lines = _RENDERED.get(key)

@@ -22,6 +22,7 @@ from agents import (
     Model,
     ModelBehaviorError,
     ModelResponse,
+    ModelSettings,
     RunConfig,
     Runner,
     RunResult,
@@ -96,6 +97,7 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
             agents_run_by_tools(graph),
             agent_handoffs(graph),
             guardrail_names(graph),
+            frozenset(a.name for a in graph if a.instructions is not None),
         )
 
     def start(self, context: AgentContext) -> _Session:
@@ -289,7 +291,7 @@ class HarnessModel(Model):
         self,
         system_instructions: str | None,
         input: str | list[TResponseInputItem],
-        model_settings: Any,
+        model_settings: ModelSettings,
         tools: list[Any],
         output_schema: AgentOutputSchemaBase | None,
         handoffs: list[Any],
@@ -318,6 +320,10 @@ class HarnessModel(Model):
             tools=schemas,
             agent=agent,
             output_schema=_output_schema(output_schema),
+            # What the SDK resolved from the agent's `instructions` (a dynamic function was
+            # called once, by the SDK, with the run context), to reach `messages`.
+            declared_instructions=(system_instructions,) if system_instructions else (),
+            settings=_settings(model_settings),
         )
         try:
             step = await self._boundary.respond(request)
@@ -401,6 +407,17 @@ def _output_schema(schema: AgentOutputSchemaBase | None) -> OutputSchema | None:
     return OutputSchema(
         name="final_output", schema=schema.json_schema(), strict=schema.is_strict_json_schema()
     )
+
+
+def _settings(settings: ModelSettings) -> dict[str, Any]:
+    """The model settings the SDK sends, as it traces them (its set fields, as JSON): not
+    the provider extras (headers, query, body), where a key could be."""
+    return _present(settings.to_traceable_dict())
+
+
+def _present(value: dict[str, Any]) -> dict[str, Any]:
+    """`value` without its unset (None) fields, a nested object's (`reasoning`) too."""
+    return {k: _present(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None}
 
 
 def _unparsed_answer(text: str, schema: AgentOutputSchemaBase) -> str | None:

@@ -38,7 +38,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool as PaiTool
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.usage import RequestUsage, UsageLimits
-from pydantic_core import to_json
+from pydantic_core import to_json, to_jsonable_python
 
 from harness.agents.case_context import ContextError
 from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
@@ -93,6 +93,7 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
             },
             agents_run_by_tools(graph),
             guardrails=guardrails,
+            instructed=frozenset(n.name for n in graph if declares_instructions(n.agent)),
         )
 
     def _graph_of(self, agent: Agent[Any, Any]) -> list[GraphAgent]:
@@ -110,6 +111,14 @@ class PydanticAIAdapter(FrameworkAdapter[Agent[Any, Any]]):
             return _Session(agent, context, graph=None)
         agent = self.build()
         return _Session(agent, context, graph=self._graph_of(agent))
+
+
+def declares_instructions(agent: Agent[Any, Any]) -> bool:
+    """Whether the agent declares instructions or system prompts (`instructions=`,
+    `system_prompt=`, their decorators), which pydantic-ai keeps with the agent and exposes
+    no other way."""
+    held = ("_instructions", "_system_prompts", "_system_prompt_functions")
+    return any(getattr(agent, name, None) for name in held)
 
 
 def output_tool_names(agent: Agent[Any, Any]) -> frozenset[str]:
@@ -300,6 +309,8 @@ def _respond_with(boundary: ModelBoundary, agent: str | None) -> Callable[..., A
             tools=tools,
             agent=agent,
             output_schema=_output_schema(info),
+            declared_instructions=declared_instructions(messages, info.instructions),
+            settings=_settings(info.model_settings),
         )
         step = await boundary.respond(request)
         check_offered(step, request)
@@ -314,6 +325,33 @@ def _respond_with(boundary: ModelBoundary, agent: str | None) -> Callable[..., A
         return ModelResponse(parts=parts, usage=usage, model_name="zeroclaw-eval")
 
     return respond
+
+
+def declared_instructions(messages: list[ModelMessage], sent: str | None) -> tuple[str, ...]:
+    """What pydantic-ai made of the agent's declarations for this request, each of which must
+    reach the model: the system prompts (`system_prompt=`, `@agent.system_prompt`) it put in
+    the first request of the history, sent again with the history every time, and the
+    instructions (`instructions=`, `@agent.instructions`) it resolved for this request."""
+    prompts = tuple(
+        part.content
+        for message in messages
+        if isinstance(message, PaiRequest)
+        for part in message.parts
+        if isinstance(part, SystemPromptPart)
+    )
+    return (*prompts, sent) if sent else prompts
+
+
+def _settings(settings: Any) -> dict[str, Any]:
+    """The run's model settings pydantic-ai hands the model, as JSON, without the extras a
+    provider's key could be among (`extra_headers`, `extra_body`)."""
+    if not isinstance(settings, dict):
+        return {}
+    return {
+        name: to_jsonable_python(value, fallback=str)
+        for name, value in settings.items()
+        if value is not None and not name.startswith("extra_")
+    }
 
 
 def _output_schema(info: AgentInfo) -> OutputSchema | None:

@@ -1,7 +1,8 @@
 """`harness.live.chat_completions`: the key's mask over the encodings it knows (the escapings and
 their mixtures are in test_live_backend.py, with the key echoed end to end), and where it stops:
 forms too short to be told from chance, and transformations no mask can recognise; the
-structured answer a request asks for, as the request body's response format."""
+structured answer a request asks for, as the request body's response format; the model
+settings that map to the body's fields."""
 
 from __future__ import annotations
 
@@ -87,3 +88,29 @@ def test_a_prompted_schema_and_output_tools_ask_for_no_response_format() -> None
     body = request_body("m", tool)
     assert "response_format" not in body
     assert body["tools"][0]["function"]["name"] == "final_result"
+
+
+def test_the_model_settings_that_map_to_chat_completions_are_sent() -> None:
+    settings = {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_tokens": 300,
+        "tool_choice": "lookup_order",
+        "parallel_tool_calls": False,
+        "reasoning": {"effort": "low"},  # no one Chat Completions field: not sent
+    }
+    asking = Message(role="user", content="Where is order 7?")
+    lookup = ToolSchema("lookup_order", "Look an order up.", {"type": "object"})
+    body = request_body("m", ModelRequest(messages=(asking,), tools=(lookup,), settings=settings))
+    assert {k: v for k, v in body.items() if k not in ("model", "messages", "tools")} == {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_tokens": 300,
+        # The SDK names the tool; the API wants it as a function.
+        "tool_choice": {"type": "function", "function": {"name": "lookup_order"}},
+        "parallel_tool_calls": False,
+    }
+    # Without tools the API refuses a tool choice: only the sampling settings go.
+    bare = request_body("m", ModelRequest(messages=(asking,), settings=settings))
+    assert set(bare) == {"model", "messages", "temperature", "top_p", "max_tokens"}
+    assert set(request_body("m", ModelRequest(messages=(asking,)))) == {"model", "messages"}

@@ -538,3 +538,26 @@ def test_the_committed_snapshots_kill_dropped_instructions_and_a_changed_schema(
     assert all(m["killed"] for m in shown), shown
     # The snapshot notices every one (another check may have noticed first).
     assert any(m["by"].startswith("request_snapshot") for m in shown), shown
+
+
+@pytest.mark.parametrize("spec", [TRIAGE_SPEC, BOOKING_SPEC])
+def test_with_snapshots_off_the_conformance_rule_kills_dropped_instructions(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spec: str
+) -> None:
+    root = on_path(spec, monkeypatch)
+    report = tmp_path / "mutation.json"
+    argv = ("eval", "mutate", "--suite", "evals", "--agent", spec, "--snapshots", "off")
+    result = run_cli(*argv, "--json-report", str(report), cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads(report.read_text("utf-8"))
+    dropped = [
+        m for c in document["cases"] for m in c["mutants"] if m["name"] == "drop_instructions"
+    ]
+    assert len(dropped) == len(document["cases"])
+    assert all(m["killed"] for m in dropped), dropped
+    # The rule kills it; a case checking a system message itself may have said so first.
+    others = [m["by"] for m in dropped if not m["by"].startswith("loop(instructions)")]
+    assert all("more failing check" in by for by in others), others
+    # Without a snapshot nothing else sees a changed schema or changed settings.
+    skipped = {s["name"] for c in document["cases"] for s in c["not_generated"]}
+    assert {"change_tool_schema", "change_model_settings"} <= skipped

@@ -54,3 +54,16 @@ def test_each_agent_has_its_surfaces_and_the_agent_under_test_comes_first() -> N
 def test_a_request_without_instructions_says_so_and_no_request_is_no_snapshot() -> None:
     assert "--- instructions: none" in render([request(Message(role="user", content="x"))])
     assert render([]) == ""
+
+
+def test_model_settings_are_shown_only_when_the_agent_sets_some() -> None:
+    plain = request(SYSTEM, tools=(ECHO,))
+    assert "--- model settings" not in render([plain])
+    warm = ModelRequest(messages=(SYSTEM,), tools=(ECHO,), settings={"temperature": 0.7})
+    text = render([warm])
+    assert text.endswith('--- model settings\n{\n  "temperature": 0.7\n}\n')
+    # A change of settings alone is a surface of its own, not hidden by the cache.
+    cold = ModelRequest(messages=(SYSTEM,), tools=(ECHO,), settings={"temperature": 0.0})
+    assert render([warm, cold]).count("--- model settings") == 2
+    # The own-loop constructor without settings keeps working, as it always did.
+    assert render([plain]) == render([ModelRequest(messages=(SYSTEM,), tools=(ECHO,))])

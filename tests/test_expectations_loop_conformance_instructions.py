@@ -50,6 +50,15 @@ def build_dynamic_agent() -> Agent:
     return Agent(name="support", instructions=customer_instructions, tools=[lookup_order])
 
 
+def request_number(context: RunContextWrapper[dict], agent: Agent[dict]) -> str:
+    CALLED.append(agent.name)
+    return f"Answer briefly. This is request {len(CALLED)} of the conversation."
+
+
+def build_counting_agent() -> Agent:
+    return Agent(name="support", instructions=request_number, tools=[lookup_order])
+
+
 def build_triage_agent() -> Agent:
     billing = Agent(
         name="billing",
@@ -180,6 +189,16 @@ def test_sdk_instructions_static_or_dynamic_reach_every_request(
     # The SDK resolved the function once per request; the harness never called it again.
     called = importlib.import_module(sdk).CALLED
     assert len(called) == (3 if factory == "build_dynamic_agent" else 0)
+
+
+def test_dynamic_instructions_that_change_every_request_conform_with_no_exemption(
+    sdk: str,
+) -> None:
+    adapter = Recording(resolve_agent(f"openai-agents:{sdk}:build_counting_agent"))
+    case = run(adapter, lookup_case())
+    assert case.passed, (case.error, failing(case))
+    said = [r.messages[0].content for r in adapter.requests]
+    assert said == [f"Answer briefly. This is request {n} of the conversation." for n in (1, 2, 3)]
 
 
 def test_sdk_instructions_lost_on_the_way_to_the_model_fail_the_case_naming_them(

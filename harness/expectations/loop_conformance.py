@@ -446,12 +446,11 @@ def _offered_tools(conversation: Conversation) -> Iterator[Violation]:
 
 
 def _instructions(conversation: Conversation) -> Iterator[Violation]:
-    """The instructions a framework agent declared for a request (as its framework resolved
-    them: a dynamic function's text, pydantic-ai's system prompts where its history holds
-    them) reach that request as a system message: what the adapter built for the model
-    lost none of them. And the system message of an agent's first request is in every
-    later request of that agent, unchanged (each agent of a graph has its own). One walk
-    of each request's messages serves both."""
+    """The instructions a framework agent declared for a request, as its framework resolved
+    them (a dynamic function's text, which may change from request to request; pydantic-ai's
+    system prompts where its history holds them), reach it as a system message. A request
+    declaring none (an own loop's) holds the system message of its agent's first request,
+    unchanged (each agent of a graph has its own). One walk of each request serves both."""
     first: dict[str | None, str | None] = {}
     for exchange in conversation.exchanges:
         request = exchange.request
@@ -465,6 +464,8 @@ def _instructions(conversation: Conversation) -> Iterator[Violation]:
                 f"request holds them; the request held:\n{_held(exchange)}",
             )
             return
+        if request.declared_instructions:
+            continue
         if request.agent not in first:
             first[request.agent] = system[0] if system else None
             continue

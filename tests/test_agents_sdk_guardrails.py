@@ -451,4 +451,5 @@ def test_mutation_kills_every_boundary_mutant_of_a_guardrail_case(
     agent = f"openai-agents:{module}:build_agent"
     result = run_cli("eval", "mutate", "--suite", "evals", "--agent", agent, cwd=root)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "mutation score: boundary 5/5 (100.0%" in result.stdout
+    # Dropped instructions included: the agent declares some, its rule kills them.
+    assert "mutation score: boundary 6/6 (100.0%" in result.stdout

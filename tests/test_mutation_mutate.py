@@ -151,7 +151,7 @@ def test_what_was_not_generated_is_one_block_by_reason_and_survivors_close_the_t
     ]
     assert sum("not generated" in line for line in lines) == 1
     cases = [i for i, line in enumerate(lines) if line.startswith(("  ✓ ", "  ✗ "))]
-    block = lines.index("  not generated: 50 mutant(s), by reason (--json-report names the cases)")
+    block = lines.index("  not generated: 54 mutant(s), by reason (--json-report names the cases)")
     survived = lines.index("  survived: 6 mutant(s) no check of their case noticed")
     score = next(i for i, line in enumerate(lines) if "mutation score" in line)
     assert len(cases) == 4 and max(cases) < block < survived < score
@@ -339,6 +339,8 @@ def test_a_frameworks_own_tools_get_the_dispatch_faults(
         "drop_call_ids": True,
         "dispatch_twice": True,
         "skip_call": True,
+        # No snapshot in this project: the agent's declared instructions are what kill it.
+        "drop_instructions": True,
     }
 
 

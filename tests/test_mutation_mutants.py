@@ -227,3 +227,12 @@ def test_changed_model_settings_are_generated_where_the_snapshot_holds_settings(
     bare = "# header\n\n=== agent: a\n--- instructions: none\n"
     skipped = {s.name: s.reason for s in mutants_of(case, True, None, bare).skipped}
     assert skipped["change_model_settings"] == "the agent sends its model no settings of its own"
+
+
+def test_dropped_instructions_need_a_model_request_to_be_killed_without_a_snapshot() -> None:
+    # A guardrail that ends the turn before the model is asked: no request to lose them.
+    data = fixture("guarded", [turn("My card is 4111 1111 1111 1111")], {"max_tool_calls": 0})
+    skipped = {s.name: s.reason for s in mutants_of(case_of(data), True, None, None, True).skipped}
+    assert skipped["drop_instructions"] == (
+        f"{NO_SNAPSHOT}, and no model request is scripted (a guardrail may end every turn first)"
+    )

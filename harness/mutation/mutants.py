@@ -82,7 +82,7 @@ def mutants_of(
     handoff_tools = {tool for tools in graph.values() for tool in tools}
     # A case without a rubric has no judge to meet: no judge mutant, and nothing to list.
     judged = _JUDGE if (data.get("expects") or {}).get("judge") else []
-    unruled = _unruled(instructed, exempt)
+    unruled = _unruled(instructed, exempt, data)
     shown: list[tuple[Family, str, Callable[[Case, dict[str, Any]], Made]]] = [
         ("boundary", "drop_instructions", lambda _, d: drop_instructions(snapshot, d, unruled)),
         ("boundary", "change_tool_schema", lambda _, d: change_tool_schema(snapshot, d)),
@@ -115,11 +115,13 @@ def mutants_of(
 Made = tuple[str, str, dict[str, Any], Prepare | None] | str
 
 
-def _unruled(instructed: bool, exempt: Mapping[str, str]) -> str | None:
+def _unruled(instructed: bool, exempt: Mapping[str, str], data: dict[str, Any]) -> str | None:
     """Why the conformance rule `instructions` cannot kill dropped instructions; None: it
     can."""
     if not instructed:
         return "the agent declares no instructions (an own loop declares none)"
+    if next(_steps(data), None) is None:
+        return "no model request is scripted (a guardrail may end every turn first)"
     if "instructions" in exempt:
         return f"the case is exempt from loop(instructions): {exempt['instructions']}"
     return None

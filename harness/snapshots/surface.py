@@ -70,6 +70,7 @@ _ENCODE = msgspec.json.Encoder().encode
 # JSON of their schemas, indented with sorted keys, is the check's one real cost.
 _RENDERED: dict[bytes, tuple[str, ...]] = {}
 _RENDERED_MAX = 256
+_TEXTS: dict[tuple[tuple[str, tuple[tuple[str, ...], ...]], ...], str] = {}
 
 
 def _lines_of(request: ModelRequest) -> tuple[bytes, tuple[str, ...]]:
@@ -103,6 +104,18 @@ def render(requests: Iterable[ModelRequest]) -> str:
             seen.append(lines)
     if not surfaces:
         return ""
+    # Cases of a suite mostly show the same surfaces: their text is made once. The tuples'
+    # strings keep their hashes, so the key costs a few lookups, not a walk of the text.
+    whole = tuple((agent, tuple(seen)) for agent, seen in surfaces.items())
+    text = _TEXTS.get(whole)
+    if text is None:
+        if len(_TEXTS) >= _RENDERED_MAX:
+            _TEXTS.clear()
+        text = _TEXTS[whole] = _text(surfaces)
+    return text
+
+
+def _text(surfaces: dict[str, list[tuple[str, ...]]]) -> str:
     out = [HEADER]
     # The agent under test first, the others by name: the order requests came in may
     # depend on which answered first.

@@ -63,7 +63,11 @@ class ToolOutcome:
 
 def canonical_arguments(arguments: Any) -> str:
     """Compact JSON with sorted keys and non-ASCII kept, the recorded form of arguments."""
-    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(arguments)
+
+
+# `json.dumps` with these options builds an encoder on every call: made once instead.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def canonical_text(arguments: str) -> str:

@@ -207,13 +207,13 @@ def _trailing_results(messages: tuple[Message, ...]) -> list[Message]:
 def _take_dispatch(unused: list[RecordedCall], call: ToolCall) -> RecordedCall | None:
     """The recorded dispatch of `call`: the first unmatched one with its name and arguments,
     else of its name (calls are recorded as they finish, which need not be their order)."""
-    arguments = canonical_arguments(call.arguments)
-    exact = [i for i, r in enumerate(unused) if r.name == call.name and r.arguments == arguments]
     named = [i for i, r in enumerate(unused) if r.name == call.name]
-    for candidates in (exact, named):
-        if candidates:
-            return unused.pop(candidates[0])
-    return None
+    if len(named) > 1:
+        # Only a choice between calls of one name needs the arguments: the dispatch
+        # recorded them canonical already, the script's are made so here, once.
+        arguments = canonical_arguments(call.arguments)
+        named = [i for i in named if unused[i].arguments == arguments] or named
+    return unused.pop(named[0]) if named else None
 
 
 def _carries(content: str, ran: RecordedCall) -> bool:

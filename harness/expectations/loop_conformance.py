@@ -5,19 +5,41 @@ naming the rule and why, so the opt-out is visible in review.
 Replay answers with the scripted steps whatever the agent sends, so without these checks a
 loop that forgets earlier turns or never hands tool results back to the model would pass.
 Only violations are graded (category `loop`): a conformant run's report is unchanged.
+
+Every rule is checked in one pass over the conversation (`_one_pass`): each request is
+visited once, what the rules read of it worked out once (`_Walk`), and each rule says what
+is wrong at it, if anything (`_Rule`; `_ThreadRule` for a rule over each conversation of a
+multi-agent run). What a request is checked for is `harness.expectations.conformance`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
+from harness.expectations.conformance import (
+    filtered_problem,
+    find_text,
+    held,
+    missing_problem,
+    names_of,
+    own_input,
+    request_of,
+    results_asked,
+    results_problems,
+    spoken,
+    spoken_text,
+    step_at,
+    summary_problems,
+)
 from harness.io.json_paths import child_path
 from harness.io.text import clean
 from harness.io.validation import Fault, closest
-from harness.model_boundary import Handoff, Message, ModelStep, ToolCall, summarize_request
-from harness.tool_registry import RecordedCall, canonical_arguments
+from harness.model_boundary import ModelStep
+from harness.tool_registry import RecordedCall
 from harness.transcript import Conversation, Exchange, Thread
 
 AT = f"{EXPECTS}.loop_exempt"
@@ -45,189 +67,121 @@ class LoopConformance(Kind):
         conversation = evidence.conversation
         if conversation is None or not conversation.scripted:
             return  # the empty run, and live runs: no script to conform to
-        for rule, check in RULES.items():
-            if rule in self.loop_exempt:
-                continue
-            violation = next(check(conversation), None)
-            if violation is not None:
-                where, detail = violation
-                yield Grade(f"loop({rule})", False, detail, "loop", where)
+        # Every rule checked in one pass over the conversation.
+        found = _one_pass(conversation, [r for r in RULES if r not in self.loop_exempt])
+        for rule, (where, detail) in found.items():
+            yield Grade(f"loop({rule})", False, detail, "loop", where)
 
 
 Violation = tuple[str, str]  # the fixture field it concerns, and what is wrong
 
 
-def _step_at(exchange: Exchange) -> str:
-    return f"$.turns[{exchange.turn}].steps[{exchange.step}]"
+class _Walk:
+    """What the rules read of each request, worked out once for all of them as the pass
+    goes over the conversation: its scripted step, the calls that answer it, the calls
+    never run or replaced, and where it sits among the conversations of a graph."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+        # Per request: its conversation's number, its place in it, and the conversation.
+        self.places: dict[int, tuple[int, int, Thread]] = {}
+        self.steps: list[ModelStep | None] = []  # per request visited so far
+        self._answered: dict[int, tuple[RecordedCall, ...]] = {}
+        self.input_rejected = conversation.rejected("tool_input")
+        self.output_rejected = conversation.rejected("tool_output")
+
+    def answered(self, index: int) -> tuple[RecordedCall, ...]:
+        found = self._answered.get(index)
+        if found is None:
+            found = self._answered[index] = self.conversation.answered(index)
+        return found
 
 
-def _held(exchange: Exchange) -> str:
-    return summarize_request(exchange.request, width=80)
+class _Rule:
+    """One rule, checked request by request as the pass goes: `check` says its violation
+    at a request, if any; the first is the rule's."""
+
+    def __init__(self, walk: _Walk) -> None:
+        self.walk = walk
+        self.found: Violation | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.found is not None
+
+    def visit(self, index: int, exchange: Exchange) -> None:
+        if self.found is None:
+            self.found = self.check(index, exchange)
+
+    def check(self, index: int, exchange: Exchange) -> Violation | None:
+        raise NotImplementedError
 
 
-def _request(exchange: Exchange) -> str:
-    """`turn T, request S`, and the agent that asked when the run names one."""
-    agent = exchange.request.agent
-    said = f"turn {exchange.turn}, request {exchange.step}"
-    return said if agent is None else f"{said} (agent {q(clip(agent, 60))})"
+class _ThreadRule(_Rule):
+    """A rule over each conversation of a multi-agent run (`Conversation.threads`) on its
+    own: its violation is the first of the first conversation that has one, wherever that
+    falls among the requests."""
 
+    def __init__(self, walk: _Walk) -> None:
+        super().__init__(walk)
+        self._states: dict[int, Any] = {}
+        self._first: dict[int, Violation] = {}  # per conversation, its first violation
 
-def _first(violations: Iterator[Iterator[Violation]]) -> Iterator[Violation]:
-    """The first violation of the first conversation that has one."""
-    for found in violations:
-        violation = next(found, None)
+    @property
+    def done(self) -> bool:
+        return 0 in self._first  # no later conversation's can come before it
+
+    def visit(self, index: int, exchange: Exchange) -> None:
+        number, position, thread = self.walk.places[index]
+        if self._first and number >= min(self._first):
+            return
+        state = self._states.get(number)
+        if state is None:
+            state = self._states[number] = self.start(thread)
+        violation = self.member(state, thread, position, exchange)
         if violation is not None:
-            yield violation
-            return
+            self._first[number] = violation
+            self.found = self._first[min(self._first)]
+
+    def start(self, thread: Thread) -> Any:
+        """What the rule keeps of one conversation as its requests are visited."""
+        raise NotImplementedError
+
+    def member(
+        self, state: Any, thread: Thread, position: int, exchange: Exchange
+    ) -> Violation | None:
+        raise NotImplementedError
 
 
-def _tool_results(conversation: Conversation) -> Iterator[Violation]:
-    """After a scripted tool-call step, the next request of that conversation in that turn
-    carries a result for every call of that step, holding what the tool returned. A
-    handoff's call is answered by the framework (its text is not a tool's), and a handoff
-    whose filter makes the new agent's history may leave the step's results out. A handoff
-    that nests the history summarises the conversation into it, every result of its agents
-    so far included: each must be there."""
-    return _first(_thread_results(conversation, t) for t in conversation.threads)
+def _one_pass(conversation: Conversation, names: Iterable[str]) -> dict[str, Violation]:
+    """Each named rule's first violation, in the order named, found in one pass over the
+    conversation for all of them (a rule stops looking once it has its own)."""
+    walk = _Walk(conversation)
+    rules = {name: _CHECKS[name](walk) for name in names}
+    if any(isinstance(r, _ThreadRule) for r in rules.values()):
+        walk.places = {
+            member: (number, position, thread)
+            for number, thread in enumerate(conversation.threads)
+            for position, member in enumerate(thread.members)
+        }
+    active = list(rules.values())
+    for index, exchange in enumerate(conversation.exchanges):
+        if not active:
+            break
+        walk.steps.append(conversation.step_of(exchange))
+        for rule in active:
+            rule.visit(index, exchange)
+        if any(r.done for r in active):
+            active = [r for r in active if not r.done]
+    return {name: rule.found for name, rule in rules.items() if rule.found is not None}
 
 
-def _thread_results(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
-    pairs = zip(thread.members, thread.members[1:], thread.handed[1:], strict=False)
-    so_far: list[RecordedCall] = []  # every call this conversation's agents made until now
-    for earlier, later, handed in pairs:
-        previous, exchange = conversation.exchanges[earlier], conversation.exchanges[later]
-        step = conversation.step_of(previous)
-        dispatched = conversation.answered(earlier)
-        so_far += dispatched
-        if handed is not None and handed.nested:
-            # The summary is the whole conversation so far: every result is in it.
-            problems = _summary_problems(tuple(so_far), exchange)
-        elif step is not None and _results_asked(previous, exchange, step, handed):
-            # A call whose result a tool output guardrail replaced was answered with its
-            # message.
-            rejected = conversation.rejected("tool_output")
-            calls = tuple(c for c in step.tool_calls if c.id not in rejected)
-            problems = _results_problems(calls, dispatched, exchange, conversation.unapproved)
-        else:
-            continue
-        for problem in problems:
-            yield (
-                _step_at(previous),
-                f"{_request(exchange)}: {problem}; the request held:\n{_held(exchange)}",
-            )
-            return
+def _checked(name: str, conversation: Conversation) -> Iterator[Violation]:
+    """The rule `name` on its own: its first violation, if any."""
+    yield from _one_pass(conversation, (name,)).values()
 
 
-def _results_asked(
-    previous: Exchange, exchange: Exchange, step: ModelStep, handed: Handoff | None
-) -> bool:
-    """Whether `exchange` must carry the results of `step`, a step of its conversation in
-    its turn (not where a handoff's filter made the history)."""
-    filtered = handed is not None and handed.filtered
-    return previous.turn == exchange.turn and bool(step.tool_calls) and not filtered
-
-
-def _results_problems(
-    calls: tuple[ToolCall, ...],
-    dispatched: tuple[RecordedCall, ...],
-    exchange: Exchange,
-    rejected: frozenset[str] = frozenset(),
-) -> Iterator[str]:
-    messages = exchange.request.messages
-    by_id = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
-    scripted_ids = {c.id for c in calls}
-    trailing = _trailing_results(messages)
-    unused = list(dispatched)
-    for position, call in enumerate(calls):
-        result = by_id.get(call.id)
-        if result is None and position < len(trailing) and not by_id.keys() & scripted_ids:
-            result = trailing[position]  # the loop numbers calls its own way: by position
-        if result is None:
-            yield f"no tool result for {_call(call)} was passed back to the model"
-            return
-        if call.id and not result.tool_call_id:
-            # Every framework keeps the ids (the SDK's call_id, pydantic-ai's
-            # tool_call_id), and a provider refuses a tool result that names no call.
-            yield (
-                f"the result passed back for {_call(call)} carries no tool_call_id: a "
-                "provider refuses a tool result that does not name the call it answers"
-            )
-            return
-        if call.id in rejected:
-            continue  # never run: its result is the rejection the framework sends
-        ran = _take_dispatch(unused, call)
-        if ran is not None and not _carries(result.content, ran):
-            yield (
-                f"the result passed back for {_call(call)} was "
-                f"{q(clip(result.content, 120))}, but the tool returned {q(clip(ran.result, 120))}"
-            )
-            return
-
-
-def _summary_problems(dispatched: tuple[RecordedCall, ...], exchange: Exchange) -> Iterator[str]:
-    """A nested handoff's history is one summary of the conversation: what each tool
-    returned is in it, word for word (or as JSON text)."""
-    text = _spoken_text(exchange.request.messages)
-    for ran in dispatched:
-        if _find(text, ran.result, 0) < 0:
-            yield (
-                f"the result of {clean(ran.name)} ({q(clip(ran.result, 120))}) is not in the "
-                "history the handoff nested"
-            )
-            return
-
-
-def _spoken_text(messages: tuple[Message, ...]) -> str:
-    """The messages' text after the instructions, in order: where a nested handoff's
-    summary holds the conversation inside one message."""
-    return "\n".join(m.content for m in messages if m.role != "system")
-
-
-def _find(text: str, needle: str, start: int) -> int:
-    """Where `needle` is in `text` from `start`, as it is or as JSON text (a summary may
-    quote a message as JSON); -1: nowhere."""
-    quoted = json.dumps(needle, ensure_ascii=False)[1:-1]
-    hits = [at for at in (text.find(needle, start), text.find(quoted, start)) if at >= 0]
-    return min(hits, default=-1)
-
-
-def _call(call: ToolCall) -> str:
-    # The script's id and name on one line: a detail's own lines are the harness's.
-    return f"{clean(call.id)} ({clean(call.name)})"
-
-
-def _trailing_results(messages: tuple[Message, ...]) -> list[Message]:
-    """The tool messages after the last assistant message that called tools."""
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "assistant" and messages[index].tool_calls:
-            return [m for m in messages[index + 1 :] if m.role == "tool"]
-    return []
-
-
-def _take_dispatch(unused: list[RecordedCall], call: ToolCall) -> RecordedCall | None:
-    """The recorded dispatch of `call`: the first unmatched one with its name and arguments,
-    else of its name (calls are recorded as they finish, which need not be their order)."""
-    named = [i for i, r in enumerate(unused) if r.name == call.name]
-    if len(named) > 1:
-        # Only a choice between calls of one name needs the arguments: the dispatch
-        # recorded them canonical already, the script's are made so here, once.
-        arguments = canonical_arguments(call.arguments)
-        named = [i for i in named if unused[i].arguments == arguments] or named
-    return unused.pop(named[0]) if named else None
-
-
-def _carries(content: str, ran: RecordedCall) -> bool:
-    """Whether a tool message tells the model what the tool returned. A framework may
-    reword a failure (`ModelRetry: why` reaches the model as `why …`), never hide it."""
-    if ran.result in content:
-        return True
-    if not ran.success:
-        _, sep, reason = ran.result.partition(": ")
-        return bool(sep) and reason in content
-    return False
-
-
-def _dispatches(conversation: Conversation) -> Iterator[Violation]:
+class _Dispatches(_Rule):
     """The tool boundary saw what the script asked for: after each step, its calls were
     dispatched once each by the agent that asked, and nothing else. Compared by tool name: a
     framework may fill in defaults or coerce arguments before the tool runs. A step that
@@ -236,35 +190,78 @@ def _dispatches(conversation: Conversation) -> Iterator[Violation]:
     request offered is the agent's final answer, which the framework validates itself, never
     a dispatch. A scripted call the framework refuses to run (arguments its schema rejects)
     breaks this rule: such a case says so with `loop_exempt`."""
-    rejected = conversation.rejected("tool_input")
-    for index, exchange in enumerate(conversation.exchanges):
-        step = conversation.step_of(exchange)
-        ran = sorted(c.name for c in conversation.answered(index))
-        answers = {t.name for t in exchange.request.tools if t.output}
-        calls = step.tool_calls if step is not None else ()
+
+    def __init__(self, walk: _Walk) -> None:
+        super().__init__(walk)
         # A call rejected for approval is never run: the script asks for the others.
-        unrun = rejected | conversation.unapproved
-        asked = sorted(c.name for c in calls if c.id not in unrun and c.name not in answers)
-        handed = len(conversation.handoffs_after(index))
+        self.unrun = walk.input_rejected | walk.conversation.unapproved
+
+    def check(self, index: int, exchange: Exchange) -> Violation | None:
+        step = self.walk.steps[index]
+        ran = sorted(c.name for c in self.walk.answered(index))
+        calls = step.tool_calls if step is not None else ()
+        tools = exchange.request.tools
+        answers = {t.name for t in tools if t.output} if calls else set()
+        asked = sorted(c.name for c in calls if c.id not in self.unrun and c.name not in answers)
+        handed = len(self.walk.conversation.handoffs_after(index))
+        if not handed and ran == asked:
+            return None
         unran = list(asked)
         for name in ran:
             if name in unran:
                 unran.remove(name)
         if len(unran) != handed or len(ran) + handed != len(asked):
             made = f" and made {handed} handoff(s)" if handed else ""
-            yield (
-                _step_at(exchange),
-                f"{_request(exchange).replace('request', 'step', 1)}: the script called "
-                f"{_names(asked)}, the agent dispatched {_names(ran)}{made}",
+            return (
+                step_at(exchange),
+                f"{request_of(exchange).replace('request', 'step', 1)}: the script called "
+                f"{names_of(asked)}, the agent dispatched {names_of(ran)}{made}",
             )
-            return
+        return None
 
 
-def _names(names: list[str]) -> str:
-    return "[" + ", ".join(map(clean, names)) + "]"
+class _ToolResults(_ThreadRule):
+    """After a scripted tool-call step, the next request of that conversation in that turn
+    carries a result for every call of that step, holding what the tool returned. A
+    handoff's call is answered by the framework (its text is not a tool's), and a handoff
+    whose filter makes the new agent's history may leave the step's results out. A handoff
+    that nests the history summarises the conversation into it, every result of its agents
+    so far included: each must be there."""
+
+    def start(self, thread: Thread) -> list[RecordedCall]:
+        return []  # every call this conversation's agents made until now
+
+    def member(
+        self, so_far: Any, thread: Thread, position: int, exchange: Exchange
+    ) -> Violation | None:
+        if position == 0:
+            return None
+        walk, handed = self.walk, thread.handed[position]
+        earlier = thread.members[position - 1]
+        previous, step = walk.conversation.exchanges[earlier], walk.steps[earlier]
+        dispatched = walk.answered(earlier)
+        so_far += dispatched
+        if handed is not None and handed.nested:
+            # The summary is the whole conversation so far: every result is in it.
+            problems = summary_problems(tuple(so_far), exchange)
+        elif step is not None and results_asked(previous, exchange, step, handed):
+            # A call whose result a tool output guardrail replaced was answered with its
+            # message.
+            calls = tuple(c for c in step.tool_calls if c.id not in walk.output_rejected)
+            unapproved = walk.conversation.unapproved
+            problems = results_problems(calls, dispatched, exchange, unapproved)
+        else:
+            return None
+        problem = next(problems, None)
+        if problem is None:
+            return None
+        return (
+            step_at(previous),
+            f"{request_of(exchange)}: {problem}; the request held:\n{held(exchange)}",
+        )
 
 
-def _history(conversation: Conversation) -> Iterator[Violation]:
+class _History(_ThreadRule):
     """Every request of turn N carries the user inputs of turns 0..N and the final texts of
     turns 0..N-1, in order: the conversation so far. A handoff passes it on whole; one with
     a filter of its own passes on what the filter makes, so the new agent's first request
@@ -273,211 +270,156 @@ def _history(conversation: Conversation) -> Iterator[Violation]:
     it into one message) must keep it all, in order, in the text of the new agent's
     requests from then on. An agent used as a tool or delegated to holds its own: the input
     its first request was given."""
-    return _first(_thread_history(conversation, t) for t in conversation.threads)
 
+    @dataclass
+    class State:
+        kept: list[tuple[str, str]] = field(default_factory=list)
+        turn: int = -1
+        previous: Exchange | None = None
+        nested: bool = False
 
-def _thread_history(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
-    kept: list[tuple[str, str]] = []
-    turn = -1
-    previous: Exchange | None = None
-    nested = False
-    for index, handed in zip(thread.members, thread.handed, strict=True):
-        exchange = conversation.exchanges[index]
-        nested = nested or (handed is not None and handed.nested)
-        if thread.nested and previous is None:
-            kept, turn = _own_input(exchange), exchange.turn  # not the user's turn: its own
-        for later in range(turn + 1, exchange.turn + 1):
+    def start(self, thread: Thread) -> _History.State:
+        return _History.State()
+
+    def member(
+        self, state: Any, thread: Thread, position: int, exchange: Exchange
+    ) -> Violation | None:
+        conversation, handed = self.walk.conversation, thread.handed[position]
+        state.nested = state.nested or (handed is not None and handed.nested)
+        if thread.nested and state.previous is None:
+            # Not the user's turn: its own.
+            state.kept, state.turn = own_input(exchange), exchange.turn
+        for later in range(state.turn + 1, exchange.turn + 1):
             final = conversation.final_text(later - 1) if later > 0 else ""
-            kept += [("assistant", final)] if final else []
-            kept.append(("user", conversation.user_inputs[later]))
-        turn = max(turn, exchange.turn)
+            state.kept += [("assistant", final)] if final else []
+            state.kept.append(("user", conversation.user_inputs[later]))
+        state.turn = max(state.turn, exchange.turn)
         problem: str | None = None
-        if handed is not None and handed.filtered and previous is not None:
-            problem = _filtered_problem(conversation, kept, previous, exchange)
-            kept = [(m.role, m.content) for m in exchange.request.messages if _spoken(m)]
+        if handed is not None and handed.filtered and state.previous is not None:
+            problem = filtered_problem(conversation, state.kept, state.previous, exchange)
+            state.kept = [(m.role, m.content) for m in exchange.request.messages if spoken(m)]
         else:
-            problem = _missing_problem(kept, exchange, nested=nested)
-        if problem is not None:
-            yield (
-                _step_at(exchange),
-                f"{_request(exchange)}: {problem}; the request held:\n{_held(exchange)}",
-            )
-            return
-        previous = exchange
+            problem = missing_problem(state.kept, exchange, nested=state.nested)
+        state.previous = exchange
+        if problem is None:
+            return None
+        return (
+            step_at(exchange),
+            f"{request_of(exchange)}: {problem}; the request held:\n{held(exchange)}",
+        )
 
 
-def _own_input(exchange: Exchange) -> list[tuple[str, str]]:
-    """What a nested agent was given: the last user message of its first request."""
-    given = [m.content for m in exchange.request.messages if m.role == "user"]
-    return [("user", given[-1])] if given else [("user", "")]
-
-
-def _spoken(message: Message) -> bool:
-    """A user input or an answer in text: what a history is made of."""
-    return message.role == "user" or (message.role == "assistant" and not message.tool_calls)
-
-
-def _missing_problem(
-    kept: list[tuple[str, str]], exchange: Exchange, *, nested: bool = False
-) -> str | None:
-    messages = exchange.request.messages
-    missing = _first_missing_in_text(kept, messages) if nested else _first_missing(kept, messages)
-    if missing is None:
-        return None
-    role, text = missing
-    what = "user input" if role == "user" else "final text"
-    return f"the {what} {q(clip(text, 120))} is missing or out of order"
-
-
-def _filtered_problem(
-    conversation: Conversation, kept: list[tuple[str, str]], before: Exchange, after: Exchange
-) -> str | None:
-    """What is wrong with the history a handoff's filter made: the input of the turn lost,
-    or a message the conversation never had (the filter may drop, never invent)."""
-    current = [item for item in kept if item[0] == "user"][-1:]
-    problem = _missing_problem(current, after)
-    if problem is not None:
-        return problem
-    step = conversation.step_of(before)
-    had = {(m.role, m.content) for m in before.request.messages if _spoken(m)}
-    if step is not None and step.text:
-        had.add(("assistant", step.text))
-    invented = next(
-        (m for m in after.request.messages if _spoken(m) and (m.role, m.content) not in had),
-        None,
-    )
-    if invented is None:
-        return None
-    return (
-        f"the handoff's filter passed on the {invented.role} message "
-        f"{q(clip(invented.content, 120))}, which the conversation never had"
-    )
-
-
-def _first_missing(
-    expected: list[tuple[str, str]], messages: tuple[Message, ...]
-) -> tuple[str, str] | None:
-    """The first expected (role, content) not found, in order, among `messages`."""
-    position = 0
-    for role, text in expected:
-        while position < len(messages):
-            message = messages[position]
-            position += 1
-            if message.role == role and text.strip() in message.content:
-                break  # a loop may wrap an input in a template, or strip a final text
-        else:
-            return role, text
-    return None
-
-
-def _first_missing_in_text(
-    expected: list[tuple[str, str]], messages: tuple[Message, ...]
-) -> tuple[str, str] | None:
-    """The first expected (role, content) not found, in order, in the messages' text: a
-    nested history holds them inside its summary, whatever role that message has."""
-    text = _spoken_text(messages)
-    position = 0
-    for role, wanted in expected:
-        at = _find(text, wanted.strip(), position)
-        if at < 0:
-            return role, wanted
-        position = at + 1
-    return None
-
-
-def _last_user_input(conversation: Conversation) -> Iterator[Violation]:
+class _LastUserInput(_ThreadRule):
     """The current turn's user input is the last user message of the conversation so far:
     no earlier turn's input comes after it. (A framework's own follow-up, like pydantic-ai's
     retry prompt, may: it is not a user input of the script.) For an agent used as a tool or
     delegated to, the input its first request was given."""
-    return _first(_thread_last_input(conversation, t) for t in conversation.threads)
 
+    @dataclass
+    class State:
+        own: str | None = None
+        nested: bool = False
 
-def _thread_last_input(conversation: Conversation, thread: Thread) -> Iterator[Violation]:
-    own: str | None = None
-    nested = False
-    for index, handed in zip(thread.members, thread.handed, strict=True):
-        exchange = conversation.exchanges[index]
+    def start(self, thread: Thread) -> _LastUserInput.State:
+        return _LastUserInput.State()
+
+    def member(
+        self, state: Any, thread: Thread, position: int, exchange: Exchange
+    ) -> Violation | None:
+        conversation, handed = self.walk.conversation, thread.handed[position]
         messages = exchange.request.messages
-        nested = nested or (handed is not None and handed.nested)
+        state.nested = state.nested or (handed is not None and handed.nested)
         if thread.nested:
-            own = _own_input(exchange)[0][1] if own is None else own
-            want, earlier = own, set[str]()
+            state.own = own_input(exchange)[0][1] if state.own is None else state.own
+            want, earlier = state.own, set[str]()
         else:
             want = conversation.user_inputs[exchange.turn]
             earlier = set(conversation.user_inputs[: exchange.turn]) - {want}
-        at = max(
-            (i for i, m in enumerate(messages) if m.role == "user" and want in m.content),
-            default=None,
+        at = next(
+            (
+                i
+                for i in range(len(messages) - 1, -1, -1)
+                if messages[i].role == "user" and want in messages[i].content
+            ),
+            None,
         )
         late = None
         if at is not None:
-            after = messages[at + 1 :]
             late = next(
-                (m for m in after if m.role == "user" and any(e in m.content for e in earlier)),
+                (
+                    m
+                    for m in messages[at + 1 :]
+                    if m.role == "user" and any(e in m.content for e in earlier)
+                ),
                 None,
             )
-        elif nested and _find(_spoken_text(messages), want, 0) >= 0:
-            continue  # in the summary a nested handoff made, where the turn's order is kept
+        elif state.nested and find_text(spoken_text(messages), want, 0) >= 0:
+            return None  # in the summary a nested handoff made, where the turn's order is kept
         if at is None or late is not None:
             got = "is missing" if late is None else f"comes before {q(clip(late.content, 120))}"
-            yield (
-                _step_at(exchange),
-                f"{_request(exchange)}: this turn's input "
-                f"{q(clip(want, 120))} {got}; the request held:\n{_held(exchange)}",
+            return (
+                step_at(exchange),
+                f"{request_of(exchange)}: this turn's input "
+                f"{q(clip(want, 120))} {got}; the request held:\n{held(exchange)}",
             )
-            return
+        return None
 
 
-def _offered_tools(conversation: Conversation) -> Iterator[Violation]:
+class _OfferedTools(_Rule):
     """Every scripted call names a tool that the request it answers offered the model."""
-    for exchange in conversation.exchanges:
-        step = conversation.script[exchange.turn][exchange.step]
+
+    def check(self, index: int, exchange: Exchange) -> Violation | None:
+        step = self.walk.conversation.script[exchange.turn][exchange.step]
+        if not step.tool_calls:
+            return None
         offered = {tool.name for tool in exchange.request.tools}
         for call in step.tool_calls:
             if call.name not in offered:
                 shown = ", ".join(map(clean, sorted(offered))) or "none"
-                yield (
-                    f"{_step_at(exchange)}.response.tool_calls",
+                return (
+                    f"{step_at(exchange)}.response.tool_calls",
                     f"turn {exchange.turn}, step {exchange.step} calls {call.name!r}, which the "
                     f"request it answers never offered the model (offered: {shown})",
                 )
-                return
+        return None
 
 
-def _instructions(conversation: Conversation) -> Iterator[Violation]:
+class _Instructions(_Rule):
     """The instructions a framework agent declared for a request, as its framework resolved
     them (a dynamic function's text, which may change from request to request; pydantic-ai's
     system prompts where its history holds them), reach it as a system message. A request
     declaring none (an own loop's) holds the system message of its agent's first request,
-    unchanged (each agent of a graph has its own). One walk of each request serves both."""
-    first: dict[str | None, str | None] = {}
-    for exchange in conversation.exchanges:
+    unchanged (each agent of a graph has its own)."""
+
+    def __init__(self, walk: _Walk) -> None:
+        super().__init__(walk)
+        self.first: dict[str | None, str | None] = {}
+
+    def check(self, index: int, exchange: Exchange) -> Violation | None:
         request = exchange.request
         system = [m.content for m in request.messages if m.role == "system"]
         lost = _lost_instructions(request.declared_instructions, system)
         if lost is not None:
-            yield (
-                _step_at(exchange),
-                f"{_request(exchange)}: the instructions the agent declared "
+            return (
+                step_at(exchange),
+                f"{request_of(exchange)}: the instructions the agent declared "
                 f"({q(clip(lost, 120))}) never reached the model: no system message of the "
-                f"request holds them; the request held:\n{_held(exchange)}",
+                f"request holds them; the request held:\n{held(exchange)}",
             )
-            return
         if request.declared_instructions:
-            continue
-        if request.agent not in first:
-            first[request.agent] = system[0] if system else None
-            continue
-        kept = first[request.agent]
-        if kept is not None and kept not in system:
-            yield (
-                _step_at(exchange),
-                f"{_request(exchange)}: the instructions of the first "
-                f"request ({q(clip(kept, 120))}) are missing or changed; the request held:\n"
-                f"{_held(exchange)}",
-            )
-            return
+            return None
+        if request.agent not in self.first:
+            self.first[request.agent] = system[0] if system else None
+            return None
+        kept = self.first[request.agent]
+        if kept is None or kept in system:
+            return None
+        return (
+            step_at(exchange),
+            f"{request_of(exchange)}: the instructions of the first "
+            f"request ({q(clip(kept, 120))}) are missing or changed; the request held:\n"
+            f"{held(exchange)}",
+        )
 
 
 def _lost_instructions(declared: tuple[str, ...], system: list[str]) -> str | None:
@@ -490,11 +432,16 @@ def _lost_instructions(declared: tuple[str, ...], system: list[str]) -> str | No
     return None
 
 
+_CHECKS: dict[str, Callable[[_Walk], _Rule]] = {
+    "dispatches": _Dispatches,
+    "tool_results": _ToolResults,
+    "history": _History,
+    "last_user_input": _LastUserInput,
+    "offered_tools": _OfferedTools,
+    "instructions": _Instructions,
+}
+# Each rule on its own, by the name `loop_exempt` gives it; the kind checks those listed
+# here, all of them in one pass.
 RULES: dict[str, Callable[[Conversation], Iterator[Violation]]] = {
-    "dispatches": _dispatches,
-    "tool_results": _tool_results,
-    "history": _history,
-    "last_user_input": _last_user_input,
-    "offered_tools": _offered_tools,
-    "instructions": _instructions,
+    name: functools.partial(_checked, name) for name in _CHECKS
 }

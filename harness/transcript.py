@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import cached_property
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -105,6 +105,29 @@ class Transcript:
         return shown
 
 
+T = TypeVar("T")
+
+
+class cached_property(Generic[T]):
+    """`functools.cached_property` without its lock (Python 3.11 takes one on every first
+    read): a conversation is graded on one thread, and its properties are pure, so a race
+    could only work one out twice. Worked out on the first read, kept in the instance."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self._compute = compute
+        self._name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> T:
+        if instance is None:
+            return self  # type: ignore[return-value]
+        value = instance.__dict__[self._name] = self._compute(instance)
+        return value
+
+
 # Which transcript's exchange the current task's model request is; set as it is observed.
 _IN_FLIGHT: ContextVar[tuple[Transcript, int] | None] = ContextVar("_IN_FLIGHT", default=None)
 
@@ -159,6 +182,8 @@ class Conversation:
     def rejected(self, kind: str) -> frozenset[str]:
         """The ids of the calls a tool guardrail of `kind` tripped on (`tool_input`: the
         call never ran; `tool_output`: its result was replaced, or the turn ended)."""
+        if not self.guardrails:
+            return frozenset()
         return frozenset(
             g.call_id for g in self.guardrails if g.kind == kind and g.tripped and g.call_id
         )
@@ -170,7 +195,7 @@ class Conversation:
 
     def handoffs_after(self, index: int) -> tuple[Handoff, ...]:
         """The handoffs the answer to the request at `index` made."""
-        return self._handoffs_by_exchange[index]
+        return self._handoffs_by_exchange[index] if self.handoffs else ()
 
     @cached_property
     def _handoffs_by_exchange(self) -> tuple[tuple[Handoff, ...], ...]:
@@ -217,6 +242,10 @@ class Conversation:
     def threads(self) -> tuple[Thread, ...]:
         """The run's requests split into the conversations the framework holds (see
         `split_threads`); a run of one agent is one. Worked out once: each rule reads it."""
+        if self._one_agent and not self.handoffs and self.exchanges:
+            # What `split_threads` makes of it, said at once: no agent but the one asked.
+            count = len(self.exchanges)
+            return (Thread(False, tuple(range(count)), (None,) * count),)
         return tuple(split_threads(self))
 
 

@@ -106,3 +106,11 @@ def test_a_graphs_first_conversation_with_a_violation_is_reported_not_the_earlie
     # The root's conversation is the first: its violation (a later request) is the rule's.
     assert both[0] == "$.turns[0].steps[3]"
     assert graded(helper_and_root(root_forgets=True), {})["history"][0] == both[0]
+
+
+def test_a_run_of_one_agent_is_one_conversation_as_the_split_would_make_it() -> None:
+    from harness.transcript import split_threads
+
+    conversation = broken_everywhere()
+    assert conversation.threads == tuple(split_threads(conversation))
+    assert len(conversation.threads) == 1 and conversation.threads[0].members == (0, 1, 2)

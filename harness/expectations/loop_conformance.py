@@ -109,9 +109,10 @@ class _Rule:
     def done(self) -> bool:
         return self.found is not None
 
-    def visit(self, index: int, exchange: Exchange) -> None:
-        if self.found is None:
-            self.found = self.check(index, exchange)
+    def visit(self, index: int, exchange: Exchange) -> bool:
+        """Check the request at `index`; whether the rule is done looking."""
+        self.found = self.check(index, exchange)
+        return self.found is not None
 
     def check(self, index: int, exchange: Exchange) -> Violation | None:
         raise NotImplementedError
@@ -131,17 +132,19 @@ class _ThreadRule(_Rule):
     def done(self) -> bool:
         return 0 in self._first  # no later conversation's can come before it
 
-    def visit(self, index: int, exchange: Exchange) -> None:
+    def visit(self, index: int, exchange: Exchange) -> bool:
         number, position, thread = self.walk.places[index]
         if self._first and number >= min(self._first):
-            return
+            return False
         state = self._states.get(number)
         if state is None:
             state = self._states[number] = self.start(thread)
         violation = self.member(state, thread, position, exchange)
-        if violation is not None:
-            self._first[number] = violation
-            self.found = self._first[min(self._first)]
+        if violation is None:
+            return False
+        self._first[number] = violation
+        self.found = self._first[min(self._first)]
+        return self.done
 
     def start(self, thread: Thread) -> Any:
         """What the rule keeps of one conversation as its requests are visited."""
@@ -169,9 +172,10 @@ def _one_pass(conversation: Conversation, names: Iterable[str]) -> dict[str, Vio
         if not active:
             break
         walk.steps.append(conversation.step_of(exchange))
+        finished = False
         for rule in active:
-            rule.visit(index, exchange)
-        if any(r.done for r in active):
+            finished |= rule.visit(index, exchange)
+        if finished:
             active = [r for r in active if not r.done]
     return {name: rule.found for name, rule in rules.items() if rule.found is not None}
 

@@ -40,6 +40,7 @@ from harness.errors import RAISED_BY_AGENT_CODE, describe
 from harness.expectations.base import JudgeNote
 from harness.expectations.judge import Judge, Material, Rubric
 from harness.expectations.registry import grade
+from harness.fixtures.schema import LlmTrace
 from harness.fixtures.suite import Case, FixtureChanged, display_path
 from harness.io.json_paths import line_of
 from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
@@ -151,10 +152,11 @@ class CaseProgress:
         context: AgentContext,
         transcript: Transcript,
         wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
+        trace: LlmTrace | None = None,
     ) -> None:
         self.case = case
         # Read once: an admitted case dropped its trace, and each read finds it again.
-        self.trace = case.trace
+        self.trace = case.trace if trace is None else trace
         self.fixture = fixture
         self.context = context
         self.transcript = transcript
@@ -293,7 +295,8 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     """A fresh context for `case`: backend, boundary, registry, workspace."""
     # The adapter's tools the case may use: those it names in `tools` (all when it names
     # none), and in live mode only those `live_allowed_tools` allows.
-    usable = _usable(case.trace.tools, plan.allowed_tools)
+    trace = case.trace  # once: an admitted case finds its dropped trace again on each read
+    usable = _usable(trace.tools, plan.allowed_tools)
     tools = plan.adapter.tools()
     registry = ToolRegistry.of(tools if usable is None else [t for t in tools if usable(t.name)])
     transcript = Transcript(registry)
@@ -308,19 +311,19 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         max_calls_per_turn=plan.max_model_calls_per_turn,
         max_tool_calls_per_step=plan.max_tool_calls_per_step,
     )
-    setup = case.trace.setup
+    setup = trace.setup
     context = AgentContext(
         case.id,
         boundary,
         registry,
-        next_turn_agent=case.trace.next_turn_agent or "first",
+        next_turn_agent=trace.next_turn_agent or "first",
         # A copy: the agent's tools may change it, and a repeated case runs from the fixture's.
         setup_context=copy.deepcopy(setup.context) if setup is not None else None,
-        approvals=ApprovalDesk(decisions_of(case.trace.turns), by_tool=plan.mode == "live"),
+        approvals=ApprovalDesk(decisions_of(trace.turns), by_tool=plan.mode == "live"),
     )
     if plan.prepare is not None:
         plan.prepare(case, context)
-    return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock)
+    return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock, trace)
 
 
 async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
@@ -434,7 +437,8 @@ def sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
 def _sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
     # The sorted names of the tools the case could use: a baseline keeps them, so a case
     # whose tools changed is not compared with a verdict reached with other tools.
-    usable = _usable(case.trace.tools, plan.allowed_tools)
+    trace = case.trace  # once: an admitted case finds its dropped trace again on each read
+    usable = _usable(trace.tools, plan.allowed_tools)
     if usable is None:
         surface = plan.whole_surface
     else:

@@ -17,10 +17,9 @@ Agents SDK adapter. Printed, each against its target:
   start-up): fixtures per second, best round and median (target >= 20,000/s), per second
   of wall time and of CPU time (which another process's load moves less), and the same
   from `zeroclaw eval check` itself, its start-up (a one-fixture suite) taken off;
-* harness/bare-SDK CPU time at 1,000 cases, `run_suite` in this process against the
-  smallest scripted SDK loop (target <= 1.05): the median of per-round ratios, over twice
-  `--rounds` less one, each side first in every other round. The same ratio in
-  instructions, which no other load on the machine moves, is `benchmarks/instructions.py`.
+
+The harness's CPU against the bare SDK loop is `benchmarks/per_case.py`'s (the command as
+users run it).
 
 `--quick` runs one timed round of each comparison (the default runs `--rounds`).
 """
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from overhead import make_cases, time_bare
+from overhead import make_cases
 
 from harness import run_suite
 from harness.agents.protocol import AgentSurface
@@ -103,22 +102,6 @@ def check_seconds(directory: Path) -> float:
     return time.perf_counter() - start
 
 
-def overhead(directory: Path, n: int, rounds: int, suite: Path) -> list[tuple[Timing, Timing]]:
-    cases = make_cases(n, directory, suite)
-    time_bare(cases[:50])  # warm the bare path
-    pairs = []
-    for k in range(rounds):
-        # Each side goes first in every other round: a drift of the machine's speed within
-        # a round then favours neither.
-        if k % 2:
-            harness = timed_run(directory, n, 1)
-            pairs.append((time_bare(cases), harness))
-        else:
-            bare = time_bare(cases)
-            pairs.append((bare, timed_run(directory, n, 1)))
-    return pairs
-
-
 def median_ratio(pairs: list[tuple[Timing, Timing]], part: int, of: Callable[..., float]) -> str:
     ratios = sorted(of(a[part], b[part]) for a, b in pairs)
     spread = f", range {ratios[0]:.2f}..{ratios[-1]:.2f}" if len(ratios) > 1 else ""
@@ -167,17 +150,6 @@ def main() -> None:
         print(
             f"  zeroclaw eval check: {whole:.2f} s for 10,000, {start_up:.2f} s for one: "
             f"{9_999 / (whole - start_up):,.0f} fixtures/s after start-up"
-        )
-
-        bare_dir = Path(tmp, "bare")
-        bare_dir.mkdir()
-        # More rounds than the other figures: on shared cores one round's ratio varies by
-        # more than the harness's whole cost (`benchmarks/instructions.py` counts it steadily).
-        pairs = overhead(bare_dir, 1000, max(2 * rounds - 1, 2), args.suite)
-        print(
-            f"harness/bare SDK loop at 1,000 cases, CPU: "
-            f"{median_ratio(pairs, 1, lambda bare, harness: harness / bare)}  (target <= 1.05); "
-            f"wall: {median_ratio(pairs, 0, lambda bare, harness: harness / bare)}"
         )
 
 

@@ -214,3 +214,26 @@ def test_the_diff_names_the_heading_of_its_change_and_is_made_safe() -> None:
     diff = unified_diff(kept, now, "s.snap")
     assert "@@ -5,4 +5,4 @@ === agent: a / --- tool: t" in diff
     assert "\x1b" not in diff and "+  \\u001b[31mthree" in diff
+
+
+def test_a_snapshot_missing_says_nothing_and_one_that_cannot_be_read_fails(
+    tmp_path: Path,
+) -> None:
+    from harness.snapshots.store import SnapshotPlan, check
+
+    plan = SnapshotPlan("loop:factory")
+    fixture = tmp_path / "case.json"
+    path = plan.path_of(fixture)
+    assert check(plan, fixture, "text", tmp_path) is None  # none taken yet, not in CI
+    path.parent.mkdir(parents=True)
+    path.symlink_to(tmp_path / "gone.snap")  # a dangling link is not a missing snapshot
+    dangling = check(plan, fixture, "text", tmp_path)
+    assert dangling is not None and "cannot read" in dangling.detail
+    path.unlink()
+    path.mkdir()
+    directory = check(plan, fixture, "text", tmp_path)
+    assert directory is not None and "not a regular file (directory)" in directory.detail
+    path.rmdir()
+    path.write_text("text", "utf-8")
+    assert check(plan, fixture, "text", tmp_path) is None
+    assert check(plan, fixture, "other", tmp_path) is not None

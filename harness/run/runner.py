@@ -40,7 +40,6 @@ from harness.errors import RAISED_BY_AGENT_CODE, describe
 from harness.expectations.base import JudgeNote
 from harness.expectations.judge import Judge, Material, Rubric
 from harness.expectations.registry import grade
-from harness.fixtures.schema import LlmTrace
 from harness.fixtures.suite import Case, FixtureChanged, display_path
 from harness.io.json_paths import line_of
 from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
@@ -152,11 +151,10 @@ class CaseProgress:
         context: AgentContext,
         transcript: Transcript,
         wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
-        trace: LlmTrace | None = None,
     ) -> None:
         self.case = case
         # Read once: an admitted case dropped its trace, and each read finds it again.
-        self.trace = case.trace if trace is None else trace
+        self.trace = case.trace
         self.fixture = fixture
         self.context = context
         self.transcript = transcript
@@ -323,7 +321,7 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     )
     if plan.prepare is not None:
         plan.prepare(case, context)
-    return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock, trace)
+    return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock)
 
 
 async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:

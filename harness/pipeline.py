@@ -272,10 +272,20 @@ def run_cases(
         setup=setup,
         snapshots=snapshots,
     )
-    delivery = _Delivery(reporters)
+    order = [case.id for case in cases]
+    delivery = _Delivery(reporters, order)
+    delivery.named(suite, adapter.name)
     delivery.start(len(cases))
+    # No reporter reads a case whole at the end (the reports that hold every case write
+    # each out as it is kept): the run keeps of a plain pass only what the totals need.
+    slim = (
+        on_case is None
+        and against is None
+        and not any(r.whole_cases for r in reporters)
+        and len(set(order)) == len(order)
+    )
 
-    def case_done(report: CaseReport) -> None:
+    def case_done(report: CaseReport) -> CaseReport | None:
         delivery.case_done(report)
         if on_case is not None:
             on_case(report)
@@ -283,6 +293,8 @@ def run_cases(
             # Told: the reporters that take it have it (written out); the run keeps the
             # record without it, as it keeps every passing case's when none asks.
             report.record.transcript = None
+        delivery.kept(report)
+        return report.slimmed() if slim else None
 
     gate = against is not None and against.fail_on_regression
     start = time.perf_counter()
@@ -384,9 +396,11 @@ def deliver(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
     """Hand a report built elsewhere (a merge of shards) to the reporters, as a run would:
     each case as done, in order, then the whole."""
     delivery = _Delivery(reporters)
+    delivery.named(report.suite, report.agent)
     delivery.start(len(report.cases))
     for case in report.cases:
         delivery.case_done(case)
+        delivery.kept(case)
     try:
         delivery.finish(report)
     except BaseException:
@@ -399,9 +413,14 @@ class _Delivery:
     disk) stops that reporter only: the run goes on, the other reports are written, and
     every failure is raised, together, once all have finished."""
 
-    def __init__(self, reporters: Sequence[Reporter]) -> None:
+    def __init__(self, reporters: Sequence[Reporter], order: Sequence[str] = ()) -> None:
         self._reporters = reporters
         self._broken: dict[int, str] = {}
+        # The case ids in suite order, for `kept` to tell cases in it, whatever order they
+        # finish in (several jobs); none: as they come. Ids told twice cannot be ordered.
+        self._order = order if len(set(order)) == len(order) else ()
+        self._next = 0
+        self._waiting: dict[str, CaseReport] = {}
 
     def _each(self, call: Callable[[Reporter], None]) -> None:
         for index, reporter in enumerate(self._reporters):
@@ -412,15 +431,40 @@ class _Delivery:
             except (OSError, ValueError) as exc:
                 self._broken[index] = _stream_failure(exc)
 
+    def named(self, suite: str, agent: str) -> None:
+        self._each(lambda reporter: reporter.named(suite, agent))
+
     def start(self, total: int) -> None:
         self._each(lambda reporter: reporter.start(total))
 
     def case_done(self, case: CaseReport) -> None:
         self._each(lambda reporter: reporter.case_done(case))
 
+    def kept(self, case: CaseReport) -> None:
+        """`case` as the verdict keeps it, told in suite order once the cases before it
+        are (the reports holding every case write it out)."""
+        if not self._order:
+            self._tell_kept(case)
+            return
+        self._waiting[case.id] = case
+        while self._next < len(self._order) and self._order[self._next] in self._waiting:
+            self._tell_kept(self._waiting.pop(self._order[self._next]))
+            self._next += 1
+
+    def _unordered(self) -> None:
+        """Any case still waiting for one before it (a case the run never told) is told
+        now: a report that finds its cases not the verdict's renders it whole instead."""
+        waiting, self._waiting = self._waiting, {}
+        for case in waiting.values():
+            self._tell_kept(case)
+
+    def _tell_kept(self, case: CaseReport) -> None:
+        self._each(lambda reporter: reporter.case_kept(case))
+
     def finish(self, report: SuiteReport) -> None:
         """Every reporter's `finish`; a report that cannot be written does not keep the
         others from being written, and is raised (all of them) at the end."""
+        self._unordered()
         failures: list[str] = []
         for index, reporter in enumerate(self._reporters):
             if index in self._broken:

@@ -341,7 +341,9 @@ REPORTER_HELPERS = {
     "claims",
     "html_transcript",
     "html_checks",
+    "html_page",
     "last_run",
+    "streamed",
 }
 
 

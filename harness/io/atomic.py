@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.errors import HarnessError, UsageError
 from harness.io.files import why
@@ -152,11 +154,87 @@ def _fixture_name(report: Path, suite: Path) -> bool:
         return False
 
 
+class Spool:
+    """What a report holds of every case, written out as the cases finish rather than held:
+    an anonymous temporary file (gone with the process, however it ends), copied into the
+    report when the report's head, which needs the run's totals, is known."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self._handle: BinaryIO | None = None
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        if self._handle is None:
+            # Beside the report when it has a place: the same file system it is copied to.
+            self._handle = tempfile.TemporaryFile(dir=self.directory)  # noqa: SIM115 (kept open)
+        self._handle.write(data)
+        self.size += len(data)
+
+    def copy_to(self, out: BinaryIO) -> None:
+        """Every byte written so far, appended to `out` (the spool can be copied again)."""
+        handle = self._handle
+        if handle is None:
+            return
+        handle.flush()
+        handle.seek(0)
+        shutil.copyfileobj(handle, out, 1 << 20)
+        handle.seek(0, os.SEEK_END)
+
+    def slices(self, ranges: Sequence[tuple[int, int]]) -> Slices:
+        """The (offset, length) ranges of what was written, in this order, as one part."""
+        return Slices(self, ranges)
+
+    def copy_range(self, out: BinaryIO, offset: int, length: int) -> None:
+        handle = self._handle
+        assert handle is not None
+        handle.flush()
+        handle.seek(offset)
+        while length > 0:
+            chunk = handle.read(min(length, 1 << 20))
+            if not chunk:
+                raise OSError(f"a spooled part ends {length} byte(s) short")
+            out.write(chunk)
+            length -= len(chunk)
+        handle.seek(0, os.SEEK_END)
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+
+
+@dataclass(frozen=True)
+class Slices:
+    """Ranges of a spool, copied in their order (a report's cases sorted once all are in)."""
+
+    spool: Spool
+    ranges: Sequence[tuple[int, int]]
+
+    def copy_to(self, out: BinaryIO) -> None:
+        for offset, length in self.ranges:
+            self.spool.copy_range(out, offset, length)
+
+
+# A report as the parts it is assembled from: its own bytes, and spools (or ranges of
+# them) copied in.
+Part = bytes | Spool | Slices
+
+
+def write_parts(out: BinaryIO, parts: Iterable[Part]) -> None:
+    for part in parts:
+        if isinstance(part, bytes):
+            out.write(part)
+        else:
+            part.copy_to(out)
+
+
 @dataclass
 class _Staged:
     path: Path
     temporary: Path | None  # None: a character device, written at commit time
-    data: bytes = b""
+    data: Sequence[Part] = ()
 
 
 @dataclass
@@ -221,10 +299,12 @@ class ReportFiles:
         """`path` as the command line gave it, for messages."""
         return str(self.planned.get(os.path.realpath(path), path))
 
-    def stage(self, path: Path, data: bytes) -> None:
-        """Write `data` beside `path`, to be put in place by `commit`."""
+    def stage(self, path: Path, data: bytes | Sequence[Part]) -> None:
+        """Write `data` (bytes, or the parts a report is assembled from) beside `path`, to
+        be put in place by `commit`."""
+        parts: Sequence[Part] = (data,) if isinstance(data, bytes) else data
         if path in self._devices:
-            self._staged.append(_Staged(path, None, data))
+            self._staged.append(_Staged(path, None, parts))
             return
         with interrupts.held():  # a temporary file is never created without being known
             try:
@@ -242,7 +322,7 @@ class ReportFiles:
         try:
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), FILE_MODE)
-                handle.write(data)
+                write_parts(handle, parts)
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as exc:
@@ -291,7 +371,7 @@ class ReportFiles:
 def _put_in_place(item: _Staged) -> None:
     if item.temporary is None:
         with open(item.path, "wb") as device:
-            device.write(item.data)
+            write_parts(device, item.data)
         return
     try:
         os.replace(item.temporary, item.path)

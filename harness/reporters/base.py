@@ -10,16 +10,18 @@ makes the run fail, but the other reports are still written.
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from harness.io.atomic import ReportFiles, ReportWriteError
+from harness.io.atomic import Part, ReportFiles, ReportWriteError, write_parts
 from harness.io.problems import Problem
 from harness.io.text import clean, inert
 from harness.options import Option
+from harness.reporters.streamed import Cases, Streamed
 
 if TYPE_CHECKING:
     from harness.tracking.history_reader import History
@@ -88,12 +90,24 @@ class Reporter:
     # and keeps it itself (the last run's state writes it to a file): the run builds them,
     # and drops each once told, so that its memory does not grow with its passes.
     streams_transcripts: bool = False
+    # Whether its `finish` reads every case whole (a passing case's record, grades): when
+    # no reporter of a run does, the run keeps of a plain pass only what the totals and
+    # the summaries need (`CaseReport.slimmed`), and its memory stays flat.
+    whole_cases: bool = True
 
     def start(self, total: int) -> None:
         """The run is about to start `total` cases."""
 
+    def named(self, suite: str, agent: str) -> None:
+        """The suite and agent the verdict will name, told before any case."""
+
     def case_done(self, case: CaseReport) -> None:
-        """One case finished (in suite order)."""
+        """One case finished (in the order cases finish)."""
+
+    def case_kept(self, case: CaseReport) -> None:
+        """One case as the verdict will hold it (a passing case's transcript dropped when
+        no reporter shows it), in suite order, after every reporter's `case_done`: what a
+        report that holds every case writes out, instead of keeping it to the end."""
 
     def finish(self, report: SuiteReport) -> None:
         """The run is over; write what this reporter writes. A `ReportWriteError` is said
@@ -121,11 +135,12 @@ class ReporterSpec(Protocol):
 
 
 class Document(Reporter):
-    """A whole-run document (JSON, JUnit…) written to a file atomically, or to stdout."""
+    """A whole-run document (JSON, JUnit…) written to a file atomically, or to stdout;
+    one that holds every case writes them out as they are kept (`Streamed`)."""
 
     def __init__(
         self,
-        render: Rendered,
+        render: Rendered | Streamed,
         *,
         path: Path | None = None,
         order: int = FILES,
@@ -139,17 +154,41 @@ class Document(Reporter):
         self._path = None if path is None else self._files.plan(path)
         self._stream: TextIO | None = None
         self.order = order
+        if isinstance(render, Streamed):
+            render.subscribe(self)
+            self.whole_cases = False  # each case is written out as it is kept
 
     @classmethod
-    def to_stream(cls, render: Rendered, stream: TextIO) -> Document:
+    def to_stream(cls, render: Rendered | Streamed, stream: TextIO) -> Document:
         document = cls(render, order=STDOUT)
         document._stream = stream
         return document
 
+    def named(self, suite: str, agent: str) -> None:
+        if isinstance(self._render, Streamed):
+            self._render.named(suite, agent)
+
+    def case_kept(self, case: CaseReport) -> None:
+        if isinstance(self._render, Streamed):
+            self._render.add(case, self)
+
+    def abandon(self) -> None:
+        if isinstance(self._render, Streamed):
+            self._render.release()
+
     def finish(self, report: SuiteReport) -> None:
-        data = self._render(report)
+        render = self._render
+        if not isinstance(render, Streamed):
+            self._write((render(report),))
+            return
+        try:
+            self._write(render.parts(report))
+        finally:
+            render.release()
+
+    def _write(self, parts: Sequence[Part]) -> None:
         if self._path is not None:
-            self._files.stage(self._path, data)
+            self._files.stage(self._path, parts)
             if self._alone:
                 self._files.commit()
             return
@@ -158,10 +197,12 @@ class Document(Reporter):
             binary = getattr(self._stream, "buffer", None)
             if binary is not None:
                 self._stream.flush()
-                binary.write(data)
+                write_parts(binary, parts)
                 binary.flush()
             else:
-                self._stream.write(data.decode("utf-8"))
+                whole = io.BytesIO()
+                write_parts(whole, parts)
+                self._stream.write(whole.getvalue().decode("utf-8"))
                 self._stream.flush()
         except (OSError, ValueError) as exc:  # a closed pipe, a full disk; ValueError: closed
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -188,12 +229,16 @@ def documents(
     stdout_format: str,
     render: Callable[[SuiteReport], bytes],
     order: int = FILES,
+    *,
+    cases: Callable[[Path | None], Cases] | None = None,
 ) -> list[Reporter]:
     """A file at `option`'s path when given (written at `order`), and the stdout document
-    when `--format` is `stdout_format`; rendered once for both."""
-    once = Rendered(render)
-    reporters: list[Reporter] = []
+    when `--format` is `stdout_format`; rendered once for both. With `cases` (the
+    document's form, given the directory its spools go in) it is written as cases are
+    kept, and `render` is only what its parts equal."""
     path = output.values.get(option.dest)
+    once = Streamed(cases(spool_directory(path))) if cases is not None else Rendered(render)
+    reporters: list[Reporter] = []
     if path is not None:
         reporters.append(Document(once, path=Path(path), order=order, files=output.files))
     if output.stdout_format == stdout_format:
@@ -201,10 +246,20 @@ def documents(
     return reporters
 
 
+def spool_directory(path: Path | str | None) -> Path | None:
+    """Where the spools of a report at `path` go: beside it when its folder exists (the
+    copy into it stays on one file system), else the system's temporary folder."""
+    if path is None:
+        return None
+    folder = Path(os.path.abspath(Path(path))).parent
+    return folder if folder.is_dir() else None
+
+
 class Commit(Reporter):
     """Puts the run's staged report files in place, together, after every file reporter."""
 
     order = COMMIT
+    whole_cases = False
 
     def __init__(self, files: ReportFiles) -> None:
         self._files = files

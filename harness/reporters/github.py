@@ -336,6 +336,7 @@ def problem_commands(
 
 class AnnotationsReporter(Reporter):
     order = CI
+    whole_cases = False  # the failing and flaky cases it annotates are kept whole
 
     def __init__(
         self,

@@ -159,6 +159,7 @@ class HistoryReporter(Reporter):
     # Appended once the run's report files are in place: a line for a run whose reports
     # could not all be written is still the run's pass rate, but never ahead of them.
     order = COMMIT + 1
+    whole_cases = False  # each case's verdict alone
 
     def __init__(self, path: Path, stderr: TextIO, files: ReportFiles) -> None:
         self._files = files

@@ -19,23 +19,28 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import HarnessError
 from harness.io.text import clean, clip, inert_markup, one_line, policy_for
 from harness.options import Option
-from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
+from harness.reporters.base import FILES, Document, Output, Reporter, spool_directory
 from harness.reporters.html_checks import STYLE as _CHECKS_STYLE
 from harness.reporters.html_checks import Checks, anchor
+from harness.reporters.html_page import SCRIPT as _SCRIPT
+from harness.reporters.html_page import STYLE as _STYLE
 from harness.reporters.html_transcript import block as _block
 from harness.reporters.html_transcript import record_html
 from harness.reporters.html_transcript import row as _row
 from harness.reporters.html_transcript import table as _table
 from harness.reporters.html_transcript import text as _t
+from harness.reporters.streamed import Streamed
+from harness.snapshots.groups import change_key
 
 if TYPE_CHECKING:
-    from harness.io.atomic import ReportFiles
+    from harness.io.atomic import Part, ReportFiles
     from harness.tracking.history_reader import History
     from harness.tracking.trend import Run
     from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
@@ -51,68 +56,6 @@ MAX_REPORT_BYTES = 256 << 20  # the largest JSON report `zeroclaw eval report` r
 MAX_POINTS = 60  # runs the trend shows, the latest ones
 REPORT_SCHEMA_PREFIX = "zeroclaw-eval/report/"
 
-_STYLE = """
-:root{font:14px/1.45 system-ui,sans-serif;color:#1f2328;background:#fff}
-[hidden]{display:none!important}body{margin:0 auto;max-width:1120px;padding:12px 24px}
-h1{font-size:20px;margin:4px 0}h2{font-size:17px;margin:18px 0 6px}
-h3,h4{font-size:14px;margin:10px 0 4px}#verdict{font-size:18px;margin:4px 0}
-header{border-left:10px solid;padding:6px 16px;margin:8px 0 14px}
-header.passed{border-color:#1a7f37;background:#dafbe1}
-header.failed{border-color:#cf222e;background:#ffebe9}
-table{border-collapse:collapse;margin:4px 0}th{background:#f6f8fa}
-th,td{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0;padding:3px 6px;background:#f6f8fa}
-pre,code{font:12px/1.4 ui-monospace,monospace}
-pre.error{background:#fff8c5;border-left:3px solid #9a6700}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:0 12px}dt{color:#57606a}dd{margin:0}
-#cases{list-style:none;padding:0}#cases>li{border:1px solid #d0d7de;border-radius:6px;margin:6px 0}
-summary{cursor:pointer;padding:5px 10px}.body{padding:2px 14px 10px}.why{margin-left:6px}
-.badge{display:inline-block;min-width:60px;text-align:center;border-radius:10px;padding:0 8px;
-color:#fff;font-weight:600;font-size:12px}.b-passed{background:#1a7f37}.b-failed{background:#cf222e}
-.b-error{background:#9a6700}.b-not_run{background:#6e7781}.b-flaky{background:#8250df}
-.where,.why,.sub,.ms{color:#57606a}tr.fail td{background:#ffebe9}tr.fixed td{background:#dafbe1}
-.request{border-left:3px solid #d0d7de;padding-left:10px;margin:8px 0}ol.sent{padding-left:20px}
-.answer{border-left:3px solid #0969da;padding-left:8px;margin:4px 0}
-.role{font-weight:600;margin-right:6px}.unanswered{color:#cf222e;font-weight:600}
-#filters{margin:6px 0}#filters button{margin-right:4px}
-#filters button[aria-pressed=true]{background:#0969da;color:#fff}svg .grid{stroke:#d0d7de}
-svg text{fill:#57606a;font-size:11px}svg .line{fill:none;stroke:#0969da;stroke-width:2}
-svg .dot{fill:#0969da}svg .now{fill:#bc4c00}.lines{white-space:pre-wrap}
-"""
-
-# The one script, allowed by its hash: the filter bar, shown only when scripts run.
-_SCRIPT = """
-(() => {
-  const bar = document.getElementById("filters"), box = document.getElementById("filter-id");
-  const cases = Array.from(document.querySelectorAll("#cases > li"));
-  const tests = {
-    all: () => true, failing: (c) => c.dataset.verdict !== "passed",
-    passing: (c) => c.dataset.verdict === "passed", flaky: (c) => c.dataset.flaky === "true",
-    errors: (c) => c.dataset.verdict === "error",
-  };
-  let chosen = "all";
-  const apply = () => {
-    const needle = box.value.toLowerCase();
-    let shown = 0;
-    for (const c of cases) {
-      c.hidden = !(tests[chosen](c) && c.dataset.id.toLowerCase().includes(needle));
-      shown += c.hidden ? 0 : 1;
-    }
-    document.getElementById("shown").textContent = `${shown} of ${cases.length} case(s) shown`;
-  };
-  const buttons = Array.from(bar.querySelectorAll("button"));
-  for (const button of buttons) {
-    button.addEventListener("click", () => {
-      chosen = button.dataset.filter;
-      for (const b of buttons) b.setAttribute("aria-pressed", String(b === button));
-      apply();
-    });
-  }
-  box.addEventListener("input", apply);
-  bar.hidden = false;
-  apply();
-})();
-"""
 
 _FILTERS = ("all", "failing", "passing", "flaky", "errors")
 _BADGES = {"passed": "passed", "failed": "failed", "error": "run error", "not_run": "not run"}
@@ -124,6 +67,20 @@ def content_security_policy() -> str:
 
 def render_html(report: SuiteReport, history: History | Path | None = None) -> bytes:
     """The report; with `history` (a history directory, or a run's view of it), its trend."""
+    checks = Checks(report)  # each snapshot change said once, the cases linking to it
+    failing = report.worst_first()
+    cases = [_case(case, checks) for case in failing + [c for c in report.cases if c.passed]]
+    return _page(report, history, len(failing), checks, cases)
+
+
+def _page(
+    report: SuiteReport,
+    history: History | Path | None,
+    failing: int,
+    checks: Checks,
+    cases: list[str],
+) -> bytes:
+    """The page around its cases' entries (rendered first: it names the changes they met)."""
     code = int(report.exit_code())
     verdict = "passed" if code == 0 else "failed"
     parts = [
@@ -134,7 +91,9 @@ def render_html(report: SuiteReport, history: History | Path | None = None) -> b
         f"<style>{_STYLE}{_CHECKS_STYLE}</style></head><body>",
         *_header(report, verdict, code),
         *([] if history is None else _trend(history, report)),
-        *_cases(report),
+        *_cases(failing, checks),
+        *cases,
+        "</ol></section>",
         f"<script>{_SCRIPT}</script>\n</body></html>\n",
     ]
     return inert_markup("\n".join(parts)).encode("utf-8", "replace")
@@ -197,24 +156,83 @@ def _judge(report: SuiteReport) -> list[str]:
 # --- cases --------------------------------------------------------------------------------
 
 
-def _cases(report: SuiteReport) -> list[str]:
-    failing = report.worst_first()
+def _cases(failing: int, checks: Checks) -> list[str]:
     buttons = "".join(
         f'<button type="button" data-filter="{name}" aria-pressed="{str(name == "all").lower()}">'
         f"{name}</button>"
         for name in _FILTERS
     )
-    checks = Checks(report)  # each snapshot change said once, the cases linking to it
-    cases = [_case(case, checks) for case in failing + [c for c in report.cases if c.passed]]
     return [
         *checks.changes(),
-        f'<section id="case-list"><h2>Cases ({len(failing)} failing, listed first)</h2>',
+        f'<section id="case-list"><h2>Cases ({failing} failing, listed first)</h2>',
         f'<div id="filters" hidden>{buttons} <input id="filter-id" type="search" '
         'placeholder="case id contains…" aria-label="case id contains"> '
         '<span id="shown" class="sub"></span></div><ol id="cases">',
-        *cases,
-        "</ol></section>",
     ]
+
+
+# Where the cases go in the page rendered without them (escaped text holds no `<`).
+_SPOOLED = "<!--zeroclaw-spooled-cases-->"
+
+
+def _entry(case: CaseReport, checks: Checks) -> bytes:
+    """A case's entry as the page has it, a line of its own."""
+    return (inert_markup(_case(case, checks)) + "\n").encode("utf-8", "replace")
+
+
+class HtmlCases:
+    """The page written as its cases are kept (`harness.reporters.streamed`): each plain
+    pass spooled as it comes. The failing cases (listed first, worst first) and a pass
+    whose checks link to a snapshot change are kept whole by the verdict: they are
+    rendered at the end, in the page's order, so the changes are numbered as they are
+    met there."""
+
+    def __init__(self, directory: Path | None, history: History | None) -> None:
+        from harness.io.atomic import Spool
+
+        self._history = history
+        self._passing = Spool(directory)
+        self._now = Spool(directory)  # what is rendered at the end
+        self._held: list[tuple[int, str]] = []  # where a held pass goes, and its id
+
+    def named(self, suite: str, agent: str) -> None:
+        pass  # a case's entry does not name them
+
+    def add(self, case: CaseReport) -> None:
+        if not case.passed:
+            return
+        if any(change_key(g) is not None for g in case.grades):
+            self._held.append((self._passing.size, case.id))
+            return
+        self._passing.write(_entry(case, Checks()))
+
+    def parts(self, report: SuiteReport) -> Sequence[Part]:
+        if report.baseline is not None and report.baseline.overruns:
+            return (self.whole(report),)  # each case's overruns: known only at the end
+        checks, failing, now = Checks(report), report.worst_first(), self._now
+        for case in failing:
+            now.write(_entry(case, checks))
+        pieces: list[Part] = [now.slices([(0, now.size)])]
+        held = {case_id for _, case_id in self._held}
+        found = {c.id: c for c in report.cases if c.id in held}
+        start = 0
+        for at, case_id in self._held:
+            offset = now.size
+            now.write(_entry(found[case_id], checks))
+            pieces += [self._passing.slices([(start, at - start)])]
+            pieces += [now.slices([(offset, now.size - offset)])]
+            start = at
+        pieces.append(self._passing.slices([(start, self._passing.size - start)]))
+        page = _page(report, self._history, len(failing), checks, [_SPOOLED])
+        head, tail = page.split(f"{_SPOOLED}\n".encode(), 1)
+        return (head, *pieces, tail)
+
+    def whole(self, report: SuiteReport) -> bytes:
+        return render_html(report, self._history)
+
+    def close(self) -> None:
+        self._passing.close()
+        self._now.close()
 
 
 def _case(case: CaseReport, checks: Checks) -> str:
@@ -465,9 +483,11 @@ class _Spec:
         if path is None:
             return []
         history = output.history()
-        render = Rendered(lambda report: render_html(report, history))
+        render = Streamed(HtmlCases(spool_directory(path), history))
         document = Document(render, path=Path(path), order=FILES + 3, files=output.files)
         document.wants_transcripts = True  # it shows every case's transcript
+        # Its trend reads every case's history entry at the end.
+        document.whole_cases = history is not None
         return [document]
 
 

@@ -76,11 +76,13 @@ class Checks:
     """What a report's cases' checks show: each case's table as it is rendered, and after
     them the snapshot changes those tables link to; the overruns of the suite's gates."""
 
-    def __init__(self, report: SuiteReport) -> None:
+    def __init__(self, report: SuiteReport | None = None) -> None:
+        """The checks of `report`'s cases; None: of a plain pass, rendered before the run's
+        end (no overrun, no snapshot change)."""
         self._changes: dict[str, _Change] = {}
         self._overruns: dict[str | None, list[Overrun]] = {}
-        self._unused = report.unused_snapshots
-        comparison = report.baseline
+        self._unused = None if report is None else report.unused_snapshots
+        comparison = None if report is None else report.baseline
         for overrun in [] if comparison is None else comparison.overruns:
             self._overruns.setdefault(overrun.case, []).append(overrun)
 

@@ -18,10 +18,11 @@ import contextlib
 import os
 import secrets
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from harness.io.atomic import FILE_MODE, ReportFiles, ReportWriteError, own_folder
+from harness.io.atomic import FILE_MODE, Part, ReportFiles, ReportWriteError, own_folder
 from harness.io.text import json_safe, without_surrogates
 from harness.options import Option
 from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents, say
@@ -43,6 +44,10 @@ def __getattr__(name: str) -> Any:
 
 
 def render_json(report: SuiteReport, transcripts: str | None = None) -> bytes:
+    return _render(report, transcripts, report.cases)
+
+
+def _render(report: SuiteReport, transcripts: str | None, cases: list[CaseReport]) -> bytes:
     import msgspec
 
     from harness.verdict.reports import SCHEMA, document_type
@@ -60,7 +65,7 @@ def render_json(report: SuiteReport, transcripts: str | None = None) -> bytes:
         receipt=report.receipt,
         partial=report.partial,
         duration_ms=report.duration_ms,
-        cases=report.cases,
+        cases=cases,
         baseline=report.baseline,
         unused_snapshots=report.unused_snapshots,
         transcripts=transcripts,
@@ -86,11 +91,57 @@ def inert_json(encoded: bytes) -> bytes:
     return encoded
 
 
+# Where the cases go in the document rendered without them: the one key at the top level
+# that holds a list (every nested key is indented further, no string holds a raw newline).
+_NO_CASES = b'\n  "cases": [],\n'
+_CASE_INDENT = b"    "
+
+
+class JsonCases:
+    """The JSON report written as its cases are kept (`harness.reporters.streamed`): each
+    case formatted as the whole document formats it, where it puts it."""
+
+    def __init__(self, directory: Path | None = None, transcripts: str | None = None) -> None:
+        from harness.reporters.streamed import SpooledList
+
+        self._cases = SpooledList(b",\n", directory)
+        self.transcripts = transcripts  # the last run's report names its transcripts file
+
+    def named(self, suite: str, agent: str) -> None:
+        pass  # a case's JSON does not name them
+
+    def add(self, case: CaseReport) -> None:
+        import msgspec
+
+        from harness.reporters.streamed import indented
+
+        part = inert_json(msgspec.json.format(encoded_json(case), indent=2))
+        self._cases.append(indented(part, _CASE_INDENT))
+
+    def parts(self, report: SuiteReport) -> Sequence[Part]:
+        empty = _render(report, self.transcripts, [])
+        if not self._cases.count:
+            return (empty,)
+        head, tail = empty.split(_NO_CASES, 1)
+        return (head, b'\n  "cases": [\n', self._cases.spool, b"\n  ],\n", tail)
+
+    def whole(self, report: SuiteReport) -> bytes:
+        return render_json(report, self.transcripts)
+
+    def close(self) -> None:
+        self._cases.spool.close()
+
+    def spool_in(self, directory: Path) -> None:
+        """Spool in `directory` (before any case is kept)."""
+        self._cases.spool.directory = directory
+
+
 class LastRun(Reporter):
     """Keeps the last run's report and its passing cases' transcripts for `show`."""
 
     order = COMMIT + 3
     streams_transcripts = True
+    whole_cases = False
 
     def __init__(self, stderr: TextIO) -> None:
         # Imported here: `--help` imports this module, and never the transcripts' types.
@@ -103,10 +154,17 @@ class LastRun(Reporter):
         self._handle: IO[bytes] | None = None
         self._placed: Path | None = None  # put in place, its report not yet
         self._off = False
+        from harness.reporters.streamed import Streamed
+
+        self._report = JsonCases(self._folder if self._folder.is_dir() else None)
+        self._document = Streamed(self._report)
+        self._document.subscribe(self)
 
     def start(self, total: int) -> None:
         try:
             own_folder(self._folder, ignore=b"*\n")
+            # The report's spool in its folder, where it is copied to.
+            self._report.spool_in(self._folder)
             with interrupts.held():  # a staged file is never created without being known
                 fd, name = tempfile.mkstemp(
                     prefix=".transcripts-", suffix=".partial", dir=self._folder
@@ -131,8 +189,13 @@ class LastRun(Reporter):
         except OSError as exc:
             self._give_up(exc)
 
+    def case_kept(self, case: CaseReport) -> None:
+        if not self._off:
+            self._document.add(case, self)
+
     def finish(self, report: SuiteReport) -> None:
         if self._off:
+            self._document.release()
             return
         from harness.reporters.last_run import LAST_NAME
 
@@ -141,7 +204,8 @@ class LastRun(Reporter):
             own_folder(self._folder, ignore=b"*\n")
             named = self._place_transcripts()
             path = files.plan(self._folder / LAST_NAME, devices=False)
-            files.stage(path, render_json(report, named))
+            self._report.transcripts = named
+            files.stage(path, self._document.parts(report))
             with interrupts.held():  # the report in place is the one naming them
                 files.commit()
                 self._placed = None
@@ -150,9 +214,12 @@ class LastRun(Reporter):
             self._discard()
             self._say(f"the last run was not kept for `show`: {exc}")
             return
+        finally:
+            self._document.release()
         self._remove_earlier(named)
 
     def abandon(self) -> None:
+        self._document.release()
         self._discard()
 
     def _place_transcripts(self) -> str | None:
@@ -207,7 +274,9 @@ class _Spec:
     stdout_format = "json"
 
     def build(self, output: Output) -> list[Reporter]:
-        reporters = documents(output, OPTION, self.stdout_format, render_json, FILES + 1)
+        reporters = documents(
+            output, OPTION, self.stdout_format, render_json, FILES + 1, cases=JsonCases
+        )
         return [*reporters, LastRun(output.err())]
 
 

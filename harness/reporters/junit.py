@@ -33,7 +33,7 @@ stdout.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,7 @@ from harness.reporters.base import FILES, Output, Reporter, documents
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
+    from harness.io.atomic import Part
     from harness.verdict.comparison import Overrun
     from harness.verdict.reports import CaseReport, RepeatStats, RunReceipt, SuiteReport
 
@@ -104,6 +105,16 @@ def _child(
 
 
 def render_junit(report: SuiteReport) -> bytes:
+    # Cases' times summed, as consumers that recount a suite (junitparser) do.
+    time = sum(case.duration_ms for case in report.cases)
+    facts = any(case.repeat is not None or case.cluster is not None for case in report.cases)
+    return _document(report, time, facts, report.cases)
+
+
+def _document(
+    report: SuiteReport, time: float, facts: bool, cases: list[CaseReport] | None
+) -> bytes:
+    """The document with `cases`, or (None) with `SPOOLED` standing where they go."""
     from xml.etree.ElementTree import Element, indent, tostring
 
     label = suite_label(report)
@@ -118,21 +129,23 @@ def render_junit(report: SuiteReport) -> bytes:
         "failures": str(totals.failed + grown + bool(suite_over)),
         "errors": str(totals.errors),
     }
-    # Cases' times summed, as consumers that recount a suite (junitparser) do.
-    time = _seconds(sum(case.duration_ms for case in report.cases))
-    root = Element("testsuites", {**counts, "time": time})
+    seconds = _seconds(time)
+    root = Element("testsuites", {**counts, "time": seconds})
     suite = _child(
         root,
         "testsuite",
-        {"name": f"zeroclaw-eval:{label}", **counts, "skipped": str(totals.not_run), "time": time},
+        {
+            "name": f"zeroclaw-eval:{label}",
+            **counts,
+            "skipped": str(totals.not_run),
+            "time": seconds,
+        },
     )
-    if (
-        report.partial is not None
-        or suite_over
-        or any(case.repeat is not None or case.cluster is not None for case in report.cases)
-    ):
+    if report.partial is not None or suite_over or facts:
         _suite_properties(suite, report, suite_over)  # first: Surefire wants them first
-    for case in report.cases:
+    if cases is None:
+        _child(suite, SPOOLED)
+    for case in cases or ():
         _test_case(suite, label, case_name(report, case), case, over.get(case.id, []))
     if suite_over:
         _suite_budget(suite, label, report, suite_over)
@@ -142,6 +155,61 @@ def render_junit(report: SuiteReport) -> bytes:
     indent(root, space="\t")
     xml = '<?xml version="1.0" encoding="utf-8"?>\n' + tostring(root, encoding="unicode") + "\n"
     return inert_markup(xml).encode("utf-8")
+
+
+# The element standing for the spooled testcases in the document rendered without them: a
+# name no escaped text can hold (its `<` would be `&lt;`).
+SPOOLED = "zeroclaw-spooled-testcases"
+_BETWEEN = "\n\t\t"  # the indentation between two testcases
+
+
+class JunitCases:
+    """The JUnit document written as its cases are kept (`harness.reporters.streamed`):
+    each testcase serialised and indented as the whole document has it."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        from harness.reporters.streamed import SpooledList
+
+        self._cases = SpooledList(_BETWEEN.encode(), directory)
+        self._named: tuple[str, str] | None = None
+        self._time = 0.0
+        self._facts = False
+
+    def named(self, suite: str, agent: str) -> None:
+        self._named = (suite, agent)
+
+    def add(self, case: CaseReport) -> None:
+        from xml.etree.ElementTree import Element, indent, tostring
+
+        assert self._named is not None, "a run names its suite and agent before any case"
+        suite, agent = self._named
+        label, name = f"{clean(suite)}[{clean(agent)}]", f"{clean(case.id)}[{clean(agent)}]"
+        root = Element("testsuites")
+        _test_case(_child(root, "testsuite"), label, name, case, [])
+        indent(root, space="\t")  # the testcase at the depth it has in the document
+        testcase = root[0][0]
+        testcase.tail = None  # the separator between testcases stands for it
+        part = tostring(testcase, encoding="unicode")
+        self._cases.append(inert_markup(part).encode("utf-8"))
+        self._time += case.duration_ms
+        self._facts = self._facts or case.repeat is not None or case.cluster is not None
+
+    def parts(self, report: SuiteReport) -> Sequence[Part]:
+        # A case's testcase says its token and cost gates' overruns, known only once the
+        # run is compared with its baseline (which keeps every case whole): rendered whole.
+        named = self._named == (report.suite, report.agent)
+        if not named or not self._cases.count or _overruns(report):
+            return (self.whole(report),)
+        head, tail = _document(report, self._time, self._facts, None).split(
+            f"<{SPOOLED} />".encode(), 1
+        )
+        return (head, self._cases.spool, tail)
+
+    def whole(self, report: SuiteReport) -> bytes:
+        return render_junit(report)
+
+    def close(self) -> None:
+        self._cases.spool.close()
 
 
 def _overruns(report: SuiteReport) -> dict[str | None, list[Overrun]]:
@@ -367,7 +435,7 @@ class _Spec:
     stdout_format = "junit"
 
     def build(self, output: Output) -> list[Reporter]:
-        return documents(output, OPTION, self.stdout_format, render_junit, FILES)
+        return documents(output, OPTION, self.stdout_format, render_junit, FILES, cases=JunitCases)
 
 
 REPORTER = _Spec()

@@ -492,6 +492,8 @@ class _Spec:
         step_summary = output.environ.get("GITHUB_STEP_SUMMARY")
         if output.github and step_summary:
             reporters.append(StepSummary(step_summary, once, output.err(), dict(output.values)))
+        for reporter in reporters:  # the trend (with a history) reads every case's entry
+            reporter.whole_cases = history is not None
         return reporters
 
 

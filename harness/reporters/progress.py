@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 class ProgressReporter(Reporter):
     order = 0  # its line ends before anything else is written to stderr
+    whole_cases = False
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream

@@ -201,6 +201,7 @@ def render_table(report: SuiteReport, colour: bool = False) -> str:
 
 class TableReporter(Reporter):
     order = STDOUT
+    whole_cases = False  # each case's line is written as it is done; then the totals
 
     def __init__(self, stream: TextIO, guard: bool = False, jobs: int | None = None) -> None:
         self._stream = stream

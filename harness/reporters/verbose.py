@@ -21,6 +21,7 @@ OPTION = Option(
 
 class VerboseReporter(Reporter):
     order = STDOUT - 1  # after the streamed case lines, before the verdict line
+    whole_cases = False  # the failing cases, kept whole
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream

@@ -54,7 +54,9 @@ from harness.workspace import restore_cwd
 # considered blocked and abandoned.
 GRACE_SECS = 1.0
 
-OnCase = Callable[[CaseReport], None]
+# Hears each case as it is done; what it returns (a slimmer report) the run keeps in the
+# case's place, None: the case as it is.
+OnCase = Callable[[CaseReport], "CaseReport | None"]
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class _Results:
         with self._telling:
             self._tell(self._added(unit, report))
 
-    def _added(self, unit: Unit, report: CaseReport) -> list[CaseReport]:
+    def _added(self, unit: Unit, report: CaseReport) -> list[tuple[int, CaseReport]]:
         """What is to be reported now that `report` is in."""
         with self._lock:
             if self.has(unit):  # also run again after an abandoned worker: the first counts
@@ -128,9 +130,9 @@ class _Results:
             case = sealed(whole, of, self._plan)
             self.reports[unit.index] = case
             self.failed += not case.passed
-            return [case] if self._plan.maxfail is None else self._in_order()
+            return [(unit.index, case)] if self._plan.maxfail is None else self._in_order()
 
-    def _in_order(self) -> list[CaseReport]:
+    def _in_order(self) -> list[tuple[int, CaseReport]]:
         """The cases after those reported so far that are in, in fixture order; those past
         the failure that stopped the run as not run."""
         maxfail = self._plan.maxfail
@@ -142,7 +144,7 @@ class _Results:
                 self.reports[index] = self._unrun(index)
             told = self.reports[index]
             self._told_failed += not told.passed and told.not_run is None
-            ready.append(told)
+            ready.append((index, told))
             self._told += 1
         return ready
 
@@ -164,14 +166,16 @@ class _Results:
                 for index in unrun:
                     self.reports[index] = self._unrun(index)
                 ordered = self._plan.maxfail is not None
-                ready = self._in_order() if ordered else [self.reports[i] for i in unrun]
+                ready = self._in_order() if ordered else [(i, self.reports[i]) for i in unrun]
             self._tell(ready)
         return [self.reports[i] for i in range(len(self._cases))]
 
-    def _tell(self, reports: list[CaseReport]) -> None:
+    def _tell(self, reports: list[tuple[int, CaseReport]]) -> None:
         if self._on_case is not None:
-            for report in reports:
-                self._on_case(report)
+            for index, report in reports:
+                kept = self._on_case(report)
+                if kept is not None:
+                    self.reports[index] = kept
 
 
 @heap_frozen()

@@ -189,6 +189,23 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         """A case the run stopped before starting."""
         return cls(id=id, fixture=fixture, passed=False, not_run=reason)
 
+    def slimmed(self) -> CaseReport | None:
+        """What a run keeps of this case once every report that shows it whole has it
+        written out (no reporter reads it whole at the end): a plain pass (no repeat, no
+        cluster, no judge grade: nothing the totals, the statistics or a summary read of
+        it) as its id, fixture, score and time alone; None: any other case, kept whole."""
+        if not self.passed or self.repeat is not None or self.cluster is not None:
+            return None
+        if any(g.judge is not None or not g.passed for g in self.grades):
+            return None  # a judge's grade, or a check that failed without failing it
+        return CaseReport(
+            id=self.id,
+            fixture=self.fixture,
+            passed=True,
+            score=self.score,
+            duration_ms=self.duration_ms,
+        )
+
     @property
     def flaky(self) -> bool:
         return self.repeat is not None and self.repeat.flaky

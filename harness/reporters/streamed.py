@@ -1,0 +1,111 @@
+"""Reports that hold every case, written as the cases are kept rather than built at the end.
+
+A document's cases go out one by one (`Reporter.case_kept`, in suite order) into spools,
+temporary files of their own; at the end only its head and tail, which need the run's
+totals, are rendered, and the report is assembled from them and the spools by a streaming
+copy into its staged file (`harness.io.atomic`), so a run's memory does not grow with what
+its reports hold. The bytes are those the whole document would render (`Cases.whole`):
+should the cases kept not be the verdict's (a caller that hands reporters cases of its
+own), the document is rendered whole from the verdict instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from harness.io.atomic import Part, Spool
+
+if TYPE_CHECKING:
+    from harness.verdict.reports import CaseReport, SuiteReport
+
+
+class Cases(Protocol):
+    """A document's form: each case's part as it is kept, and the document around them."""
+
+    def named(self, suite: str, agent: str) -> None:
+        """The suite and agent the verdict will name, before any case is added."""
+
+    def add(self, case: CaseReport) -> None:
+        """Write `case`'s part to the spools."""
+
+    def parts(self, report: SuiteReport) -> Sequence[Part]:
+        """The whole document: its head, the spools, its tail."""
+        ...
+
+    def whole(self, report: SuiteReport) -> bytes:
+        """The document rendered in memory from `report` (the reference the parts equal)."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the spools."""
+
+
+def _key(case: CaseReport) -> bytes:
+    return f"{case.id}\0{case.fixture}\0".encode("utf-8", "surrogatepass")
+
+
+class Streamed:
+    """One document's cases written as they are kept, shared by its destinations (a file
+    and stdout): spooled once, by the first to subscribe."""
+
+    def __init__(self, cases: Cases) -> None:
+        self._cases = cases
+        self._owner: object | None = None
+        self._users = 0
+        self._count = 0
+        self._order = hashlib.blake2b(digest_size=16)  # which cases, in which order
+
+    def subscribe(self, user: object) -> None:
+        self._owner = user if self._owner is None else self._owner
+        self._users += 1
+
+    def named(self, suite: str, agent: str) -> None:
+        self._cases.named(suite, agent)
+
+    def add(self, case: CaseReport, by: object) -> None:
+        if by is not self._owner:
+            return
+        self._cases.add(case)
+        self._count += 1
+        self._order.update(_key(case))
+
+    def parts(self, report: SuiteReport) -> Sequence[Part]:
+        """The document of `report`: assembled from the spools when they hold its cases,
+        in its order, else rendered whole."""
+        if self._count == len(report.cases):
+            order = hashlib.blake2b(digest_size=16)
+            for case in report.cases:
+                order.update(_key(case))
+            if order.digest() == self._order.digest():
+                return self._cases.parts(report)
+        return (self._cases.whole(report),)
+
+    def release(self) -> None:
+        """One user is done; the last lets go of the spools."""
+        self._users -= 1
+        if self._users <= 0:
+            self._cases.close()
+
+
+def indented(part: bytes, prefix: bytes) -> bytes:
+    """A formatted part (no raw newline inside a string) moved right by `prefix`."""
+    return prefix + part.replace(b"\n", b"\n" + prefix)
+
+
+class SpooledList:
+    """Parts joined by a separator in one spool: the cases of a list in a document."""
+
+    def __init__(self, separator: bytes, directory: Path | None = None) -> None:
+        self.spool = Spool(directory)
+        self._separator = separator
+        self.count = 0
+
+    def append(self, part: bytes) -> None:
+        self.spool.write(part if not self.count else self._separator + part)
+        self.count += 1
+
+
+Render = Callable[["SuiteReport"], bytes]

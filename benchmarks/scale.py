@@ -1,5 +1,6 @@
-"""Suites at scale, measured in one run: parallel replay, flat memory, fast admission, and
-the harness's own CPU time against the bare SDK loop.
+"""Suites at scale, measured in one run: parallel replay, fast admission, and the harness's
+own CPU time against the bare SDK loop. Flat memory is `benchmarks/memory.py`'s: the peak
+RSS of the command as users run it, at 1k / 10k / 50k cases.
 
     python benchmarks/scale.py [--quick] [--rounds 3]
 
@@ -11,8 +12,6 @@ Agents SDK adapter. Printed, each against its target:
   the median of per-round wall ratios, rounds interleaved, after a warm-up run that starts
   the workers' fork server (as every run after the first in a process finds it); the CPU
   of both sides, the workers' included (each worker says what it used when stopped);
-* peak RSS of a run of 1,000 and of 10,000 cases (`--jobs 1`), each in a fresh process
-  (its own `ru_maxrss`), and its growth (target <= 20 MB);
 * admission of 10,000 fixtures (`load_suite`, what `zeroclaw eval check` runs after its
   start-up): fixtures per second, best round and median (target >= 20,000/s), per second
   of wall time and of CPU time (which another process's load moves less), and the same
@@ -67,22 +66,6 @@ def parallel(directory: Path, n: int, rounds: int) -> list[tuple[Timing, Timing]
     return [(timed_run(directory, n, 1), timed_run(directory, n, 2)) for _ in range(rounds)]
 
 
-PEAK = """
-import resource, sys
-from harness import run_suite
-report = run_suite(sys.argv[1], agent=sys.argv[2])
-assert report.exit_code() == 0 and len(report.cases) == int(sys.argv[3])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-"""
-
-
-def peak_rss(directory: Path, n: int) -> float:
-    """Peak RSS in MB of one run of the suite (`--jobs 1`) in a fresh process."""
-    command = [sys.executable, "-c", PEAK, str(directory), AGENT, str(n)]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    return int(done.stdout.split()[-1]) / 1024  # ru_maxrss is in KB on Linux
-
-
 def admission(directory: Path, rounds: int) -> list[Timing]:
     surface = AgentSurface(AGENT, BUILTIN_TOOL_NAMES)
     load_suite(directory, "replay", surface)  # warm: imports, caches, the file cache
@@ -132,10 +115,6 @@ def main() -> None:
                 f"  round {k}: --jobs 1 {serial[0]:.2f} s wall / {serial[1]:.2f} s CPU, "
                 f"--jobs 2 {pooled[0]:.2f} s wall / {pooled[1]:.2f} s CPU"
             )
-
-        low, high = peak_rss(small, 1000), peak_rss(large, 10_000)
-        print(f"peak RSS, --jobs 1, each in a fresh process: 1,000 cases {low:.0f} MB, ")
-        print(f"  10,000 cases {high:.0f} MB: growth {high - low:.1f} MB  (target <= 20 MB)")
 
         timings = admission(large, max(rounds, 3))
         walls, cpus = [t[0] for t in timings], [t[1] for t in timings]

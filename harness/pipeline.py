@@ -276,10 +276,12 @@ def run_cases(
     delivery = _Delivery(reporters, order)
     delivery.named(suite, adapter.name)
     delivery.start(len(cases))
-    # No reporter reads a case whole at the end (the reports that hold every case write
-    # each out as it is kept): the run keeps of a plain pass only what the totals need.
+    # Reporters, none of which reads a case whole at the end (the reports that hold every
+    # case write each out as it is kept, as the command's do): the run keeps of a plain
+    # pass only what the totals need. A caller with none gets every case whole.
     slim = (
-        on_case is None
+        bool(reporters)
+        and on_case is None
         and against is None
         and not any(r.whole_cases for r in reporters)
         and len(set(order)) == len(order)

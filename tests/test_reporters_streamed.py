@@ -225,3 +225,10 @@ def _one_case_report() -> SuiteReport:
     from conftest import passing_report, suite_report
 
     return suite_report("regression", passing_report())
+
+
+def test_a_run_with_no_reporter_returns_every_case_whole(tmp_path: Path) -> None:
+    suite = mixed_suite(tmp_path / "suite")
+    report = pipeline.run(pipeline.RunOptions(suite, root=tmp_path))
+    assert len(report.cases) == 5
+    assert all(case.record is not None and case.grades for case in report.cases)

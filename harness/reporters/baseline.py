@@ -65,6 +65,7 @@ class BaselineSummary(Reporter):
     """The comparison with the baseline, in one line on stderr (and a line per note)."""
 
     order = CI + 2
+    whole_cases = False  # the comparison alone, made before any reporter finishes
 
     def __init__(self, stderr: TextIO) -> None:
         self._stderr = stderr

@@ -2,7 +2,9 @@
 
 It keeps the exact text of the run, escaped: only a lone surrogate (which UTF-8 cannot
 encode) becomes U+FFFD, and what a terminal or a GitHub runner would act on (C1 controls,
-bidirectional formatting, `##[`) is written as a JSON escape (`text.json_safe`).
+bidirectional formatting, `##[`) is written as a JSON escape (`text.json_safe`). A run
+writes each case out as it is kept (`JsonCases`, `harness.reporters.streamed`), never the
+whole document in memory: the same bytes.
 
 Every run also keeps its report for `show` (`LastRun`), with its passing cases' transcripts
 beside it, written out as each case is done, one JSON line a case, to a file staged in the

@@ -232,3 +232,29 @@ def test_a_run_with_no_reporter_returns_every_case_whole(tmp_path: Path) -> None
     report = pipeline.run(pipeline.RunOptions(suite, root=tmp_path))
     assert len(report.cases) == 5
     assert all(case.record is not None and case.grades for case in report.cases)
+
+
+def test_a_spool_that_cannot_be_written_fails_its_report_not_the_run(
+    tmp_path: Path, own_loop: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import errno
+
+    from harness.io.atomic import ReportWriteError, Spool
+
+    def full(self: Spool, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(Spool, "write", full)
+    reporters, _ = streamed(tmp_path)
+    with pytest.raises(ReportWriteError) as raised:
+        run(pipeline.RunOptions(own_loop / "evals", "loop:factory"), reporters)
+    said = str(raised.value).splitlines()
+    assert [line.split(":")[0] for line in said] == [
+        str(tmp_path / "streamed.xml"),
+        str(tmp_path / "streamed.json"),
+        str(tmp_path / "streamed.html"),
+    ]
+    assert all(line.endswith("No space left on device") for line in said)
+    assert not any(tmp_path.glob("streamed.*"))
+    assert "the last run was not kept for `show`" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from harness.io.atomic import Part, ReportFiles, ReportWriteError, write_parts
+from harness.io.files import why
 from harness.io.problems import Problem
 from harness.io.text import clean, inert
 from harness.options import Option
@@ -182,7 +183,12 @@ class Document(Reporter):
             self._write((render(report),))
             return
         try:
-            self._write(render.parts(report))
+            parts = render.parts(report)
+        except OSError as exc:
+            where = "stdout" if self._path is None else self._files.shown(self._path)
+            raise ReportWriteError(f"{where}: cannot write the report: {why(exc)}") from None
+        else:
+            self._write(parts)
         finally:
             render.release()
 

@@ -57,6 +57,7 @@ class Streamed:
         self._users = 0
         self._count = 0
         self._order = hashlib.blake2b(digest_size=16)  # which cases, in which order
+        self._failed: OSError | None = None  # a spool could not be written (a full disk)
 
     def subscribe(self, user: object) -> None:
         self._owner = user if self._owner is None else self._owner
@@ -66,15 +67,22 @@ class Streamed:
         self._cases.named(suite, agent)
 
     def add(self, case: CaseReport, by: object) -> None:
-        if by is not self._owner:
+        if by is not self._owner or self._failed is not None:
             return
-        self._cases.add(case)
+        try:
+            self._cases.add(case)
+        except OSError as exc:  # said when the document is written, not before
+            self._failed = exc
+            return
         self._count += 1
         self._order.update(_key(case))
 
     def parts(self, report: SuiteReport) -> Sequence[Part]:
         """The document of `report`: assembled from the spools when they hold its cases,
-        in its order, else rendered whole."""
+        in its order, else rendered whole. `OSError` when a spool could not be written:
+        the verdict may no longer hold its cases whole."""
+        if self._failed is not None:
+            raise self._failed
         if self._count == len(report.cases):
             order = hashlib.blake2b(digest_size=16)
             for case in report.cases:

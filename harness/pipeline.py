@@ -273,6 +273,8 @@ def run_cases(
         snapshots=snapshots,
     )
     order = [case.id for case in cases]
+    if len(set(order)) != len(order):  # ids told twice cannot be put in order
+        order = []
     delivery = _Delivery(reporters, order)
     delivery.named(suite, adapter.name)
     delivery.start(len(cases))
@@ -284,7 +286,7 @@ def run_cases(
         and on_case is None
         and against is None
         and not any(r.whole_cases for r in reporters)
-        and len(set(order)) == len(order)
+        and len(order) == len(cases)
     )
 
     def case_done(report: CaseReport) -> CaseReport | None:
@@ -418,9 +420,9 @@ class _Delivery:
     def __init__(self, reporters: Sequence[Reporter], order: Sequence[str] = ()) -> None:
         self._reporters = reporters
         self._broken: dict[int, str] = {}
-        # The case ids in suite order, for `kept` to tell cases in it, whatever order they
-        # finish in (several jobs); none: as they come. Ids told twice cannot be ordered.
-        self._order = order if len(set(order)) == len(order) else ()
+        # The case ids in suite order (each once), for `kept` to tell cases in it, whatever
+        # order they finish in (several jobs); none: as they come.
+        self._order = order
         self._next = 0
         self._waiting: dict[str, CaseReport] = {}
 

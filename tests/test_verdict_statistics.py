@@ -437,3 +437,44 @@ def test_suspect_note() -> None:
         "0/20 runs passed: a task no run passes is often a broken task "
         "(its fixture, tools or checks), not a weak agent"
     )
+
+
+def _interval_case_by_case(
+    items: list[tuple[str | None, float]], confidence: float = 0.95
+) -> tuple[float, float | None, float | None, int, int, float | None, str]:
+    """The clustered interval as it was first written, a unit per case held in a dict: the
+    reference the tallied form (a few distinct proportions, not a unit per case) must equal
+    to the last bit."""
+    n = len(items)
+    level = f"{confidence * 100:g}% CI"
+    mean = sum((Fraction(s) for _, s in items), Fraction(0)) / n
+    units: dict[object, Fraction] = {}
+    for index, (label, share) in enumerate(items):
+        key: object = ("cluster", label) if label is not None else ("case", index)
+        units[key] = units.get(key, Fraction(0)) + (Fraction(share) - mean)
+    g = len(units)
+    clusters = len({label for label, _ in items if label is not None})
+    estimate = float(mean)
+    if g < 2:
+        return estimate, None, None, n, g, None, f"{level} unavailable"
+    spread = sum((r * r for r in units.values()), Fraction(0)) * g / (g - 1)
+    se = math.sqrt(spread) / n
+    half = student_t(g - 1, confidence) * se
+    cases, groups = f"{n} case{'s' if n != 1 else ''}", f"{clusters} cluster"
+    groups += "s" if clusters != 1 else ""
+    note = f"{level} over {g} independent units ({cases}, {groups})"
+    return estimate, max(0.0, estimate - half), min(1.0, estimate + half), n, g, se, note
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_tallied_interval_is_the_case_by_case_one_to_the_last_bit(seed: int) -> None:
+    rng = random.Random(seed)
+    shares = [0.0, 1.0, 0.5, 0.8, 1 / 3, 0.1, rng.random()]
+    labels = [None, None, None, "a", "b", "c"]
+    items = [(rng.choice(labels), rng.choice(shares)) for _ in range(rng.randint(2, 300))]
+    found = clustered_interval(items)
+    got = (found.estimate, found.low, found.high, found.cases, found.units, found.standard_error)
+    expected = _interval_case_by_case(items)
+    assert got == expected[:6]
+    if found.low is not None:
+        assert found.note == expected[6]

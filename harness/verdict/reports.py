@@ -414,11 +414,11 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     def statistics(self) -> SuiteStatistics:
         from harness.verdict.statistics import clustered_interval
 
-        items = [
+        items = (  # one at a time: a suite's statistics hold no list of its cases
             (c.cluster, c.repeat.proportion if c.repeat is not None else float(c.passed))
             for c in self.cases
             if c.error is None and c.not_run is None
-        ]
+        )
         interval = clustered_interval(items)
         # A replay answers from its script: run again, the suite gives the same rate, so
         # nothing was sampled and an interval would claim an uncertainty there is not.

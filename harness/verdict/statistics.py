@@ -21,7 +21,8 @@ Standard library only: the harness must not pull numerical packages into a CI jo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -296,17 +297,29 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def _validated(items: Sequence[tuple[str | None, float]]) -> list[tuple[str | None, Fraction]]:
-    checked: list[tuple[str | None, Fraction]] = []
+def _tallied(
+    items: Iterable[tuple[str | None, float]],
+) -> tuple[int, Counter[float], dict[str, Counter[float]]]:
+    """How many items, and how often each pass proportion occurs among the unlabelled
+    ones and within each cluster: a suite of any size is a few distinct proportions (a
+    replay's are 0 and 1), so its sums are exact in a handful of rational operations,
+    not a few per case."""
+    n, alone, clusters = 0, Counter[float](), dict[str, Counter[float]]()
     for label, share in items:
         if not (math.isfinite(share) and 0.0 <= share <= 1.0):
             raise ValueError(f"a case's pass proportion must be in [0, 1], got {share!r}")
-        checked.append((label, Fraction(share)))
-    return checked
+        n += 1
+        (alone if label is None else clusters.setdefault(label, Counter()))[share] += 1
+    return n, alone, clusters
+
+
+def _exact_sum(shares: Counter[float], minus: Fraction = Fraction(0)) -> Fraction:
+    """The sum of each share less `minus`, exactly."""
+    return sum(((Fraction(s) - minus) * k for s, k in shares.items()), Fraction(0))
 
 
 def clustered_interval(
-    items: Sequence[tuple[str | None, float]], confidence: float = 0.95
+    items: Iterable[tuple[str | None, float]], confidence: float = 0.95
 ) -> SuiteInterval:
     """The suite's pass rate with a confidence interval that treats cases sharing a cluster
     label as one correlated unit: the cluster-robust standard error of the mean of Miller 2024
@@ -324,24 +337,22 @@ def clustered_interval(
     Inference" (J. Human Resources 50), for the few clusters an eval suite has."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    checked = _validated(items)
-    n = len(checked)
+    n, alone, labelled = _tallied(items)
     level = f"{confidence * 100:g}% CI"
     if n == 0:
         return SuiteInterval(0.0, None, None, 0, 0, None, f"{level} {_UNAVAILABLE}")
     # Exact rationals: every s_i - mean is exact, so equal proportions leave no rounding
     # residue, the SE is exactly 0 and nothing can turn negative under the square root.
-    mean = sum((s for _, s in checked), Fraction(0)) / n
-    units: dict[object, Fraction] = {}
-    for index, (label, share) in enumerate(checked):
-        key: object = ("cluster", label) if label is not None else ("case", index)
-        units[key] = units.get(key, Fraction(0)) + (share - mean)
-    g = len(units)
-    clusters = len({label for label, _ in checked if label is not None})
+    mean = (_exact_sum(alone) + sum(map(_exact_sum, labelled.values()), Fraction(0))) / n
+    clusters = len(labelled)
+    g = sum(alone.values()) + clusters  # an unlabelled case is a unit of its own
     estimate = float(mean)
     if g < 2:
         return SuiteInterval(estimate, None, None, n, g, None, f"{level} {_UNAVAILABLE}")
-    spread = sum((r * r for r in units.values()), Fraction(0)) * g / (g - 1)
+    # Each unit's residual squared: a lone case's (s - mean)^2, a cluster's summed first.
+    squares = sum(((Fraction(s) - mean) ** 2 * k for s, k in alone.items()), Fraction(0))
+    squares += sum((_exact_sum(c, mean) ** 2 for c in labelled.values()), Fraction(0))
+    spread = squares * g / (g - 1)
     se = math.sqrt(spread) / n
     half = student_t(g - 1, confidence) * se
     low = max(0.0, estimate - half)

@@ -258,3 +258,39 @@ def test_a_spool_that_cannot_be_written_fails_its_report_not_the_run(
     assert all(line.endswith("No space left on device") for line in said)
     assert not any(tmp_path.glob("streamed.*"))
     assert "the last run was not kept for `show`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("snapshots", ["fail", "warn"])
+def test_snapshot_changes_are_numbered_and_linked_as_the_whole_page_has_them(
+    snapshots: Any, tmp_path: Path, own_loop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two cases share one change (grouped, said once), a third has its own; under "warn"
+    # the cases pass with a failed check, and are listed among the passes.
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    sources = sorted((own_loop / "evals").glob("*.json"))
+    for k in range(8):
+        fixture = json.loads(sources[k % len(sources)].read_text("utf-8"))
+        fixture["id"] = f"case-{k}"
+        (suite / f"case_{k}.json").write_text(json.dumps(fixture), "utf-8")
+    monkeypatch.chdir(tmp_path)
+    pipeline.run(pipeline.RunOptions(suite, "loop:factory", update_snapshots=True))
+    snaps = suite / "__snapshots__" / "loop+factory"
+    for k, was in ((0, "careful assistant"), (4, "careful assistant"), (5, "echo tool when")):
+        path = snaps / f"case_{k}.snap"
+        path.write_text(path.read_text("utf-8").replace(was, "other words", 1), "utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    reporters, _ = streamed(out)
+    reporters += [
+        Whole(junit.render_junit, out / "whole.xml"),
+        Whole(lambda report: html.render_html(report, None), out / "whole.html"),
+    ]
+    options = pipeline.RunOptions(suite, "loop:factory", root=tmp_path, snapshots=snapshots)
+    report = run(options, reporters)
+
+    assert sum(case.passed for case in report.cases) == (8 if snapshots == "warn" else 5)
+    page = (out / "streamed.html").read_text("utf-8")
+    assert page == (out / "whole.html").read_text("utf-8")
+    assert "snapshot change 2" in page and "snapshot change 3" not in page
+    assert (out / "streamed.xml").read_bytes() == (out / "whole.xml").read_bytes()

@@ -187,7 +187,9 @@ class Spool:
 
     def copy_range(self, out: BinaryIO, offset: int, length: int) -> None:
         handle = self._handle
-        assert handle is not None
+        if length <= 0:
+            return
+        assert handle is not None, "a range of a spool nothing was written to"
         handle.flush()
         handle.seek(offset)
         while length > 0:

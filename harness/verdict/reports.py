@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -90,8 +90,7 @@ def _shared(grades: list[Grade]) -> None:
         set_field(g, "field", intern(g.field))
 
 
-_WHOLE_SCORE = 1.0
-_NONE: list[Grade] = []  # the grades of every slimmed case: read-only, as reports are
+_WHOLE_SCORE, _NONE = 1.0, cast("list[Grade]", [])  # shared by slimmed cases: read-only
 
 
 def score_of(grades: list[Grade]) -> float | None:
@@ -194,14 +193,12 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         return cls(id=id, fixture=fixture, passed=False, not_run=reason)
 
     def slimmed(self) -> CaseReport | None:
-        """What a run keeps of this case once every report that shows it whole has it
-        written out (no reporter reads it whole at the end): a plain pass (no repeat, no
-        cluster, no judge grade: nothing the totals, the statistics or a summary read of
-        it) as its id and fixture alone; None: any other case, kept whole."""
+        """What a run keeps of a plain pass (no repeat, cluster, judge grade or failed
+        check) once its reports have it: its id and fixture; None: keep it whole."""
         if not self.passed or self.repeat is not None or self.cluster is not None:
             return None
         if any(g.judge is not None or not g.passed for g in self.grades):
-            return None  # a judge's grade, or a check that failed without failing it
+            return None
         # One empty list and one score for them all: a run keeps thousands.
         score = _WHOLE_SCORE if self.score == _WHOLE_SCORE else self.score
         return CaseReport(id=self.id, fixture=self.fixture, passed=True, score=score, grades=_NONE)

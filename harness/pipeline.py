@@ -35,6 +35,7 @@ from harness.io.atomic import ReportWriteError
 from harness.io.problems import AdmissionError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
+from harness.reporters.streamed import slimmed
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
@@ -298,7 +299,7 @@ def run_cases(
             # record without it, as it keeps every passing case's when none asks.
             report.record.transcript = None
         delivery.kept(report)
-        return report.slimmed() if slim else None
+        return slimmed(report) if slim else None
 
     gate = against is not None and against.fail_on_regression
     start = time.perf_counter()

@@ -93,7 +93,7 @@ class Reporter:
     streams_transcripts: bool = False
     # Whether its `finish` reads every case whole (a passing case's record, grades): when
     # no reporter of a run does, the run keeps of a plain pass only what the totals and
-    # the summaries need (`CaseReport.slimmed`), and its memory stays flat.
+    # the summaries need (`reporters.streamed.slimmed`), and its memory stays flat.
     whole_cases: bool = True
 
     def start(self, total: int) -> None:

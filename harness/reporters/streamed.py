@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from harness.io.atomic import Part, Spool
 
 if TYPE_CHECKING:
+    from harness.expectations.base import Grade
     from harness.verdict.reports import CaseReport, SuiteReport
 
 
@@ -117,3 +118,21 @@ class SpooledList:
 
 
 Render = Callable[["SuiteReport"], bytes]
+
+_WHOLE_SCORE = 1.0
+_NO_GRADES: list[Grade] = []  # shared by every slimmed case: read-only, as reports are
+
+
+def slimmed(case: CaseReport) -> CaseReport | None:
+    """What a run keeps of a plain pass (no repeat, cluster, judge grade or failed check)
+    once its reports have it written out: its id and fixture (and score); None: keep it
+    whole."""
+    from harness.verdict.reports import CaseReport
+
+    if not case.passed or case.repeat is not None or case.cluster is not None:
+        return None
+    if any(g.judge is not None or not g.passed for g in case.grades):
+        return None
+    # One empty list and one score for them all: a run keeps thousands.
+    score = _WHOLE_SCORE if case.score == _WHOLE_SCORE else case.score
+    return CaseReport(id=case.id, fixture=case.fixture, passed=True, score=score, grades=_NO_GRADES)

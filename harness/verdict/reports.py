@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 
@@ -88,9 +88,6 @@ def _shared(grades: list[Grade]) -> None:
         set_field(g, "check", intern(g.check))
         set_field(g, "detail", intern(g.detail))
         set_field(g, "field", intern(g.field))
-
-
-_WHOLE_SCORE, _NONE = 1.0, cast("list[Grade]", [])  # shared by slimmed cases: read-only
 
 
 def score_of(grades: list[Grade]) -> float | None:
@@ -191,17 +188,6 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     def unrun(cls, id: str, fixture: str, reason: str) -> CaseReport:
         """A case the run stopped before starting."""
         return cls(id=id, fixture=fixture, passed=False, not_run=reason)
-
-    def slimmed(self) -> CaseReport | None:
-        """What a run keeps of a plain pass (no repeat, cluster, judge grade or failed
-        check) once its reports have it: its id and fixture; None: keep it whole."""
-        if not self.passed or self.repeat is not None or self.cluster is not None:
-            return None
-        if any(g.judge is not None or not g.passed for g in self.grades):
-            return None
-        # One empty list and one score for them all: a run keeps thousands.
-        score = _WHOLE_SCORE if self.score == _WHOLE_SCORE else self.score
-        return CaseReport(id=self.id, fixture=self.fixture, passed=True, score=score, grades=_NONE)
 
     @property
     def flaky(self) -> bool:

@@ -15,7 +15,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -221,7 +222,7 @@ def _response(step: ModelStep, used: set[str], ids: dict[str, str]) -> dict[str,
         return {"type": "text", "content": step.text, **tokens}
     calls = []
     for call in step.tool_calls:
-        ids[call.id] = unique = _unique(call.id, used)
+        ids[call.id] = unique = unique_id(call.id, used)
         calls.append({"id": unique, "name": call.name, "arguments": call.arguments})
     return {"type": "tool_calls", "tool_calls": calls, **tokens}
 
@@ -234,7 +235,7 @@ def _decision(approval: Approval) -> dict[str, Any]:
     return {"approve": False, **reason}
 
 
-def _unique(call_id: str, used: set[str]) -> str:
+def unique_id(call_id: str, used: set[str]) -> str:
     # Replay admission refuses empty or repeated ids; providers may reuse ids across turns.
     base = call_id.strip() or "call"
     candidate, n = base, 1
@@ -294,9 +295,66 @@ def write_recording(
     if any(mask.found_in(text) for mask in masks):
         raise RecordError("the recording would contain the API key; nothing was written")
 
+    proven = prove(
+        text,
+        out,
+        adapter,
+        timeout=timeout,
+        max_model_calls_per_turn=max_model_calls_per_turn,
+        max_tool_calls_per_step=max_tool_calls_per_step,
+        setup=setup,
+        masked=masked,
+    )
+    try:
+        if proven.snapshot.holds_any(masks):
+            raise RecordError("the request snapshot would contain the API key; nothing was written")
+    except BaseException:
+        proven.discard()
+        raise
+    proven.place()
+    return proven.replay
+
+
+@dataclass
+class Proven:
+    """A fixture shown to pass replay admission and replay green, not yet in place: its
+    text in a temporary file beside `out`, and the request snapshot its replay wrote (under
+    the fixture's name). `place` puts it in place; `discard` leaves everything as it was."""
+
+    out: Path
+    tmp: Path
+    snapshot: Snapshot
+    replay: CaseReport
+
+    def place(self) -> None:
+        os.replace(self.tmp, self.out)
+
+    def discard(self) -> None:
+        self.tmp.unlink(missing_ok=True)
+        self.snapshot.restore()
+
+
+def prove(
+    text: str,
+    out: Path,
+    adapter: AgentAdapter,
+    *,
+    timeout: float = DEFAULT_CASE_TIMEOUT,
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+    setup: CaseSetup = NO_SETUP,
+    masked: Callable[[str], str] = str,
+    what: str = "the recording",
+) -> Proven:
+    """The fixture `text`, to be written to `out`, written beside it, admitted for replay
+    and replayed through `adapter` (its request snapshot taken under `out`'s name); raises
+    `RecordError` (with `masked` applied to what the run said), leaving nothing behind,
+    unless it passed. Shared by `record` and `import`, which places every fixture of an
+    import only once each is proven."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".json", dir=out.parent)
     tmp = Path(tmp_name)
+    taken: Snapshot | None = None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -304,7 +362,7 @@ def write_recording(
             replay_case = load_case(tmp, "replay", agent_surface(adapter))
         except AdmissionError as exc:
             problems = "; ".join(f"{p.field}: {p.message}" for p in exc.problems)
-            raise RecordError(f"the recording does not pass replay admission: {problems}") from None
+            raise RecordError(f"{what} does not pass replay admission: {problems}") from None
         # The replay takes the fixture's request snapshot, under the name it will have.
         snapshots = SnapshotPlan(adapter.name, update=True)
         taken = Snapshot(snapshots.path_of(out))
@@ -319,16 +377,14 @@ def write_recording(
             snapshots=snapshots,
         ).cases[0]
         if not replay.passed:
-            taken.restore()
             why = replay.error or "; ".join(replay.failure_lines())
-            raise RecordError(f"the recording does not replay green: {masked(why)}")
-        if taken.holds_any(masks):
-            taken.restore()
-            raise RecordError("the request snapshot would contain the API key; nothing was written")
-        os.replace(tmp, out)
-    finally:
+            raise RecordError(f"{what} does not replay green: {masked(why)}")
+    except BaseException:
         tmp.unlink(missing_ok=True)
-    return replay
+        if taken is not None:
+            taken.restore()
+        raise
+    return Proven(out, tmp, taken, replay)
 
 
 class Snapshot:

@@ -34,6 +34,15 @@ ACTIONS: dict[str, tuple[str, str | None]] = {
         "written unless the live run passed and the fixture passes replay admission and "
         "replays green through the same agent.",
     ),
+    "import": (
+        "write replay fixtures from recorded traces (OpenAI Agents SDK, OTLP, pydantic-ai)",
+        "Read a recorded trace file and write one replay fixture per conversation into the "
+        "suite directory, personal data redacted, each proven to pass admission and replay "
+        "green through --agent before anything is written (all or nothing). The expectations "
+        "the trace proves are suggested, and written only for the families --expect names: "
+        "without it, nothing is written and the suggestions are printed (docs/import.md). "
+        "Exit 0: written; 1: a conversation failed its check or could not be read; 2: usage.",
+    ),
     "check": (
         "admit a suite and check no case passes an empty run; runs no agent",
         "Fixture admission plus the empty-run vacuity check, without running any agent: for "
@@ -173,18 +182,14 @@ def _run(parser: Parser) -> None:
 def _record(parser: Parser) -> None:
     from harness import settings as s
 
-    _add(
-        parser,
-        s.CASE,
-        s.OUT,
-        *s.AGENT_OPTIONS,
-        s.CONTEXT,
-        s.SESSION,
-        s.TIMEOUT,
-        s.MAX_MODEL_CALLS,
-        s.MAX_TOOL_CALLS,
-        s.FORCE,
-    )
+    _add(parser, *s.RECORD_OPTIONS)
+
+
+def _import(parser: Parser) -> None:
+    from harness import settings as s
+    from harness.tracing import options
+
+    _add(parser, *options.OPTIONS, *s.IMPORT_SHARED)
 
 
 def _check(parser: Parser) -> None:
@@ -263,6 +268,7 @@ def _report(parser: Parser) -> None:
 _FILL: dict[str, Callable[[Parser], None]] = {
     "run": _run,
     "record": _record,
+    "import": _import,
     "check": _check,
     "list": _list,
     "merge": _merge,

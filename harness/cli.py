@@ -185,6 +185,15 @@ def _record(command: Invocation) -> int:
     return ExitCode.PASSED
 
 
+def _import(command: Invocation) -> int:
+    from harness import settings
+    from harness.tracing.importer import import_traces
+
+    resolved = settings.resolve(command.args, provider=False)
+    patterns = resolved.config.redact_patterns
+    return import_traces(command.args, resolved.options, patterns, command.out, command.err)
+
+
 def _mutate(command: Invocation) -> int:
     from harness import settings
     from harness.io.text import clean, command_token, inert, stop_commands
@@ -298,6 +307,7 @@ _ACTIONS = {
     "run": _run,
     "check": _check,
     "record": _record,
+    "import": _import,
     "mutate": _mutate,
     "schema": _schema,
     "report": _report,

@@ -108,6 +108,8 @@ class EvalConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     snapshots: SnapshotSetting | dict[str, SnapshotSetting] = "auto"
     # The same for the snapshots no case of a suite uses (a suite not named: `warn`).
     unused_snapshots: UnusedSetting | dict[str, UnusedSetting] = "warn"
+    # `zeroclaw eval import`: RE2 patterns redacted besides the built-in ones (`--redact`).
+    redact_patterns: tuple[str, ...] = ()
 
     def snapshots_for(self, suite: Path, root: Path) -> SnapshotSetting:
         """The snapshot setting of the suite at `suite` (a fixture: its directory's)."""

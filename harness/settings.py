@@ -243,6 +243,10 @@ STEP_OPTIONS: dict[str, tuple[Option, ...]] = {
     "probe": PROBE_OPTIONS,
 }
 AGENT_OPTIONS = (AGENT, CONFIG)
+_LIMITS = (TIMEOUT, MAX_MODEL_CALLS, MAX_TOOL_CALLS)
+RECORD_OPTIONS = (CASE, OUT, *AGENT_OPTIONS, CONTEXT, SESSION, *_LIMITS, FORCE)
+# What `import` shares with `run` (its own options are `harness.tracing.options`).
+IMPORT_SHARED = (SUITE, *AGENT_OPTIONS, CONTEXT, SESSION, *_LIMITS)
 
 
 @dataclass(frozen=True)

@@ -5,3 +5,21 @@ conversation they all produce, redaction, the expectations a trace proves, `zero
 import`. The grades sent back to the tracing world as OpenTelemetry evaluation events are
 an output of a run, so a reporter's (`reporters/otel_events`).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.tracing.openai_agents_processor import JsonlTraceProcessor as JsonlTraceProcessor
+
+__all__ = ["JsonlTraceProcessor"]
+
+
+def __getattr__(name: str) -> Any:
+    # Resolved on first use: importing `harness.tracing` imports no agent framework.
+    if name == "JsonlTraceProcessor":
+        from harness.tracing.openai_agents_processor import JsonlTraceProcessor
+
+        return JsonlTraceProcessor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -85,6 +85,9 @@ class ImportedConversation:
     guardrails_tripped: tuple[str, ...] = ()
     failed: bool = False
     instructions: dict[str, str] = field(default_factory=dict)
+    # The agent each turn started at, where the trace says (a graph whose later turns start
+    # at the agent that answered the one before needs `next_turn_agent: "last"`).
+    starts: tuple[str | None, ...] = ()
 
     def calls(self) -> list[ImportedCall]:
         """Every tool call of the conversation, in order."""

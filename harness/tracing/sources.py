@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, Protocol, cast
 
 import msgspec
 
+from harness.errors import UsageError
 from harness.io.files import InputError, decode_json, open_regular
 from harness.tracing.conversation import ImportedConversation, TraceImportError
 
@@ -62,6 +63,8 @@ def detect(path: Path, requested: str = AUTO) -> Source:
     """The source that reads `path`: the one `requested`, else the first whose `sniff`
     takes the file's first bytes."""
     if requested != AUTO:
+        if requested not in SOURCES:
+            raise UsageError(f"--format {requested!r}: choose from {', '.join(formats())}")
         return source(requested)
     head = _head(path)
     for name in SOURCES:

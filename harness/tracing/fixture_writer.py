@@ -25,9 +25,11 @@ def slug(text: str) -> str:
 
 
 def derived_id(conversation: ImportedConversation) -> str:
-    """The case id of a conversation: its name and the end of its trace (or group) id."""
+    """The case id of a conversation: its name and its group id, or the start of its
+    trace id."""
     tail = slug(conversation.trace_id)
-    tail = tail.removeprefix("trace-")[-8:].strip("-")
+    if tail.startswith("trace-"):
+        tail = tail.removeprefix("trace-")[:8]
     name = slug(conversation.name)
     return f"{name}-{tail}" if tail and tail != name else name
 

@@ -121,7 +121,7 @@ def import_traces(
     top = suite  # the first directory the checks may make
     while not existed and not top.parent.exists():
         top = top.parent
-    code = ExitCode.FAILED
+    code: int = ExitCode.FAILED
     try:
         code = _checked(plans, families, Run(adapter, setup, options), redactor, out, err)
     finally:

@@ -50,7 +50,7 @@ class Span(NamedTuple):
     id: str
     parent: str | None
     started: datetime
-    index: int
+    position: int
     type: str
     data: dict[str, Any]
     error: Any
@@ -128,7 +128,7 @@ def piece_of(record: dict[str, Any], source: str, where: str) -> TracePiece:
     if len(raw) > MAX_SPANS:
         raise TraceImportError(f"{at}: more than {MAX_SPANS} spans")
     spans = [_span(item, index, at) for index, item in enumerate(raw)]
-    spans.sort(key=lambda s: (s.started, s.index))  # the file's order may be any
+    spans.sort(key=lambda s: (s.started, s.position))  # the file's order may be any
     reading = _Reading(at, {s.id: s for s in spans})
     for span in spans:
         if span.parent is not None and span.parent not in reading.spans:

@@ -153,13 +153,15 @@ def _final_text(conversation: ImportedConversation) -> str | None:
 
 
 def phrase(text: str) -> str | None:
-    """A short distinctive piece of `text` (a substring of it): the clause with most
-    digits and capitals, cut at a word boundary."""
+    """A short distinctive piece of `text` (a substring of it): all of it when short, else
+    the clause with most digits and capitals, cut at a word boundary."""
+    stripped = text.strip()
+    if len(stripped) <= PHRASE:  # short enough to be said whole
+        return stripped or None
     pieces = [p.strip() for p in _BREAKS.split(text)]
     pieces = [p.rstrip(".,:") for p in pieces if len(p) >= 3]
     if not pieces:
-        stripped = text.strip()
-        return stripped[:PHRASE] if stripped else None
+        return stripped[:PHRASE]
     best = max(pieces, key=lambda p: (sum(ch.isdigit() or ch.isupper() for ch in p), len(p)))
     if len(best) > PHRASE:
         cut = best[:PHRASE]

@@ -256,6 +256,8 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.reporters.registry",
         "harness.live.recorder",
         "harness.mutation.mutate",
+        "harness.tracing.options",  # `import`'s flags, declarations alone
+        "harness.tracing.importer",
         "harness.judge.calibrate",
         "harness.io.atomic",
         "harness.io.text",

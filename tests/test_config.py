@@ -24,7 +24,7 @@ KNOWN = (
     "judge_dir, judge_min_agreement, judge_min_kappa, judge_min_labels_per_verdict, "
     "judge_max_false_pass, judge_max_flip_rate, context, session, max_token_growth, "
     "max_suite_token_growth, max_cost_growth, max_suite_cost_growth, prices, snapshots, "
-    "unused_snapshots"
+    "unused_snapshots, redact_patterns"
 )
 
 

@@ -133,18 +133,17 @@ def desk_model(body: Any) -> Action:
     return tool_reply([("call_charge", "charge_card", arguments)])
 
 
-@pytest.fixture(scope="module")
-def traced(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The trace file the production app wrote (run once, in a process of its own)."""
-    where = tmp_path_factory.mktemp("app")
-    (where / "desk.py").write_text(DESK, encoding="utf-8")
-    (where / "app.py").write_text(APP, encoding="utf-8")
+def run_app(where: Path, agents: str, app: str, model: Any, *argv: str) -> Path:
+    """Run the production `app` (its agents in `desk.py`) in a process of its own against
+    the loopback provider answering as `model`; the trace file it wrote."""
+    (where / "desk.py").write_text(agents, encoding="utf-8")
+    (where / "app.py").write_text(app, encoding="utf-8")
     traces = where / "traces.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     env["PYTHONPATH"] = os.pathsep.join([str(where), str(REPO)])
-    with OpenAIServer(responder=desk_model) as server:
+    with OpenAIServer(responder=model) as server:
         done = subprocess.run(
-            [sys.executable, "app.py", server.base_url, str(traces), CARD, EMAIL],
+            [sys.executable, "app.py", server.base_url, str(traces), *argv],
             cwd=where,
             env=env,
             capture_output=True,
@@ -153,6 +152,12 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
     assert done.returncode == 0, done.stderr
     return traces
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trace file the production app wrote (run once)."""
+    return run_app(tmp_path_factory.mktemp("app"), DESK, APP, desk_model, CARD, EMAIL)
 
 
 def project(tmp_path: Path, desk: str = DESK) -> Path:
@@ -343,3 +348,108 @@ def test_selection_by_trace_id_and_filter(traced: Path, tmp_path: Path, run_cli:
     run_id = json.loads(traced.read_text("utf-8").splitlines()[1])["trace"]["id"]
     chosen = run_cli(*base, "--trace", run_id, "--filter", "tool=charge_card", cwd=root)
     assert chosen.returncode == 0, chosen.stderr
+
+
+EXPERT = """
+from agents import Agent
+
+
+def build_agent() -> Agent:
+    expert = Agent(name="expert", instructions="Answer tax questions.")
+    return Agent(
+        name="front",
+        instructions="Ask the expert.",
+        tools=[expert.as_tool(tool_name="ask_expert", tool_description="Ask the tax expert.")],
+    )
+"""
+
+EXPERT_APP = """
+import asyncio
+import sys
+
+from agents import Runner, add_trace_processor, set_default_openai_api, set_default_openai_client
+from openai import AsyncOpenAI
+
+from desk import build_agent
+from harness.tracing import JsonlTraceProcessor
+
+add_trace_processor(JsonlTraceProcessor(sys.argv[2]))
+set_default_openai_client(AsyncOpenAI(base_url=sys.argv[1], api_key="sk-loopback-key"))
+set_default_openai_api("chat_completions")
+asyncio.run(Runner.run(build_agent(), "What is the VAT rate?"))
+"""
+
+
+def expert_model(body: Any) -> Action:
+    last = body["messages"][-1]
+    if "ask_expert" in offered(body):
+        if last["role"] == "tool":
+            return text_reply(f"The expert says: {last['content']}")
+        return tool_reply([("call_ask", "ask_expert", {"input": "VAT rate?"})])
+    return text_reply("VAT is 19%.")
+
+
+def test_an_agent_used_as_a_tool_is_imported_with_its_own_steps(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    traces = run_app(tmp_path, EXPERT, EXPERT_APP, expert_model)
+    root = project(tmp_path, EXPERT)
+    suite = root / "evals" / "regression"
+    imported = run_cli(
+        "eval", "import", traces, "--suite", suite, "--agent", AGENT, "--expect", "all", cwd=root
+    )
+    assert imported.returncode == 0, imported.stderr
+    [fixture] = suite.glob("*.json")
+    steps = json.loads(fixture.read_text("utf-8"))["turns"][0]["steps"]
+    assert [s["agent"] for s in steps] == ["front", "expert", "front"]
+    assert steps[1]["response"]["content"] == "VAT is 19%."
+    assert run_cli("eval", "run", "--suite", suite, "--agent", AGENT, cwd=root).returncode == 0
+    (root / "desk.py").write_text(EXPERT.replace('"Answer tax', '"Answer VAT'), encoding="utf-8")
+    changed = run_cli("eval", "run", "--suite", suite, "--agent", AGENT, cwd=root)
+    assert changed.returncode == 1  # the expert's instructions changed: its snapshot says so
+
+
+def test_a_snapshot_that_would_hold_a_redacted_value_is_refused(
+    traced: Path, tmp_path: Path, run_cli: Cli
+) -> None:
+    # The agent's own instructions now hold the address the trace's user gave: the replay's
+    # request snapshot would hold it, so nothing is written.
+    leaky = DESK.replace('"You answer billing', f'"Copy {EMAIL}. You answer billing')
+    root = project(tmp_path, leaky)
+    suite = root / "evals" / "regression"
+    imported = run_cli(
+        "eval",
+        "import",
+        traced,
+        "--suite",
+        suite,
+        "--agent",
+        AGENT,
+        "--expect",
+        "tools",
+        cwd=root,
+    )
+    assert imported.returncode == 1
+    assert "would hold a redacted value (EMAIL)" in imported.stderr
+    assert EMAIL not in imported.stderr and not (root / "evals").exists()
+
+
+def test_no_check_admits_and_writes_without_running_the_agent(
+    traced: Path, tmp_path: Path, run_cli: Cli
+) -> None:
+    root = project(tmp_path)
+    suite = root / "evals" / "regression"
+    base = ["eval", "import", traced, "--suite", suite, "--agent", AGENT]
+    assert run_cli(*base, "--no-check", cwd=root).returncode == 2
+    written = run_cli(*base, "--no-check", "--expect", "handoffs", cwd=root)
+    assert written.returncode == 0, written.stderr
+    assert "not checked" in written.stdout
+    [fixture] = suite.glob("*.json")
+    assert json.loads(fixture.read_text("utf-8"))["expects"] == {"handoffs": ["billing_agent"]}
+    assert not list(suite.rglob("*.snap"))  # no replay ran
+    (tmp_path / "broken").mkdir()
+    broken = project(tmp_path / "broken", DESK.replace("handoffs=[billing_agent],", ""))
+    argv = ["eval", "import", traced, "--agent", AGENT, "--no-check", "--expect", "tools"]
+    refused = run_cli(*argv, "--suite", broken / "evals" / "regression", cwd=broken)
+    assert refused.returncode == 1 and "does not pass replay admission" in refused.stderr
+    assert not (broken / "evals").exists()

@@ -160,6 +160,18 @@ def test_the_sdk_exported_batch_is_read_and_its_response_spans_refused(tmp_path:
         ),
         (lambda r: r["spans"][1]["span_data"].update(usage={"input_tokens": -1}), "no token count"),
         (lambda r: r.update(incomplete="more than 3 spans"), "incomplete (more than 3 spans)"),
+        (
+            lambda r: r.update(
+                spans=[
+                    r["spans"][0],
+                    {
+                        **r["spans"][3],
+                        "span_data": {**r["spans"][3]["span_data"], "triggered": True},
+                    },
+                ]
+            ),
+            "guardrail 'no_pii' stopped the run before any model call",
+        ),
         (lambda r: r.update(format="zeroclaw-openai-agents-trace/9"), "reads zeroclaw-openai"),
     ],
 )

@@ -113,21 +113,33 @@ def import_traces(
         print(f"zeroclaw eval import: {redactor.report()}", file=err)
     else:
         print("zeroclaw eval import: not redacted (--no-redact)", file=err)
-    if args.no_check:
-        return _write_unchecked(plans, families, options, out)
-    adapter = resolve_agent(options.agent) if isinstance(options.agent, str) else options.agent
-    setup = setup_for(adapter, options.context, options.session, options.case_timeout)
     existed = suite.exists()
     top = suite  # the first directory the checks may make
     while not existed and not top.parent.exists():
         top = top.parent
     code: int = ExitCode.FAILED
     try:
-        code = _checked(plans, families, Run(adapter, setup, options), redactor, out, err)
+        code = _write(plans, families, options, redactor, args.no_check, out, err)
     finally:
         if code != ExitCode.PASSED:
             _tidy(top, existed)
     return code
+
+
+def _write(
+    plans: list[Plan],
+    families: tuple[str, ...],
+    options: RunOptions,
+    redactor: Redactor | None,
+    unchecked: bool,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    if unchecked:
+        return _write_unchecked(plans, families, options, out)
+    adapter = resolve_agent(options.agent) if isinstance(options.agent, str) else options.agent
+    setup = setup_for(adapter, options.context, options.session, options.case_timeout)
+    return _checked(plans, families, Run(adapter, setup, options), redactor, out, err)
 
 
 def _selected(args: argparse.Namespace, filters: list[Filter], err: TextIO) -> list[Any]:

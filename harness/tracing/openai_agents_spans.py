@@ -138,6 +138,11 @@ def piece_of(record: dict[str, Any], source: str, where: str) -> TracePiece:
             )
         _read_span(reading, span)
     if not reading.steps:
+        if reading.tripped:
+            raise TraceImportError(
+                f"{at}: guardrail {reading.tripped[0]!r} stopped the run before any model "
+                "call, so the trace keeps no user input: the turn cannot be reconstructed"
+            )
         raise TraceImportError(f"{at}: no model answer (generation or response span) in it")
     group = trace.get("group_id")
     workflow = trace.get("workflow_name")

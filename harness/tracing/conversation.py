@@ -88,6 +88,9 @@ class ImportedConversation:
     # The agent each turn started at, where the trace says (a graph whose later turns start
     # at the agent that answered the one before needs `next_turn_agent: "last"`).
     starts: tuple[str | None, ...] = ()
+    # The ids of the traces (runs) the conversation joins, each turn's in order, where a
+    # source has several per conversation (`--trace` picks a conversation by any of them).
+    runs: tuple[str, ...] = ()
 
     def calls(self) -> list[ImportedCall]:
         """Every tool call of the conversation, in order."""

@@ -170,11 +170,7 @@ def _selected(args: argparse.Namespace, filters: list[Filter], err: TextIO) -> l
 
 
 def _ids(conversation: ImportedConversation) -> set[str]:
-    ids = {conversation.trace_id}
-    for turn in conversation.turns:
-        # A turn's where names its own trace: `... trace <id>`.
-        ids.add(turn.where.rsplit("trace ", 1)[-1])
-    return ids
+    return {conversation.trace_id, *conversation.runs}
 
 
 def _plans(

@@ -147,4 +147,5 @@ def _joined(key: str, group: list[TracePiece]) -> ImportedConversation:
         failed=any(p.failed for p in group),
         instructions=instructions,
         starts=tuple(p.first_agent for p in group),
+        runs=tuple(p.trace_id for p in group),
     )

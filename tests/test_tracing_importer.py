@@ -453,3 +453,17 @@ def test_no_check_admits_and_writes_without_running_the_agent(
     refused = run_cli(*argv, "--suite", broken / "evals" / "regression", cwd=broken)
     assert refused.returncode == 1 and "does not pass replay admission" in refused.stderr
     assert not (broken / "evals").exists()
+
+
+def test_a_trace_file_cut_mid_line_imports_what_it_holds_and_says_so(
+    traced: Path, tmp_path: Path, run_cli: Cli
+) -> None:
+    root = project(tmp_path)
+    cut = root / "cut.jsonl"
+    text = traced.read_text("utf-8")
+    cut.write_text(text[: len(text) - 100], encoding="utf-8")  # the app died mid-write
+    imported = run_cli("eval", "import", cut, "--agent", AGENT, "--expect", "tools", cwd=root)
+    assert imported.returncode == 0, imported.stderr
+    assert f"warning: {cut}: line 2: a truncated last line" in imported.stderr
+    [fixture] = (root / "evals" / "regression").glob("*.json")
+    assert len(json.loads(fixture.read_text("utf-8"))["turns"]) == 1

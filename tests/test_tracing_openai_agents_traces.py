@@ -125,6 +125,12 @@ def test_the_sdk_exported_batch_is_read_and_its_response_spans_refused(tmp_path:
     assert conversation.source == "openai-agents-export/1"
     assert conversation.turns[0].steps[-1].text == "INV-1 is paid."
 
+    batch.write_text(json.dumps({"data": Keep.items}) * 2 + "\n", encoding="utf-8")
+    with pytest.raises(TraceImportError, match="trailing characters"):
+        conversations(batch)  # two documents on one line: no batch file, and no lines
+    batch.write_text((json.dumps({"data": Keep.items}) + "\n") * 2, encoding="utf-8")
+    assert len(conversations(batch)[0].turns) == 2  # a batch a line: the same run twice
+
     trace = TraceImpl("w", None, None, None, Keep(tmp_path / "unused.jsonl"))
     response = SpanImpl(
         trace.trace_id, "span_resp", None, trace._processor, ResponseSpanData(), None

@@ -23,7 +23,7 @@ import msgspec
 from harness.io.files import InputError, decode_json, read_bounded
 from harness.tracing.conversation import ImportedConversation, ImportedTurn, TraceImportError
 from harness.tracing.openai_agents_spans import TracePiece, piece_of
-from harness.tracing.sources import json_lines
+from harness.tracing.sources import head_of, json_lines
 
 FORMAT = "openai-agents"
 LINE_FORMAT = "zeroclaw-openai-agents-trace/"
@@ -52,15 +52,13 @@ def read(path: Path, *, limit_bytes: int) -> Iterator[ImportedConversation]:
 
 
 def _records(path: Path, limit_bytes: int) -> Iterator[tuple[dict[str, Any], str, str]]:
-    head = b""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        pass  # json_lines says why
-    if _EXPORT.match(head) or head.lstrip().startswith(b'{\n  "data"'):
+    if _EXPORT.match(head_of(path)):
         yield from _exported(path, limit_bytes)
-        return
+    else:
+        yield from _lines(path, limit_bytes)
+
+
+def _lines(path: Path, limit_bytes: int) -> Iterator[tuple[dict[str, Any], str, str]]:
     for line in json_lines(path, limit_bytes=limit_bytes):
         where = f"{path}: line {line.number}"
         value = line.value
@@ -80,11 +78,16 @@ def _records(path: Path, limit_bytes: int) -> Iterator[tuple[dict[str, Any], str
 
 
 def _exported(path: Path, limit_bytes: int) -> Iterator[tuple[dict[str, Any], str, str]]:
+    """The SDK exporter's batch as one JSON document; a file of several, one a line, is
+    read as lines (`_records`)."""
     try:
         data = decode_json(read_bounded(path, limit_bytes))
     except InputError as exc:
         raise TraceImportError(f"{path}: {exc.reason}") from None
     except msgspec.DecodeError as exc:
+        if "trailing characters" in str(exc):  # a batch a line
+            yield from _lines(path, limit_bytes)
+            return
         raise TraceImportError(f"{path}: not JSON (truncated?): {exc}") from None
     if not isinstance(data, dict):
         raise TraceImportError(f'{path}: not an exported trace batch ({{"data": [...]}})')

@@ -66,7 +66,7 @@ def detect(path: Path, requested: str = AUTO) -> Source:
         if requested not in SOURCES:
             raise UsageError(f"--format {requested!r}: choose from {', '.join(formats())}")
         return source(requested)
-    head = _head(path)
+    head = head_of(path)
     for name in SOURCES:
         found = source(name)
         if found.sniff(head):
@@ -77,7 +77,8 @@ def detect(path: Path, requested: str = AUTO) -> Source:
     )
 
 
-def _head(path: Path) -> bytes:
+def head_of(path: Path) -> bytes:
+    """The first bytes of `path` (a regular file, opened without blocking)."""
     try:
         fd, _ = open_regular(path)
     except InputError as exc:

@@ -467,3 +467,80 @@ def test_a_trace_file_cut_mid_line_imports_what_it_holds_and_says_so(
     assert f"warning: {cut}: line 2: a truncated last line" in imported.stderr
     [fixture] = (root / "evals" / "regression").glob("*.json")
     assert len(json.loads(fixture.read_text("utf-8"))["turns"]) == 1
+
+
+MCP_AGENT = """
+import sys
+
+from agents import Agent
+from agents.mcp import MCPServerStdio
+
+
+def build_agent() -> Agent:
+    orders = MCPServerStdio(
+        name="orders",
+        params={{"command": sys.executable, "args": [{server!r}, *{args!r}]}},
+    )
+    return Agent(name="support", instructions="You help with orders.", mcp_servers=[orders])
+"""
+
+MCP_APP = """
+import asyncio
+import sys
+
+from agents import Runner, add_trace_processor, set_default_openai_api, set_default_openai_client
+from openai import AsyncOpenAI
+
+from desk import build_agent
+from harness.tracing import JsonlTraceProcessor
+
+add_trace_processor(JsonlTraceProcessor(sys.argv[2]))
+set_default_openai_client(AsyncOpenAI(base_url=sys.argv[1], api_key="sk-loopback-key"))
+set_default_openai_api("chat_completions")
+
+
+async def main() -> None:
+    agent = build_agent()
+    async with agent.mcp_servers[0]:
+        await Runner.run(agent, "Where is order 7?")
+
+
+asyncio.run(main())
+"""
+
+
+def orders_model(body: Any) -> Action:
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return text_reply(f"Your order: {last['content']}")
+    return tool_reply([("call_order", "lookup_order", {"order_id": "7"})])
+
+
+def test_an_mcp_tool_call_is_imported_and_replayed_against_the_server(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    server = REPO / "tests" / "_mcp_server.py"
+    agent = MCP_AGENT.format(server=str(server), args=[])
+    traces = run_app(tmp_path, agent, MCP_APP, orders_model)
+    root = project(tmp_path, agent)
+    suite = root / "evals" / "regression"
+    imported = run_cli(
+        "eval",
+        "import",
+        traces,
+        "--suite",
+        suite,
+        "--agent",
+        AGENT,
+        "--expect",
+        "tools,results",
+        cwd=root,
+    )
+    assert imported.returncode == 0, imported.stderr
+    [fixture] = suite.glob("*.json")
+    expects = json.loads(fixture.read_text("utf-8"))["expects"]
+    assert expects["tools_used"] == ["lookup_order"]
+    assert run_cli("eval", "run", "--suite", suite, "--agent", AGENT, cwd=root).returncode == 0
+    wrong = MCP_AGENT.format(server=str(server), args=["--status", "lost in transit"])
+    (root / "desk.py").write_text(wrong, encoding="utf-8")
+    assert run_cli("eval", "run", "--suite", suite, "--agent", AGENT, cwd=root).returncode == 1

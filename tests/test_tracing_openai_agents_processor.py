@@ -256,3 +256,18 @@ def test_importing_harness_or_its_tracing_room_imports_no_framework() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_tool_output_of_text_parts_is_written_as_the_text_the_model_read(tmp_path: Path) -> None:
+    out = tmp_path / "traces.jsonl"
+    processor = JsonlTraceProcessor(out)
+    trace = TraceImpl("w", None, None, None, processor)
+    trace.start()
+    mcp = FunctionSpanData("lookup_order", "{}", {"type": "text", "text": "order 7: shipped"})
+    span(trace, None, mcp).finish()
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    span(trace, None, FunctionSpanData("two", "{}", parts)).finish()
+    span(trace, None, FunctionSpanData("number", "{}", 42)).finish()
+    trace.finish()
+    outputs = [s["span_data"]["output"] for s in lines(out)[0]["spans"]]
+    assert outputs == ["order 7: shipped", "ab", "42"]

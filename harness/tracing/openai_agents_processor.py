@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.tracing import Span, Trace, TracingProcessor
-from agents.tracing.span_data import ResponseSpanData
+from agents.tracing.span_data import FunctionSpanData, ResponseSpanData
 
 FORMAT = "zeroclaw-openai-agents-trace/1"
 MAX_SPANS = 10_000
@@ -167,6 +167,9 @@ def span_record(span: Span[Any]) -> dict[str, Any]:
     exported = dict(span.export() or {})
     exported.pop("object", None)
     data = span.span_data
+    if isinstance(data, FunctionSpanData) and data.output is not None:
+        # The SDK's export says `str(output)`: a Python repr for an MCP tool's text part.
+        exported["span_data"] = {**exported.get("span_data", {}), "output": _text(data.output)}
     if isinstance(data, ResponseSpanData):
         content = dict(exported.get("span_data") or {})
         response = data.response
@@ -179,6 +182,17 @@ def span_record(span: Span[Any]) -> dict[str, Any]:
             content["input"] = _plain(data.input)
         exported["span_data"] = content
     return exported
+
+
+def _text(output: Any) -> str:
+    """A tool's output as the model reads it: text, or the text of its text parts (an MCP
+    tool's output is one `{"type": "text", "text": ...}` part, or a list of them)."""
+    if isinstance(output, str):
+        return output
+    parts = output if isinstance(output, list) else [output]
+    if all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
+        return "".join(str(p.get("text", "")) for p in parts)
+    return str(output)
 
 
 def _plain(value: Any) -> Any:

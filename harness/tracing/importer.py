@@ -148,17 +148,19 @@ def _selected(args: argparse.Namespace, filters: list[Filter], err: TextIO) -> l
     wanted = set(args.trace or ())
     chosen: list[ImportedConversation] = []
     seen: list[str] = []
+    known: set[str] = set()
     for count, conversation in enumerate(
         source.read(path, limit_bytes=sources.DEFAULT_LIMIT_BYTES), 1
     ):
         if count % PROGRESS_EVERY == 0:
             print(f"zeroclaw eval import: read {count} conversation(s) ...", file=err)
         seen.append(conversation.trace_id)
+        known |= _ids(conversation)
         if wanted and not (wanted & _ids(conversation)):
             continue
         if all(f(conversation) for f in filters):
             chosen.append(conversation)
-    missing = wanted - {i for c in chosen for i in _ids(c)} - set(seen)
+    missing = wanted - known
     if missing:
         raise TraceImportError(
             f"{path}: no trace or group {', '.join(sorted(missing))} (it holds "

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _openai_server import OpenAIServer, text_reply, tool_reply
+from _otlp_receiver import OtlpFileReceiver
 from conftest import write_module, write_suite
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from harness import run_suite
 from harness.tracing.conversation import ImportedConversation
@@ -178,3 +183,21 @@ def failing(case: CaseReport) -> dict[str, str]:
 def dumped(conversation: ImportedConversation) -> str:
     """The conversation as text, for an assertion's message."""
     return json.dumps(fixture_of(conversation), indent=1)
+
+
+def exported(path: Path, module: str, **settings: Any) -> Path:
+    """The shop agent's two runs, instrumented as pydantic-ai's docs instrument an agent,
+    exported through the real OTLP/HTTP exporter into `path`."""
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    with OtlpFileReceiver(path) as receiver:
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.traces_url)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the deprecated format versions say so
+            instrumentation = InstrumentationSettings(tracer_provider=provider, **settings)
+        run_shop(module, (Instrumentation(settings=instrumentation),))
+        provider.shutdown()
+        assert receiver.requests >= 1
+    return path

@@ -220,5 +220,7 @@ def test_a_line_over_the_limit_is_refused_without_reading_it_whole(tmp_path: Pat
 def test_a_file_of_another_format_is_not_taken(tmp_path: Path) -> None:
     path = tmp_path / "other.jsonl"
     path.write_text('{"resourceSpans": []}\n', encoding="utf-8")
+    assert detect(path).FORMAT == "otlp-genai"
+    path.write_text('{"events": [{"name": "x"}]}\n', encoding="utf-8")
     with pytest.raises(TraceImportError, match="not a trace format this version reads"):
         detect(path)

@@ -15,13 +15,20 @@ from __future__ import annotations
 import importlib
 import json
 import random
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _imported import PROMPTS, dumped, failing, fixture_of, replay, run_shop, shop_module
+from _imported import (
+    PROMPTS,
+    dumped,
+    exported,
+    failing,
+    fixture_of,
+    replay,
+    shop_module,
+)
 from _openai_server import OpenAIServer, status, text_reply, tool_reply
 from _otlp_receiver import OtlpFileReceiver
 from conftest import Cli, write_module, write_suite
@@ -39,24 +46,6 @@ LIMIT = 1 << 22
 
 def read_all(path: Path, limit: int = LIMIT) -> list[ImportedConversation]:
     return list(read(path, limit_bytes=limit))
-
-
-def exported(path: Path, module: str, **settings: Any) -> Path:
-    """The shop agent's two runs, instrumented as pydantic-ai's docs instrument an agent,
-    exported through the real OTLP/HTTP exporter into `path`."""
-    from pydantic_ai.capabilities.instrumentation import Instrumentation
-    from pydantic_ai.models.instrumented import InstrumentationSettings
-
-    with OtlpFileReceiver(path) as receiver:
-        provider = TracerProvider()
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(receiver.traces_url)))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the deprecated format versions say so
-            instrumentation = InstrumentationSettings(tracer_provider=provider, **settings)
-        run_shop(module, (Instrumentation(settings=instrumentation),))
-        provider.shutdown()
-        assert receiver.requests >= 1
-    return path
 
 
 @pytest.fixture

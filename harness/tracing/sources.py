@@ -28,6 +28,8 @@ from harness.tracing.conversation import ImportedConversation, TraceImportError
 # Module name by format, in the order detection tries them.
 SOURCES: dict[str, str] = {
     "openai-agents": "harness.tracing.openai_agents_traces",
+    "otlp-genai": "harness.tracing.otlp_genai",
+    "pydantic-ai-messages": "harness.tracing.pydantic_ai_messages",
 }
 AUTO = "auto"
 # The most one record (a JSON line, or a whole JSON document) of a trace file may hold.

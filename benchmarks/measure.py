@@ -11,6 +11,7 @@ descendants included), so every figure is the command's alone, whatever ran befo
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import json
@@ -20,7 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,3 +167,13 @@ class Target:
 def median_ratio(pairs: Sequence[tuple[float, float]]) -> float:
     """The median of the per-round ratios b / a of interleaved rounds (a, b)."""
     return statistics.median(b / a for a, b in pairs if a > 0)
+
+
+def print_targets(
+    doc: str | None, targets: Callable[[bool], list[Target]], quick_help: str
+) -> None:
+    """A benchmark's `main`: `--quick` parsed, each of its targets printed on a line."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    for target in targets(parser.parse_args().quick):
+        print(target.line(), flush=True)

@@ -15,7 +15,6 @@ RSS from the smallest suite to the largest (target <= 20 MB, issue 29, item 1).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -23,7 +22,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measure import OWN_LOOP, OWN_LOOP_AGENT, ROOT, Target, measure, own_loop_suite, zeroclaw
+from measure import (
+    OWN_LOOP,
+    OWN_LOOP_AGENT,
+    ROOT,
+    Target,
+    measure,
+    own_loop_suite,
+    print_targets,
+    zeroclaw,
+)
 
 GROWTH_LIMIT_MB = 20.0
 
@@ -86,11 +94,7 @@ def targets(quick: bool) -> list[Target]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1k and 10k cases only")
-    args = parser.parse_args()
-    for target in targets(args.quick):
-        print(target.line())
+    print_targets(__doc__, targets, quick_help="1k and 10k cases only")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ each figure is the median of its rounds.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measure import ROOT, Target, measure
+from measure import ROOT, Target, measure, print_targets
 
 # What pip's generated `zeroclaw` script does (its `sys.argv[0]` aside).
 SCRIPT = "import sys; from harness.console import main; sys.exit(main())"
@@ -77,11 +76,7 @@ def targets(quick: bool) -> list[Target]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="7 rounds instead of 21")
-    args = parser.parse_args()
-    for target in targets(args.quick):
-        print(target.line())
+    print_targets(__doc__, targets, quick_help="7 rounds instead of 21")
 
 
 if __name__ == "__main__":

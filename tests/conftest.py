@@ -1140,6 +1140,33 @@ def reported_cases(root: Path) -> dict[str, dict[str, Any]]:
     return cases_by_id(json.loads((root / "r.json").read_text(encoding="utf-8")))
 
 
+def run_reported_cases(
+    run_cli: Cli, root: Path, agent: str, *extra: str
+) -> tuple[CliResult, dict[str, dict[str, Any]]]:
+    """`run_reported`, whose JSON report must have been written, and its cases by id."""
+    result = run_reported(run_cli, root, agent, *extra)
+    assert (root / "r.json").is_file(), (result.stdout, result.stderr)
+    return result, reported_cases(root)
+
+
+# The `check` of `assert_fails_naming` that means the case's run error, not a check.
+RUN_ERROR = "run error"
+
+
+def assert_fails_naming(case: dict[str, Any], check: str, words: str) -> None:
+    """A reported case failed: by a run error holding `words` (`check` is `RUN_ERROR`), or
+    with no run error, by a failing check whose name starts with `check` and whose name or
+    detail holds `words`."""
+    assert not case["passed"], case
+    if check == RUN_ERROR:
+        assert words in (case["error"] or ""), case["error"]
+        return
+    assert case["error"] is None, case["error"]
+    failing = [g for g in case["grades"] if not g["passed"] and g["check"].startswith(check)]
+    assert failing, [g["check"] for g in case["grades"] if not g["passed"]]
+    assert any(words in g["check"] + g["detail"] for g in failing), failing
+
+
 def assert_key_kept_out(runs: Runs, server: OpenAIServer | None = None) -> None:
     """No byte of output and no file under the project holds the key; the server (when
     given) did receive it, so this check can fail."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Cli, reported_cases, run_reported
+from conftest import REPO, RUN_ERROR, Cli, assert_fails_naming, run_reported_cases
 
 DESK = REPO / "examples" / "openai_agents_airline_desk"
 AGENT = "openai-agents:airline_desk:build_agent"
@@ -33,13 +33,7 @@ def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_suite(run_cli: Cli, root: Path, agent: str) -> tuple[Any, dict[str, dict[str, Any]]]:
-    result = run_reported(run_cli, root, agent, *CONTEXT)
-    assert (root / "r.json").is_file(), (result.stdout, result.stderr)
-    return result, reported_cases(root)
-
-
-def failed_checks(case: dict[str, Any]) -> list[str]:
-    return [grade["check"] for grade in case["grades"] if not grade["passed"]]
+    return run_reported_cases(run_cli, root, agent, *CONTEXT)
 
 
 def test_the_suite_passes_on_the_desk_as_written(run_cli: Cli, desk: Path) -> None:
@@ -53,8 +47,6 @@ def test_the_suite_passes_on_the_desk_as_written(run_cli: Cli, desk: Path) -> No
     }
     assert sum(len(data["turns"]) > 1 for data in fixtures) >= 2
 
-
-RUN_ERROR = "run error"
 
 # Each broken desk: the module written next to the example, the case that must fail and
 # the failing check that names the cause (a prefix of the check's name), and, where the
@@ -230,15 +222,7 @@ def test_a_broken_desk_fails_the_suite_with_a_check_naming_the_cause(
     (desk / "stale_status_server.py").write_text(STALE_SERVER, encoding="utf-8")
     result, cases = run_suite(run_cli, desk, "openai-agents:broken_desk:build_agent")
     assert result.returncode == 1, (result.stdout, result.stderr)
-    case = cases[case_id]
-    assert not case["passed"], case
-    if check == RUN_ERROR:
-        assert words in (case["error"] or ""), case["error"]
-        return
-    assert case["error"] is None, case["error"]
-    failing = [g for g in case["grades"] if not g["passed"] and g["check"].startswith(check)]
-    assert failing, failed_checks(case)
-    assert any(words in g["check"] + g["detail"] for g in failing), failing
+    assert_fails_naming(cases[case_id], check, words)
 
 
 def test_a_desk_without_its_guardrail_is_refused_naming_it(run_cli: Cli, desk: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Cli, reported_cases, run_reported
+from conftest import REPO, RUN_ERROR, Cli, assert_fails_naming, run_reported_cases
 
 BANK = REPO / "examples" / "pydantic_ai_bank_support"
 AGENT = "pydantic-ai:bank_support:support_agent"
@@ -52,9 +52,7 @@ def bank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_suite(run_cli: Cli, root: Path, agent: str) -> tuple[Any, dict[str, dict[str, Any]]]:
-    result = run_reported(run_cli, root, agent)
-    assert (root / "r.json").is_file(), (result.stdout, result.stderr)
-    return result, reported_cases(root)
+    return run_reported_cases(run_cli, root, agent)
 
 
 def test_the_suite_passes_on_the_agent_as_written(run_cli: Cli, bank: Path) -> None:
@@ -73,8 +71,6 @@ def test_a_rebuilt_agent_passes_so_each_break_is_the_only_change(run_cli: Cli, b
     result, _ = run_suite(run_cli, bank, "pydantic-ai:broken_bank:support_agent")
     assert result.returncode == 0, (result.stdout, result.stderr)
 
-
-RUN_ERROR = "run error"
 
 # Each broken agent: its module, the case that must fail, the failing check naming the
 # cause (a prefix of the check's name) and words of that check or its detail.
@@ -189,15 +185,7 @@ def test_a_broken_agent_fails_the_suite_with_a_check_naming_the_cause(
     (bank / "wrong_rates_server.py").write_text(WRONG_RATES_SERVER, encoding="utf-8")
     result, cases = run_suite(run_cli, bank, "pydantic-ai:broken_bank:support_agent")
     assert result.returncode == 1, (result.stdout, result.stderr)
-    case = cases[case_id]
-    assert not case["passed"], case
-    if check == RUN_ERROR:
-        assert words in (case["error"] or ""), case["error"]
-        return
-    assert case["error"] is None, case["error"]
-    failing = [g for g in case["grades"] if not g["passed"] and g["check"].startswith(check)]
-    assert failing, (case["error"], [g for g in case["grades"] if not g["passed"]])
-    assert any(words in g["check"] + g["detail"] for g in failing), failing
+    assert_fails_naming(cases[case_id], check, words)
 
 
 def test_mutate_kills_every_boundary_mutant_of_the_suite(run_cli: Cli, bank: Path) -> None:

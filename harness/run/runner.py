@@ -40,6 +40,7 @@ from harness.errors import RAISED_BY_AGENT_CODE, describe
 from harness.expectations.base import JudgeNote
 from harness.expectations.judge import Judge, Material, Rubric
 from harness.expectations.registry import grade
+from harness.fixtures.schema import LlmTrace
 from harness.fixtures.suite import Case, FixtureChanged, display_path
 from harness.io.json_paths import line_of
 from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
@@ -141,20 +142,19 @@ def jobs_of(jobs: Jobs) -> int:
 
 
 class CaseProgress:
-    """The case in progress: where it got to, so a timeout can say which turn hung and the
-    watchdog can tell a case that blocked its thread."""
+    """The case in progress: where it got to (the turn a timeout names, a blocked thread)."""
 
     def __init__(
         self,
         case: Case,
+        trace: LlmTrace,
         fixture: str,
         context: AgentContext,
         transcript: Transcript,
         wall_clock: float = DEFAULT_CASE_WALL_CLOCK,
     ) -> None:
         self.case = case
-        # Read once: an admitted case dropped its trace, and each read finds it again.
-        self.trace = case.trace
+        self.trace = trace  # start_case's: each read of an admitted case's finds it again
         self.fixture = fixture
         self.context = context
         self.transcript = transcript
@@ -321,7 +321,7 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     )
     if plan.prepare is not None:
         plan.prepare(case, context)
-    return CaseProgress(case, fixture, context, transcript, plan.case_wall_clock)
+    return CaseProgress(case, trace, fixture, context, transcript, plan.case_wall_clock)
 
 
 async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
@@ -443,7 +443,7 @@ def _sealed(report: CaseReport, case: Case, plan: CasePlan) -> CaseReport:
         surface = sorted(filter(usable, plan.surface_tools))
         # Most cases of a suite share one: they share the list too (reports are read-only).
         surface = plan.surfaces.setdefault(tuple(surface), surface)
-    origin = case.trace.origin
+    origin = trace.origin
     return msgspec.structs.replace(
         report,
         fixture_sha256=case.fixture_sha256,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from _openai_server import Action, OpenAIServer, text_reply, tool_reply
-from conftest import REPO, Cli
+from conftest import REPO, Cli, CliResult
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
@@ -171,6 +171,11 @@ def project(tmp_path: Path, desk: str = DESK) -> Path:
 AGENT = "openai-agents:desk:build_agent"
 
 
+def import_trace(run_cli: Cli, trace: Path, suite: Path, *flags: str, root: Path) -> CliResult:
+    """`zeroclaw eval import TRACE --suite SUITE --agent AGENT FLAGS`, run in `root`."""
+    return run_cli("eval", "import", trace, "--suite", suite, "--agent", AGENT, *flags, cwd=root)
+
+
 def test_the_trace_holds_both_runs_of_the_conversation_with_every_span_kind(traced: Path) -> None:
     lines = [json.loads(line) for line in traced.read_text("utf-8").splitlines()]
     assert [line["format"] for line in lines] == ["zeroclaw-openai-agents-trace/1"] * 2
@@ -184,9 +189,7 @@ def test_an_imported_trace_replays_green_and_fails_once_the_agent_is_broken(
 ) -> None:
     root = project(tmp_path)
     suite = root / "evals" / "regression"
-    imported = run_cli(
-        "eval", "import", traced, "--suite", suite, "--agent", AGENT, "--expect", "all", cwd=root
-    )
+    imported = import_trace(run_cli, traced, suite, "--expect", "all", root=root)
     assert imported.returncode == 0, imported.stderr
     [fixture] = suite.glob("*.json")
     data = json.loads(fixture.read_text("utf-8"))
@@ -224,9 +227,7 @@ def test_the_card_number_stays_one_placeholder_and_no_e_mail_address_is_written(
 ) -> None:
     root = project(tmp_path)
     suite = root / "evals" / "regression"
-    imported = run_cli(
-        "eval", "import", traced, "--suite", suite, "--agent", AGENT, "--expect", "all", cwd=root
-    )
+    imported = import_trace(run_cli, traced, suite, "--expect", "all", root=root)
     assert imported.returncode == 0, imported.stderr
     assert "CARD" in imported.stderr and "EMAIL" in imported.stderr  # the report, by kind
     assert CARD_DIGITS not in imported.stderr + imported.stdout
@@ -252,9 +253,7 @@ def test_the_import_against_a_broken_agent_fails_and_writes_nothing(
 ) -> None:
     root = project(tmp_path, DESK.replace("tools=[lookup_invoice, charge_card]", "tools=[]"))
     suite = root / "evals" / "regression"
-    imported = run_cli(
-        "eval", "import", traced, "--suite", suite, "--agent", AGENT, "--expect", "all", cwd=root
-    )
+    imported = import_trace(run_cli, traced, suite, "--expect", "all", root=root)
     assert imported.returncode == 1
     assert "conversation-42" in imported.stderr and "nothing written" in imported.stderr
     assert not (root / "evals").exists()
@@ -265,47 +264,21 @@ def test_without_expect_nothing_is_written_and_the_proven_suggestions_are_printe
 ) -> None:
     root = project(tmp_path)
     suite = root / "evals" / "regression"
-    imported = run_cli("eval", "import", traced, "--suite", suite, "--agent", AGENT, cwd=root)
+    imported = import_trace(run_cli, traced, suite, root=root)
     assert imported.returncode == 2
     assert '--expect handoffs: {"handoffs": ["billing_agent"]}' in imported.stdout
     assert "pass --expect" in imported.stderr
     assert not (root / "evals").exists()
-    again = run_cli(
-        "eval",
-        "import",
-        traced,
-        "--suite",
-        suite,
-        "--agent",
-        AGENT,
-        "--expect",
-        "handoffs,tools",
-        cwd=root,
-    )
+    again = import_trace(run_cli, traced, suite, "--expect", "handoffs,tools", root=root)
     assert again.returncode == 0, again.stderr
     [fixture] = suite.glob("*.json")
     assert set(json.loads(fixture.read_text("utf-8"))["expects"]) == {"handoffs", "tools_used"}
-    twice = run_cli(
-        "eval",
-        "import",
-        traced,
-        "--suite",
-        suite,
-        "--agent",
-        AGENT,
-        "--expect",
-        "tools",
-        cwd=root,
-    )
+    twice = import_trace(run_cli, traced, suite, "--expect", "tools", root=root)
     assert twice.returncode == 1 and "--force" in twice.stderr
-    forced = run_cli(
-        "eval",
-        "import",
+    forced = import_trace(
+        run_cli,
         traced,
-        "--suite",
         suite,
-        "--agent",
-        AGENT,
         "--expect",
         "tools",
         "--force",
@@ -313,7 +286,7 @@ def test_without_expect_nothing_is_written_and_the_proven_suggestions_are_printe
         "paid-by-card",
         "--model-name",
         "desk-model",
-        cwd=root,
+        root=root,
     )
     assert forced.returncode == 0, forced.stderr
     renamed = json.loads((suite / "paid-by-card.json").read_text("utf-8"))
@@ -395,9 +368,7 @@ def test_an_agent_used_as_a_tool_is_imported_with_its_own_steps(
     traces = run_app(tmp_path, EXPERT, EXPERT_APP, expert_model)
     root = project(tmp_path, EXPERT)
     suite = root / "evals" / "regression"
-    imported = run_cli(
-        "eval", "import", traces, "--suite", suite, "--agent", AGENT, "--expect", "all", cwd=root
-    )
+    imported = import_trace(run_cli, traces, suite, "--expect", "all", root=root)
     assert imported.returncode == 0, imported.stderr
     [fixture] = suite.glob("*.json")
     steps = json.loads(fixture.read_text("utf-8"))["turns"][0]["steps"]
@@ -417,18 +388,7 @@ def test_a_snapshot_that_would_hold_a_redacted_value_is_refused(
     leaky = DESK.replace('"You answer billing', f'"Copy {EMAIL}. You answer billing')
     root = project(tmp_path, leaky)
     suite = root / "evals" / "regression"
-    imported = run_cli(
-        "eval",
-        "import",
-        traced,
-        "--suite",
-        suite,
-        "--agent",
-        AGENT,
-        "--expect",
-        "tools",
-        cwd=root,
-    )
+    imported = import_trace(run_cli, traced, suite, "--expect", "tools", root=root)
     assert imported.returncode == 1
     assert "would hold a redacted value (EMAIL)" in imported.stderr
     assert EMAIL not in imported.stderr and not (root / "evals").exists()
@@ -524,18 +484,7 @@ def test_an_mcp_tool_call_is_imported_and_replayed_against_the_server(
     traces = run_app(tmp_path, agent, MCP_APP, orders_model)
     root = project(tmp_path, agent)
     suite = root / "evals" / "regression"
-    imported = run_cli(
-        "eval",
-        "import",
-        traces,
-        "--suite",
-        suite,
-        "--agent",
-        AGENT,
-        "--expect",
-        "tools,results",
-        cwd=root,
-    )
+    imported = import_trace(run_cli, traces, suite, "--expect", "tools,results", root=root)
     assert imported.returncode == 0, imported.stderr
     [fixture] = suite.glob("*.json")
     expects = json.loads(fixture.read_text("utf-8"))["expects"]

@@ -26,11 +26,14 @@ def test_the_warm_up_case_passes_through_every_built_in_agent_it_finds(tmp_path:
     assert worker_warmup.loaded_agents() == ["openai-agents", "pydantic-ai"]
     before = set(os.listdir())
     threads = threading.active_count()
-    reports = worker_warmup.warm(["openai-agents", "pydantic-ai"])
-    assert [(r.passed, r.error) for r in reports] == [(True, None), (True, None)]
+    agents = ["openai-agents", "pydantic-ai", worker_warmup.HARNESS]
+    reports = worker_warmup.warm(agents)
+    assert [(r.passed, r.error) for r in reports] == [(True, None)] * 3
     # Whatever failed to grade would be a warm-up that ran nothing: it grades everything.
     assert all(len(r.grades) == 3 and all(g.passed for g in r.grades) for r in reports)
-    assert {"openai-agents", "pydantic-ai"} <= set(worker_warmup.WARMED)
+    # The harness's own path, through an own loop: its one tool call was dispatched.
+    assert [c.name for c in reports[2].record.calls] == ["echo"]
+    assert set(agents) <= set(worker_warmup.WARMED)
     assert threading.active_count() == threads  # the server forks right after: no thread
     assert set(os.listdir()) == before  # and no file left
 

@@ -34,6 +34,8 @@ KILL_SECS = 2.0
 _FORKABLE = sys.platform == "linux" and sys.version_info < (3, 13)
 # What a forked fork server is called (15 bytes at most: the kernel's limit).
 SERVER_NAME = b"zeroclaw-forks"
+# What a forked resource tracker is called.
+TRACKER_NAME = b"zeroclaw-rtrack"
 _PR_SET_NAME = 15
 _MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024
 
@@ -56,8 +58,10 @@ def context(run_module: str, adapter_module: str) -> Any:
     # would be the one every later run got, whatever had changed on disk since.
     preload = ["__main__", "harness.run.process_pool", run_module]
     if adapter_module.startswith("harness."):
-        # Then one case through it, in the server: workers start with the framework warm.
-        preload += [adapter_module, "harness.run.worker_warmup"]
+        preload.append(adapter_module)
+    # Then one case through it and through an own loop, in the server: workers start with
+    # the framework and the harness's own path warm.
+    preload.append("harness.run.worker_warmup")
     forking.set_forkserver_preload(preload)  # ignored once the server runs
     return forking
 
@@ -71,7 +75,8 @@ def ensure_running(forked: bool = False) -> None:
     middle.)"""
     from multiprocessing import forkserver, resource_tracker
 
-    resource_tracker.ensure_running()
+    if not (forked and _tracker_from_here()):
+        resource_tracker.ensure_running()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         if not (forked and _fork_server_from_here()):
@@ -126,6 +131,46 @@ def _fork_server_from_here() -> bool:
     server._forkserver_alive_fd = alive_w
     server._forkserver_pid = pid
     return True
+
+
+def _tracker_from_here() -> bool:
+    """Start multiprocessing's resource tracker (which the fork server is handed) as a fork
+    of this process, not a fresh interpreter: that costs every run with workers 30 ms of
+    CPU beside its start. The same conditions as `_fork_server_from_here`, and its private
+    state set as its own `ensure_running` sets it; False, and nothing done, otherwise
+    (or when one runs already)."""
+    from multiprocessing import resource_tracker
+
+    tracker: Any = resource_tracker._resource_tracker
+    known = all(hasattr(tracker, name) for name in ("_fd", "_pid", "_lock"))
+    if not (known and _FORKABLE and threading.active_count() == 1):
+        return False
+    if tracker._fd is not None:
+        return True  # running already (or found dead, and started again, by its own code)
+    alive_r, alive_w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(alive_w)
+        os.close(alive_r)
+        raise
+    if pid == 0:  # the tracker: standard streams and its pipe, as a spawned one has
+        _track(alive_r, resource_tracker.main)
+    os.close(alive_r)
+    tracker._fd, tracker._pid = alive_w, pid
+    return True
+
+
+def _track(alive_r: int, main: Any) -> None:
+    code = 1
+    try:
+        os.closerange(3, alive_r)
+        os.closerange(alive_r + 1, _MAX_FD)
+        _name(TRACKER_NAME)
+        main(alive_r)  # ignores SIGINT and SIGTERM itself, and ends when the pipe does
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def _name(name: bytes) -> None:

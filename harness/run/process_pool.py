@@ -35,6 +35,8 @@ from harness.verdict.reports import CaseReport
 # Cases sent to a worker at once: enough to keep it busy between two looks at its pipe,
 # few enough that the last ones spread evenly over the workers.
 MAX_BATCH = 16
+# How long reports may wait in the workers' pipes while every worker is busy.
+COALESCE_SECS = 0.002
 
 
 class PoolUnavailable(Exception):
@@ -222,9 +224,13 @@ class WorkerPool:
         # Idle workers are watched too: one that dies idle is replaced, blaming no case.
         poll = min(1.0, self._spec.stall / 4, HUNG_UP_SECS / 4)
         ready = {key.fileobj for key, _ in self._selector.select(poll)}
-        for worker in self._workers:
-            if worker.conn in ready:
+        got = [worker for worker in self._workers if worker.conn in ready]
+        while got:  # everything waiting now, one message a worker a look
+            for worker in got:
                 self._receive(worker)
+            more = {key.fileobj for key, _ in self._selector.select(0)}
+            ready |= more
+            got = [w for w in self._workers if w.conn in more and w.hung_up is None]
         if self._watch_server():
             return True
         now = time.monotonic()
@@ -238,6 +244,11 @@ class WorkerPool:
                 silent = f"{self._spec.stall:g}s"
                 why = f"the worker running the case stopped answering for {silent} and was stopped"
                 self._lost(worker, why, f"no answer for {silent}")
+        if all(len(worker.sent) > 1 for worker in self._workers):
+            # Every worker has its next case waiting: reports are let pile up in the pipes
+            # for a moment instead of each waking this process (and, on as many cores as
+            # workers, taking a core from the worker that wrote it).
+            time.sleep(COALESCE_SECS)
         return True
 
     def _replenish(self) -> None:

@@ -17,10 +17,12 @@ import sys
 import threading
 from pathlib import Path
 
+from harness.agents.protocol import AgentContext, LoopAdapter
 from harness.agents.registry import BUILTIN_AGENTS, resolve_agent
 from harness.defaults import DEFAULT_CASE_TIMEOUT
 from harness.fixtures.schema import parse_fixture
 from harness.fixtures.suite import Case
+from harness.model_boundary import Message, ModelRequest, ToolSchema
 from harness.run.runner import CasePlan, replay_backend, run_case, start_case
 from harness.runtime import event_loop
 from harness.verdict.reports import CaseReport
@@ -44,8 +46,39 @@ FIXTURE = """{
 }"""
 
 
-# The agents warmed in this process (a worker sees the list of the server it forked from).
+# The agents warmed in this process (a worker sees the list of the server it forked from);
+# `HARNESS` for the harness's own path, warmed through an own loop whatever the agent.
 WARMED: list[str] = []
+HARNESS = "harness"
+
+
+class _EchoLoop:
+    """An own loop, as `docs/agents.md` writes one: model calls and tool dispatches through
+    the case's context only, so the harness's whole path of a replayed case runs."""
+
+    def __init__(self, context: AgentContext) -> None:
+        self.context = context
+        self.messages: list[Message] = [Message(role="system", content="Echo.")]
+        self.tools = tuple(
+            ToolSchema(tool.name, tool.description, tool.parameters)
+            for tool in context.tools.tools.values()
+        )
+
+    async def run_turn(self, user_input: str) -> str:
+        self.messages.append(Message(role="user", content=user_input))
+        while True:
+            step = await self.context.model.respond(
+                ModelRequest(messages=tuple(self.messages), tools=self.tools)
+            )
+            if not step.tool_calls:
+                self.messages.append(Message(role="assistant", content=step.text))
+                return step.text
+            self.messages.append(Message(role="assistant", tool_calls=step.tool_calls))
+            for call in step.tool_calls:
+                outcome = await self.context.tools.dispatch(call.name, call.arguments)
+                self.messages.append(
+                    Message(role="tool", content=outcome.result, tool_call_id=call.id)
+                )
 
 
 def loaded_agents() -> list[str]:
@@ -54,14 +87,15 @@ def loaded_agents() -> list[str]:
 
 
 def warm(agents: list[str]) -> list[CaseReport]:
-    """Run the warm-up case once through each of `agents` (built-in agent names)."""
+    """Run the warm-up case once through each of `agents` (built-in agent names, or
+    `HARNESS`: an own loop, which warms the harness's own path of a case: the caches and
+    the modules a first case would otherwise fill and import in every worker)."""
     trace = parse_fixture(FIXTURE, "worker-warm-up")
     case = Case(trace, Path("worker-warm-up.json"), FIXTURE)
     reports = []
     for name in agents:
-        plan = CasePlan(
-            resolve_agent(name), "replay", replay_backend, None, DEFAULT_CASE_TIMEOUT, Path.cwd()
-        )
+        adapter = LoopAdapter(HARNESS, _EchoLoop) if name == HARNESS else resolve_agent(name)
+        plan = CasePlan(adapter, "replay", replay_backend, None, DEFAULT_CASE_TIMEOUT, Path.cwd())
         progress = start_case(case, plan, "worker-warm-up.json")
         report = event_loop.run(run_case(progress, plan))
         if report.passed:
@@ -93,5 +127,5 @@ def _imported_by_fork_server() -> bool:
 
 if _imported_by_fork_server():
     with contextlib.suppress(Exception):  # a cold worker is only slower
-        warm(loaded_agents())
+        warm([*loaded_agents(), HARNESS])
     _settle()

@@ -28,7 +28,7 @@ import msgspec
 from harness.agents.registry import resolve_within
 from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
-from harness.fixtures.suite import Case
+from harness.fixtures.suite import Case, FixtureChanged
 from harness.run.runner import CasePlan, replay_backend
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
@@ -94,6 +94,8 @@ class WorkerSpec:
     cwd: str
     sys_path: list[str]
     environ: dict[str, str]
+    # A judge waits in the harness: a case with rubrics is handed back to run there.
+    hand_back_judged: bool = False
 
     @property
     def stall(self) -> float:
@@ -101,9 +103,9 @@ class WorkerSpec:
         return float(settings["timeout"] + settings["case_wall_clock"]) + STALL_GRACE_SECS
 
 
-def worker_spec(plan: CasePlan, run: RunCases) -> WorkerSpec | str:
+def worker_spec(plan: CasePlan, run: RunCases, hand_back_judged: bool = False) -> WorkerSpec | str:
     """The spec of workers running `plan`'s cases, or why they cannot (then the cases run
-    in this process)."""
+    in this process); with `hand_back_judged`, they run none that has rubrics."""
     if plan.mode != "replay":
         return "live cases share one provider limiter, which only one process can hold"
     if plan.prepare is not None:
@@ -131,6 +133,7 @@ def worker_spec(plan: CasePlan, run: RunCases) -> WorkerSpec | str:
         cwd=os.getcwd(),
         sys_path=list(sys.path),
         environ=dict(os.environ),
+        hand_back_judged=hand_back_judged,
     )
 
 
@@ -179,9 +182,25 @@ def _serve(conn: Any, spec: WorkerSpec) -> None:
             conn.send(("cpu", time.process_time()))
             return
         items: list[Item] = message[1]
-        cases = [item.case() for item in items]
-        send.index_of = {case.id: item.place for case, item in zip(cases, items, strict=True)}
-        spec.run(cases, plan, send)
+        cases = {item.place: item.case() for item in items}
+        if spec.hand_back_judged:
+            judged = [place for place, case in cases.items() if _judged(case)]
+            if judged:  # said before any other case of the batch runs: none is running yet
+                conn.send(("back", judged))
+                for place in judged:
+                    del cases[place]
+        send.index_of = {case.id: place for place, case in cases.items()}
+        spec.run(list(cases.values()), plan, send)
+
+
+def _judged(case: Case) -> bool:
+    """Whether the case has rubrics for the judge (one that cannot be read again runs here,
+    where that is its run error)."""
+    try:
+        expects = case.trace.expects
+    except FixtureChanged:
+        return False
+    return expects is not None and bool(expects.judge)
 
 
 class _Sender:

@@ -337,6 +337,11 @@ class WorkerPool:
             if index == self._alone:
                 self._alone = None
             self._on_report(index, _DECODE.decode(payload))
+        elif kind == "back":  # cases it will not run: they are the caller's to run
+            for place in message[1]:
+                worker.sent.remove(place)
+                if place == self._alone:
+                    self._alone = None
         elif kind == "failed":
             self._failures.append(message[1])
 

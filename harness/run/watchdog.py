@@ -268,10 +268,9 @@ def _in_workers(
     """Run `pending` (one run per case: replay) in worker processes; the runs left for
     this process (none, unless no worker could run them: then it says why)."""
     jobs = jobs_of(plan.jobs)
-    if plan.judge is not None and not _ask_the_judge(cases, pending):
-        # A judge configured for other suites keeps none of these cases in this process.
-        plan = dataclasses.replace(plan, judge=None)
-    spec = worker_spec(plan, run_batch)
+    # The judge stays in this process: workers hand back the cases with rubrics for it
+    # (they read the fixtures; this process reads none again), which run here afterwards.
+    spec = worker_spec(dataclasses.replace(plan, judge=None), run_batch, plan.judge is not None)
     if isinstance(spec, str):
         _note(jobs, spec)
         return pending
@@ -298,19 +297,6 @@ def _in_workers(
     if results.stopping:
         return []  # the rest never start
     return [u for u in pending if not results.has(u)]
-
-
-def _ask_the_judge(cases: list[Case], pending: list[Unit]) -> bool:
-    """Whether any of these cases has rubrics for the judge (a fixture that cannot be read
-    again may: it stays in this process, where it is that case's run error)."""
-    for unit in pending:
-        try:
-            expects = cases[unit.index].trace.expects
-            if expects is not None and expects.judge:
-                return True
-        except FixtureChanged:
-            return True
-    return False
 
 
 def _note(jobs: int, why: str) -> None:

@@ -42,7 +42,7 @@ from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unuse
 from harness.tracking.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
 from harness.tracking.budget_gate import gated
 from harness.verdict.comparison import BudgetGates
-from harness.verdict.receipts import suite_hash, suite_receipt
+from harness.verdict.receipts import GitState, suite_hash, suite_receipt
 from harness.verdict.reports import CaseReport, SuiteReport, UnusedSnapshots
 
 
@@ -302,6 +302,7 @@ def run_cases(
         return slimmed(report) if slim else None
 
     gate = against is not None and against.fail_on_regression
+    git = GitState(plan.root)  # asked now, answered beside the cases
     start = time.perf_counter()
     try:
         reports = run_watched(cases, plan, case_done)
@@ -322,6 +323,7 @@ def run_cases(
                 fail_on_regression=gate,
                 selection=selection,
                 repeat=repeat,
+                git=git,
             ),
             fail_on_regression=gate,
             unused_snapshots=unused_snapshots,

@@ -14,7 +14,7 @@ import pytest
 from conftest import Cli, echo_fixture, green_project
 
 from harness.fixtures.schema import canonical_json, fixture_hash
-from harness.verdict.receipts import git_state, provider_ref
+from harness.verdict.receipts import GitState, git_state, provider_ref
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,6 +125,25 @@ def test_the_report_carries_hashes_and_the_receipt(run_cli: Cli, tmp_path: Path)
 
 def test_outside_a_git_work_tree_the_commit_is_unknown(tmp_path: Path) -> None:
     assert git_state(tmp_path) == (None, None)
+    assert GitState(tmp_path / "nowhere").result() == (None, None)
+
+
+def test_git_is_asked_as_the_run_starts_and_answers_for_that_tree(tmp_path: Path) -> None:
+    # Asked as the run starts, read as it ends: git runs beside the cases, and a file the
+    # run itself changes (a snapshot it updates) does not make the tree it ran dirty.
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a", encoding="utf-8")
+    _git(root, "init", "-q")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "add", ".")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "a")
+    asked = GitState(root)
+    for process in asked._asked:  # both have answered: the answers wait, unread
+        process.wait(timeout=30)
+    (root / "a.txt").write_text("changed", encoding="utf-8")
+    commit, dirty = asked.result()
+    assert dirty is False and commit is not None and len(commit) == 40
+    assert git_state(root) == (commit, True)
 
 
 @pytest.mark.parametrize("agent", ["pydantic-ai"])

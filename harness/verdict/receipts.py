@@ -28,6 +28,8 @@ _DISTRIBUTIONS = {
     "pydantic-ai": ("pydantic-ai", "pydantic-ai-slim"),
 }
 GIT_SECS = 5.0
+# What git is asked: the commit checked out, and whether the tree has changes.
+_ASKED = (("rev-parse", "HEAD"), ("status", "--porcelain", "--untracked-files=normal"))
 
 
 class Policy(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
@@ -90,27 +92,55 @@ def framework_version(framework: str | None) -> str | None:
     return None
 
 
+class GitState:
+    """git asked about `root` now (the commit checked out, whether its tree has changes),
+    its answer read later: a run asks as it starts and reads as it ends, so the two git
+    commands, each a process of its own and slow in a large work tree, run beside the
+    cases instead of after them. The tree is the one the run started from."""
+
+    def __init__(self, root: Path) -> None:
+        self._asked: list[subprocess.Popen[str]] = []
+        try:
+            for args in _ASKED:
+                self._asked.append(
+                    subprocess.Popen(
+                        ["git", "-C", str(root), *args],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                        stdin=subprocess.DEVNULL,
+                        text=True,
+                    )
+                )
+        except OSError:  # no git: nothing to ask
+            self._asked = []
+
+    def result(self) -> tuple[str | None, bool | None]:
+        """The commit and whether the tree has changes (None, None when it is no git work
+        tree or git cannot say in time)."""
+        if len(self._asked) != 2:
+            return None, None
+        try:
+            commit, status = (_answer(asked) for asked in self._asked)
+        except (OSError, subprocess.SubprocessError):
+            return None, None
+        finally:
+            for asked in self._asked:
+                asked.kill()  # one that said nothing in time; a no-op for the others
+                asked.wait()
+        return (commit.strip() or None), bool(status.strip())
+
+
+def _answer(asked: subprocess.Popen[str]) -> str:
+    out, _ = asked.communicate(timeout=GIT_SECS)
+    if asked.returncode != 0:
+        raise subprocess.CalledProcessError(asked.returncode, asked.args)
+    return out
+
+
 def git_state(root: Path) -> tuple[str | None, bool | None]:
     """The commit checked out at `root` and whether its tree has changes (None, None when
     it is no git work tree or git cannot say in time)."""
-    try:
-        commit = _git(root, "rev-parse", "HEAD").strip()
-        dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=normal").strip())
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-    return (commit or None), dirty
-
-
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=GIT_SECS,
-        check=True,
-        stdin=subprocess.DEVNULL,
-    )
-    return done.stdout
+    return GitState(root).result()
 
 
 def provider_ref(base_url: str, model: str) -> str:
@@ -132,10 +162,12 @@ def suite_receipt(
     fail_on_regression: bool = False,
     selection: Any = None,
     repeat: int | None = None,
+    git: GitState | None = None,
 ) -> SuiteReceipt:
     """What ran the suite; `selection` (a `harness.fixtures.selection.Selection`) when it ran part
-    of it, `repeat` when `--repeat` set every live case's runs."""
-    commit, dirty = git_state(root)
+    of it, `repeat` when `--repeat` set every live case's runs; `git`: what git was asked
+    as the run started (else it is asked now)."""
+    commit, dirty = (git or GitState(root)).result()
     return SuiteReceipt(
         harness_version=harness_version(),
         agent=agent,

@@ -148,14 +148,19 @@ def _tracker_from_here() -> bool:
     if tracker._fd is not None:
         return True  # running already (or found dead, and started again, by its own code)
     alive_r, alive_w = os.pipe()
+    # Started with interrupts blocked, as multiprocessing starts it: one before it ignores
+    # them would end it (it unblocks them once it does).
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         pid = os.fork()
     except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         os.close(alive_w)
         os.close(alive_r)
         raise
     if pid == 0:  # the tracker: standard streams and its pipe, as a spawned one has
         _track(alive_r, resource_tracker.main)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     os.close(alive_r)
     tracker._fd, tracker._pid = alive_w, pid
     return True

@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "ReplayBackend": "harness.run.replay",
     "ReplayDivergence": "harness.run.replay",
     "Reporter": "harness.reporters.base",
-    "RunOptions": "harness.pipeline",
+    "RunOptions": "harness.run.options",
     "RunRecord": "harness.run_record",
     "SuiteKind": "harness.modes",
     "SuitePolicy": "harness.verdict.policy",
@@ -219,9 +219,6 @@ if TYPE_CHECKING:
         SuiteKind as SuiteKind,
     )
     from harness.pipeline import (
-        RunOptions as RunOptions,
-    )
-    from harness.pipeline import (
         run_cases as run_cases,
     )
     from harness.pipeline import (
@@ -229,6 +226,9 @@ if TYPE_CHECKING:
     )
     from harness.reporters.base import (
         Reporter as Reporter,
+    )
+    from harness.run.options import (
+        RunOptions as RunOptions,
     )
     from harness.run.replay import (
         ReplayBackend as ReplayBackend,

@@ -100,10 +100,11 @@ def _run(command: Invocation) -> int:
 
 
 def _check(command: Invocation) -> int:
-    from harness import pipeline, settings
+    from harness import settings
+    from harness.run.options import admit
 
     options = settings.resolve(command.args, provider=False, judge=False).options
-    cases = pipeline.admit(options, _Refusals(command))
+    cases = admit(options, _Refusals(command))
     print(
         f"{len(cases)} case(s) in {options.suite} admitted; each fails against an empty run",
         file=command.out,
@@ -138,12 +139,13 @@ class _Refusals(Sequence["Reporter"]):
 
 
 def _list(command: Invocation) -> int:
-    from harness import pipeline, settings
+    from harness import settings
     from harness.fixtures.selection import choose
     from harness.reporters.case_view import case_line
+    from harness.run.options import admit
 
     options = settings.resolve(command.args, provider=False, judge=False).options
-    cases = choose(pipeline.admit(options), options.selection)
+    cases = choose(admit(options), options.selection)
     for case in cases:
         print(case_line(case, options.project_root), file=command.out)
     return ExitCode.PASSED
@@ -221,11 +223,12 @@ def _mutate(command: Invocation) -> int:
 
 
 def _calibrate(command: Invocation) -> int:
-    from harness import pipeline, settings
+    from harness import settings
     from harness.judge import calibrate
+    from harness.run.options import admit
 
     resolved = settings.resolve(command.args, provider=False)
-    suite = calibrate.suite_of(resolved.options.judge, pipeline.admit(resolved.options))
+    suite = calibrate.suite_of(resolved.options.judge, admit(resolved.options))
     args = {"live_model": resolved.config.live_model, **vars(command.args)}
     return calibrate.step(args, suite, sys.stdin, command.out)
 

@@ -23,6 +23,9 @@ MAX_REPEAT = 50
 # More jobs than any machine has cores for: a larger number is a typo (the CLI and the
 # configuration refuse it alike).
 MAX_JOBS = 1024
+# Repeated runs against a baseline: a drop in pass proportion is a confirmed regression at
+# p below this (`--regression-level`).
+DEFAULT_REGRESSION_LEVEL = 0.05
 # Cases (and repetitions) run at once (`jobs`, `--jobs`).
 DEFAULT_JOBS = 1
 # Tokens of one model call, scripted (a fixture's step) or answered (a provider's usage,

@@ -10,15 +10,13 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
 from harness.agents.case_context import NO_SETUP, CaseSetup, setup_for
-from harness.agents.protocol import AgentAdapter, AgentSurface
-from harness.agents.registry import resolve_within, surface_within
-from harness.config import SnapshotSetting, UnusedSetting
+from harness.agents.protocol import AgentAdapter
+from harness.agents.registry import resolve_within
 from harness.defaults import (
     DEFAULT_AGENT,
     DEFAULT_CASE_TIMEOUT,
@@ -30,71 +28,21 @@ from harness.defaults import (
 from harness.errors import UsageError
 from harness.expectations.judge import Judge
 from harness.fixtures.selection import Selection, choose
-from harness.fixtures.suite import Case, display_path, load_suite
+from harness.fixtures.suite import Case, display_path
 from harness.io.atomic import ReportWriteError
-from harness.io.problems import AdmissionError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
 from harness.reporters.streamed import slimmed
+from harness.run.options import RunOptions as RunOptions
+from harness.run.options import admit as admit
+from harness.run.options import load
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
-from harness.tracking.baseline import DEFAULT_LEVEL, Against, compare, load_baseline
+from harness.tracking.baseline import Against, compare, load_baseline
 from harness.tracking.budget_gate import gated
-from harness.verdict.comparison import BudgetGates
 from harness.verdict.receipts import GitState, suite_hash, suite_receipt
 from harness.verdict.reports import CaseReport, SuiteReport, UnusedSnapshots
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """Everything one run of a suite is decided by."""
-
-    suite: Path
-    agent: str | AgentAdapter = DEFAULT_AGENT
-    mode: Mode = "replay"
-    kind: SuiteKind | None = None  # None: the directory's name, else regression
-    case_timeout: float = DEFAULT_CASE_TIMEOUT  # starting the agent, and each turn
-    root: Path | None = None  # fixture paths in reports are relative to it (default: cwd)
-    backend: BackendFactory | None = None  # live mode: a backend per case for the provider
-    allowed_tools: frozenset[str] | None = None  # live mode: built-in tools a case may use
-    name: str | None = None  # how reports name the suite (default: its path from `root`)
-    provider: str | None = None  # live mode: the provider's host and model, for receipts
-    case_wall_clock: float = DEFAULT_CASE_WALL_CLOCK  # a whole case, grading included
-    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN  # for every agent
-    max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP  # for every agent
-    jobs: Jobs = DEFAULT_JOBS  # cases (and repetitions) at once; "auto": one per core
-    repeat: int | None = None  # live mode: runs of every case, overriding the fixtures'
-    maxfail: int | None = None  # stop starting cases once this many failed
-    baseline: Path | None = None  # compare the run with this baseline (`harness.tracking.baseline`)
-    fail_on_regression: bool = False  # a confirmed regression fails the gate of any kind
-    regression_level: float = DEFAULT_LEVEL  # repeated runs: a drop is confirmed at p < this
-    # The token and cost gates against the baseline (`harness.tracking.budget_gate`).
-    budget: BudgetGates | None = None
-    # The cases picked (-k, --case, --shard); by default all.
-    selection: Selection = field(default_factory=Selection)
-    # The judge of the cases' rubrics (`expects.judge`, `harness.judge`); None: none.
-    judge: Judge | None = None
-    # `module:function` building each case's context from its `setup.context`, and the SDK
-    # session each case keeps its conversation in (`harness.agents.case_context`).
-    context: str | None = None
-    session: str | None = None
-    # Replay: what a changed request snapshot does, and whether the run writes them.
-    snapshots: SnapshotSetting = "auto"
-    update_snapshots: bool = False
-    # After a run of the whole suite, snapshots no case uses: a warning, or a failure.
-    unused_snapshots: UnusedSetting = "warn"
-
-    @property
-    def project_root(self) -> Path:
-        return (self.root or Path.cwd()).resolve()
-
-
-def admit(options: RunOptions, reporters: Sequence[Reporter] = ()) -> list[Case]:
-    """Admission and the vacuity check alone, without importing or running any agent
-    framework (`zeroclaw eval check`)."""
-    surface = surface_within(options.agent, options.case_timeout)
-    return _load(options, surface, reporters)
 
 
 def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
@@ -110,7 +58,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         start_workers_early(options.jobs, options.suite, type(adapter).__module__)
     setup = setup_for(adapter, options.context, options.session, options.case_timeout)
     root = options.project_root
-    admitted = _load(options, surface, reporters)
+    admitted = load(options, surface, reporters)
     chosen = options.selection
     if options.suite.is_file():  # one fixture: a selection of its suite, never its gate
         chosen = dataclasses.replace(chosen, fixture_file=display_path(options.suite, root))
@@ -191,20 +139,6 @@ def _against(options: RunOptions) -> Against | None:
         options.fail_on_regression,
         options.budget,
     )
-
-
-def _load(options: RunOptions, surface: AgentSurface, reporters: Sequence[Reporter]) -> list[Case]:
-    try:
-        return load_suite(options.suite, options.mode, surface)
-    except AdmissionError as exc:
-        # Reports name fixtures from the repository root, as they name the cases of a run.
-        root = options.project_root
-        shown = [
-            dataclasses.replace(p, file=display_path(Path(p.file), root)) for p in exc.problems
-        ]
-        for reporter in reporters:
-            reporter.refused(shown)
-        raise
 
 
 def run_cases(

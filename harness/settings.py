@@ -10,20 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.defaults import DEFAULT_REGRESSION_LEVEL
 from harness.errors import UsageError
 from harness.fixtures.selection import Selection, parse_shard
+from harness.judge.options import CALIBRATE_STEPS as CALIBRATE_STEPS
+from harness.judge.options import PROBE_OPTIONS as PROBE_OPTIONS
+from harness.judge.options import RECORD_JUDGE as RECORD_JUDGE
+from harness.judge.options import RUBRIC as RUBRIC
+from harness.judge.options import STEP_OPTIONS as STEP_OPTIONS
 from harness.modes import MODES, SUITE_KINDS, Mode, mode_of_directory
 from harness.mutation.options import MIN_SCORE as MIN_SCORE
 from harness.mutation.options import MIN_SCRIPT_SCORE as MIN_SCRIPT_SCORE
 from harness.mutation.options import MUTATION_REPORT as MUTATION_REPORT
 from harness.options import Option, count, jobs_count, repeat_count, seconds, share
-from harness.reporters.baseline import BASELINE as BASELINE
-from harness.reporters.baseline import WRITE_BASELINE as WRITE_BASELINE
 
 if TYPE_CHECKING:
     from harness.config import EvalConfig, LoadedConfig
     from harness.io.atomic import RunInput
-    from harness.pipeline import RunOptions
+    from harness.run.options import RunOptions
     from harness.verdict.comparison import BudgetGates
 
 SUITE = Option(
@@ -171,8 +175,21 @@ MAX_SUITE_COST_GROWTH = Option(
     config_key="max_suite_cost_growth",
 )
 BUDGET_GATES = (MAX_TOKEN_GROWTH, MAX_SUITE_TOKEN_GROWTH, MAX_COST_GROWTH, MAX_SUITE_COST_GROWTH)
-# `run`'s settings of a comparison with a baseline, in the order `--help` lists them.
-BASELINE_OPTIONS = (WRITE_BASELINE, BASELINE, FAIL_ON_REGRESSION, REGRESSION_LEVEL, *BUDGET_GATES)
+
+
+def __getattr__(name: str) -> Any:
+    """`BASELINE` and `WRITE_BASELINE`, declared beside the baseline reporter, and
+    `BASELINE_OPTIONS`, `run`'s settings of a comparison with a baseline in the order `--help`
+    lists them: imported on first use (PEP 562), as the reporter's module imports the
+    reporters' machinery, which no other command has a use for."""
+    if name not in ("BASELINE", "WRITE_BASELINE", "BASELINE_OPTIONS"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from harness.reporters.baseline import BASELINE, WRITE_BASELINE
+
+    comparison = (WRITE_BASELINE, BASELINE, FAIL_ON_REGRESSION, REGRESSION_LEVEL, *BUDGET_GATES)
+    return {"BASELINE": BASELINE, "WRITE_BASELINE": WRITE_BASELINE}.get(name, comparison)
+
+
 KEYWORD = Option(
     "--keyword",
     "run only the cases matching EXPR, pytest's -k: substrings of the case id or fixture "
@@ -193,13 +210,6 @@ SHARD = Option(
     metavar="I/N",
     type=parse_shard,
 )
-RECORD_JUDGE = Option(
-    "--record-judge",
-    "ask the live judge (judge_base_url, judge_model, the key in judge_api_key_env) for "
-    "every judge reply not yet recorded and write it beside the suite; list recorded "
-    "replies no case asked for (without it the judge is only replayed, never called)",
-    action="store_true",
-)
 # What a run keeps beside the suite: the judge's replies, the request snapshots.
 BESIDE_SUITE = (RECORD_JUDGE, SNAPSHOTS, UPDATE_SNAPSHOTS)
 SUITE_KIND = Option(
@@ -214,34 +224,7 @@ FORCE = Option("--force", "replace --out if it exists", action="store_true")
 
 # What every command that reads a suite takes, and what `record` takes.
 SUITE_OPTIONS = (SUITE, MODE, AGENT, CONFIG)
-# `zeroclaw eval calibrate label|finalize|probe` (docs/judge.md): each step and its help.
-CALIBRATE_STEPS = {
-    "label": "ask a blind pass or fail on each recorded judge verdict (resumable)",
-    "finalize": "write the calibration file from the labels; exit 0 iff every rubric gates",
-    "probe": "measure the judge's flip rate and verbosity bias on a sample; store them",
-    "import": "add the labels downloaded from a labeling page (label --html) to the labels file",
-}
-RUBRIC = Option(
-    "--rubric",
-    "only this rubric (repeatable; default: every rubric of the suite)",
-    metavar="NAME",
-    action="append",
-)
 CALIBRATE_OPTIONS = (*SUITE_OPTIONS, RUBRIC)
-PROBE_OPTIONS = (
-    RECORD_JUDGE,
-    Option("--sample", "recorded verdicts probed per rubric", metavar="N", type=count, default=20),
-    Option("--k", "re-asks of each verdict (odd)", metavar="K", type=count, default=3),
-)
-# What each step takes besides CALIBRATE_OPTIONS.
-_PAGE = "write a labeling page here instead of asking in the terminal (then: calibrate import)"
-_PAIRING = "the agent's model the labeled runs were made with (default: live_model)"
-STEP_OPTIONS: dict[str, tuple[Option, ...]] = {
-    "label": (Option("--html", _PAGE, metavar="PATH", type=Path),),
-    "import": (Option("file", "the labels file downloaded from the labeling page", type=Path),),
-    "finalize": (Option("--agent-model", _PAIRING, metavar="NAME"),),
-    "probe": PROBE_OPTIONS,
-}
 AGENT_OPTIONS = (AGENT, CONFIG)
 _LIMITS = (TIMEOUT, MAX_MODEL_CALLS, MAX_TOOL_CALLS)
 RECORD_OPTIONS = (CASE, OUT, *AGENT_OPTIONS, CONTEXT, SESSION, *_LIMITS, FORCE)
@@ -292,7 +275,7 @@ def resolve(
     use for it, nor for the HTTP client it imports)."""
     # Imported here: building the parser (and `--help`) needs only the declarations above.
     from harness.config import load_config
-    from harness.pipeline import RunOptions
+    from harness.run.options import RunOptions
 
     loaded = load_config(getattr(args, CONFIG.dest, None))
     config = loaded.config
@@ -318,8 +301,7 @@ def resolve(
         snapshots=getattr(args, SNAPSHOTS.dest, None) or config.snapshots_for(suite, loaded.root),
         update_snapshots=bool(getattr(args, UPDATE_SNAPSHOTS.dest, False)),
         unused_snapshots=config.unused_snapshots_for(suite, loaded.root),
-        **_baseline(args),
-        budget=_budget(args, config, mode),
+        **_comparison(args, config, mode),
     )
     configured = _judge(args, config, loaded.root, suite, mode, environ) if judge else None
     if configured is not None:
@@ -421,9 +403,13 @@ def repository_root(project: Path, environ: Mapping[str, str]) -> Path:
     return project
 
 
-def _baseline(args: argparse.Namespace) -> dict[str, Any]:
-    """The baseline settings of `run` (the other commands have none)."""
-    from harness.tracking.baseline import DEFAULT_LEVEL
+def _comparison(args: argparse.Namespace, config: EvalConfig, mode: Mode) -> dict[str, Any]:
+    """The settings of a comparison with a baseline, which only `run` takes
+    (`BASELINE_OPTIONS`); the other commands keep `RunOptions`' defaults and import
+    nothing for them."""
+    if not hasattr(args, REGRESSION_LEVEL.dest):
+        return {}
+    from harness.reporters.baseline import BASELINE
 
     level = getattr(args, REGRESSION_LEVEL.dest, None)
     baseline = getattr(args, BASELINE.dest, None)
@@ -432,11 +418,14 @@ def _baseline(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "baseline": baseline,
         "fail_on_regression": bool(getattr(args, FAIL_ON_REGRESSION.dest, False)),
-        "regression_level": DEFAULT_LEVEL if level is None else level,
+        "regression_level": DEFAULT_REGRESSION_LEVEL if level is None else level,
+        "budget": _budget(args, config, mode, baseline),
     }
 
 
-def _budget(args: argparse.Namespace, config: EvalConfig, mode: Mode) -> BudgetGates | None:
+def _budget(
+    args: argparse.Namespace, config: EvalConfig, mode: Mode, baseline: Path | None
+) -> BudgetGates | None:
     """The token and cost gates of a run against a baseline: the flags, else the
     configuration's keys (which a run without --baseline leaves alone, as it does a cost
     gate in replay, whose tokens are the script's). A flag given where it cannot apply,
@@ -444,7 +433,7 @@ def _budget(args: argparse.Namespace, config: EvalConfig, mode: Mode) -> BudgetG
     from harness.verdict.comparison import BudgetGates, Price
 
     flags = [o.flag for o in BUDGET_GATES if getattr(args, o.dest, None) is not None]
-    if getattr(args, BASELINE.dest, None) is None:
+    if baseline is None:
         if flags:
             raise UsageError(f"{flags[0]} applies to a comparison: give --baseline FILE")
         return None

@@ -252,6 +252,7 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.arguments",  # the parser, built for the action asked for
         "harness.settings",
         "harness.pipeline",
+        "harness.run.options",  # a run's options and admission alone (`check`, `list`)
         "harness.reporters.base",
         "harness.reporters.registry",
         "harness.live.recorder",

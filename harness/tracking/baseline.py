@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
-from harness.defaults import MAX_REPEAT
+from harness.defaults import DEFAULT_REGRESSION_LEVEL, MAX_REPEAT
 from harness.errors import HarnessError
 from harness.io.atomic import ReportWriteError
 from harness.verdict.comparison import BaselineComparison, BudgetGates, CaseComparison
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from harness.verdict.reports import CaseReport, SuiteReport
 
 SCHEMA = "zeroclaw-eval/baseline/v1"
-DEFAULT_LEVEL = 0.05
+DEFAULT_LEVEL = DEFAULT_REGRESSION_LEVEL
 # A baseline is small (a few hundred bytes a case); a larger file is not one.
 MAX_BASELINE_BYTES = 16 << 20
 

@@ -30,11 +30,22 @@ class Invocation:
     """One command: its arguments, its streams, and the report files it writes."""
 
     def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-        # Imported once the arguments are read: `--help` has no use for them.
-        from harness.io.atomic import ReportFiles
-
         self.args, self.out, self.err = args, out, err
-        self.files = ReportFiles()
+        self._files: ReportFiles | None = None
+
+    @property
+    def files(self) -> ReportFiles:
+        """The report files, made on first use: a command that writes none (`check`,
+        `list`) has no use for the module (nor `--help`)."""
+        if self._files is None:
+            from harness.io.atomic import ReportFiles
+
+            self._files = ReportFiles()
+        return self._files
+
+    def written(self) -> ReportFiles | None:
+        """The report files, if the command planned any."""
+        return self._files
 
     def output(self, stdout_format: str | None) -> Output:
         from harness.reporters.base import Output
@@ -70,11 +81,15 @@ def main(
         return int(getattr(exc, "exit_code", ExitCode.FAILED))
     except KeyboardInterrupt as exc:
         with interrupts.ignored():  # a second signal leaves no staged file behind
-            command.files.abort()
-            print(_interrupted(exc, command.files), file=err)
+            files = command.written()
+            if files is not None:
+                files.abort()
+            print(_interrupted(exc, files), file=err)
         return interrupts.exit_code_of(exc)
     except BrokenPipeError:
-        lines = ["stdout was closed before the report on it was complete", *command.files.account()]
+        files = command.written()
+        lines = ["stdout was closed before the report on it was complete"]
+        lines += files.account() if files is not None else []
         print("zeroclaw eval: " + "; ".join(lines), file=err)
         return ExitCode.FAILED
 

@@ -7,7 +7,6 @@ Tools the registry runs itself are recorded by `dispatch`; tools a framework run
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import time
@@ -228,6 +227,9 @@ class ToolRegistry:
         return outcome
 
     async def _run(self, name: str, arguments: Any) -> ToolOutcome:
+        # Here, not at the top: `eval check` imports this module and runs no event loop.
+        import asyncio
+
         tool = self.tools.get(name)
         if tool is None:
             return ToolOutcome(f"unknown tool: {name}", False)

@@ -30,7 +30,6 @@ from harness.reporters.claims import (
     graded_responses,
 )
 from harness.run_record import RunRecord
-from harness.verdict.reports import CaseReport
 
 if TYPE_CHECKING:
     from harness.approvals import Approval
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from harness.model_boundary import Handoff
     from harness.tool_registry import RecordedCall
     from harness.transcript import TranscriptStep
+    from harness.verdict.reports import CaseReport
 
 WIDTH = 160  # characters of one value shown on one line
 

@@ -10,16 +10,21 @@ deadline: that is the runner's watchdog's job.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from harness.errors import HarnessError
+
+# asyncio is imported where a deadline starts, on a running loop: the commands that run no
+# case (`eval check`) import this module through the model boundary, and asyncio is a
+# third of their start.
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -33,6 +38,8 @@ async def within(seconds: float, work: Awaitable[T]) -> T:
 
     Work that swallows the cancellation and finishes anyway is still too late: the result
     is dropped and the deadline reported."""
+    import asyncio
+
     if sys.version_info >= (3, 11):
         return await _bounded(asyncio.timeout(seconds), work)
     return await _within_310(seconds, work)  # pragma: no cover - Python 3.10 only
@@ -87,6 +94,8 @@ class WatchedDeadline:
         self._expired: _Phase | None = None  # the phase last expired
 
     async def within(self, seconds: float, work: Awaitable[T]) -> T:
+        import asyncio
+
         if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 only
             return await _within_310(seconds, work)
         # No expiry of its own: `expire_if_due` gives it one.
@@ -164,6 +173,8 @@ class DeadlineWatch:
 
 
 async def _within_310(seconds: float, work: Awaitable[T]) -> T:  # pragma: no cover
+    import asyncio
+
     task = asyncio.current_task()
     assert task is not None
     expired = False

@@ -8,12 +8,16 @@ timeout was reported. Here the executor's threads are daemons and nothing waits 
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+# asyncio is imported by the loop's own functions: `call_within` (building an agent, for
+# `eval check` too) needs none, and asyncio is a third of that command's start.
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -80,6 +84,8 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)`, except that nothing left running can hold the caller (worker
     threads are daemons, and tasks the agent left get `CLEANUP_SECS` to end), and no task
     can stop the loop by raising SystemExit or KeyboardInterrupt (`_until_done`)."""
+    import asyncio
+
     loop = asyncio.new_event_loop()
     executor = DaemonExecutor()
     loop.set_default_executor(executor)
@@ -97,6 +103,8 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    import asyncio
+
     tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
     if not tasks:
         return

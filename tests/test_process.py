@@ -203,3 +203,38 @@ def test_check_does_not_import_the_agent_framework(tmp_path: Path) -> None:
     )
     result = run_python(code, cwd=root)
     assert result.returncode == 0, result.stderr
+
+
+# What running a case needs, which the commands that only read a suite never import: the
+# event loop, the run's machinery, the reports and the verdict they are made of.
+RUN_MACHINERY = (
+    "asyncio",
+    "harness.pipeline",
+    "harness.run.runner",
+    "harness.run.watchdog",
+    "harness.run.process_pool",
+    "harness.io.atomic",
+    "harness.verdict",
+    "harness.tracking",
+    "harness.snapshots",
+)
+
+
+def test_check_and_list_import_no_run_machinery(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    code = (
+        "import io, sys\n"
+        "from harness.cli import main\n"
+        f"machinery = {RUN_MACHINERY!r}\n"
+        "def loaded():\n"
+        "    return sorted(m for m in sys.modules if m.startswith(machinery))\n"
+        "assert main(['eval', 'check']) == 0\n"
+        "reporters = sorted(m for m in sys.modules if m.startswith('harness.reporters'))\n"
+        "assert (loaded(), reporters) == ([], []), (loaded(), reporters)\n"
+        "assert main(['eval', 'list'], stdout=io.StringIO()) == 0\n"
+        "assert loaded() == [], loaded()\n"
+        "print('ok')\n"
+    )
+    result = run_python(code, cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "ok"

@@ -227,9 +227,6 @@ class ToolRegistry:
         return outcome
 
     async def _run(self, name: str, arguments: Any) -> ToolOutcome:
-        # Here, not at the top: `eval check` imports this module and runs no event loop.
-        import asyncio
-
         tool = self.tools.get(name)
         if tool is None:
             return ToolOutcome(f"unknown tool: {name}", False)
@@ -243,7 +240,7 @@ class ToolRegistry:
                 result = await result
         except ToolFailure as exc:
             return ToolOutcome(str(exc), False)
-        except asyncio.CancelledError:  # the deadline's: never the tool's failure
+        except _cancelled():  # the deadline's: never the tool's failure
             raise
         except RAISED_BY_AGENT_CODE as exc:  # a tool's bug is the tool's failure, not ours
             return ToolOutcome(f"{name} raised {describe(exc)}", False)
@@ -257,6 +254,14 @@ class ToolRegistry:
             return ToolOutcome(
                 f"{name} returned a result whose str() raised {describe(exc)}", False
             )
+
+
+def _cancelled() -> type[BaseException]:
+    """asyncio's `CancelledError`, looked up only once a tool raised: `eval check` imports
+    this module and runs no event loop, and a tool that returns pays nothing for it."""
+    import asyncio
+
+    return asyncio.CancelledError
 
 
 def _outcome(result: Any, text: Callable[[Any], str], failed: Callable[[Any], bool]) -> ToolOutcome:

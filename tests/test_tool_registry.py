@@ -60,6 +60,21 @@ def test_async_tools_are_awaited() -> None:
     assert only_call(registry).result == "ABC"
 
 
+def test_a_deadline_cancelling_a_tool_is_no_failure_of_the_tool() -> None:
+    async def hangs(arguments: dict) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    registry = ToolRegistry.of([Tool("hangs", "never answers", OBJECT, hangs)])
+
+    async def bounded() -> None:
+        await asyncio.wait_for(registry.dispatch("hangs", {}), 0.01)
+
+    with pytest.raises(TimeoutError):  # the cancellation went through, not an outcome
+        asyncio.run(bounded())
+    assert all(not call.result.startswith("hangs raised") for call in registry.calls)
+
+
 def test_an_empty_output_is_recorded_as_empty_not_invented() -> None:
     registry = ToolRegistry.of([Tool("quiet", "says nothing", OBJECT, lambda a: "")])
     outcome = dispatch(registry, "quiet", {})

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from harness.errors import HarnessError
 
 # asyncio is imported where a deadline starts, on a running loop: the commands that run no
-# case (`eval check`) import this module through the model boundary, and asyncio is a
-# third of their start.
+# case (`eval check`) import this module through the model boundary, and asyncio (with
+# ssl, sockets and selectors) would be a sizeable part of their start.
 if TYPE_CHECKING:
     import asyncio
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 # asyncio is imported by the loop's own functions: `call_within` (building an agent, for
-# `eval check` too) needs none, and asyncio is a third of that command's start.
+# `eval check` too) needs none, and asyncio would be a sizeable part of that command's start.
 if TYPE_CHECKING:
     import asyncio
 

@@ -45,7 +45,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measure import OWN_LOOP, OWN_LOOP_AGENT, ROOT, Target, measure, own_loop_suite, zeroclaw
+from measure import (
+    OWN_LOOP,
+    OWN_LOOP_AGENT,
+    ROOT,
+    Target,
+    installed,
+    measure,
+    own_loop_suite,
+    zeroclaw,
+)
 
 OWN_LIMIT_MS = 0.06
 FLAT_LIMIT = 1.25  # the own cost at the largest size over that at the smallest
@@ -120,7 +129,11 @@ def _snapshot(directory: Path, agent: str) -> None:
     """Take the suite's request snapshots once, before anything is measured."""
     argv = [*_run(directory, agent), "--update-snapshots"]
     subprocess.run(
-        argv, cwd=OWN_LOOP, env={**os.environ, **_env()}, check=True, capture_output=True
+        argv,
+        cwd=OWN_LOOP,
+        env={**os.environ, **installed(), **_env()},
+        check=True,
+        capture_output=True,
     )
 
 

@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
 
 
 def render_json(report: SuiteReport, transcripts: str | None = None) -> bytes:
-    return _render(report, transcripts, report.cases)
+    return _render(report, transcripts, list(report.cases))
 
 
 def _render(report: SuiteReport, transcripts: str | None, cases: list[CaseReport]) -> bytes:

@@ -112,7 +112,7 @@ def render_junit(report: SuiteReport) -> bytes:
 
 
 def _document(
-    report: SuiteReport, time: float, facts: bool, cases: list[CaseReport] | None
+    report: SuiteReport, time: float, facts: bool, cases: Sequence[CaseReport] | None
 ) -> bytes:
     """The document with `cases`, or (None) with `SPOOLED` standing where they go."""
     from xml.etree.ElementTree import Element, indent, tostring

@@ -23,8 +23,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -32,7 +31,8 @@ from harness.errors import RAISED_BY_AGENT_CODE
 from harness.fixtures.suite import Case, FixtureChanged, display_path
 from harness.run.pool_worker import Item, worker_spec
 from harness.run.process_pool import PoolUnavailable, WorkerPool, start_fork_server
-from harness.run.repeats import combine, runs_of
+from harness.run.results import OnCase, Unit
+from harness.run.results import Results as _Results
 from harness.run.runner import (
     CasePlan,
     CaseProgress,
@@ -41,7 +41,6 @@ from harness.run.runner import (
     internal_error,
     jobs_of,
     run_case,
-    sealed,
     start_case,
 )
 from harness.runtime import event_loop
@@ -54,134 +53,11 @@ from harness.workspace import restore_cwd
 # considered blocked and abandoned.
 GRACE_SECS = 1.0
 
-# Hears each case as it is done; what it returns (a slimmer report) the run keeps in the
-# case's place, None: the case as it is.
-OnCase = Callable[[CaseReport], "CaseReport | None"]
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One run of one case: the case's place in the suite, and which repetition."""
-
-    index: int
-    run: int
-
-
-class _Results:
-    """Each case's runs as they come in, from any worker; a case is reported (`on_case`)
-    once its last run is in. Under `--maxfail` cases are reported in fixture order, as a
-    serial run reports them: one that ran beside the failure that stopped the run but
-    comes after it is reported as not run, as it is in a serial run, which never ran it
-    (cases go out in fixture order, so every case before that failure ran)."""
-
-    def __init__(self, cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> None:
-        self._cases = cases
-        self._on_case = on_case
-        self._plan = plan
-        self.runs = [runs_of(case, plan.mode, plan.repeat) for case in cases]
-        # The runs in of each case not complete yet (a complete case's are in `reports`).
-        self._partial: dict[int, dict[int, CaseReport]] = {}
-        self.reports: dict[int, CaseReport] = {}
-        self.failed = 0
-        # The cases begun, by any event loop: one in flight beside a run that blocked its
-        # loop is begun again on the next, even once the run is stopping.
-        self.started: set[int] = set()
-        self._lock = threading.Lock()
-        # Under --maxfail: the cases reported so far (a prefix, in fixture order), the
-        # failures among them, and the lock that keeps the reporting in that order.
-        self._told = 0
-        self._told_failed = 0
-        self._telling = threading.Lock()
-
-    def units(self) -> list[Unit]:
-        return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]
-
-    def has(self, unit: Unit) -> bool:
-        return unit.index in self.reports or unit.run in self._partial.get(unit.index, ())
-
-    @property
-    def stopping(self) -> bool:
-        """Enough cases failed (`--maxfail`): no new case starts."""
-        maxfail = self._plan.maxfail
-        return maxfail is not None and self.failed >= maxfail
-
-    def add(self, unit: Unit, report: CaseReport) -> None:
-        with self._telling:
-            self._tell(self._added(unit, report))
-
-    def _added(self, unit: Unit, report: CaseReport) -> list[tuple[int, CaseReport]]:
-        """What is to be reported now that `report` is in."""
-        with self._lock:
-            if self.has(unit):  # also run again after an abandoned worker: the first counts
-                return []
-            runs = self._partial.setdefault(unit.index, {})
-            runs[unit.run] = report
-            if len(runs) < self.runs[unit.index]:
-                return []
-            del self._partial[unit.index]
-            # One run of a replay case is its report (replay has no clusters): its trace,
-            # dropped since admission, is not parsed again to say so.
-            single = self._plan.mode == "replay" and len(runs) == 1
-            of = self._cases[unit.index]
-            try:
-                whole = runs[0] if single else combine(of, [runs[r] for r in sorted(runs)])
-            except FixtureChanged as exc:  # its cluster could not be read again
-                whole = internal_error(of, runs[0].fixture, exc)
-            case = sealed(whole, of, self._plan)
-            self.reports[unit.index] = case
-            self.failed += not case.passed
-            return [(unit.index, case)] if self._plan.maxfail is None else self._in_order()
-
-    def _in_order(self) -> list[tuple[int, CaseReport]]:
-        """The cases after those reported so far that are in, in fixture order; those past
-        the failure that stopped the run as not run."""
-        maxfail = self._plan.maxfail
-        assert maxfail is not None
-        ready = []
-        while self._told in self.reports:
-            index = self._told
-            if self._told_failed >= maxfail:
-                self.reports[index] = self._unrun(index)
-            told = self.reports[index]
-            self._told_failed += not told.passed and told.not_run is None
-            ready.append((index, told))
-            self._told += 1
-        return ready
-
-    def _unrun(self, index: int) -> CaseReport:
-        case = self._cases[index]
-        reason = f"the run stopped after {self._plan.maxfail} failing case(s) (--maxfail)"
-        return sealed(
-            CaseReport.unrun(case.id, display_path(case.where, self._plan.root), reason),
-            case,
-            self._plan,
-        )
-
-    def finish(self) -> list[CaseReport]:
-        """Every case's report, in fixture order: those that never started (the run
-        stopped early) as not run."""
-        with self._telling:
-            with self._lock:
-                unrun = [i for i in range(len(self._cases)) if i not in self.reports]
-                for index in unrun:
-                    self.reports[index] = self._unrun(index)
-                ordered = self._plan.maxfail is not None
-                ready = self._in_order() if ordered else [(i, self.reports[i]) for i in unrun]
-            self._tell(ready)
-        return [self.reports[i] for i in range(len(self._cases))]
-
-    def _tell(self, reports: list[tuple[int, CaseReport]]) -> None:
-        if self._on_case is not None:
-            for index, report in reports:
-                kept = self._on_case(report)
-                if kept is not None:
-                    self.reports[index] = kept
-
 
 @heap_frozen()
 def run_watched(
     cases: list[Case], plan: CasePlan, on_case: OnCase | None, *, reuse_thread: bool = False
-) -> list[CaseReport]:
+) -> Sequence[CaseReport]:
     """Every case's report, in fixture order; `on_case` hears each as it finishes.
     `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
     free (`run_batch`). The heap the run starts with is left to the collector's frozen
@@ -255,7 +131,7 @@ def _fixtures_in(suite: Path) -> int:
         return sum(1 for entry in entries if entry.name.endswith(".json"))
 
 
-def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> list[CaseReport]:
+def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> Sequence[CaseReport]:
     """`run_watched` as a worker process runs the batches of cases it gets: all on one
     thread while none blocks it (a fresh thread per batch costs an agent framework its
     warm-up again, a millisecond or two each time)."""

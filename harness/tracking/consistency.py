@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -231,7 +231,7 @@ def _shown_run_problems(at: str, case: CaseReport, stats: RepeatStats) -> list[s
     return problems
 
 
-def _baseline_problems(comparison: BaselineComparison, cases: list[CaseReport]) -> list[str]:
+def _baseline_problems(comparison: BaselineComparison, cases: Sequence[CaseReport]) -> list[str]:
     """The comparison's lists and counts are what its cases give, and its cases are the
     report's: each once, a run error where the report has one, no regression of a case
     that passed its one run."""

@@ -57,12 +57,12 @@ class SuitePolicy:
         errored = any(a.error is not None for a in attempts)
         return runs_passed(sum(a.passed for a in attempts), len(attempts), errored, min_pass_rate)
 
-    def exit_code(self, cases: Sequence[CaseOutcome]) -> ExitCode:
-        """`PASSED` or `FAILED` for this suite's verdicts. An empty suite never passes; a
-        run error or a case the run stopped before always fails (the suite could not
-        measure what it exists for)."""
+    def exit_code(self, cases: Sequence[CaseOutcome], passes: int = 0) -> ExitCode:
+        """`PASSED` or `FAILED` for this suite's verdicts (`cases`, and `passes` more plain
+        passes). An empty suite never passes; a run error or a case the run stopped before
+        always fails (the suite could not measure what it exists for)."""
         # `not_run` is read when present: outcomes of the earlier protocol lack it.
-        if not cases or any(
+        if not (cases or passes) or any(
             c.error is not None or getattr(c, "not_run", None) is not None for c in cases
         ):
             return ExitCode.FAILED

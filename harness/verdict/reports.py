@@ -7,7 +7,9 @@ reporter reads a fixture or asks another reporter.
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -17,8 +19,11 @@ from harness.expectations.base import Grade
 from harness.modes import SuiteKind
 from harness.run_record import RunRecord
 from harness.verdict.comparison import BaselineComparison
+from harness.verdict.kept import plain_passes
 from harness.verdict.policy import Attempt, policy_for, regression_gate, unknown_share_exceeded
 from harness.verdict.receipts import SuiteReceipt
+from harness.verdict.repeat_stats import RepeatStats as RepeatStats
+from harness.verdict.repeat_stats import RunReceipt as RunReceipt
 
 # v2: a repeated case's `repeat` block, `cluster`, `not_run` and `fixture_sha256` per case;
 # the suite's `statistics` and `receipt` blocks; `not_run` and `flaky` in the totals. Later
@@ -39,45 +44,6 @@ class ErrorFrame(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     def shown(self) -> str:
         """`file:line in function`, as every report says it (cleaned by the report)."""
         return f"{self.file}:{self.line} in {self.function}"
-
-
-class RunReceipt(msgspec.Struct, kw_only=True, frozen=True):
-    """One run of a repeated case, without its transcript."""
-
-    run: int  # 1-based
-    passed: bool
-    error: str | None = None
-    failed_checks: list[str] = []
-    # No check decided the run (its only grades were diagnostic judge grades): not passed,
-    # with no failed check to show for it.
-    undecided: bool = False
-    tokens: int = 0
-    model_calls: int = 0
-    duration_ms: float = 0.0
-
-
-class RepeatStats(msgspec.Struct, kw_only=True, frozen=True):
-    """What the n runs of a repeated case came to (`harness.run.repeats` builds it)."""
-
-    requested: int  # runs asked for
-    completed: int  # runs that ended without a run error
-    passes: int
-    proportion: float  # passes / completed (0.0 when none completed)
-    interval: tuple[float, float]  # 95% Wilson interval of the proportion
-    pass_at_k: list[float]  # k = 1..completed
-    # k = 1..requested; None when a run errored: a truncated set never establishes pass^k.
-    pass_hat_k: list[float] | None
-    min_pass_rate: float | None  # the case's own bar; None: every run must pass
-    flaky: bool  # some completed runs passed and some failed
-    flips: dict[str, int] = {}  # check → how often it flipped (min of passes and failures)
-    tokens_mean: float = 0.0
-    tokens_sd: float = 0.0
-    model_calls_mean: float = 0.0
-    model_calls_sd: float = 0.0
-    duration_ms_mean: float = 0.0
-    duration_ms_sd: float = 0.0
-    note: str | None = None  # e.g. no run passed: maybe the task, not the agent, is broken
-    runs: list[RunReceipt] = []
 
 
 def _shared(grades: list[Grade]) -> None:
@@ -302,7 +268,7 @@ class JudgeTotals(msgspec.Struct, frozen=True, kw_only=True):
         return line
 
 
-def _judge_totals(cases: list[CaseReport]) -> JudgeTotals | None:
+def _judge_totals(cases: Sequence[CaseReport]) -> JudgeTotals | None:
     """The judge's totals over `cases`; None: no case has a judge grade."""
     notes = [g.judge for c in cases for g in c.grades if g.judge is not None]
     if not notes:
@@ -372,7 +338,9 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     kind: SuiteKind
     mode: str
     agent: str
-    cases: list[CaseReport]
+    # In suite order; a run whose reporters wrote each case out as it was kept holds its
+    # plain passes a byte each (`harness.verdict.kept.KeptCases`), read as any sequence.
+    cases: Sequence[CaseReport]
     duration_ms: float = 0.0
     # What the run was made from and judged by (`harness.verdict.receipts`); None for a report
     # built by hand.
@@ -384,25 +352,36 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
     # After a run of the whole suite: the snapshots no case of it uses (None: not looked for).
     unused_snapshots: UnusedSnapshots | None = None
 
+    def _whole(self) -> tuple[Sequence[CaseReport], int]:
+        """The cases held whole, in suite order, and how many plain passes besides them the
+        run held as a byte each (`harness.verdict.kept`): what every figure of the verdict
+        is counted from, without making those passes again."""
+        whole, passes = plain_passes(self.cases)
+        return (whole if isinstance(whole, Sequence) else list(whole)), passes
+
     @property
     def totals(self) -> Totals:
-        passed = sum(c.passed for c in self.cases)
-        errors = sum(c.error is not None for c in self.cases)
-        unrun = sum(c.not_run is not None for c in self.cases)
+        cases, passes = self._whole()
+        passed = sum(c.passed for c in cases) + passes
+        errors = sum(c.error is not None for c in cases)
+        unrun = sum(c.not_run is not None for c in cases)
         failed = len(self.cases) - passed - errors - unrun
-        flaky = sum(c.flaky for c in self.cases)
+        flaky = sum(c.flaky for c in cases)
         return Totals(len(self.cases), passed, failed, errors, unrun, flaky)
 
     @property
     def statistics(self) -> SuiteStatistics:
         from harness.verdict.statistics import clustered_interval
 
+        cases, passes = self._whole()
         items = (  # one at a time: a suite's statistics hold no list of its cases
             (c.cluster, c.repeat.proportion if c.repeat is not None else float(c.passed))
-            for c in self.cases
+            for c in cases
             if c.error is None and c.not_run is None
         )
-        interval = clustered_interval(items)
+        # A plain pass is a case of its own that passed: its place among them changes
+        # nothing, the interval's sums being exact.
+        interval = clustered_interval(itertools.chain(items, itertools.repeat((None, 1.0), passes)))
         # A replay answers from its script: run again, the suite gives the same rate, so
         # nothing was sampled and an interval would claim an uncertainty there is not.
         sampled = self.mode == "live"
@@ -413,21 +392,21 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
             standard_error=interval.standard_error if sampled else None,
             cases=interval.cases,
             units=interval.units,
-            repeated=sum(c.repeat is not None for c in self.cases),
-            flaky=sum(c.flaky for c in self.cases),
+            repeated=sum(c.repeat is not None for c in cases),
+            flaky=sum(c.flaky for c in cases),
             note=interval.note if sampled else DETERMINISTIC,
         )
 
     @property
     def judge_totals(self) -> JudgeTotals | None:
         """What the LLM judge did in this run (None: no case has a judge grade)."""
-        return _judge_totals(self.cases)
+        return _judge_totals(self._whole()[0])
 
     def judge_rubrics(self) -> list[tuple[str, int, int, str, str]]:
         """Per rubric (name, in order of first use): its verdicts, how many passed,
         "gated" or "diagnostic", and why (a calibrated rubric's why holds its figures)."""
         found: dict[str, list[Any]] = {}
-        for case in self.cases:
+        for case in self._whole()[0]:
             for g in case.grades:
                 note = g.judge
                 if note is not None:
@@ -445,14 +424,14 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
 
     @property
     def all_passed(self) -> bool:
-        return bool(self.cases) and all(c.passed for c in self.cases)
+        return bool(self.cases) and all(c.passed for c in self._whole()[0])
 
     def exit_code(self) -> ExitCode:
         """The process exit code of `zeroclaw eval run` for this verdict, by the suite
         kind's policy (`harness.verdict.policy`); FAILED also, for any kind, when a confirmed
         regression against the baseline is to fail it, a token or cost gate found a
         figure grown over its share, or unused snapshots are to fail it."""
-        code = policy_for(self.kind).exit_code(self.cases)
+        code = policy_for(self.kind).exit_code(*self._whole())
         unused = self.unused_snapshots
         if unused is not None and unused.fails and not unused.removed and unused.files:
             code = ExitCode.FAILED if code is ExitCode.PASSED else code
@@ -464,7 +443,7 @@ class SuiteReport(msgspec.Struct, kw_only=True, frozen=True):
 
     def worst_first(self) -> list[CaseReport]:
         """Failing cases, run errors first, then lowest score; ties keep suite order."""
-        failing = [c for c in self.cases if not c.passed]
+        failing = [c for c in self._whole()[0] if not c.passed]
         return sorted(failing, key=lambda c: (c.error is None, c.score or 0.0))
 
 

@@ -1,0 +1,184 @@
+"""What a watched run keeps of its cases as they come in (`Results`): each case's runs, a
+case reported once its last run is in (in fixture order under `--maxfail`), and the verdict's
+reports, a plain pass held as a byte (`harness.verdict.kept`) so that a long run holds no
+report per passing case."""
+
+from __future__ import annotations
+
+import array
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from harness.expectations.base import Grade
+from harness.fixtures.suite import Case, FixtureChanged, display_path
+from harness.run.repeats import combine, runs_of
+from harness.run.runner import CasePlan, internal_error, sealed
+from harness.verdict.kept import SCORES, KeptCases
+from harness.verdict.reports import CaseReport
+
+# Hears each case as it is done; what it returns (a slimmer report) the run keeps in the
+# case's place, None: the case as it is.
+OnCase = Callable[[CaseReport], "CaseReport | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One run of one case: the case's place in the suite, and which repetition."""
+
+    index: int
+    run: int
+
+
+class _Begun:
+    """The cases begun, a byte each (a set of their places would hold an entry and an int
+    for each): `add` and `in`, as a set of places."""
+
+    __slots__ = ("_flags",)
+
+    def __init__(self, count: int) -> None:
+        self._flags = bytearray(count)
+
+    def add(self, index: int) -> None:
+        self._flags[index] = 1
+
+    def __contains__(self, index: object) -> bool:
+        return isinstance(index, int) and 0 <= index < len(self._flags) and self._flags[index] == 1
+
+
+_NO_GRADES: list[Grade] = []  # shared by every plain pass made again: read-only, as reports are
+
+
+class Results:
+    """Each case's runs as they come in, from any worker; a case is reported (`on_case`)
+    once its last run is in. Under `--maxfail` cases are reported in fixture order, as a
+    serial run reports them: one that ran beside the failure that stopped the run but
+    comes after it is reported as not run, as it is in a serial run, which never ran it
+    (cases go out in fixture order, so every case before that failure ran).
+
+    What it keeps of a case done is what `on_case` returns for it: a plain pass slimmed
+    to its id, fixture and score is held as a byte (`KeptCases`) and made again when the
+    verdict is read, so a long run holds no report per passing case."""
+
+    def __init__(self, cases: Sequence[Case], plan: CasePlan, on_case: OnCase | None) -> None:
+        self._cases = cases
+        self._on_case = on_case
+        self._plan = plan
+        # The runs of each case: one each in replay (whose fixture need not be read again
+        # to say so), held as one number rather than a list of them.
+        self.runs = (
+            array.array("I", [1]) * len(cases)
+            if plan.mode == "replay"
+            else array.array("I", (runs_of(case, plan.mode, plan.repeat) for case in cases))
+        )
+        # The runs in of each case not complete yet (a complete case's are in `reports`).
+        self._partial: dict[int, dict[int, CaseReport]] = {}
+        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass)
+        self.failed = 0
+        # The cases begun, by any event loop: one in flight beside a run that blocked its
+        # loop is begun again on the next, even once the run is stopping.
+        self.started = _Begun(len(cases))
+        self._lock = threading.Lock()
+        # Under --maxfail: the cases reported so far (a prefix, in fixture order), the
+        # failures among them, and the lock that keeps the reporting in that order.
+        self._told = 0
+        self._told_failed = 0
+        self._telling = threading.Lock()
+
+    def _plain_pass(self, index: int, score: float | None) -> CaseReport:
+        """The report of the plain pass at `index`, as `on_case` slimmed it."""
+        case = self._cases[index]
+        fixture = display_path(case.where, self._plan.root)
+        return CaseReport(id=case.id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
+
+    def units(self) -> list[Unit]:
+        return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]
+
+    def has(self, unit: Unit) -> bool:
+        return self.reports.has(unit.index) or unit.run in self._partial.get(unit.index, ())
+
+    @property
+    def stopping(self) -> bool:
+        """Enough cases failed (`--maxfail`): no new case starts."""
+        maxfail = self._plan.maxfail
+        return maxfail is not None and self.failed >= maxfail
+
+    def add(self, unit: Unit, report: CaseReport) -> None:
+        with self._telling:
+            self._tell(self._added(unit, report))
+
+    def _added(self, unit: Unit, report: CaseReport) -> list[tuple[int, CaseReport]]:
+        """What is to be reported now that `report` is in."""
+        with self._lock:
+            if self.has(unit):  # also run again after an abandoned worker: the first counts
+                return []
+            runs = self._partial.setdefault(unit.index, {})
+            runs[unit.run] = report
+            if len(runs) < self.runs[unit.index]:
+                return []
+            del self._partial[unit.index]
+            # One run of a replay case is its report (replay has no clusters): its trace,
+            # dropped since admission, is not parsed again to say so.
+            single = self._plan.mode == "replay" and len(runs) == 1
+            of = self._cases[unit.index]
+            try:
+                whole = runs[0] if single else combine(of, [runs[r] for r in sorted(runs)])
+            except FixtureChanged as exc:  # its cluster could not be read again
+                whole = internal_error(of, runs[0].fixture, exc)
+            case = sealed(whole, of, self._plan)
+            self.reports.keep(unit.index, case)
+            self.failed += not case.passed
+            return [(unit.index, case)] if self._plan.maxfail is None else self._in_order()
+
+    def _in_order(self) -> list[tuple[int, CaseReport]]:
+        """The cases after those reported so far that are in, in fixture order; those past
+        the failure that stopped the run as not run."""
+        maxfail = self._plan.maxfail
+        assert maxfail is not None
+        ready = []
+        while self._told < len(self._cases) and self.reports.has(self._told):
+            index = self._told
+            if self._told_failed >= maxfail:
+                self.reports.keep(index, self._unrun(index))
+            told = self.reports[index]
+            self._told_failed += not told.passed and told.not_run is None
+            ready.append((index, told))
+            self._told += 1
+        return ready
+
+    def _unrun(self, index: int) -> CaseReport:
+        case = self._cases[index]
+        reason = f"the run stopped after {self._plan.maxfail} failing case(s) (--maxfail)"
+        return sealed(
+            CaseReport.unrun(case.id, display_path(case.where, self._plan.root), reason),
+            case,
+            self._plan,
+        )
+
+    def finish(self) -> Sequence[CaseReport]:
+        """Every case's report, in fixture order: those that never started (the run
+        stopped early) as not run."""
+        with self._telling:
+            with self._lock:
+                unrun = [i for i in range(len(self._cases)) if not self.reports.has(i)]
+                for index in unrun:
+                    self.reports.keep(index, self._unrun(index))
+                ordered = self._plan.maxfail is not None
+                ready = self._in_order() if ordered else [(i, self.reports[i]) for i in unrun]
+            self._tell(ready)
+        return self.reports
+
+    def _tell(self, reports: list[tuple[int, CaseReport]]) -> None:
+        if self._on_case is not None:
+            for index, report in reports:
+                kept = self._on_case(report)
+                if kept is not None:
+                    self._keep(index, kept)
+
+    def _keep(self, index: int, kept: CaseReport) -> None:
+        """Hold `kept` (`on_case`'s slimmer report) as the case at `index`: as a byte when
+        it is a plain pass that can be made again exactly (`_plain_pass`), else whole."""
+        if kept.passed and kept.score in SCORES and kept == self._plain_pass(index, kept.score):
+            self.reports.drop(index, kept.score)
+        else:
+            self.reports.keep(index, kept)

@@ -107,7 +107,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
 
 
 def _unused(
-    options: RunOptions, plan: SnapshotPlan, admitted: list[Case], root: Path
+    options: RunOptions, plan: SnapshotPlan, admitted: Sequence[Case], root: Path
 ) -> UnusedSnapshots | None:
     """The snapshots no case of the suite uses, found (and, updating, removed) before any
     case runs; None: there are none. Only a run of the whole suite may say so: a filtered
@@ -142,7 +142,7 @@ def _against(options: RunOptions) -> Against | None:
 
 
 def run_cases(
-    cases: list[Case],
+    cases: Sequence[Case],
     adapter: AgentAdapter,
     *,
     suite: str,

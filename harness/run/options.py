@@ -88,14 +88,16 @@ class Refusals(Protocol):
     def refused(self, problems: list[Problem]) -> None: ...
 
 
-def admit(options: RunOptions, reporters: Sequence[Refusals] = ()) -> list[Case]:
+def admit(options: RunOptions, reporters: Sequence[Refusals] = ()) -> Sequence[Case]:
     """Admission and the vacuity check alone, without importing or running any agent
     framework (`zeroclaw eval check`)."""
     surface = surface_within(options.agent, options.case_timeout)
     return load(options, surface, reporters)
 
 
-def load(options: RunOptions, surface: AgentSurface, reporters: Sequence[Refusals]) -> list[Case]:
+def load(
+    options: RunOptions, surface: AgentSurface, reporters: Sequence[Refusals]
+) -> Sequence[Case]:
     """The suite admitted against `surface`; a refusal is told to every reporter, each
     problem naming its fixture from the repository root (as reports name the cases of a run),
     then raised."""

@@ -56,7 +56,7 @@ GRACE_SECS = 1.0
 
 @heap_frozen()
 def run_watched(
-    cases: list[Case], plan: CasePlan, on_case: OnCase | None, *, reuse_thread: bool = False
+    cases: Sequence[Case], plan: CasePlan, on_case: OnCase | None, *, reuse_thread: bool = False
 ) -> Sequence[CaseReport]:
     """Every case's report, in fixture order; `on_case` hears each as it finishes.
     `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
@@ -131,7 +131,9 @@ def _fixtures_in(suite: Path) -> int:
         return sum(1 for entry in entries if entry.name.endswith(".json"))
 
 
-def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> Sequence[CaseReport]:
+def run_batch(
+    cases: Sequence[Case], plan: CasePlan, on_case: OnCase | None
+) -> Sequence[CaseReport]:
     """`run_watched` as a worker process runs the batches of cases it gets: all on one
     thread while none blocks it (a fresh thread per batch costs an agent framework its
     warm-up again, a millisecond or two each time)."""
@@ -139,7 +141,7 @@ def run_batch(cases: list[Case], plan: CasePlan, on_case: OnCase | None) -> Sequ
 
 
 def _in_workers(
-    cases: list[Case], plan: CasePlan, results: _Results, pending: list[Unit]
+    cases: Sequence[Case], plan: CasePlan, results: _Results, pending: list[Unit]
 ) -> list[Unit]:
     """Run `pending` (one run per case: replay) in worker processes; the runs left for
     this process (none, unless no worker could run them: then it says why)."""
@@ -184,7 +186,7 @@ class _SuiteWorker:
 
     def __init__(
         self,
-        cases: list[Case],
+        cases: Sequence[Case],
         pending: list[Unit],
         plan: CasePlan,
         results: _Results,

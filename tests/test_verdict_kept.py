@@ -1,0 +1,121 @@
+"""`harness.verdict.kept`: a verdict's cases with each plain pass held as a byte, read back
+as the reports a run keeping them whole gives, and every figure of the verdict the same."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from conftest import errored_report, failing_report, passing_report, suite_report
+
+from harness.verdict.kept import KeptCases, plain_passes
+from harness.verdict.reports import CaseReport, SuiteReport
+
+
+def _slim(case: CaseReport) -> CaseReport:
+    """A pass as a run keeps it once its reports have it: id, fixture and score."""
+    return CaseReport(id=case.id, fixture=case.fixture, passed=True, score=case.score)
+
+
+def _kept(reports: list[CaseReport]) -> KeptCases[CaseReport]:
+    """`reports` held as a run holds them: each plain pass as a byte."""
+    slim = {i: _slim(r) for i, r in enumerate(reports) if r.passed}
+
+    def remake(index: int, score: float | None) -> CaseReport:
+        made = slim[index]
+        return CaseReport(id=made.id, fixture=made.fixture, passed=True, score=score)
+
+    kept: KeptCases[CaseReport] = KeptCases(len(reports), remake)
+    for index, report in enumerate(reports):
+        if index in slim:
+            assert kept.drop(index, report.score)
+        else:
+            kept.keep(index, report)
+    return kept
+
+
+def _mixed() -> list[CaseReport]:
+    return [
+        passing_report("a"),
+        failing_report("b"),
+        passing_report("c"),
+        errored_report("d"),
+        passing_report("e"),
+        CaseReport.unrun("f", "evals/regression/f.json", "stopped"),
+    ]
+
+
+def test_a_kept_verdict_reads_back_the_reports_a_slimming_run_keeps() -> None:
+    reports = _mixed()
+    kept = _kept(reports)
+    expected = [_slim(r) if r.passed else r for r in reports]
+    assert kept.passes == 3
+    assert list(kept) == expected
+    assert kept == expected and len(kept) == 6
+    assert [kept[i] for i in range(6)] == expected
+    assert kept[-1] == expected[-1] and kept[1:3] == expected[1:3]
+    assert list(kept.whole()) == [r for r in reports if not r.passed]
+    with pytest.raises(IndexError):
+        kept[6]
+
+
+def test_every_figure_of_a_kept_verdict_is_the_whole_verdicts() -> None:
+    reports = _mixed()
+    slimmed = [_slim(r) if r.passed else r for r in reports]
+    for kind in ("regression", "capability"):
+        listed = suite_report(kind, *slimmed)
+        held = msgspec.structs.replace(listed, cases=_kept(reports))
+        assert held.totals == listed.totals
+        assert held.statistics == listed.statistics
+        assert held.exit_code() == listed.exit_code()
+        assert held.all_passed == listed.all_passed
+        assert held.worst_first() == listed.worst_first()
+        assert held.judge_totals == listed.judge_totals
+
+
+def test_a_verdict_of_plain_passes_alone_still_passes_and_counts_them() -> None:
+    reports = [passing_report("a"), passing_report("b")]
+    held = msgspec.structs.replace(suite_report("regression"), cases=_kept(reports))
+    assert held.totals.cases == held.totals.passed == 2
+    assert held.all_passed and int(held.exit_code()) == 0
+    assert held.statistics.pass_rate == 1.0 and held.statistics.cases == 2
+    assert plain_passes(held.cases)[1] == 2
+
+
+def test_a_case_kept_whole_after_a_pass_no_longer_counts_as_one() -> None:
+    kept = _kept([passing_report("a"), passing_report("b")])
+    assert kept.passes == 2
+    failed = failing_report("a")
+    kept.keep(0, failed)
+    assert kept.passes == 1 and kept[0] is failed
+    assert kept.drop(0, 1.0) and kept.passes == 2
+    assert kept.drop(0, 1.0) and kept.passes == 2  # the same case twice counts once
+
+
+def test_a_score_no_byte_stands_for_is_not_dropped() -> None:
+    kept: KeptCases[CaseReport] = KeptCases(1, lambda i, s: passing_report())
+    assert not kept.has(0)
+    assert not kept.drop(0, 0.5)
+    assert not kept.has(0) and kept.passes == 0
+    with pytest.raises(IndexError, match="not in yet"):
+        list(kept)
+
+
+def test_a_plain_pass_is_made_again_each_time_it_is_read() -> None:
+    made: list[int] = []
+
+    def remake(index: int, score: float | None) -> CaseReport:
+        made.append(index)
+        return CaseReport(id=f"c{index}", fixture=f"c{index}.json", passed=True, score=score)
+
+    kept: KeptCases[CaseReport] = KeptCases(2, remake)
+    kept.drop(0, None)
+    kept.drop(1, 1.0)
+    assert [(c.id, c.score) for c in kept] == [("c0", None), ("c1", 1.0)]
+    assert [(c.id, c.score) for c in kept] == [("c0", None), ("c1", 1.0)]
+    assert made == [0, 1, 0, 1]
+
+
+def test_a_listed_verdict_is_all_whole() -> None:
+    report: SuiteReport = suite_report("regression", passing_report("a"))
+    whole, passes = plain_passes(report.cases)
+    assert list(whole) == report.cases and passes == 0

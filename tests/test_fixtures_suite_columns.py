@@ -11,7 +11,13 @@ import pytest
 from conftest import BUILTIN_SURFACE, echo_fixture, greeting_fixture, write_fixture, write_suite
 
 from harness.fixtures.selection import Selection, choose
-from harness.fixtures.suite import AdmittedCases, FixtureChanged, load_case, load_suite
+from harness.fixtures.suite import (
+    AdmittedCases,
+    FixtureChanged,
+    display_path,
+    load_case,
+    load_suite,
+)
 
 
 def _suite(directory: Path) -> Path:
@@ -91,3 +97,18 @@ def test_a_case_outside_the_suites_folder_is_not_held() -> None:
     with pytest.raises(ValueError, match="does not start with"):
         cases.append("/elsewhere/a.json", "a", bytes(32), None)
     assert len(cases) == 0
+
+
+@pytest.mark.parametrize("where", ["suite", "./suite/", "project/../suite"])
+def test_a_case_is_shown_as_display_path_shows_it_from_any_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    _suite(tmp_path / "suite")
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path)
+    cases = load_suite(Path(where), "replay", BUILTIN_SURFACE)
+    for root in (tmp_path, tmp_path / "suite", tmp_path / "project", Path("/")):
+        shown = [cases.shown_at(i, root) for i in range(len(cases))]
+        assert shown == [display_path(case.where, root) for case in cases]
+    assert cases.shown_at(0, tmp_path) == "suite/a_echo.json"
+    assert cases.shown_at(0, tmp_path / "project") == str(Path(where) / "a_echo.json")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.expectations.base import Grade
-from harness.fixtures.suite import Case, FixtureChanged, display_path
+from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, display_path
 from harness.run.repeats import combine, runs_of
 from harness.run.runner import CasePlan, internal_error, sealed
 from harness.verdict.kept import SCORES, KeptCases
@@ -86,10 +86,15 @@ class Results:
         self._telling = threading.Lock()
 
     def _plain_pass(self, index: int, score: float | None) -> CaseReport:
-        """The report of the plain pass at `index`, as `on_case` slimmed it."""
-        case = self._cases[index]
-        fixture = display_path(case.where, self._plan.root)
-        return CaseReport(id=case.id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
+        """The report of the plain pass at `index`, as `on_case` slimmed it (a suite's case
+        is not made to say its id and fixture: a verdict's reader makes thousands)."""
+        cases, root = self._cases, self._plan.root
+        if isinstance(cases, AdmittedCases):
+            case_id, fixture = cases.id_of(index), cases.shown_at(index, root)
+        else:
+            case = cases[index]
+            case_id, fixture = case.id, display_path(case.where, root)
+        return CaseReport(id=case_id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
 
     def units(self) -> list[Unit]:
         return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.errors import RAISED_BY_AGENT_CODE
-from harness.fixtures.suite import Case, FixtureChanged, display_path
+from harness.fixtures.suite import Case, display_path
 from harness.run.pool_worker import Item, worker_spec
 from harness.run.process_pool import PoolUnavailable, WorkerPool, start_fork_server
 from harness.run.results import OnCase, Unit

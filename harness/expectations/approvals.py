@@ -24,6 +24,7 @@ class Approvals(Kind):
     held in one answer come in that answer's order."""
 
     order = 36
+    graded_unset = True
     approvals_requested: list[str] | None = None
 
     def problems(self, context: Context) -> Iterator[Fault]:

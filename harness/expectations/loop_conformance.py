@@ -51,6 +51,7 @@ class LoopConformance(Kind):
     """`loop_exempt`: rule name -> the reason this case's agent may break it."""
 
     order = 90
+    graded_unset = True
     loop_exempt: dict[str, str] = {}
 
     def problems(self, context: Context) -> Iterator[Fault]:

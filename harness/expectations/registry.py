@@ -122,6 +122,8 @@ _LAYOUT = _layout()
 _DEFAULTS = tuple(default for span in _LAYOUT for default in span.defaults)
 _FIELD_SPANS = tuple(i for i, span in enumerate(_LAYOUT) for _ in span.names)
 _ALL_INERT = all(span.inert for span in _LAYOUT)
+# The spans of the kinds that grade every case, set or not (`Kind.graded_unset`).
+_GRADED_UNSET = frozenset(i for i, span in enumerate(_LAYOUT) if span.kind.graded_unset)
 
 
 def views(expects: Expects) -> list[Kind]:
@@ -191,11 +193,10 @@ def _graded(expects: Expects) -> list[Kind]:
     nothing, and is not asked."""
     values = msgspec.structs.astuple(expects)
     # The spans holding a field off its default, found in C, field by field.
-    changed = dict.fromkeys(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+    changed = set(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
     return [
-        span.build(values) if i in changed else span.unset
-        for i, span in enumerate(_LAYOUT)
-        if i in changed or span.kind.graded_unset
+        _LAYOUT[i].build(values) if i in changed else _LAYOUT[i].unset
+        for i in sorted(changed | _GRADED_UNSET)
     ]
 
 

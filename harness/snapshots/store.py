@@ -77,12 +77,15 @@ class SnapshotPlan:
         name first (the listing tells), which costs about as much as reading it. Only ever
         a hint: a snapshot not listed is looked up by name as always, and the open file is
         checked whatever the listing said. Not pickled with the plan."""
-        folder, file = self._parts(fixture)
-        listed = self.__dict__.setdefault("_listed", {})
-        regular = listed.get(folder)
-        if regular is None:
-            regular = listed[folder] = _regular_files(folder)
-        return os.path.join(folder, file), file in regular
+        where, name = os.path.split(fixture)
+        listed: dict[str, tuple[str, frozenset[str]]] = self.__dict__.setdefault("_listed", {})
+        known = listed.get(where)
+        if known is None:
+            folder = os.path.join(where, SNAPSHOT_DIR, self.folder)
+            known = listed[where] = (folder, _regular_files(folder))
+        file = _stem(name) + SUFFIX
+        # A name (no separator in it) joined to a folder that ends in none: `os.path.join`'s.
+        return f"{known[0]}{os.sep}{file}", file in known[1]
 
     def __getstate__(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if k != "_listed"}

@@ -95,3 +95,19 @@ def test_a_text_made_once_is_the_text_of_the_same_surfaces_only() -> None:
     changed = render([first])
     assert changed != expected[0] and '"message"' in changed
     assert changed == afresh([first])
+
+
+def test_requests_showing_the_very_same_tools_still_differ_by_what_else_they_show() -> None:
+    tools = (ECHO, FAIL)
+    base = ModelRequest(messages=(SYSTEM,), tools=tools)
+    others = [
+        ModelRequest(messages=(Message(role="system", content="Be long."),), tools=tools),
+        ModelRequest(messages=(SYSTEM,), tools=tools, settings={"temperature": 0}),
+        ModelRequest(
+            messages=(SYSTEM,), tools=tools, output_schema=OutputSchema(name="A", schema={})
+        ),
+    ]
+    for other in others:
+        text = render([base, other, base])
+        assert "(surface 2 of 2)" in text and text == render([base, other])
+    assert render([base, ModelRequest(messages=(SYSTEM,), tools=tools)]) == render([base])

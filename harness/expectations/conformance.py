@@ -290,9 +290,10 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
             return False
         if history:
             for later in range(turn + 1, now + 1):
-                final = conversation.final_text(later - 1) if later > 0 else ""
-                if final:
-                    kept.append(("assistant", final))
+                # `final_text`, for a run no tripwire halted.
+                ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
+                if ended is not None and ended.text and not ended.tool_calls:
+                    kept.append(("assistant", ended.text))
                 kept.append(("user", inputs[later]))
             turn = max(turn, now)
             if first_missing(kept, messages) is not None:
@@ -344,7 +345,15 @@ def _last_input_kept(inputs: tuple[str, ...], turn: int, messages: tuple[Message
 def _instructions_kept(request: ModelRequest, first: list[str | None]) -> bool:
     """`instructions` at one request of a plain run (`first`: its first request's system
     message, once that request is seen)."""
-    system = [m.content for m in request.messages if m.role == "system"]
+    messages = request.messages
+    if first and not request.declared_instructions:
+        kept = first[0]
+        # Mostly the loop's first message, as it was: said without listing the others.
+        if kept is None or (
+            messages and messages[0].role == "system" and messages[0].content == kept
+        ):
+            return True
+    system = [m.content for m in messages if m.role == "system"]
     if lost_instructions(request.declared_instructions, system) is not None:
         return False
     if request.declared_instructions:

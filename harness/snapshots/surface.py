@@ -76,14 +76,37 @@ _RENDERED_MAX = 256
 _TEXTS: dict[tuple[tuple[str, bytes], ...], str] = {}
 
 
-def _key_of(request: ModelRequest) -> bytes:
+def _key_of(system: list[str], request: ModelRequest) -> bytes:
     """The encoding a request's surface is known by; b"" when it has none (a schema JSON
     cannot hold), and its surface is rendered each time."""
-    system = [m.content for m in request.messages if m.role == "system"]
     try:
         return _ENCODE((system, request.tools, request.output_schema, request.settings))
     except (TypeError, ValueError, OverflowError):
         return b""
+
+
+def _keys(asked: list[ModelRequest]) -> list[bytes]:
+    """`_key_of` each request. A loop mostly shows its model the same tools, schema and
+    settings (the very objects) request after request: such a request's key is the one
+    before's, unencoded again. Exact, as the requests are rendered after the run: the same
+    objects encode the same now, whatever was done to them while it ran."""
+    keys: list[bytes] = []
+    before: ModelRequest | None = None
+    system_before: list[str] = []
+    for request in asked:
+        system = [m.content for m in request.messages if m.role == "system"]
+        if (
+            before is not None
+            and request.tools is before.tools
+            and request.output_schema is before.output_schema
+            and (request.settings is before.settings or not (request.settings or before.settings))
+            and system == system_before
+        ):
+            keys.append(keys[-1])
+        else:
+            keys.append(_key_of(system, request))
+        before, system_before = request, system
+    return keys
 
 
 def _lines_of(request: ModelRequest, key: bytes) -> tuple[str, ...]:
@@ -101,7 +124,7 @@ def _lines_of(request: ModelRequest, key: bytes) -> tuple[str, ...]:
 def render(requests: Iterable[ModelRequest]) -> str:
     """The snapshot text of a run's requests; "" when the run made none."""
     asked = list(requests)
-    keys = [_key_of(request) for request in asked]
+    keys = _keys(asked)
     # Each agent's distinct surfaces in the order first seen: what the text is made of.
     shown = tuple(
         dict.fromkeys((r.agent or AGENT_UNDER_TEST, k) for r, k in zip(asked, keys, strict=True))

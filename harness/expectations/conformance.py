@@ -266,6 +266,8 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
     previous_step: ModelStep | None = None
     previous_ran: tuple[RecordedCall, ...] = ()
     count = len(exchanges)
+    # The tools a request offered: their names, and those of its output tools.
+    offer: tuple[object, set[str], set[str]] = (None, set(), set())
     for index, exchange in enumerate(exchanges):
         request, now = exchange.request, exchange.turn
         if request.agent is not None or not 0 <= now < min(len(script), len(inputs)):
@@ -277,7 +279,13 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
         end = exchanges[index + 1].calls_before if index + 1 < count else len(calls)
         ran = calls[exchange.calls_before : end]
         messages, wanted = request.messages, step.tool_calls
-        if (dispatches or offered) and not _calls_kept(request, wanted, ran, dispatches, offered):
+        if wanted and request.tools is not offer[0]:
+            # A loop mostly offers the very same tools request after request.
+            tools = request.tools
+            offer = (tools, {t.name for t in tools}, {t.name for t in tools if t.output})
+        if dispatches and (wanted or ran) and not _dispatched(wanted, ran, offer[2]):
+            return False
+        if offered and wanted and not all(call.name in offer[1] for call in wanted):
             return False
         if (
             results
@@ -306,23 +314,16 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
     return True
 
 
-def _calls_kept(
-    request: ModelRequest,
-    wanted: tuple[ToolCall, ...],
-    ran: tuple[RecordedCall, ...],
-    dispatches: bool,
-    offered: bool,
+def _dispatched(
+    wanted: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], answers: set[str]
 ) -> bool:
-    """`dispatches` and `offered_tools` at one request of a plain run."""
-    if dispatches and (wanted or ran):
-        answers = {t.name for t in request.tools if t.output} if wanted else set()
-        asked = sorted(c.name for c in wanted if c.name not in answers)
-        if sorted(c.name for c in ran) != asked:
-            return False
-    if offered and wanted:
-        names = {tool.name for tool in request.tools}
-        return all(call.name in names for call in wanted)
-    return True
+    """`dispatches` at one request of a plain run: what ran is what the step asked for
+    (`answers`: the output tools its request offered, whose calls are no dispatch)."""
+    in_order = len(ran) == len(wanted) and not answers
+    if in_order and all(r.name == w.name for r, w in zip(ran, wanted, strict=True)):
+        return True  # in the order asked, even
+    asked = sorted(c.name for c in wanted if c.name not in answers)
+    return sorted(c.name for c in ran) == asked
 
 
 def _last_input_kept(inputs: tuple[str, ...], turn: int, messages: tuple[Message, ...]) -> bool:

@@ -232,3 +232,10 @@ def test_a_run_that_is_not_plain_is_left_to_the_one_pass() -> None:
         helper_and_root(root_forgets=False),
     ):
         assert not plain_conformant(other, RULES)
+
+
+def test_a_rule_the_plain_path_does_not_know_is_left_to_the_one_pass() -> None:
+    from harness.expectations.conformance import PLAIN_RULES
+
+    assert set(RULES) == PLAIN_RULES  # every rule there is, checked at once on a plain run
+    assert plain_conformant(plain_run(), [*RULES, "a_new_rule"]) is False

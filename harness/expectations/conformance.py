@@ -242,6 +242,13 @@ def lost_instructions(declared: tuple[str, ...], system: list[str]) -> str | Non
     return None
 
 
+# The rules `plain_conformant` checks: a rule of `loop_conformance` not among them sends
+# every run through the one pass, until it is checked here too.
+PLAIN_RULES = frozenset(
+    {"dispatches", "tool_results", "history", "last_user_input", "offered_tools", "instructions"}
+)
+
+
 def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool:
     """Whether a plain conversation keeps every rule named in `rules`, checked at once
     request by request: what each rule of `loop_conformance` checks, in the case where
@@ -252,7 +259,7 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
     broken, or the conversation is not plain: the one pass then says what, as always
     (so a violation's words are made in one place). Most runs are plain and conform, and
     for them this is all grading the loop costs."""
-    if conversation.handoffs or conversation.guardrails or conversation.approvals:
+    if not _plain(conversation, rules):
         return False
     dispatches, results = "dispatches" in rules, "tool_results" in rules
     history, last_input = "history" in rules, "last_user_input" in rules
@@ -312,6 +319,13 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
             return False
         previous, previous_step, previous_ran = exchange, step, ran
     return True
+
+
+def _plain(conversation: Conversation, rules: Collection[str]) -> bool:
+    """Whether nothing but one agent's loop touched the conversation, and every rule of
+    `rules` is checked here (any other, the one pass checks)."""
+    touched = conversation.handoffs or conversation.guardrails or conversation.approvals
+    return not touched and PLAIN_RULES.issuperset(rules)
 
 
 def _dispatched(

@@ -38,13 +38,12 @@ class ResponseText(Kind):
 
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         response = evidence.record.final_response
-        shown = q(clip(response))
         for i, needle in enumerate(self.response_contains):
             ok = needle in response
             yield Grade(
                 f"response_contains({q(needle)})",
                 ok,
-                "found" if ok else f"not found in response: {shown}",
+                "found" if ok else f"not found in response: {q(clip(response))}",
                 "response",
                 f"{EXPECTS}.response_contains[{i}]",
             )
@@ -53,7 +52,7 @@ class ResponseText(Kind):
             yield Grade(
                 f"response_not_contains({q(needle)})",
                 ok,
-                "absent" if ok else f"unexpectedly present in response: {shown}",
+                "absent" if ok else f"unexpectedly present in response: {q(clip(response))}",
                 "response",
                 f"{EXPECTS}.response_not_contains[{i}]",
             )

@@ -1,13 +1,29 @@
 """`harness.expectations.loop_conformance`: every rule checked in one pass over the
 conversation finds what each rule finds on its own, whichever rules a case exempts, and a
 rule over the conversations of a graph reports the first conversation's violation, not the
-earliest request's."""
+earliest request's; a plain run of one agent, judged at once, is judged as the one pass
+judges it."""
 
 from __future__ import annotations
 
+import dataclasses
+import random
+from collections.abc import Iterator
+
+import msgspec
+
+from harness.approvals import Approval
 from harness.expectations.base import Evidence
-from harness.expectations.loop_conformance import RULES, LoopConformance
-from harness.model_boundary import Message, ModelRequest, ModelStep, ToolCall, ToolSchema
+from harness.expectations.conformance import plain_conformant
+from harness.expectations.loop_conformance import RULES, LoopConformance, _one_pass
+from harness.model_boundary import (
+    Handoff,
+    Message,
+    ModelRequest,
+    ModelStep,
+    ToolCall,
+    ToolSchema,
+)
 from harness.run_record import RunRecord
 from harness.tool_registry import RecordedCall
 from harness.transcript import Conversation, Exchange
@@ -114,3 +130,112 @@ def test_a_run_of_one_agent_is_one_conversation_as_the_split_would_make_it() -> 
     conversation = broken_everywhere()
     assert conversation.threads == tuple(split_threads(conversation))
     assert len(conversation.threads) == 1 and conversation.threads[0].members == (0, 1, 2)
+
+
+def plain_run() -> Conversation:
+    """A conformant run of one agent over two turns: a call of each tool in one step, both
+    results passed back, then the answer; turn 1 keeps turn 0."""
+    echo, fail = ToolCall("c1", "echo", {"message": "hi"}), ToolCall("c2", "fail", {})
+    tools = (ToolSchema("echo", "", {}), ToolSchema("fail", "", {}))
+    system = Message(role="system", content="Be brief.")
+    said = (system, Message(role="user", content="say hi"))
+    asked = Message(role="assistant", tool_calls=(echo, fail))
+    results = (
+        Message(role="tool", content="hi", tool_call_id="c1"),
+        Message(role="tool", content="error: no", tool_call_id="c2"),
+    )
+    answer = (Message(role="assistant", content="hi"), Message(role="user", content="again"))
+    return Conversation(
+        user_inputs=("say hi", "again"),
+        script=(
+            (ModelStep(tool_calls=(echo, fail)), ModelStep(text="hi")),
+            (ModelStep(text="hi again"),),
+        ),
+        exchanges=(
+            Exchange(0, 0, 0, ModelRequest(messages=said, tools=tools)),
+            Exchange(0, 1, 2, ModelRequest(messages=(*said, asked, *results), tools=tools)),
+            Exchange(
+                1, 0, 2, ModelRequest(messages=(*said, asked, *results, *answer), tools=tools)
+            ),
+        ),
+        calls=(
+            RecordedCall("echo", '{"message":"hi"}', "hi", True, 0.1),
+            RecordedCall("fail", "{}", "ValueError: no", False, 0.1),
+        ),
+    )
+
+
+def mutants(conversation: Conversation, rng: random.Random) -> Iterator[Conversation]:
+    """`conversation` broken (or not) at random in the ways a loop breaks its requests:
+    messages dropped, swapped, reworded, re-identified; tools hidden; calls repeated,
+    renamed or lost; instructions declared that never arrive."""
+    for _ in range(400):
+        exchanges = list(conversation.exchanges)
+        calls = list(conversation.calls)
+        for _ in range(rng.randint(1, 2)):
+            at = rng.randrange(len(exchanges))
+            request = exchanges[at].request
+            messages = list(request.messages)
+            how = rng.randrange(8)
+            if how == 0 and messages:
+                del messages[rng.randrange(len(messages))]
+            elif how == 1 and len(messages) > 1:
+                i = rng.randrange(len(messages) - 1)
+                messages[i], messages[i + 1] = messages[i + 1], messages[i]
+            elif how == 2 and messages:
+                i = rng.randrange(len(messages))
+                messages[i] = msgspec.structs.replace(messages[i], content=rng.choice(WORDS))
+            elif how == 3 and messages:
+                i = rng.randrange(len(messages))
+                messages[i] = msgspec.structs.replace(messages[i], tool_call_id=rng.choice(IDS))
+            elif how == 4:
+                request = msgspec.structs.replace(request, tools=request.tools[1:])
+            elif how == 5 and calls:
+                i = rng.randrange(len(calls))
+                calls[i] = msgspec.structs.replace(calls[i], name=rng.choice(("echo", "fail")))
+            elif how == 6:
+                declared = (rng.choice(("Be brief.", "Be long.", " ")),)
+                request = msgspec.structs.replace(request, declared_instructions=declared)
+            elif how == 7 and calls:
+                calls.insert(rng.randrange(len(calls) + 1), rng.choice(calls))
+            request = msgspec.structs.replace(request, messages=tuple(messages))
+            exchanges[at] = dataclasses.replace(exchanges[at], request=request)
+        yield dataclasses.replace(conversation, exchanges=tuple(exchanges), calls=tuple(calls))
+
+
+WORDS = ("hi", "say hi", "again", "Be brief.", "error: no", "say hi again", "")
+IDS = ("c1", "c2", "c3", None)
+
+
+def test_a_plain_run_is_judged_at_once_as_the_one_pass_judges_it() -> None:
+    """The plain path (`plain_conformant`) says a run conforms exactly when the one pass
+    finds no violation, rule by rule and for every rule at once, however it is broken."""
+    rng = random.Random(29)
+    conformant = plain_run()
+    assert _one_pass(conformant, RULES) == {}
+    assert plain_conformant(conformant, RULES)
+    seen = {True: 0, False: 0}
+    for mutant in mutants(conformant, rng):
+        for rules in [list(RULES), *([r] for r in RULES)]:
+            clean = not _one_pass(mutant, rules)
+            assert plain_conformant(mutant, rules) == clean, (rules, mutant)
+            seen[clean] += 1
+    assert min(seen.values()) > 200  # both answers, many times over
+
+
+def test_a_run_that_is_not_plain_is_left_to_the_one_pass() -> None:
+    conformant = plain_run()
+    approval = Approval(0, "c1", "echo", approved=True)
+    for other in (
+        dataclasses.replace(conformant, handoffs=(Handoff(0, 0, "a", "b"),)),
+        dataclasses.replace(conformant, approvals=(approval,)),
+        helper_and_root(root_forgets=False),
+    ):
+        assert not plain_conformant(other, RULES)
+
+
+def test_a_rule_the_plain_path_does_not_know_is_left_to_the_one_pass() -> None:
+    from harness.expectations.conformance import PLAIN_RULES
+
+    assert set(RULES) == PLAIN_RULES  # every rule there is, checked at once on a plain run
+    assert plain_conformant(plain_run(), [*RULES, "a_new_rule"]) is False

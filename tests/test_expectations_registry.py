@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 from conftest import echo_call, expects, only, record, strict_expects, two_echoes
 
+from harness.expectations.base import Evidence
 from harness.expectations.registry import grade
 from harness.run_record import RunRecord
 
@@ -200,3 +201,54 @@ def test_a_view_holds_its_kind_s_values_whatever_the_block_sets() -> None:
             assert type(view) is kind
             for name in kind.__struct_fields__:
                 assert getattr(view, name) == getattr(block, name), (data, name)
+
+
+def _loud_evidence() -> list[Evidence]:
+    """Runs the kinds that grade every case speak up about: a tripwire, an approval no one
+    decided, a conversation that lost the user's input; and a quiet one."""
+    from harness.approvals import Approval
+    from harness.model_boundary import GuardrailRun, ModelRequest, ModelStep
+    from harness.transcript import Conversation, Exchange
+    from harness.workspace import FilesView
+
+    lost = Conversation(
+        user_inputs=("hi",),
+        script=((ModelStep(text="hello"),),),
+        exchanges=(Exchange(0, 0, 0, ModelRequest(messages=())),),
+        calls=(),
+    )
+    loud = RunRecord(
+        final_response="alpha",
+        calls=two_echoes(),
+        guardrails=[GuardrailRun(0, 0, "no_pii", "input", tripped=True, halted=True)],
+        approvals=[Approval(0, "c9", "echo", approved=False, decided=False)],
+    )
+    files = FilesView({"a.txt": "x"})
+    return [
+        Evidence(RunRecord(final_response="alpha"), files),
+        Evidence(loud, files, frozenset({"echo"}), lost),
+    ]
+
+
+def test_a_kind_left_unset_is_graded_only_when_it_grades_every_case() -> None:
+    """`grade` asks a kind a fixture leaves unset only when it says it grades every case
+    (`graded_unset`): every other one, unset, grades nothing whatever the run did, and
+    grading only those asked gives the grades of asking every kind."""
+    from harness.expectations.registry import KINDS, all_grades, views
+
+    evidences = _loud_evidence()
+    for kind in KINDS:
+        spoke = [list(kind().grades(e)) for e in evidences]
+        assert any(spoke) == kind.graded_unset, kind.__name__
+    for data in _blocks():
+        block = expects(**data)
+        for evidence in evidences:
+            every = list(all_grades(views(block), evidence))
+            seen: dict[str, int] = {}
+            named = []
+            for g in every:
+                seen[g.check] = n = seen.get(g.check, 0) + 1
+                named.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
+            record, tools = evidence.record, evidence.agent_tools
+            got = grade(block, record, evidence.workspace, tools, evidence.conversation)
+            assert got == (named or got[:1]), data

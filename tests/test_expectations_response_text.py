@@ -102,3 +102,51 @@ def test_re2_says_nothing_on_stderr_when_it_refuses_a_pattern(
     with pytest.raises(PatternError):
         compiled("(?<=only-in-this-test)x")
     assert capfd.readouterr().err == ""
+
+
+PATTERNS = [
+    r"\AThe echo tool said: hello\z",
+    r"hello",
+    r"^said",
+    r"(?m)^said$",
+    r"\bé\b",
+    r"\p{Lu}+",
+    r"[[:digit:]]{2}",
+    r"",
+    r"a*",
+    r"(x)(y)?z",
+    r"\z",
+    r"ü.ß",
+]
+TEXTS = [
+    "The echo tool said: hello",
+    "",
+    "said\nsaid",
+    "x é y",
+    "ÉCOLE 42",
+    "xz",
+    "naïve über füß ... üaß",
+    "🙂 hello 🙂",
+]
+
+
+def test_a_pattern_is_found_where_re2_s_search_finds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`finder` answers what `compiled(pattern).search(text) is not None` answers, by RE2's
+    compiled expression itself or, when the module is not of its usual shape, by `search`."""
+    from harness.expectations import response_text
+    from harness.expectations.response_text import compiled, finder
+
+    def answers() -> list[bool]:
+        finder.cache_clear()
+        return [finder(p)(t) for p in PATTERNS for t in TEXTS]
+
+    expected = [compiled(p).search(t) is not None for p in PATTERNS for t in TEXTS]
+    assert answers() == expected and any(expected) and not all(expected)
+
+    class SearchOnly:
+        def __init__(self, pattern: str) -> None:
+            self.search = compiled(pattern).search
+
+    monkeypatch.setattr(response_text, "compiled", SearchOnly)
+    assert answers() == expected
+    finder.cache_clear()

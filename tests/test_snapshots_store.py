@@ -5,6 +5,7 @@ and a run never writes a snapshot otherwise."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -237,3 +238,53 @@ def test_a_snapshot_missing_says_nothing_and_one_that_cannot_be_read_fails(
     path.write_text("text", "utf-8")
     assert check(plan, fixture, "text", tmp_path) is None
     assert check(plan, fixture, "other", tmp_path) is not None
+
+
+def test_a_snapshot_is_read_as_it_is_now_whatever_its_folder_held_when_first_listed(
+    tmp_path: Path,
+) -> None:
+    """A plan lists each snapshot folder once (to read each snapshot without asking its
+    type first): a snapshot changed, removed, replaced or taken since is still seen as it
+    is when its case is checked."""
+    import dataclasses
+    import pickle
+
+    from harness.snapshots.store import check
+
+    plan = SnapshotPlan("loop:factory")
+    first, second, later = (tmp_path / f"{name}.json" for name in ("a", "b", "c"))
+    folder = plan.path_of(first).parent
+    folder.mkdir(parents=True)
+    for fixture in (first, second):
+        plan.path_of(fixture).write_text("one", "utf-8")
+    assert check(plan, first, "one", tmp_path) is None  # the folder listed now
+    assert plan._where(second) == (str(plan.path_of(second)), True)
+
+    plan.path_of(second).write_text("two", "utf-8")
+    changed = check(plan, second, "one", tmp_path)
+    assert changed is not None and "changed since" in changed.detail
+    assert check(plan, second, "two", tmp_path) is None
+
+    plan.path_of(later).write_text("three", "utf-8")  # taken after the listing
+    assert check(plan, later, "three", tmp_path) is None
+    assert check(plan, later, "four", tmp_path) is not None
+
+    plan.path_of(second).unlink()
+    assert check(plan, second, "two", tmp_path) is None  # missing, outside CI
+    in_ci = dataclasses.replace(plan, ci=True)
+    assert check(in_ci, first, "one", tmp_path) is None
+    plan.path_of(first).unlink()
+    missing = check(in_ci, first, "one", tmp_path)
+    assert missing is not None and missing.detail.startswith("no request snapshot")
+
+    plan.path_of(second).mkdir()
+    directory = check(plan, second, "two", tmp_path)
+    assert directory is not None and "not a regular file (directory)" in directory.detail
+    plan.path_of(second).rmdir()
+    os.mkfifo(plan.path_of(second))  # opened without blocking, refused as it is
+    fifo = check(plan, second, "two", tmp_path)
+    assert fifo is not None and "not a regular file (FIFO)" in fifo.detail
+
+    # The listing stays with the process that made it.
+    copied = pickle.loads(pickle.dumps(plan))
+    assert copied == plan and "_listed" not in vars(copied) and "_listed" in vars(plan)

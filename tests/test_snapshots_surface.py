@@ -67,3 +67,47 @@ def test_model_settings_are_shown_only_when_the_agent_sets_some() -> None:
     assert render([warm, cold]).count("--- model settings") == 2
     # The own-loop constructor without settings keeps working, as it always did.
     assert render([plain]) == render([ModelRequest(messages=(SYSTEM,), tools=(ECHO,))])
+
+
+def test_a_text_made_once_is_the_text_of_the_same_surfaces_only() -> None:
+    """Texts are kept by the distinct surfaces a run showed, in order, per agent: a run
+    showing what an earlier one showed gets the same text, and one whose surface differs
+    (even by a schema changed in place since) gets its own, as rendering it afresh would."""
+    from harness.snapshots import surface
+
+    parameters: dict[str, object] = {"type": "object"}
+    tool = ToolSchema("echo", "Echo.", parameters)
+    first = request(SYSTEM, tools=(tool,))
+    other = request(Message(role="system", content="Be long."), tools=(tool,))
+    helper = request(SYSTEM, tools=(tool,), agent="helper")
+    runs = [[first], [first, first], [first, other], [other, first], [first, helper, other]]
+
+    def afresh(requests: list[ModelRequest]) -> str:
+        surface._TEXTS.clear()
+        surface._RENDERED.clear()
+        return render(requests)
+
+    expected = [afresh(run) for run in runs]
+    assert [render(run) for run in runs] == expected  # from the kept texts
+    assert len(set(expected)) == 4 and "(surface 2 of 2)" in expected[2]
+    assert expected[2] != expected[3]  # the order first seen is the text's
+    parameters["properties"] = {"message": {"type": "string"}}
+    changed = render([first])
+    assert changed != expected[0] and '"message"' in changed
+    assert changed == afresh([first])
+
+
+def test_requests_showing_the_very_same_tools_still_differ_by_what_else_they_show() -> None:
+    tools = (ECHO, FAIL)
+    base = ModelRequest(messages=(SYSTEM,), tools=tools)
+    others = [
+        ModelRequest(messages=(Message(role="system", content="Be long."),), tools=tools),
+        ModelRequest(messages=(SYSTEM,), tools=tools, settings={"temperature": 0}),
+        ModelRequest(
+            messages=(SYSTEM,), tools=tools, output_schema=OutputSchema(name="A", schema={})
+        ),
+    ]
+    for other in others:
+        text = render([base, other, base])
+        assert "(surface 2 of 2)" in text and text == render([base, other])
+    assert render([base, ModelRequest(messages=(SYSTEM,), tools=tools)]) == render([base])

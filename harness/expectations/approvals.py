@@ -24,6 +24,7 @@ class Approvals(Kind):
     held in one answer come in that answer's order."""
 
     order = 36
+    graded_unset = True
     approvals_requested: list[str] | None = None
 
     def problems(self, context: Context) -> Iterator[Fault]:
@@ -52,7 +53,8 @@ class Approvals(Kind):
             if not request.decided:
                 yield _undecided(request, evidence.conversation)
         conversation = evidence.conversation
-        if conversation is not None:
+        # A run of a case deciding no call, where nothing asked: nothing to say (most runs).
+        if conversation is not None and (conversation.approvals or any(conversation.decisions)):
             if conversation.scripted:
                 yield from _never_asked(conversation)
             yield from _rejected_dispatched(conversation)

@@ -137,6 +137,10 @@ class Kind(Strict):
     grades must be derivable for an empty run (that is how assertions are counted)."""
 
     order: ClassVar[int]
+    # Whether the kind grades a run even when a fixture sets none of its fields (checks
+    # every case gets: replay conformance, approvals, unexpected tripwires). A kind that
+    # does not is not asked at all for a case that leaves it unset.
+    graded_unset: ClassVar[bool] = False
 
     def problems(self, context: Context) -> Iterator[Fault]:
         """Admission problems of these fields, at paths under `$.expects`."""

@@ -5,11 +5,18 @@ order, a nested handoff's summary, and how a violation names the request that br
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from harness.expectations.base import clip, q
 from harness.io.text import clean
-from harness.model_boundary import Handoff, Message, ModelStep, ToolCall, summarize_request
+from harness.model_boundary import (
+    Handoff,
+    Message,
+    ModelRequest,
+    ModelStep,
+    ToolCall,
+    summarize_request,
+)
 from harness.tool_registry import RecordedCall, canonical_arguments
 from harness.transcript import Conversation, Exchange
 
@@ -46,13 +53,17 @@ def results_problems(
 ) -> Iterator[str]:
     messages = exchange.request.messages
     by_id = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
-    scripted_ids = {c.id for c in calls}
-    trailing = trailing_results(messages)
+    # Only a result not found by its id asks for the results by position (worked out then).
+    trailing: list[Message] | None = None
     unused = list(dispatched)
     for position, call in enumerate(calls):
         result = by_id.get(call.id)
-        if result is None and position < len(trailing) and not by_id.keys() & scripted_ids:
-            result = trailing[position]  # the loop numbers calls its own way: by position
+        if result is None:
+            if trailing is None:
+                own_ids = bool(by_id.keys() & {c.id for c in calls})
+                trailing = [] if own_ids else trailing_results(messages)
+            if position < len(trailing):
+                result = trailing[position]  # the loop numbers calls its own way: by position
         if result is None:
             yield f"no tool result for {call_named(call)} was passed back to the model"
             return
@@ -219,3 +230,151 @@ def first_missing_in_text(
             return role, wanted
         position = at + 1
     return None
+
+
+def lost_instructions(declared: tuple[str, ...], system: list[str]) -> str | None:
+    """The first declared text no system message holds (an adapter may join several into
+    one message); None: every one arrived."""
+    for text in declared:
+        wanted = text.strip()
+        if wanted and not any(wanted in content for content in system):
+            return text
+    return None
+
+
+# The rules `plain_conformant` checks: a rule of `loop_conformance` not among them sends
+# every run through the one pass, until it is checked here too.
+PLAIN_RULES = frozenset(
+    {"dispatches", "tool_results", "history", "last_user_input", "offered_tools", "instructions"}
+)
+
+
+def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool:
+    """Whether a plain conversation keeps every rule named in `rules`, checked at once
+    request by request: what each rule of `loop_conformance` checks, in the case where
+    most of them has nothing to check (one agent, one conversation: no handoff, no
+    guardrail, no approval, every request answered by a step of its turn's script).
+
+    True only when the one pass would find no violation; False when one of the rules is
+    broken, or the conversation is not plain: the one pass then says what, as always
+    (so a violation's words are made in one place). Most runs are plain and conform, and
+    for them this is all grading the loop costs."""
+    if not _plain(conversation, rules):
+        return False
+    dispatches, results = "dispatches" in rules, "tool_results" in rules
+    history, last_input = "history" in rules, "last_user_input" in rules
+    offered, instructions = "offered_tools" in rules, "instructions" in rules
+    exchanges, calls, script = conversation.exchanges, conversation.calls, conversation.script
+    inputs = conversation.user_inputs
+    kept: list[tuple[str, str]] = []  # the conversation so far, as `history` keeps it
+    turn = -1
+    first: list[str | None] = []  # the first request's system message, when it declares none
+    previous: Exchange | None = None
+    previous_step: ModelStep | None = None
+    previous_ran: tuple[RecordedCall, ...] = ()
+    count = len(exchanges)
+    # The tools a request offered: their names, and those of its output tools.
+    offer: tuple[object, set[str], set[str]] = (None, set(), set())
+    for index, exchange in enumerate(exchanges):
+        request, now = exchange.request, exchange.turn
+        if request.agent is not None or not 0 <= now < min(len(script), len(inputs)):
+            return False
+        steps = script[now]
+        if exchange.step >= len(steps):
+            return False
+        step = steps[exchange.step]
+        end = exchanges[index + 1].calls_before if index + 1 < count else len(calls)
+        ran = calls[exchange.calls_before : end]
+        messages, wanted = request.messages, step.tool_calls
+        if wanted and request.tools is not offer[0]:
+            # A loop mostly offers the very same tools request after request.
+            tools = request.tools
+            offer = (tools, {t.name for t in tools}, {t.name for t in tools if t.output})
+        if dispatches and (wanted or ran) and not _dispatched(wanted, ran, offer[2]):
+            return False
+        if offered and wanted and not all(call.name in offer[1] for call in wanted):
+            return False
+        if (
+            results
+            and previous is not None
+            and previous_step is not None
+            and previous.turn == now
+            and previous_step.tool_calls
+            and next(results_problems(previous_step.tool_calls, previous_ran, exchange), None)
+        ):
+            return False
+        if history:
+            for later in range(turn + 1, now + 1):
+                # `final_text`, for a run no tripwire halted.
+                ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
+                if ended is not None and ended.text and not ended.tool_calls:
+                    kept.append(("assistant", ended.text))
+                kept.append(("user", inputs[later]))
+            turn = max(turn, now)
+            if first_missing(kept, messages) is not None:
+                return False
+        if last_input and not _last_input_kept(inputs, now, messages):
+            return False
+        if instructions and not _instructions_kept(request, first):
+            return False
+        previous, previous_step, previous_ran = exchange, step, ran
+    return True
+
+
+def _plain(conversation: Conversation, rules: Collection[str]) -> bool:
+    """Whether nothing but one agent's loop touched the conversation, and every rule of
+    `rules` is checked here (any other, the one pass checks)."""
+    touched = conversation.handoffs or conversation.guardrails or conversation.approvals
+    return not touched and PLAIN_RULES.issuperset(rules)
+
+
+def _dispatched(
+    wanted: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], answers: set[str]
+) -> bool:
+    """`dispatches` at one request of a plain run: what ran is what the step asked for
+    (`answers`: the output tools its request offered, whose calls are no dispatch)."""
+    in_order = len(ran) == len(wanted) and not answers
+    if in_order and all(r.name == w.name for r, w in zip(ran, wanted, strict=True)):
+        return True  # in the order asked, even
+    asked = sorted(c.name for c in wanted if c.name not in answers)
+    return sorted(c.name for c in ran) == asked
+
+
+def _last_input_kept(inputs: tuple[str, ...], turn: int, messages: tuple[Message, ...]) -> bool:
+    """`last_user_input` at one request of the one conversation of a plain run."""
+    want = inputs[turn]
+    for at in range(len(messages) - 1, -1, -1):
+        message = messages[at]
+        if message.role == "user" and want in message.content:
+            break
+    else:
+        return False
+    earlier = set(inputs[:turn]) - {want}
+    if not earlier:
+        return True
+    return not any(
+        m.role == "user" and any(e in m.content for e in earlier) for m in messages[at + 1 :]
+    )
+
+
+def _instructions_kept(request: ModelRequest, first: list[str | None]) -> bool:
+    """`instructions` at one request of a plain run (`first`: its first request's system
+    message, once that request is seen)."""
+    messages = request.messages
+    if first and not request.declared_instructions:
+        kept = first[0]
+        # Mostly the loop's first message, as it was: said without listing the others.
+        if kept is None or (
+            messages and messages[0].role == "system" and messages[0].content == kept
+        ):
+            return True
+    system = [m.content for m in messages if m.role == "system"]
+    if lost_instructions(request.declared_instructions, system) is not None:
+        return False
+    if request.declared_instructions:
+        return True
+    if not first:
+        first.append(system[0] if system else None)
+        return True
+    kept = first[0]
+    return kept is None or kept in system

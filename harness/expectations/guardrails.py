@@ -35,6 +35,7 @@ class Guardrails(Kind):
     guardrail stopped is never a pass the case did not ask for."""
 
     order = 33
+    graded_unset = True
     guardrails_tripped: list[str] | None = None
 
     def problems(self, context: Context) -> Iterator[Fault]:

@@ -15,7 +15,7 @@ multi-agent run). What a request is checked for is `harness.expectations.conform
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +24,11 @@ from harness.expectations.conformance import (
     filtered_problem,
     find_text,
     held,
+    lost_instructions,
     missing_problem,
     names_of,
     own_input,
+    plain_conformant,
     request_of,
     results_asked,
     results_problems,
@@ -49,6 +51,7 @@ class LoopConformance(Kind):
     """`loop_exempt`: rule name -> the reason this case's agent may break it."""
 
     order = 90
+    graded_unset = True
     loop_exempt: dict[str, str] = {}
 
     def problems(self, context: Context) -> Iterator[Fault]:
@@ -67,8 +70,12 @@ class LoopConformance(Kind):
         conversation = evidence.conversation
         if conversation is None or not conversation.scripted:
             return  # the empty run, and live runs: no script to conform to
+        exempt = self.loop_exempt
+        rules: Collection[str] = [r for r in RULES if r not in exempt] if exempt else RULES
+        if plain_conformant(conversation, rules):
+            return  # what the one pass would find, found at once: nothing
         # Every rule checked in one pass over the conversation.
-        found = _one_pass(conversation, [r for r in RULES if r not in self.loop_exempt])
+        found = _one_pass(conversation, rules)
         for rule, (where, detail) in found.items():
             yield Grade(f"loop({rule})", False, detail, "loop", where)
 
@@ -402,7 +409,7 @@ class _Instructions(_Rule):
     def check(self, index: int, exchange: Exchange) -> Violation | None:
         request = exchange.request
         system = [m.content for m in request.messages if m.role == "system"]
-        lost = _lost_instructions(request.declared_instructions, system)
+        lost = lost_instructions(request.declared_instructions, system)
         if lost is not None:
             return (
                 step_at(exchange),
@@ -424,16 +431,6 @@ class _Instructions(_Rule):
             f"request ({q(clip(kept, 120))}) are missing or changed; the request held:\n"
             f"{held(exchange)}",
         )
-
-
-def _lost_instructions(declared: tuple[str, ...], system: list[str]) -> str | None:
-    """The first declared text no system message holds (an adapter may join several into
-    one message); None: every one arrived."""
-    for text in declared:
-        wanted = text.strip()
-        if wanted and not any(wanted in content for content in system):
-            return text
-    return None
 
 
 _CHECKS: dict[str, Callable[[_Walk], _Rule]] = {

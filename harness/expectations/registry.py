@@ -122,6 +122,8 @@ _LAYOUT = _layout()
 _DEFAULTS = tuple(default for span in _LAYOUT for default in span.defaults)
 _FIELD_SPANS = tuple(i for i, span in enumerate(_LAYOUT) for _ in span.names)
 _ALL_INERT = all(span.inert for span in _LAYOUT)
+# The spans of the kinds that grade every case, set or not (`Kind.graded_unset`).
+_GRADED_UNSET = frozenset(i for i, span in enumerate(_LAYOUT) if span.kind.graded_unset)
 
 
 def views(expects: Expects) -> list[Kind]:
@@ -172,10 +174,10 @@ def grade(
     view = DirectoryView(workspace) if isinstance(workspace, Path) else workspace
     evidence = Evidence(record, view, agent_tools, conversation, judged)
     grades: list[Grade] = []
-    seen: dict[str, int] = {}
-    for g in all_grades(expects, evidence):
-        seen[g.check] = n = seen.get(g.check, 0) + 1
-        grades.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
+    for kind in _graded(expects):
+        grades += kind.grades(evidence)
+    if len({g.check for g in grades}) < len(grades):
+        grades = _numbered(grades)
     if not grades:
         # Admission refuses such cases; this backstop keeps a case that asserts nothing from
         # ever passing even when graded directly through the API.
@@ -183,6 +185,29 @@ def grade(
             Grade("declared_assertions", False, "the case declares no effective check", "run")
         )
     return grades
+
+
+def _graded(expects: Expects) -> list[Kind]:
+    """The views of `expects` a run is graded by, in grading order: the kinds it sets, and
+    those that grade every case (`Kind.graded_unset`); an unset kind of any other grades
+    nothing, and is not asked."""
+    values = msgspec.structs.astuple(expects)
+    # The spans holding a field off its default, found in C, field by field.
+    changed = set(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+    return [
+        _LAYOUT[i].build(values) if i in changed else _LAYOUT[i].unset
+        for i in sorted(changed | _GRADED_UNSET)
+    ]
+
+
+def _numbered(grades: list[Grade]) -> list[Grade]:
+    """`grades` with a repeated check's name numbered: ` #2`, ` #3`, ...."""
+    numbered: list[Grade] = []
+    seen: dict[str, int] = {}
+    for g in grades:
+        seen[g.check] = n = seen.get(g.check, 0) + 1
+        numbered.append(g if n == 1 else msgspec.structs.replace(g, check=f"{g.check} #{n}"))
+    return numbered
 
 
 def assertion_count(expects: Expects) -> int:

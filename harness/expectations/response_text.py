@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -38,13 +38,12 @@ class ResponseText(Kind):
 
     def grades(self, evidence: Evidence) -> Iterator[Grade]:
         response = evidence.record.final_response
-        shown = q(clip(response))
         for i, needle in enumerate(self.response_contains):
             ok = needle in response
             yield Grade(
                 f"response_contains({q(needle)})",
                 ok,
-                "found" if ok else f"not found in response: {shown}",
+                "found" if ok else f"not found in response: {q(clip(response))}",
                 "response",
                 f"{EXPECTS}.response_contains[{i}]",
             )
@@ -53,7 +52,7 @@ class ResponseText(Kind):
             yield Grade(
                 f"response_not_contains({q(needle)})",
                 ok,
-                "absent" if ok else f"unexpectedly present in response: {shown}",
+                "absent" if ok else f"unexpectedly present in response: {q(clip(response))}",
                 "response",
                 f"{EXPECTS}.response_not_contains[{i}]",
             )
@@ -75,6 +74,32 @@ def compiled(pattern: str) -> Any:
         return re2.compile(pattern, options=options)
     except re2.error as exc:
         raise PatternError(_reason(exc, pattern)) from None
+
+
+@functools.lru_cache(maxsize=1024)
+def finder(pattern: str) -> Callable[[str], bool]:
+    """Whether `pattern` (as `compiled`) matches anywhere in a text. RE2's Python `search`
+    works out the match's offsets in the text (a generator, and the text's UTF-8 offsets
+    mapped back to characters), several times the search itself; a check needs only
+    whether there is one, which the module's compiled expression answers by itself when
+    it has its usual shape (else `search` is asked)."""
+    regexp = compiled(pattern)
+    import re2
+
+    raw = getattr(regexp, "_regexp", None)
+    anchor = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+    if anchor is None or not callable(getattr(raw, "Match", None)):
+        return lambda text: regexp.search(text) is not None
+    match = raw.Match  # type: ignore[union-attr]
+
+    def found(text: str) -> bool:
+        encoded = text.encode("utf-8")  # what `search` matches a text as
+        return bool(match(anchor, encoded, 0, len(encoded))[0] != _NO_SPAN)
+
+    return found
+
+
+_NO_SPAN = (-1, -1)
 
 
 def _reason(exc: Exception, pattern: str) -> str:
@@ -117,7 +142,7 @@ class ResponsePattern(Kind):
             check = f"response_matches({q(pattern)})"
             field = f"{EXPECTS}.response_matches[{i}]"
             try:
-                ok = compiled(pattern).search(response) is not None
+                ok = finder(pattern)(response)
             except PatternError as exc:  # admission refuses these
                 yield Grade(check, False, f"invalid regex: {exc}", "response", field)
                 continue

@@ -59,9 +59,45 @@ class SnapshotPlan:
         return _UNSAFE.sub("+", self.agent).strip("+.") or "agent"
 
     def path_of(self, fixture: Path) -> Path:
-        # Joined as strings: a path object's parts are parsed again at every step.
+        folder, file = self._parts(fixture)
+        return Path(os.path.join(folder, file))
+
+    def _parts(self, fixture: Path | str) -> tuple[str, str]:
+        """The folder of `fixture`'s snapshot and its file name, joined as strings: a path
+        object's parts are parsed again at every step."""
         where, name = os.path.split(fixture)
-        return Path(os.path.join(where, SNAPSHOT_DIR, self.folder, _stem(name) + SUFFIX))
+        return os.path.join(where, SNAPSHOT_DIR, self.folder), _stem(name) + SUFFIX
+
+    def _where(self, fixture: Path | str) -> tuple[str, bool]:
+        """The snapshot of `fixture` as a path, and whether its folder's listing saw it as a
+        regular file.
+
+        Per folder, the names of the regular files it held when a case of this plan first
+        looked: listed at once, so that reading each snapshot need not ask for its type by
+        name first (the listing tells), which costs about as much as reading it. Only ever
+        a hint: a snapshot not listed is looked up by name as always, and the open file is
+        checked whatever the listing said. Not pickled with the plan."""
+        where, name = os.path.split(fixture)
+        listed: dict[str, tuple[str, frozenset[str]]] = self.__dict__.setdefault("_listed", {})
+        known = listed.get(where)
+        if known is None:
+            folder = os.path.join(where, SNAPSHOT_DIR, self.folder)
+            known = listed[where] = (folder, _regular_files(folder))
+        file = _stem(name) + SUFFIX
+        # A name (no separator in it) joined to a folder that ends in none: `os.path.join`'s.
+        return f"{known[0]}{os.sep}{file}", file in known[1]
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "_listed"}
+
+
+def _regular_files(folder: str) -> frozenset[str]:
+    """The names of the regular files in `folder` (none: there is no such folder)."""
+    try:
+        with os.scandir(folder) as entries:
+            return frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))
+    except OSError:
+        return frozenset()
 
 
 def _stem(name: str) -> str:
@@ -80,11 +116,12 @@ def plan_for(setting: SnapshotSetting, kind: str, agent: str, update: bool) -> S
     return SnapshotPlan(agent, action, update, in_ci())
 
 
-def read_snapshot(path: Path) -> str | None:
+def read_snapshot(path: Path | str, *, regular: bool = False) -> str | None:
     """The snapshot's text; None: there is none. A snapshot that cannot be read is said
-    as its check's failure by `check`."""
+    as its check's failure by `check`. `regular`: a listing of its folder just saw it as a
+    regular file (`read_bounded`'s)."""
     try:
-        return read_bounded(path, MAX_SNAPSHOT_BYTES).decode("utf-8")
+        return read_bounded(path, MAX_SNAPSHOT_BYTES, regular=regular).decode("utf-8")
     except InputError as exc:
         # Asked only then: one system call less for every snapshot that is there.
         if exc.missing and not os.path.lexists(path):  # a dangling link is no snapshot
@@ -97,22 +134,23 @@ def write_snapshot(path: Path, text: str) -> None:
     write_atomic(path, text.encode("utf-8"))
 
 
-def check(plan: SnapshotPlan, fixture: Path, text: str, root: Path) -> Grade | None:
+def check(plan: SnapshotPlan, fixture: Path | str, text: str, root: Path) -> Grade | None:
     """The grade of a run whose requests render as `text` against the snapshot of
     `fixture` (reports name it from `root`); None: nothing to say (it matches, it was
     written, or it is missing outside CI)."""
-    path = plan.path_of(fixture)
+    where, regular = plan._where(fixture)
     try:
-        kept = read_snapshot(path)
+        kept = read_snapshot(where, regular=regular)
     except (OSError, InputError, UnicodeDecodeError) as exc:
-        said = f"cannot read {_shown(path, root)}: {clean(str(exc))}"
+        said = f"cannot read {_shown(Path(where), root)}: {clean(str(exc))}"
         return Grade(CHECK, False, said, "snapshot")
     if plan.update:
         if kept != text:
-            write_snapshot(path, text)
+            write_snapshot(Path(where), text)
         return None
     if kept == text or (kept is None and not plan.ci):
         return None
+    path = Path(where)
     shown = _shown(path, root)
     if kept is None:
         return Grade(
@@ -174,7 +212,7 @@ def _with_heading(line: str, kept: list[str], changed: int) -> str:
 
 
 def snapshot_grades(
-    plan: SnapshotPlan | None, fixture: Path, exchanges: Iterable[Exchange], root: Path
+    plan: SnapshotPlan | None, fixture: Path | str, exchanges: Iterable[Exchange], root: Path
 ) -> list[Grade]:
     """The snapshot check of one graded run, as the grades it adds (none, or one)."""
     if plan is None:

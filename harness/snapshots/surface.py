@@ -70,49 +70,92 @@ _ENCODE = msgspec.json.Encoder().encode
 # JSON of their schemas, indented with sorted keys, is the check's one real cost.
 _RENDERED: dict[bytes, tuple[str, ...]] = {}
 _RENDERED_MAX = 256
-_TEXTS: dict[tuple[tuple[str, tuple[tuple[str, ...], ...]], ...], str] = {}
+# Snapshot texts by the distinct surfaces of a run (each agent's, by their encoding), in the
+# order first seen: what the text is made of, so a run showing what an earlier one showed
+# has its text at once.
+_TEXTS: dict[tuple[tuple[str, bytes], ...], str] = {}
 
 
-def _lines_of(request: ModelRequest) -> tuple[bytes, tuple[str, ...]]:
-    """`surface_lines(request)`, and the key it is known by."""
-    system = [m.content for m in request.messages if m.role == "system"]
+def _key_of(system: list[str], request: ModelRequest) -> bytes:
+    """The encoding a request's surface is known by; b"" when it has none (a schema JSON
+    cannot hold), and its surface is rendered each time."""
     try:
-        key = _ENCODE((system, request.tools, request.output_schema, request.settings))
-    except (TypeError, ValueError, OverflowError):  # a schema JSON cannot hold: no cache
-        return b"", surface_lines(request)
+        return _ENCODE((system, request.tools, request.output_schema, request.settings))
+    except (TypeError, ValueError, OverflowError):
+        return b""
+
+
+def _keys(asked: list[ModelRequest]) -> list[bytes]:
+    """`_key_of` each request. A loop mostly shows its model the same tools, schema and
+    settings (the very objects) request after request: such a request's key is the one
+    before's, unencoded again. Exact, as the requests are rendered after the run: the same
+    objects encode the same now, whatever was done to them while it ran."""
+    keys: list[bytes] = []
+    before: ModelRequest | None = None
+    system_before: list[str] = []
+    for request in asked:
+        system = [m.content for m in request.messages if m.role == "system"]
+        if (
+            before is not None
+            and request.tools is before.tools
+            and request.output_schema is before.output_schema
+            and (request.settings is before.settings or not (request.settings or before.settings))
+            and system == system_before
+        ):
+            keys.append(keys[-1])
+        else:
+            keys.append(_key_of(system, request))
+        before, system_before = request, system
+    return keys
+
+
+def _lines_of(request: ModelRequest, key: bytes) -> tuple[str, ...]:
+    """`surface_lines(request)`, known by `key`."""
+    if not key:
+        return surface_lines(request)
     lines = _RENDERED.get(key)
     if lines is None:
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
         lines = _RENDERED[key] = surface_lines(request)
-    return key, lines
+    return lines
 
 
 def render(requests: Iterable[ModelRequest]) -> str:
     """The snapshot text of a run's requests; "" when the run made none."""
+    asked = list(requests)
+    keys = _keys(asked)
+    # Each agent's distinct surfaces in the order first seen: what the text is made of.
+    shown = tuple(
+        dict.fromkeys((r.agent or AGENT_UNDER_TEST, k) for r, k in zip(asked, keys, strict=True))
+    )
+    if not shown:
+        return ""
+    cached = all(keys)
+    text = _TEXTS.get(shown) if cached else None
+    if text is None:
+        text = _text(_surfaces(asked, keys))
+        if cached:
+            if len(_TEXTS) >= _RENDERED_MAX:
+                _TEXTS.clear()
+            _TEXTS[shown] = text
+    return text
+
+
+def _surfaces(asked: list[ModelRequest], keys: list[bytes]) -> dict[str, list[tuple[str, ...]]]:
+    """Per agent, the lines of each distinct surface its requests showed, in order."""
     surfaces: dict[str, list[tuple[str, ...]]] = {}
-    keys: dict[str, set[bytes]] = {}
-    for request in requests:
+    known: set[tuple[str, bytes]] = set()
+    for request, key in zip(asked, keys, strict=True):
         agent = request.agent or AGENT_UNDER_TEST
         seen = surfaces.setdefault(agent, [])
-        key, lines = _lines_of(request)
-        known = keys.setdefault(agent, set())
-        if key and key in known:
+        if key and (agent, key) in known:
             continue
-        known.add(key)
+        known.add((agent, key))
+        lines = _lines_of(request, key)
         if lines not in seen:
             seen.append(lines)
-    if not surfaces:
-        return ""
-    # Cases of a suite mostly show the same surfaces: their text is made once. The tuples'
-    # strings keep their hashes, so the key costs a few lookups, not a walk of the text.
-    whole = tuple((agent, tuple(seen)) for agent, seen in surfaces.items())
-    text = _TEXTS.get(whole)
-    if text is None:
-        if len(_TEXTS) >= _RENDERED_MAX:
-            _TEXTS.clear()
-        text = _TEXTS[whole] = _text(surfaces)
-    return text
+    return surfaces
 
 
 def _text(surfaces: dict[str, list[tuple[str, ...]]]) -> str:

@@ -143,6 +143,13 @@ def token_count_problem(value: object) -> str | None:
     )
 
 
+def _check_token_counts(step: ModelStep) -> None:
+    for name in ("input_tokens", "output_tokens"):
+        problem = token_count_problem(getattr(step, name))
+        if problem is not None:
+            raise ProviderFailure(f"the model backend's step: {name}: {problem}")
+
+
 def _shown_count(value: object) -> str:
     """`value` as JSON would spell it (`true`, `"12"`, `Infinity`), short: an integer
     hundreds of digits long is said by its length."""
@@ -335,14 +342,19 @@ class ModelBoundary:
             step = await self._backend.respond(request)
         except Divergence as exc:
             raise self._explained(exc) from None
-        for name in ("input_tokens", "output_tokens"):
-            # Any backend's, not only a provider's: the sums and means of a run need counts.
-            problem = token_count_problem(getattr(step, name))
-            if problem is not None:
-                raise ProviderFailure(f"the model backend's step: {name}: {problem}")
+        tokens_in, tokens_out = step.input_tokens, step.output_tokens
+        # Any backend's, not only a provider's: the sums and means of a run need counts.
+        # Two plain ints in range (every step a replay or a provider gives) pass at once.
+        if not (
+            type(tokens_in) is int
+            and type(tokens_out) is int
+            and 0 <= tokens_in <= MAX_STEP_TOKENS
+            and 0 <= tokens_out <= MAX_STEP_TOKENS
+        ):
+            _check_token_counts(step)
         self.calls += 1
-        self.input_tokens += step.input_tokens
-        self.output_tokens += step.output_tokens
+        self.input_tokens += tokens_in
+        self.output_tokens += tokens_out
         self._check_width(step)
         if self.steps:
             self.steps[-1].append(step)

@@ -527,3 +527,39 @@ def _case(data: dict[str, Any], adapter: Any) -> Case:
     trace = parse_fixture(text, f"{data['model_name']}.json")
     assert check_trace(trace, "case.json", "replay", agent_surface(adapter)) == []
     return Case(trace, Path(f"{data['model_name']}.json"), text)
+
+
+class _Turns:
+    """A session whose class defines `run_turn`."""
+
+    def run_turn(self, user_input: str) -> str:
+        return user_input
+
+
+class _Sometimes:
+    """A session only when built with a `run_turn` of its own (set on the instance)."""
+
+    def __init__(self, answers: bool) -> None:
+        if answers:
+            self.run_turn = lambda user_input: user_input
+
+
+def test_a_session_is_told_by_its_class_only_when_the_class_defines_run_turn() -> None:
+    from harness.agents.protocol import AgentContext, LoopAdapter
+    from harness.model_boundary import ModelBoundary, ModelRequest, ModelStep
+    from harness.tool_registry import ToolRegistry
+
+    class Silent:
+        async def respond(self, request: ModelRequest) -> ModelStep:
+            raise AssertionError("no model is asked")
+
+    context = AgentContext("c", ModelBoundary(Silent()), ToolRegistry())
+    built = iter([_Turns(), _Turns(), _Sometimes(True), _Sometimes(False), 7])
+    adapter = LoopAdapter("loop:factory", lambda _context: next(built))
+    assert isinstance(adapter.start(context), _Turns)
+    assert isinstance(adapter.start(context), _Turns)  # its class known now: still one
+    assert isinstance(adapter.start(context), _Sometimes)
+    # An instance of a class seen before as a session, with no run_turn of its own.
+    for refused in ("_Sometimes", "int"):
+        with pytest.raises(TypeError, match=f"returned {refused}, which has no run_turn"):
+            adapter.start(context)

@@ -110,6 +110,8 @@ COUNT = "is not a token count (a whole number from 0 to 1,000,000,000)"
         (ModelStep(input_tokens=10**400), f"input_tokens: an integer of 401 digits {COUNT}"),
         (ModelStep(output_tokens=-1), f"output_tokens: -1 {COUNT}"),
         (ModelStep(output_tokens=float("inf")), f"output_tokens: Infinity {COUNT}"),  # type: ignore[arg-type]
+        (ModelStep(input_tokens=True), f"input_tokens: true {COUNT}"),
+        (ModelStep(output_tokens=10**9 + 1), f"output_tokens: 1000000001 {COUNT}"),
     ],
 )
 def test_a_step_whose_tokens_are_no_count_is_the_backend_s_failure(
@@ -120,6 +122,16 @@ def test_a_step_whose_tokens_are_no_count_is_the_backend_s_failure(
         asyncio.run(boundary.respond(REQUEST))
     assert str(caught.value) == f"the model backend's step: {said}"
     assert (boundary.calls, boundary.input_tokens, boundary.output_tokens) == (0, 0, 0)
+
+
+class Count(int):
+    """A backend's own int type: a count all the same."""
+
+
+def test_a_count_of_an_int_subclass_is_counted() -> None:
+    boundary = ModelBoundary(Answers(ModelStep(input_tokens=Count(5), output_tokens=Count(2))))
+    asyncio.run(boundary.respond(REQUEST))
+    assert (boundary.calls, boundary.input_tokens, boundary.output_tokens) == (1, 5, 2)
 
 
 def test_a_step_of_as_many_tokens_as_one_call_may_have_is_counted() -> None:

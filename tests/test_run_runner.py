@@ -850,3 +850,40 @@ def build_agent():
     assert not call.success
     assert call.result.startswith("the tool's result cannot be shown: ")
     assert "RuntimeError: no text for you" in call.result
+
+
+def test_the_script_graders_read_is_the_steps_the_replay_answered_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.run import runner
+    from harness.transcript import Conversation
+
+    spec = user_agent(tmp_path, monkeypatch, FAITHFUL_LOOP, "factory")
+    data = fixture(
+        "shared-script",
+        [
+            turn("Echo one", tool_step(call("c1", message="one")), text_step("one done")),
+            turn("Again", text_step("done")),
+        ],
+        {"response_contains": ["done"]},
+    )
+    seen: list[Conversation] = []
+    grade = runner.grade
+
+    def graded(*args: Any) -> Any:
+        seen.append(args[4])
+        return grade(*args)
+
+    monkeypatch.setattr(runner, "grade", graded)
+    report = run(write_suite(tmp_path / "suite", {"s.json": data}), agent=spec)
+    assert report.cases[0].passed, failing(report.cases[0])
+    (conversation,) = seen
+    # Made once, by the backend: what the agent was answered with is the script's own step.
+    answered = [(e.turn, e.step) for e in conversation.exchanges]
+    assert answered == [(0, 0), (0, 1), (1, 0)]
+    for (t, s), answer in zip(answered, conversation.answers, strict=True):
+        assert answer is conversation.script[t][s]
+    assert [[step.text for step in steps] for steps in conversation.script] == [
+        ["", "one done"],
+        ["done"],
+    ]

@@ -280,7 +280,7 @@ class LoopAdapter:
 
     def start(self, context: AgentContext) -> AgentSession:
         session = self._factory(context)
-        if not isinstance(session, AgentSession):
+        if not _is_session(session):
             said = (
                 f"agent factory {self.name!r} returned {type(session).__name__}, "
                 "which has no run_turn(user_input) method"
@@ -293,6 +293,23 @@ class LoopAdapter:
                 )
             raise TypeError(said)
         return session
+
+
+# The classes whose instances are sessions by their class alone (`run_turn` defined on
+# the class): a protocol's isinstance check walks its members on every call, costly
+# beside an own loop's case, for an answer that is the same for every case of a run.
+_SESSION_CLASSES: set[type] = set()
+
+
+def _is_session(value: object) -> bool:
+    kind = type(value)
+    if kind in _SESSION_CLASSES:
+        return True
+    if not isinstance(value, AgentSession):
+        return False
+    if getattr(kind, "run_turn", None) is not None:
+        _SESSION_CLASSES.add(kind)
+    return True
 
 
 # How long a session's `aclose` may take (an MCP server's cleanup is bounded by its own

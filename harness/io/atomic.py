@@ -154,6 +154,9 @@ def _fixture_name(report: Path, suite: Path) -> bool:
         return False
 
 
+_SPOOL_BUFFER = 1 << 16
+
+
 class Spool:
     """What a report holds of every case, written out as the cases finish rather than held:
     an anonymous temporary file (gone with the process, however it ends), copied into the
@@ -167,7 +170,10 @@ class Spool:
     def write(self, data: bytes) -> None:
         if self._handle is None:
             # Beside the report when it has a place: the same file system it is copied to.
-            self._handle = tempfile.TemporaryFile(dir=self.directory)  # noqa: SIM115 (kept open)
+            # A buffer of many cases: one write a case is a system call every case or two.
+            self._handle = tempfile.TemporaryFile(  # noqa: SIM115 (kept open)
+                dir=self.directory, buffering=_SPOOL_BUFFER
+            )
         self._handle.write(data)
         self.size += len(data)
 

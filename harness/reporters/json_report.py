@@ -172,7 +172,8 @@ class LastRun(Reporter):
                     prefix=".transcripts-", suffix=".partial", dir=self._folder
                 )
                 self._staged = Path(name)
-            self._handle = os.fdopen(fd, "wb")
+            # A buffer of many cases' lines: what is staged is discarded unless put in place.
+            self._handle = os.fdopen(fd, "wb", buffering=1 << 16)
             os.fchmod(fd, FILE_MODE)
         except (OSError, ReportWriteError) as exc:
             self._discard()

@@ -27,12 +27,15 @@ class ReplayBackend:
 
     def __init__(self, trace: LlmTrace) -> None:
         self._case = trace.case_id
+        # Every turn's scripted steps as the model boundary's steps, made once: the
+        # conversation graders read holds the same (`runner.conversation_of`).
+        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(
+            tuple(to_step(step.response) for step in turn.steps or ()) for turn in trace.turns
+        )
         # Each turn's steps not yet taken: (index in the turn, agent named, step).
         self._queues: list[deque[_Scripted]] = [
-            deque(
-                (i, step.agent, to_step(step.response)) for i, step in enumerate(turn.steps or ())
-            )
-            for turn in trace.turns
+            deque((i, step.agent, steps[i]) for i, step in enumerate(turn.steps or ()))
+            for turn, steps in zip(trace.turns, self.script, strict=True)
         ]
         # The turns scripted with no steps: a case may script one only for a guardrail it
         # names to stop the turn before the model is asked; a request in one means it did not.

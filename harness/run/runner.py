@@ -43,7 +43,13 @@ from harness.expectations.registry import grade
 from harness.fixtures.schema import LlmTrace
 from harness.fixtures.suite import Case, FixtureChanged, display_path
 from harness.io.json_paths import line_of
-from harness.model_boundary import Divergence, ModelBackend, ModelBoundary, ProviderFailure
+from harness.model_boundary import (
+    Divergence,
+    ModelBackend,
+    ModelBoundary,
+    ModelStep,
+    ProviderFailure,
+)
 from harness.modes import Mode
 from harness.run.error_frames import error_frames
 from harness.run.replay import ReplayBackend, to_step
@@ -169,6 +175,8 @@ class CaseProgress:
         # Set by a watchdog that keeps the phases' clocks (else each phase has a timer).
         self.watched: WatchedDeadline | None = None
         self.session: Any = None  # the agent's session, once started (closed at the end)
+        # The trace's script as model steps, when the replay backend made them already.
+        self.script: tuple[tuple[ModelStep, ...], ...] | None = None
 
     def allowance(self, timeout: float) -> float:
         """Seconds the phase starting now may take: its own timeout, or what is left of the
@@ -298,9 +306,12 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     tools = plan.adapter.tools()
     registry = ToolRegistry.of(tools if usable is None else [t for t in tools if usable(t.name)])
     transcript = Transcript(registry)
-    backend = plan.backend(case)
+    # The replay backend from the trace at hand, not the case's read again.
+    backend = ReplayBackend(trace) if plan.backend is replay_backend else plan.backend(case)
+    script = None
     if isinstance(backend, ReplayBackend):
         backend.on_take = transcript.answered_by
+        script = backend.script
     boundary = ModelBoundary(
         backend,
         keep_steps=plan.mode == "live",
@@ -321,7 +332,9 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     )
     if plan.prepare is not None:
         plan.prepare(case, context)
-    return CaseProgress(case, trace, fixture, context, transcript, plan.case_wall_clock)
+    progress = CaseProgress(case, trace, fixture, context, transcript, plan.case_wall_clock)
+    progress.script = script
+    return progress
 
 
 async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
@@ -406,9 +419,12 @@ def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
     """The conversation of the run: what the agent sent and, in replay, what the script
     implies it should have."""
     turns = progress.trace.turns
+    script = progress.script
+    if script is None:
+        script = tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns)
     return Conversation(
         user_inputs=tuple(t.user_input for t in turns),
-        script=tuple(tuple(to_step(s.response) for s in (t.steps or ())) for t in turns),
+        script=script,
         exchanges=tuple(progress.transcript.exchanges),
         calls=tuple(progress.context.tools.calls),
         scripted=plan.mode == "replay",

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from harness.errors import HarnessError, UsageError
 from harness.io.files import why
@@ -171,9 +171,10 @@ class Spool:
         if self._handle is None:
             # Beside the report when it has a place: the same file system it is copied to.
             # A buffer of many cases: one write a case is a system call every case or two.
-            self._handle = tempfile.TemporaryFile(  # noqa: SIM115 (kept open)
-                dir=self.directory, buffering=_SPOOL_BUFFER
+            handle = tempfile.TemporaryFile(  # noqa: SIM115 (kept open)
+                "w+b", _SPOOL_BUFFER, dir=self.directory
             )
+            self._handle = cast(BinaryIO, handle)  # binary: the stubs lose it with a buffer
         self._handle.write(data)
         self.size += len(data)
 

@@ -887,3 +887,30 @@ def test_the_script_graders_read_is_the_steps_the_replay_answered_with(
         ["", "one done"],
         ["done"],
     ]
+
+
+@WATCHED_ONLY
+def test_a_case_s_start_and_turns_share_one_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One scope a case, its phases moving its due time: not a timeout entered and left
+    # for the start and again for every turn.
+    import asyncio
+
+    spec = user_agent(tmp_path, monkeypatch, FAITHFUL_LOOP, "factory")
+    entered: list[float | None] = []
+    real = asyncio.Timeout.__aenter__
+
+    async def aenter(self: asyncio.Timeout) -> asyncio.Timeout:
+        entered.append(self.when())
+        return await real(self)
+
+    monkeypatch.setattr(asyncio.Timeout, "__aenter__", aenter)
+    data = fixture(
+        "three-turns",
+        [turn("one", text_step("a")), turn("two", text_step("b")), turn("three", text_step("c"))],
+        {"response_contains": ["c"]},
+    )
+    report = run(write_suite(tmp_path / "suite", {"t.json": data}), agent=spec)
+    assert report.cases[0].passed, failing(report.cases[0])
+    assert entered == [None]  # and no timer: the watchdog keeps its clock

@@ -4,6 +4,7 @@ TimeoutError; a watched one expired by its watching thread, with no timer on the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -198,3 +199,118 @@ def test_an_expiry_that_arrives_after_its_phase_ended_expires_nothing() -> None:
         return await deadline.within(10, asyncio.sleep(0.05, result="second"))
 
     assert run(main()) == "second"
+
+
+# --- phases one after another in one scope (`over`, `start`, `stop`) --------------------
+
+
+async def _phase(deadline: WatchedDeadline, seconds: float, work: Any) -> Any:
+    deadline.start(seconds)
+    result = await work
+    deadline.stop()
+    return result
+
+
+@WATCHED_ONLY
+def test_phases_in_one_scope_each_end_in_time_and_only_they_are_bounded() -> None:
+    async def main() -> list[Any]:
+        deadline = DeadlineWatch().deadline()
+        seen: list[Any] = []
+
+        async def phases() -> str:
+            seen.append(await _phase(deadline, 10, asyncio.sleep(0, result="first")))
+            seen.append(deadline.due)  # between phases nothing is due
+            seen.append(await _phase(deadline, 10, asyncio.sleep(0, result="second")))
+            return "done"
+
+        seen.append(await deadline.over(phases()))
+        return seen
+
+    assert run(main()) == ["first", math.inf, "second", "done"]
+
+
+@WATCHED_ONLY
+def test_a_phase_of_a_scope_that_runs_out_is_the_deadline() -> None:
+    cancelled: list[bool] = []
+
+    async def main() -> None:
+        deadline = DeadlineWatch().deadline()
+
+        async def phases() -> None:
+            await _phase(deadline, 10, asyncio.sleep(0))
+
+            async def expired() -> None:
+                deadline.expire_if_due(math.inf)
+                await _slow(cancelled)
+
+            await _phase(deadline, 10, expired())
+
+        await deadline.over(phases())
+
+    with pytest.raises(DeadlineExceeded):
+        run(main())
+    assert cancelled == [True]
+
+
+@WATCHED_ONLY
+def test_a_phase_that_swallows_its_expiry_and_finishes_is_still_too_late() -> None:
+    async def main() -> None:
+        deadline = DeadlineWatch().deadline()
+
+        async def stubborn() -> str:
+            deadline.expire_if_due(math.inf)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(30)
+            return "late"
+
+        async def phases() -> None:
+            await _phase(deadline, 10, stubborn())
+            raise AssertionError("the next phase never starts")
+
+        await deadline.over(phases())
+
+    with pytest.raises(DeadlineExceeded):
+        run(main())
+
+
+@WATCHED_ONLY
+def test_an_expiry_of_a_scoped_phase_landing_after_it_ended_expires_nothing() -> None:
+    async def main() -> str:
+        deadline = DeadlineWatch().deadline()
+
+        async def quick() -> str:
+            # Found due by the watcher; its expiry reaches the loop once the phase is over.
+            assert deadline.expire_if_due(deadline.due) == math.inf
+            return "first"
+
+        async def expired_then_finished() -> str:
+            # Expired on the loop (its cancellation not yet made) as the phase ends.
+            deadline.expire_if_due(math.inf)
+            deadline._expire(deadline._current)  # type: ignore[arg-type]
+            return "second"
+
+        async def phases() -> str:
+            assert await _phase(deadline, 10, quick()) == "first"
+            assert await _phase(deadline, 10, expired_then_finished()) == "second"
+            return await _phase(deadline, 10, asyncio.sleep(0.05, result="third"))
+
+        return await deadline.over(phases())
+
+    assert run(main()) == "third"
+
+
+def test_a_scope_tells_a_phases_own_timeout_error() -> None:
+    async def main() -> None:
+        deadline = DeadlineWatch().deadline()
+
+        async def raises() -> None:
+            raise TimeoutError("the agent's own")
+
+        async def phases() -> None:
+            await _phase(deadline, 10, raises())
+
+        await deadline.over(phases())
+
+    with pytest.raises(TimeoutError, match="the agent's own") as caught:
+        run(main())
+    assert not isinstance(caught.value, DeadlineExceeded)

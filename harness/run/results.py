@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from harness.expectations.base import Grade
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, display_path
+from harness.run.progress import internal_error
 from harness.run.repeats import combine, runs_of
-from harness.run.runner import CasePlan, internal_error, sealed
+from harness.run.runner import CasePlan, sealed
 from harness.verdict.kept import SCORES, KeptCases
 from harness.verdict.reports import CaseReport
 

@@ -31,18 +31,10 @@ from harness.errors import RAISED_BY_AGENT_CODE
 from harness.fixtures.suite import Case, display_path
 from harness.run.pool_worker import Item, worker_spec
 from harness.run.process_pool import PoolUnavailable, WorkerPool, start_fork_server
+from harness.run.progress import CaseProgress, errored_report, internal_error
 from harness.run.results import OnCase, Unit
 from harness.run.results import Results as _Results
-from harness.run.runner import (
-    CasePlan,
-    CaseProgress,
-    Jobs,
-    errored_report,
-    internal_error,
-    jobs_of,
-    run_case,
-    start_case,
-)
+from harness.run.runner import CasePlan, Jobs, jobs_of, run_case, start_case
 from harness.runtime import event_loop
 from harness.runtime.collector import heap_frozen
 from harness.runtime.deadline import DeadlineWatch, WatchedDeadline

@@ -56,6 +56,13 @@ class _Phase(Protocol):
 
     def reschedule(self, when: float | None) -> None: ...
 
+    def when(self) -> float | None: ...
+
+
+# A watched phase: its scope, its loop and its due time (`time.monotonic()`). A type for
+# the checker only: asyncio is not imported here (see above).
+_Current = tuple[_Phase, "asyncio.AbstractEventLoop", float]
+
 
 async def _bounded(
     timeout: _Phase, work: Awaitable[T], entered: Callable[[], None] | None = None
@@ -84,14 +91,20 @@ class WatchedDeadline:
     a replayed case's seventy-odd turns of the loop that is about one percent of the case,
     for a timer that almost never fires. The runner's watchdog looks at every case in
     flight anyway, so it keeps these clocks instead. `on_start` hears each phase's due
-    time (`time.monotonic()`) as it starts."""
+    time (`time.monotonic()`) as it starts.
+
+    Phases one after another in one await (a case's start and its turns) share one scope:
+    `over(work)` enters it once, and each phase inside is `start(seconds)` … `stop()`,
+    which only move the due time, instead of a timeout entered and left for each."""
 
     def __init__(self, on_start: Callable[[float], None] | None = None) -> None:
         self._on_start = on_start
         # The phase in progress, its loop and its due time, as one value: the watching
-        # thread reads it while the loop's thread may be moving on to the next phase.
-        self._current: tuple[_Phase, asyncio.AbstractEventLoop, float] | None = None
-        self._expired: _Phase | None = None  # the phase last expired
+        # thread reads it while the loop's thread may be moving on to the next phase (the
+        # value is new for each phase, and it is what names the phase).
+        self._current: _Current | None = None
+        self._expired: _Current | None = None  # the phase last expired
+        self._scope: tuple[_Phase, asyncio.AbstractEventLoop] | None = None  # `over`'s
 
     async def within(self, seconds: float, work: Awaitable[T]) -> T:
         import asyncio
@@ -112,6 +125,44 @@ class WatchedDeadline:
         finally:
             self._current = None
 
+    async def over(self, work: Awaitable[T]) -> T:
+        """`await work`, whose phases (`start` … `stop`) are bounded in one scope; outside
+        them nothing is. `DeadlineExceeded` when a phase ran out. Python 3.11+ (asyncio's
+        `timeout`): on 3.10 each phase is a `within` of its own."""
+        if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 only
+            raise RuntimeError("one scope for phases needs Python 3.11")
+        import asyncio
+
+        # No expiry of its own: `expire_if_due` gives it one while a phase is due.
+        timeout = asyncio.timeout(None)
+        self._scope = (timeout, asyncio.get_running_loop())
+        try:
+            return await _bounded(timeout, work)
+        finally:
+            self._scope = self._current = None
+
+    def start(self, seconds: float) -> None:
+        """A phase of `over`'s work starts now, due in `seconds`."""
+        assert self._scope is not None, "a phase outside `over`"
+        timeout, loop = self._scope
+        due = time.monotonic() + seconds
+        self._current = (timeout, loop, due)
+        if self._on_start is not None:
+            self._on_start(due)
+
+    def stop(self) -> None:
+        """The phase in progress is over: `DeadlineExceeded` if it ran out first (its work
+        finished anyway, having swallowed the cancellation), else its expiry, if the
+        watcher gave it one just now, is called off, as leaving its own scope would."""
+        current, self._current = self._current, None
+        if current is None:
+            return
+        timeout = current[0]
+        if timeout.expired():
+            raise DeadlineExceeded
+        if timeout.when() is not None:  # expired by the watcher, its cancellation not yet made
+            timeout.reschedule(None)
+
     @property
     def due(self) -> float:
         """When the phase in progress ends (`time.monotonic()`); inf: none in progress."""
@@ -123,22 +174,22 @@ class WatchedDeadline:
         time. When the watcher needs to look again: that time (inf: no phase in progress,
         or it is expired already)."""
         current = self._current
-        if current is None or current[0] is self._expired:
+        if current is None or current is self._expired:
             return math.inf
-        phase, loop, due = current
+        _, loop, due = current
         if now < due:
             return due
-        self._expired = phase
+        self._expired = current
         # A loop closed meanwhile has nothing left to expire.
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._expire, phase, loop)
+            loop.call_soon_threadsafe(self._expire, current)
         return math.inf
 
-    def _expire(self, phase: _Phase, loop: asyncio.AbstractEventLoop) -> None:
+    def _expire(self, phase: _Current) -> None:
         # On the loop's thread, where the phase may have ended since the watcher looked.
-        current = self._current
-        if current is not None and current[0] is phase:
-            phase.reschedule(loop.time())
+        if self._current is phase:
+            timeout, loop, _ = phase
+            timeout.reschedule(loop.time())
 
 
 class DeadlineWatch:

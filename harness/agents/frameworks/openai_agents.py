@@ -57,6 +57,7 @@ from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
 from harness.agents.sdk_mcp import CaseServers, servers_of
 from harness.agents.sdk_mcp import list_tools as mcp_tools
 from harness.agents.sdk_runs import case_running, install
+from harness.agents.sdk_settings import settings_json
 from harness.agents.structured_output import output_text
 from harness.errors import HarnessError
 from harness.model_boundary import (
@@ -323,7 +324,7 @@ class HarnessModel(Model):
             # What the SDK resolved from the agent's `instructions` (a dynamic function was
             # called once, by the SDK, with the run context), to reach `messages`.
             declared_instructions=(system_instructions,) if system_instructions else (),
-            settings=_settings(model_settings),
+            settings=settings_json(model_settings),
         )
         try:
             step = await self._boundary.respond(request)
@@ -407,17 +408,6 @@ def _output_schema(schema: AgentOutputSchemaBase | None) -> OutputSchema | None:
     return OutputSchema(
         name="final_output", schema=schema.json_schema(), strict=schema.is_strict_json_schema()
     )
-
-
-def _settings(settings: ModelSettings) -> dict[str, Any]:
-    """The model settings the SDK sends, as it traces them (its set fields, as JSON): not
-    the provider extras (headers, query, body), where a key could be."""
-    return _present(settings.to_traceable_dict())
-
-
-def _present(value: dict[str, Any]) -> dict[str, Any]:
-    """`value` without its unset (None) fields, a nested object's (`reasoning`) too."""
-    return {k: _present(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None}
 
 
 def _unparsed_answer(text: str, schema: AgentOutputSchemaBase) -> str | None:

@@ -1,0 +1,81 @@
+"""`harness.agents.sdk_settings`: the model settings of an SDK request as the boundary keeps
+them, made once for each value of the settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+
+from agents import ModelSettings
+from openai.types.shared import Reasoning
+
+from harness.agents import sdk_settings
+from harness.agents.sdk_settings import settings_json
+
+
+def _traced(settings: ModelSettings) -> dict[str, Any]:
+    """What the SDK traces of them, unset fields left out: what the boundary must keep."""
+    return sdk_settings._present(settings.to_traceable_dict())
+
+
+SETTINGS = [
+    ModelSettings(),
+    ModelSettings(temperature=1),  # an int the SDK sends as 1.0
+    ModelSettings(temperature=1.0),
+    ModelSettings(temperature=-0.0),
+    ModelSettings(temperature=0.0),
+    ModelSettings(max_tokens=True),  # a bool the SDK sends as 1
+    ModelSettings(max_tokens=1),
+    ModelSettings(temperature=0.2, top_p=0.9, tool_choice="auto", parallel_tool_calls=False),
+    ModelSettings(reasoning=Reasoning(effort="low"), metadata={"team": "a"}),
+    ModelSettings(extra_headers={"Authorization": "never traced"}),
+]
+
+
+def test_each_value_is_what_the_sdk_traces_however_the_values_before_it_were_met() -> None:
+    # Twice round, so the second time every value is met with the others already made:
+    # values equal in Python (1, 1.0, True; -0.0, 0.0) must not be taken for each other.
+    for settings in [*SETTINGS, *reversed(SETTINGS)]:
+        made = settings_json(settings)
+        assert made == _traced(settings)
+        assert [type(v) for v in made.values()] == [type(v) for v in _traced(settings).values()]
+        assert repr(made) == repr(_traced(settings))
+
+
+def test_a_value_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[ModelSettings] = []
+    real = ModelSettings.to_traceable_dict
+
+    def counted(self: ModelSettings) -> dict[str, Any]:
+        made.append(self)
+        return real(self)
+
+    monkeypatch.setattr(ModelSettings, "to_traceable_dict", counted)
+    monkeypatch.setattr(sdk_settings, "_made", {})
+    for _ in range(3):  # a fresh object each request, as the SDK resolves them
+        assert settings_json(ModelSettings(temperature=0.3, max_tokens=64)) == {
+            "temperature": 0.3,
+            "max_tokens": 64,
+        }
+    assert len(made) == 1
+    # A value a key cannot hold for certain (a dict) is serialised each time.
+    for _ in range(2):
+        settings_json(ModelSettings(metadata={"team": "a"}))
+    assert len(made) == 3
+
+
+def test_each_request_gets_a_dict_of_its_own() -> None:
+    first = settings_json(ModelSettings(temperature=0.7))
+    first["temperature"] = 2.0
+    first["injected"] = True
+    assert settings_json(ModelSettings(temperature=0.7)) == {"temperature": 0.7}
+
+
+def test_the_values_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sdk_settings, "_made", {})
+    for tokens in range(1, 200):
+        assert settings_json(ModelSettings(max_tokens=tokens)) == {"max_tokens": tokens}
+    assert len(sdk_settings._made) <= sdk_settings._KEPT

@@ -43,6 +43,7 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 
 from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
 from harness.agents.sdk_approvals import resumed
+from harness.agents.sdk_cache import built_in_agent, settings_json
 from harness.agents.sdk_graph import (
     ACTIVE_AGENT,
     GraphCopy,
@@ -57,7 +58,6 @@ from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
 from harness.agents.sdk_mcp import CaseServers, servers_of
 from harness.agents.sdk_mcp import list_tools as mcp_tools
 from harness.agents.sdk_runs import case_running, install
-from harness.agents.sdk_settings import settings_json
 from harness.agents.structured_output import output_text
 from harness.errors import HarnessError
 from harness.model_boundary import (
@@ -105,10 +105,10 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         registry = context.tools
         if self._factory is None:
             model = HarnessModel(context.model)
-            agent: Agent[Any] = Agent(
-                name=f"zeroclaw-eval:{context.case_id}",
-                model=model,
-                tools=[_function_tool(tool, registry) for tool in registry.tools.values()],
+            agent = built_in_agent(
+                f"zeroclaw-eval:{context.case_id}",
+                model,
+                [_function_tool(tool, registry) for tool in registry.tools.values()],
             )
             return _Session(agent, _RUN_CONFIG, context, model, None).within(context)
         user = self.build()

@@ -1,5 +1,6 @@
-"""`harness.agents.sdk_settings`: the model settings of an SDK request as the boundary keeps
-them, made once for each value of the settings."""
+"""`harness.agents.sdk_cache`: the model settings of an SDK request as the boundary keeps
+them, made once for each value of the settings; the built-in agent, copied from one built
+once."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 from agents import ModelSettings
 from openai.types.shared import Reasoning
 
-from harness.agents import sdk_settings
-from harness.agents.sdk_settings import settings_json
+from harness.agents import sdk_cache
+from harness.agents.sdk_cache import settings_json
 
 
 def _traced(settings: ModelSettings) -> dict[str, Any]:
     """What the SDK traces of them, unset fields left out: what the boundary must keep."""
-    return sdk_settings._present(settings.to_traceable_dict())
+    return sdk_cache._present(settings.to_traceable_dict())
 
 
 SETTINGS = [
@@ -54,7 +55,7 @@ def test_a_value_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(self)
 
     monkeypatch.setattr(ModelSettings, "to_traceable_dict", counted)
-    monkeypatch.setattr(sdk_settings, "_made", {})
+    monkeypatch.setattr(sdk_cache, "_made", {})
     for _ in range(3):  # a fresh object each request, as the SDK resolves them
         assert settings_json(ModelSettings(temperature=0.3, max_tokens=64)) == {
             "temperature": 0.3,
@@ -75,7 +76,46 @@ def test_each_request_gets_a_dict_of_its_own() -> None:
 
 
 def test_the_values_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sdk_settings, "_made", {})
+    monkeypatch.setattr(sdk_cache, "_made", {})
     for tokens in range(1, 200):
         assert settings_json(ModelSettings(max_tokens=tokens)) == {"max_tokens": tokens}
-    assert len(sdk_settings._made) <= sdk_settings._KEPT
+    assert len(sdk_cache._made) <= sdk_cache._KEPT
+
+
+def test_the_built_in_agent_is_what_building_it_makes_with_lists_of_its_own() -> None:
+    import dataclasses
+
+    from agents import Agent, FunctionTool
+
+    from harness.agents.frameworks.openai_agents import HarnessModel
+    from harness.agents.sdk_cache import built_in_agent
+    from harness.model_boundary import ModelBoundary, ModelRequest, ModelStep
+
+    class Silent:
+        async def respond(self, request: ModelRequest) -> ModelStep:
+            raise AssertionError("no model is asked")
+
+    async def invoke(_context: Any, arguments: str) -> str:
+        return arguments
+
+    def tools() -> list[Any]:
+        return [FunctionTool("echo", "Echo it.", {"type": "object"}, invoke)]
+
+    made = []
+    for case in ("first", "second"):
+        model = HarnessModel(ModelBoundary(Silent()))
+        listed = tools()
+        agent = built_in_agent(f"zeroclaw-eval:{case}", model, listed)
+        fresh = Agent(name=f"zeroclaw-eval:{case}", model=model, tools=listed)
+        for field in dataclasses.fields(Agent):
+            assert getattr(agent, field.name) == getattr(fresh, field.name), field.name
+        assert agent.model is model and agent.tools is listed
+        made.append(agent)
+    first, second = made
+    for field in dataclasses.fields(Agent):
+        value = getattr(first, field.name)
+        if isinstance(value, (list, dict, ModelSettings)):
+            assert value is not getattr(second, field.name), field.name
+    first.handoffs.append(second)
+    first.model_settings.temperature = 0.9
+    assert second.handoffs == [] and second.model_settings.temperature is None

@@ -1,17 +1,21 @@
-"""The model settings an OpenAI Agents SDK request is sent with, as the model boundary keeps
-them (`ModelRequest.settings`): the SDK's traceable fields that are set, as JSON.
+"""What the OpenAI Agents SDK adapter would make again for every case or request, made once:
+the built-in agent, and the model settings a request is sent with as the model boundary keeps
+them (`ModelRequest.settings`: the SDK's traceable fields that are set, as JSON).
 
-The SDK serialises them through a pydantic `TypeAdapter` it builds on every call, which costs
-more than the rest of a replayed request; the settings of a run seldom change, so each
-distinct value is serialised once and every request gets a copy of its own."""
+Building an SDK `Agent` evaluates its dataclass's type hints again (a third of a replayed
+case's own cost), and the SDK serialises settings through a pydantic `TypeAdapter` it builds
+on every call (more than the rest of a replayed request). A case's built-in agent is a copy
+of one built once, with lists of its own; each distinct value of the settings is serialised
+once, and every request gets a dict of its own."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
 import agents.model_settings
-from agents import ModelSettings
+from agents import Agent, Model, ModelSettings, Tool
 
 # The fields the SDK traces (its own list: a private name, so every field when it is gone).
 _TRACED: tuple[str, ...] | None = getattr(
@@ -69,3 +73,31 @@ def _key(settings: ModelSettings) -> tuple[Any, ...] | None:
 def _present(value: dict[str, Any]) -> dict[str, Any]:
     """`value` without its unset (None) fields, a nested object's (`reasoning`) too."""
     return {k: _present(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None}
+
+
+# For each model type: the agent built once, and its fields holding a list, a dict or
+# settings, which each copy gets a copy of (a fresh agent's are its own).
+_built: dict[type[Model], tuple[Agent[Any], tuple[str, ...]]] = {}
+
+
+def built_in_agent(name: str, model: Model, tools: list[Tool]) -> Agent[Any]:
+    """`Agent(name=name, model=model, tools=tools)`, as a copy of one built once for the
+    model's type: every field as a fresh one would have it, each list or dict of its own."""
+    kind = type(model)
+    built = _built.get(kind)
+    if built is None:
+        template: Agent[Any] = Agent(name=name, model=model, tools=[])
+        owned = tuple(
+            field.name
+            for field in dataclasses.fields(template)
+            if isinstance(getattr(template, field.name), (list, dict, ModelSettings))
+        )
+        # It keeps no case's model (and through it the case's boundary) alive.
+        template.model = None
+        built = _built[kind] = (template, owned)
+    template, owned = built
+    agent = copy.copy(template)
+    for field in owned:
+        setattr(agent, field, copy.copy(getattr(template, field)))
+    agent.name, agent.model, agent.tools = name, model, tools
+    return agent

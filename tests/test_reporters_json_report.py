@@ -16,6 +16,7 @@ from conftest import (
     green_project,
     greeting_fixture,
     passing_report,
+    red_project,
     suite_report,
     write_suite,
 )
@@ -248,3 +249,30 @@ def test_the_state_folder_keeps_its_own_gitignore(tmp_path: Path, run_cli: Cli) 
     assert run_cli("eval", "run", cwd=root).returncode == 0
     assert (root / ".zeroclaw-eval" / ".gitignore").read_text() == "last-report.json\n"
     assert json.loads((root / ".zeroclaw-eval" / "last-report.json").read_bytes())["cases"]
+
+
+def test_a_case_is_formatted_once_for_the_json_report_and_the_last_run_kept(
+    tmp_path: Path, run_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.reporters import json_report
+
+    encoded: list[str] = []
+    real = json_report.encoded_json
+
+    def counted(value: object) -> bytes:
+        if isinstance(value, CaseReport):
+            encoded.append(value.id)
+        return real(value)
+
+    monkeypatch.setattr(json_report, "encoded_json", counted)
+    root = red_project(tmp_path)
+    result = run_cli("eval", "run", "--json-report", "r.json", cwd=root)
+    assert result.returncode == 1, result.stderr
+    ids = [c["id"] for c in json.loads((root / "r.json").read_text("utf-8"))["cases"]]
+    assert len(ids) == 3 and sorted(encoded) == sorted(ids)  # once each, for both reports
+
+    def cases_of(report: bytes) -> bytes:
+        return report.split(b'\n  "cases": [\n', 1)[1].split(b"\n  ],\n", 1)[0]
+
+    last = (root / ".zeroclaw-eval" / "last-report.json").read_bytes()
+    assert cases_of(last) == cases_of((root / "r.json").read_bytes())

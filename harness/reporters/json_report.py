@@ -96,7 +96,29 @@ def inert_json(encoded: bytes) -> bytes:
 # Where the cases go in the document rendered without them: the one key at the top level
 # that holds a list (every nested key is indented further, no string holds a raw newline).
 _NO_CASES = b'\n  "cases": [],\n'
-_CASE_INDENT = b"    "
+# A case formatted two lists deep is indented as the document's cases are: what the format
+# puts around it (`[`, `  [`, and their ends) is cut off, the case's own indent kept.
+_AROUND_CASE = (len(b"[\n  [\n"), len(b"\n  ]\n]"))
+
+
+def case_part(case: CaseReport) -> bytes:
+    """`case` as the JSON report's cases list holds it, formatted and indented. The last
+    case's part is kept: the report for `show` and `--json-report` each write the case,
+    and the case is formatted once for both."""
+    global _last_part
+    last = _last_part
+    if last is not None and last[0] is case:
+        return last[1]
+    import msgspec
+
+    head, tail = _AROUND_CASE
+    formatted = msgspec.json.format(b"[[" + encoded_json(case) + b"]]", indent=2)
+    part = inert_json(formatted[head:-tail])
+    _last_part = (case, part)
+    return part
+
+
+_last_part: tuple[CaseReport, bytes] | None = None
 
 
 class JsonCases:
@@ -113,12 +135,7 @@ class JsonCases:
         pass  # a case's JSON does not name them
 
     def add(self, case: CaseReport) -> None:
-        import msgspec
-
-        from harness.reporters.streamed import indented
-
-        part = inert_json(msgspec.json.format(encoded_json(case), indent=2))
-        self._cases.append(indented(part, _CASE_INDENT))
+        self._cases.append(case_part(case))
 
     def parts(self, report: SuiteReport) -> Sequence[Part]:
         empty = _render(report, self.transcripts, [])

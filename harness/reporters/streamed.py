@@ -99,11 +99,6 @@ class Streamed:
             self._cases.close()
 
 
-def indented(part: bytes, prefix: bytes) -> bytes:
-    """A formatted part (no raw newline inside a string) moved right by `prefix`."""
-    return prefix + part.replace(b"\n", b"\n" + prefix)
-
-
 class SpooledList:
     """Parts joined by a separator in one spool: the cases of a list in a document."""
 

@@ -12,10 +12,12 @@ snapshots runs as before until they are taken."""
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 import os
 import re
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,26 +80,37 @@ class SnapshotPlan:
         a hint: a snapshot not listed is looked up by name as always, and the open file is
         checked whatever the listing said. Not pickled with the plan."""
         where, name = os.path.split(fixture)
-        listed: dict[str, tuple[str, frozenset[str]]] = self.__dict__.setdefault("_listed", {})
+        listed: dict[str, tuple[str, array[int]]] = self.__dict__.setdefault("_listed", {})
         known = listed.get(where)
         if known is None:
             folder = os.path.join(where, SNAPSHOT_DIR, self.folder)
             known = listed[where] = (folder, _regular_files(folder))
         file = _stem(name) + SUFFIX
         # A name (no separator in it) joined to a folder that ends in none: `os.path.join`'s.
-        return f"{known[0]}{os.sep}{file}", file in known[1]
+        return f"{known[0]}{os.sep}{file}", _holds(known[1], file)
 
     def __getstate__(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if k != "_listed"}
 
 
-def _regular_files(folder: str) -> frozenset[str]:
-    """The names of the regular files in `folder` (none: there is no such folder)."""
+def _regular_files(folder: str) -> array[int]:
+    """The regular files in `folder` (none: there is no such folder), as the sorted hashes
+    of their names: eight bytes a snapshot, where a set of 50,000 names held 5 MB for the
+    whole run. Only a hint: a name sharing another's hash is read as a listed one is, and
+    the open file is checked all the same."""
     try:
         with os.scandir(folder) as entries:
-            return frozenset(e.name for e in entries if e.is_file(follow_symlinks=False))
+            return array(
+                "q", sorted(hash(e.name) for e in entries if e.is_file(follow_symlinks=False))
+            )
     except OSError:
-        return frozenset()
+        return array("q")
+
+
+def _holds(hashes: array[int], name: str) -> bool:
+    key = hash(name)
+    at = bisect.bisect_left(hashes, key)
+    return at < len(hashes) and hashes[at] == key
 
 
 def _stem(name: str) -> str:

@@ -56,10 +56,14 @@ def medians(rounds: int) -> dict[str, float]:
     commands = _commands()
     path = {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     times: dict[str, list[float]] = {name: [] for name in commands}
-    with tempfile.TemporaryDirectory(prefix="zeroclaw-startup-") as cache:
+    with (
+        tempfile.TemporaryDirectory(prefix="zeroclaw-startup-") as cache,
+        tempfile.TemporaryDirectory(prefix="zeroclaw-startup-none-") as none,
+    ):
         # An empty PYTHONDONTWRITEBYTECODE is unset, for Python.
         installed = {**path, "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": cache}
-        compiling = {**path, "PYTHONDONTWRITEBYTECODE": "1"}
+        # Bytecode neither written nor found (a cache that stays empty): every module compiled.
+        compiling = {**path, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": none}
         for round_ in range(rounds + 1):
             for name, argv in commands.items():
                 env = compiling if name == COMPILING else installed

@@ -96,11 +96,7 @@ def _fork_server_from_here() -> bool:
     from multiprocessing import connection, forkserver, util
 
     server: Any = forkserver._forkserver
-    known = all(
-        hasattr(server, name)
-        for name in ("_forkserver_pid", "_forkserver_address", "_forkserver_alive_fd")
-    )
-    if not (known and _FORKABLE and threading.active_count() == 1):
+    if not _forkable(server, "_forkserver_pid", "_forkserver_address", "_forkserver_alive_fd"):
         return False
     if server._forkserver_pid is not None and not os.waitpid(server._forkserver_pid, os.WNOHANG)[0]:
         return True  # running already
@@ -133,6 +129,14 @@ def _fork_server_from_here() -> bool:
     return True
 
 
+def _forkable(state: object, *names: str) -> bool:
+    """Whether a multiprocessing helper may be forked from here: its private state is the
+    one this knows (`names`), on a platform whose helpers this knows, while this process
+    has no other thread (a fork copies none, and a lock one held stays held)."""
+    known = all(hasattr(state, name) for name in names)
+    return known and _FORKABLE and threading.active_count() == 1
+
+
 def _tracker_from_here() -> bool:
     """Start multiprocessing's resource tracker (which the fork server is handed) as a fork
     of this process, not a fresh interpreter: that costs every run with workers 30 ms of
@@ -142,8 +146,7 @@ def _tracker_from_here() -> bool:
     from multiprocessing import resource_tracker
 
     tracker: Any = resource_tracker._resource_tracker
-    known = all(hasattr(tracker, name) for name in ("_fd", "_pid", "_lock"))
-    if not (known and _FORKABLE and threading.active_count() == 1):
+    if not _forkable(tracker, "_fd", "_pid", "_lock"):
         return False
     if tracker._fd is not None:
         return True  # running already (or found dead, and started again, by its own code)

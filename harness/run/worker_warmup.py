@@ -3,6 +3,8 @@ built-in agent whose framework the server loaded, so the set-up a framework does
 its first run (schemas, validators, type hints read from annotations) is done once, in the
 server, and every worker forked from it starts warm. Without it each worker spent its first
 case, a hundred milliseconds or more, on that set-up: on every run, per worker.
+Where the server loaded no framework (an own loop), the case runs through an own loop of
+its own, which warms the harness's path of a case: its caches and lazy imports.
 
 Best effort: a failure here is dropped (the fork server must start, and a worker that is
 not warm is only slower), and `warm` is what tests call to see that it works. The server
@@ -47,7 +49,7 @@ FIXTURE = """{
 
 
 # The agents warmed in this process (a worker sees the list of the server it forked from);
-# `HARNESS` for the harness's own path, warmed through an own loop whatever the agent.
+# `HARNESS` for the harness's own path, warmed through an own loop where no framework was.
 WARMED: list[str] = []
 HARNESS = "harness"
 
@@ -127,5 +129,7 @@ def _imported_by_fork_server() -> bool:
 
 if _imported_by_fork_server():
     with contextlib.suppress(Exception):  # a cold worker is only slower
-        warm([*loaded_agents(), HARNESS])
+        # A built-in agent's case runs the harness's own path too: the own loop is
+        # needed only where no framework was loaded.
+        warm(loaded_agents() or [HARNESS])
     _settle()

@@ -5,6 +5,7 @@ order, a nested handoff's summary, and how a violation names the request that br
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Collection, Iterator
 
 from harness.expectations.base import clip, q
@@ -261,63 +262,13 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
     for them this is all grading the loop costs."""
     if not _plain(conversation, rules):
         return False
-    dispatches, results = "dispatches" in rules, "tool_results" in rules
-    history, last_input = "history" in rules, "last_user_input" in rules
-    offered, instructions = "offered_tools" in rules, "instructions" in rules
-    exchanges, calls, script = conversation.exchanges, conversation.calls, conversation.script
-    inputs = conversation.user_inputs
-    kept: list[tuple[str, str]] = []  # the conversation so far, as `history` keeps it
-    turn = -1
-    first: list[str | None] = []  # the first request's system message, when it declares none
-    previous: Exchange | None = None
-    previous_step: ModelStep | None = None
-    previous_ran: tuple[RecordedCall, ...] = ()
+    walk = _PlainWalk(conversation, rules)
+    exchanges, calls = conversation.exchanges, conversation.calls
     count = len(exchanges)
-    # The tools a request offered: their names, and those of its output tools.
-    offer: tuple[object, set[str], set[str]] = (None, set(), set())
     for index, exchange in enumerate(exchanges):
-        request, now = exchange.request, exchange.turn
-        if request.agent is not None or not 0 <= now < min(len(script), len(inputs)):
-            return False
-        steps = script[now]
-        if exchange.step >= len(steps):
-            return False
-        step = steps[exchange.step]
         end = exchanges[index + 1].calls_before if index + 1 < count else len(calls)
-        ran = calls[exchange.calls_before : end]
-        messages, wanted = request.messages, step.tool_calls
-        if wanted and request.tools is not offer[0]:
-            # A loop mostly offers the very same tools request after request.
-            tools = request.tools
-            offer = (tools, {t.name for t in tools}, {t.name for t in tools if t.output})
-        if dispatches and (wanted or ran) and not _dispatched(wanted, ran, offer[2]):
+        if not walk.keeps(exchange, calls[exchange.calls_before : end]):
             return False
-        if offered and wanted and not all(call.name in offer[1] for call in wanted):
-            return False
-        if (
-            results
-            and previous is not None
-            and previous_step is not None
-            and previous.turn == now
-            and previous_step.tool_calls
-            and next(results_problems(previous_step.tool_calls, previous_ran, exchange), None)
-        ):
-            return False
-        if history:
-            for later in range(turn + 1, now + 1):
-                # `final_text`, for a run no tripwire halted.
-                ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
-                if ended is not None and ended.text and not ended.tool_calls:
-                    kept.append(("assistant", ended.text))
-                kept.append(("user", inputs[later]))
-            turn = max(turn, now)
-            if first_missing(kept, messages) is not None:
-                return False
-        if last_input and not _last_input_kept(inputs, now, messages):
-            return False
-        if instructions and not _instructions_kept(request, first):
-            return False
-        previous, previous_step, previous_ran = exchange, step, ran
     return True
 
 
@@ -328,33 +279,177 @@ def _plain(conversation: Conversation, rules: Collection[str]) -> bool:
     return not touched and PLAIN_RULES.issuperset(rules)
 
 
+_NAME = operator.attrgetter("name")
+
+
+class _PlainWalk:
+    """What `plain_conformant` keeps as it goes request by request: the rules it checks,
+    the conversation so far, and what the request before left."""
+
+    def __init__(self, conversation: Conversation, rules: Collection[str]) -> None:
+        self.dispatches, self.results = "dispatches" in rules, "tool_results" in rules
+        self.history, self.last_input = "history" in rules, "last_user_input" in rules
+        self.offered, self.instructions = "offered_tools" in rules, "instructions" in rules
+        self.script, self.inputs = conversation.script, conversation.user_inputs
+        self.kept: list[tuple[str, str]] = []  # the conversation so far, as `history` keeps it
+        self.turn = -1
+        # The messages of the request before, where its history was found, and how many
+        # entries of `kept` it held: a loop's requests mostly grow one from the other.
+        self.seen: tuple[Message, ...] = ()
+        self.position = self.matched = 0
+        self.first: list[
+            str | None
+        ] = []  # the first request's system message, when it declares none
+        self.previous: Exchange | None = None
+        self.previous_step: ModelStep | None = None
+        self.previous_ran: tuple[RecordedCall, ...] = ()
+        # The tools a request offered: their names, and those of its output tools.
+        self.offer: tuple[object, set[str], set[str]] = (None, set(), set())
+        # Per turn, the inputs of the turns before it that differ from its own.
+        self.earlier: dict[int, set[str]] = {}
+
+    def keeps(self, exchange: Exchange, ran: tuple[RecordedCall, ...]) -> bool:
+        """Whether the request of `exchange` (answered by the dispatches `ran`) keeps every
+        rule checked; False too where it is not one a plain run makes."""
+        request, now, script = exchange.request, exchange.turn, self.script
+        if request.agent is not None or not 0 <= now < min(len(script), len(self.inputs)):
+            return False
+        steps = script[now]
+        if exchange.step >= len(steps):
+            return False
+        step = steps[exchange.step]
+        messages, wanted = request.messages, step.tool_calls
+        if wanted and request.tools is not self.offer[0]:
+            # A loop mostly offers the very same tools request after request.
+            tools = request.tools
+            self.offer = (tools, {t.name for t in tools}, {t.name for t in tools if t.output})
+        if self.dispatches and (wanted or ran) and not _dispatched(wanted, ran, self.offer[2]):
+            return False
+        if self.offered and wanted and not self.offer[1].issuperset(map(_NAME, wanted)):
+            return False
+        previous, previous_step = self.previous, self.previous_step
+        if (
+            self.results
+            and previous is not None
+            and previous_step is not None
+            and previous.turn == now
+            and previous_step.tool_calls
+            and not _results_kept(previous_step.tool_calls, self.previous_ran, exchange)
+        ):
+            return False
+        if self.history and not self._history_kept(now, messages):
+            return False
+        if self.last_input and not self._last_input_kept(now, messages):
+            return False
+        if self.instructions and not _instructions_kept(request, self.first):
+            return False
+        self.previous, self.previous_step, self.previous_ran = exchange, step, ran
+        return True
+
+    def _history_kept(self, now: int, messages: tuple[Message, ...]) -> bool:
+        """`history` at one request of the one conversation of a plain run."""
+        kept, script = self.kept, self.script
+        for later in range(self.turn + 1, now + 1):
+            # `final_text`, for a run no tripwire halted.
+            ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
+            if ended is not None and ended.text and not ended.tool_calls:
+                kept.append(("assistant", ended.text))
+            kept.append(("user", self.inputs[later]))
+        self.turn = max(self.turn, now)
+        seen = self.seen
+        # Found in order from the first message on, each where it is first found: a request
+        # that begins with the one before's messages holds what that one held where it did,
+        # so only what was kept since is looked for, after it.
+        if seen and messages[: len(seen)] == seen:
+            position, matched = self.position, self.matched
+        else:
+            position = matched = 0
+        position = _found_in_order(kept, matched, messages, position)
+        if position < 0:
+            return False
+        self.seen, self.position, self.matched = messages, position, len(kept)
+        return True
+
+    def _last_input_kept(self, turn: int, messages: tuple[Message, ...]) -> bool:
+        """`last_user_input` at one request of the one conversation of a plain run."""
+        inputs = self.inputs
+        want = inputs[turn]
+        for at in range(len(messages) - 1, -1, -1):
+            message = messages[at]
+            if message.role == "user" and want in message.content:
+                break
+        else:
+            return False
+        if not turn:
+            return True
+        earlier = self.earlier.get(turn)
+        if earlier is None:
+            earlier = self.earlier[turn] = set(inputs[:turn]) - {want}
+        if not earlier:
+            return True
+        return not any(
+            m.role == "user" and any(e in m.content for e in earlier) for m in messages[at + 1 :]
+        )
+
+
+def _found_in_order(
+    expected: list[tuple[str, str]], start: int, messages: tuple[Message, ...], position: int
+) -> int:
+    """`first_missing` of `expected[start:]` among `messages` from `position` on: the
+    position after the last one found; -1 where one is missing."""
+    for index in range(start, len(expected)):
+        role, text = expected[index]
+        while position < len(messages):
+            message = messages[position]
+            position += 1
+            if message.role == role and text.strip() in message.content:
+                break  # a loop may wrap an input in a template, or strip a final text
+        else:
+            return -1
+    return position
+
+
+def _results_kept(
+    calls: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], exchange: Exchange
+) -> bool:
+    """`tool_results` at one request of a plain run: `results_problems` finds nothing.
+    Seen at once where a loop passes the results back as its last messages, in the order
+    of the calls, of tools each called once: each result is then the one its call's id
+    finds, and each call's dispatch the one of its name."""
+    messages, n = exchange.request.messages, len(calls)
+    if len(ran) == n <= len(messages) and (n == 1 or _distinct(calls)):
+        for call, result, done in zip(calls, messages[-n:], ran, strict=True):
+            if (
+                result.role != "tool"
+                or not call.id
+                or result.tool_call_id != call.id
+                or done.name != call.name
+                or done.result not in result.content
+            ):
+                break
+        else:
+            return True
+    return next(results_problems(calls, ran, exchange), None) is None
+
+
+def _distinct(calls: tuple[ToolCall, ...]) -> bool:
+    """No two of `calls` share an id or a tool."""
+    return len({c.id for c in calls}) == len(calls) == len(set(map(_NAME, calls)))
+
+
 def _dispatched(
     wanted: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], answers: set[str]
 ) -> bool:
     """`dispatches` at one request of a plain run: what ran is what the step asked for
     (`answers`: the output tools its request offered, whose calls are no dispatch)."""
-    in_order = len(ran) == len(wanted) and not answers
-    if in_order and all(r.name == w.name for r, w in zip(ran, wanted, strict=True)):
+    if (
+        len(ran) == len(wanted)
+        and not answers
+        and list(map(_NAME, ran)) == list(map(_NAME, wanted))
+    ):
         return True  # in the order asked, even
     asked = sorted(c.name for c in wanted if c.name not in answers)
-    return sorted(c.name for c in ran) == asked
-
-
-def _last_input_kept(inputs: tuple[str, ...], turn: int, messages: tuple[Message, ...]) -> bool:
-    """`last_user_input` at one request of the one conversation of a plain run."""
-    want = inputs[turn]
-    for at in range(len(messages) - 1, -1, -1):
-        message = messages[at]
-        if message.role == "user" and want in message.content:
-            break
-    else:
-        return False
-    earlier = set(inputs[:turn]) - {want}
-    if not earlier:
-        return True
-    return not any(
-        m.role == "user" and any(e in m.content for e in earlier) for m in messages[at + 1 :]
-    )
+    return sorted(map(_NAME, ran)) == asked
 
 
 def _instructions_kept(request: ModelRequest, first: list[str | None]) -> bool:

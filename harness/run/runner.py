@@ -232,7 +232,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
             return progress.errored(progress.timeout_message(timeout), record)
         conversation = conversation_of(progress, plan)
         grades = grade(expects, record, view, plan.agent_tools, conversation, judged)
-        grades += snapshot_grades(plan.snapshots, case.path, conversation.exchanges, plan.root)
+        grades += snapshot_grades(plan.snapshots, case.where, conversation.exchanges, plan.root)
         failing = next((g.field for g in grades if g.fails), None)
         line = case_line(case, failing) if failing is not None else None
         if failing is not None or plan.keep_transcripts:

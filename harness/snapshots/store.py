@@ -79,13 +79,21 @@ class SnapshotPlan:
         name first (the listing tells), which costs about as much as reading it. Only ever
         a hint: a snapshot not listed is looked up by name as always, and the open file is
         checked whatever the listing said. Not pickled with the plan."""
-        where, name = os.path.split(fixture)
+        fixture = os.fspath(fixture)
+        # Keyed by the fixture's path up to its name, cut at its last separator: where
+        # there is one kind of separator (POSIX), that is the directory `os.path.split`
+        # finds, found without its work for each case; elsewhere it is that split.
+        if os.altsep is None:
+            cut = fixture.rfind(os.sep) + 1
+            head, name = fixture[:cut], fixture[cut:]
+        else:
+            head, name = os.path.split(fixture)
         listed: dict[str, tuple[str, array[int]]] = self.__dict__.setdefault("_listed", {})
-        known = listed.get(where)
+        known = listed.get(head)
         if known is None:
-            folder = os.path.join(where, SNAPSHOT_DIR, self.folder)
-            known = listed[where] = (folder, _regular_files(folder))
-        file = _stem(name) + SUFFIX
+            folder = os.path.join(os.path.split(fixture)[0], SNAPSHOT_DIR, self.folder)
+            known = listed[head] = (folder, _regular_files(folder))
+        file = (name[:-5] if name.endswith(".json") else _stem(name)) + SUFFIX
         # A name (no separator in it) joined to a folder that ends in none: `os.path.join`'s.
         return f"{known[0]}{os.sep}{file}", _holds(known[1], file)
 

@@ -112,3 +112,14 @@ def test_a_case_is_shown_as_display_path_shows_it_from_any_root(
         assert shown == [display_path(case.where, root) for case in cases]
     assert cases.shown_at(0, tmp_path) == "suite/a_echo.json"
     assert cases.shown_at(0, tmp_path / "project") == str(Path(where) / "a_echo.json")
+
+
+def test_a_case_asked_for_again_at_once_is_the_one_made(tmp_path: Path) -> None:
+    # A run asks for each case twice in a row (to run it, then to take in its result).
+    cases = load_suite(_suite(tmp_path / "suite"), "replay", BUILTIN_SURFACE)
+    first = cases[1]
+    assert cases[1] is first
+    other = cases[2]
+    assert other is not first and other.id == "façade 🧪"
+    again = cases[1]
+    assert again is not first and again == first  # made again: only the last is kept

@@ -26,10 +26,13 @@ class Attempt:
     def passed(self) -> bool:
         # Ran without error, produced at least one grade that decides it (a diagnostic
         # judge grade does not), and every such grade passed.
-        if self.error is not None:
-            return False
-        gating = [g for g in self.grades if g.gates]
-        return bool(gating) and all(g.passed for g in gating)
+        return self.error is None and passes([g for g in self.grades if g.gates])
+
+
+def passes(gating: Sequence[Grade]) -> bool:
+    """Whether a run that ran without error and graded `gating` (its grades that decide
+    it) passed."""
+    return bool(gating) and all(g.passed for g in gating)
 
 
 class CaseOutcome(Protocol):

@@ -20,7 +20,7 @@ from harness.modes import SuiteKind
 from harness.run_record import RunRecord
 from harness.verdict.comparison import BaselineComparison
 from harness.verdict.kept import plain_passes
-from harness.verdict.policy import Attempt, policy_for, regression_gate, unknown_share_exceeded
+from harness.verdict.policy import passes, policy_for, regression_gate, unknown_share_exceeded
 from harness.verdict.receipts import SuiteReceipt
 from harness.verdict.repeat_stats import RepeatStats as RepeatStats
 from harness.verdict.repeat_stats import RunReceipt as RunReceipt
@@ -51,15 +51,22 @@ def _shared(grades: list[Grade]) -> None:
     grades, and across cases most of them repeat (fields, check names, `found`)."""
     intern, set_field = sys.intern, msgspec.structs.force_setattr
     for g in grades:
-        set_field(g, "check", intern(g.check))
-        set_field(g, "detail", intern(g.detail))
-        set_field(g, "field", intern(g.field))
+        # Set only where another copy is the one kept (a field's text mostly is it).
+        if (check := intern(g.check)) is not g.check:
+            set_field(g, "check", check)
+        if (detail := intern(g.detail)) is not g.detail:
+            set_field(g, "detail", detail)
+        if (field := intern(g.field)) is not g.field:
+            set_field(g, "field", field)
 
 
 def score_of(grades: list[Grade]) -> float | None:
     """The share of `grades` that passed, of those that decide the case (a diagnostic
     judge grade does not); None: there are none."""
-    gating = [g for g in grades if g.gates]
+    return _score([g for g in grades if g.gates])
+
+
+def _score(gating: list[Grade]) -> float | None:
     return sum(g.passed for g in gating) / len(gating) if gating else None
 
 
@@ -114,14 +121,17 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         record: RunRecord,
         line: int | None = None,
     ) -> CaseReport:
-        passed = Attempt(grades).passed
+        # `Attempt(grades).passed` and `score_of(grades)`, the grades that decide the case
+        # found once for both.
+        gating = [g for g in grades if g.gates]
+        passed = passes(gating)
         _shared(grades)
         return cls(
             id=id,
             fixture=fixture,
             passed=passed,
             grades=grades,
-            score=score_of(grades),
+            score=_score(gating),
             duration_ms=record.duration_ms,
             line=None if passed else line,
             record=record,

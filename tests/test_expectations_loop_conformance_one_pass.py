@@ -239,3 +239,56 @@ def test_a_rule_the_plain_path_does_not_know_is_left_to_the_one_pass() -> None:
 
     assert set(RULES) == PLAIN_RULES  # every rule there is, checked at once on a plain run
     assert plain_conformant(plain_run(), [*RULES, "a_new_rule"]) is False
+
+
+def long_run(turns: int = 4) -> Conversation:
+    """A conformant run of one agent over several turns, each a call and its answer: every
+    request holds the one before's messages and adds its own, as a loop's do."""
+    messages: tuple[Message, ...] = (Message(role="system", content="Be brief."),)
+    inputs, script, exchanges, calls = [], [], [], []
+    for turn in range(turns):
+        said, call = f"say {turn}", ToolCall(f"c{turn}", "echo", {"message": str(turn)})
+        inputs.append(said)
+        script.append((ModelStep(tool_calls=(call,)), ModelStep(text=f"said {turn}")))
+        messages += (Message(role="user", content=said),)
+        exchanges.append(Exchange(turn, 0, len(calls), ModelRequest(messages=messages, tools=ECHO)))
+        calls.append(RecordedCall("echo", f'{{"message":"{turn}"}}', str(turn), True, 0.1))
+        messages += (
+            Message(role="assistant", tool_calls=(call,)),
+            Message(role="tool", content=str(turn), tool_call_id=call.id),
+        )
+        exchanges.append(Exchange(turn, 1, len(calls), ModelRequest(messages=messages, tools=ECHO)))
+        messages += (Message(role="assistant", content=f"said {turn}"),)
+    return Conversation(
+        user_inputs=tuple(inputs),
+        script=tuple(script),
+        exchanges=tuple(exchanges),
+        calls=tuple(calls),
+    )
+
+
+def test_a_long_plain_run_is_judged_at_once_as_the_one_pass_judges_it() -> None:
+    # The plain path looks for each request's history only after what the request before
+    # held where it begins with that one's messages: broken anywhere, it must still find
+    # what the one pass finds.
+    rng = random.Random(2029)
+    conformant = long_run()
+    assert _one_pass(conformant, RULES) == {} and plain_conformant(conformant, RULES)
+    seen = {True: 0, False: 0}
+    for mutant in mutants(conformant, rng):
+        for rules in [list(RULES), ["history"], ["last_user_input"], ["tool_results"]]:
+            clean = not _one_pass(mutant, rules)
+            assert plain_conformant(mutant, rules) == clean, (rules, mutant)
+            seen[clean] += 1
+    assert min(seen.values()) > 100
+    # A request that no longer begins with the one before's messages (the loop rewrote its
+    # history) is looked through from its first message again.
+    exchanges = list(conformant.exchanges)
+    last = exchanges[-1].request
+    dropped = tuple(m for m in last.messages if m.content != "say 1")
+    exchanges[-1] = dataclasses.replace(
+        exchanges[-1], request=msgspec.structs.replace(last, messages=dropped)
+    )
+    broken = dataclasses.replace(conformant, exchanges=tuple(exchanges))
+    assert "history" in _one_pass(broken, RULES)
+    assert not plain_conformant(broken, RULES) and not plain_conformant(broken, ["history"])

@@ -297,9 +297,8 @@ class _PlainWalk:
         # entries of `kept` it held: a loop's requests mostly grow one from the other.
         self.seen: tuple[Message, ...] = ()
         self.position = self.matched = 0
-        self.first: list[
-            str | None
-        ] = []  # the first request's system message, when it declares none
+        # The first request's system message, when it declares none.
+        self.first: list[str | None] = []
         self.previous: Exchange | None = None
         self.previous_step: ModelStep | None = None
         self.previous_ran: tuple[RecordedCall, ...] = ()

@@ -16,7 +16,8 @@ record or any output.
 A response body is read as a stream and never beyond `MAX_RESPONSE_BYTES` once decoded
 (gzip and deflate are decoded as it is read, bounded, and no other coding is accepted): a
 compression bomb or an endless body is a clear run error, not the memory of the CI runner.
-Imported only in live mode: the HTTP client is the one the agent frameworks already use.
+The HTTP client (the agent frameworks' own) is imported by the first call, not with this
+module: a replay run's judge, which only replays, has no use for it.
 """
 
 from __future__ import annotations
@@ -31,12 +32,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from harness.config import EvalConfig, live_missing
 from harness.live.chat_completions import (
     ACCEPTED_ENCODINGS,
     Malformed,
+    Reply,
     SecretMask,
     Unreadable,
     excerpt,
@@ -62,6 +62,8 @@ from harness.model_boundary import ModelRequest, ModelStep, ProviderFailure
 from harness.runtime.deadline import DeadlineExceeded, within
 
 if TYPE_CHECKING:
+    import httpx
+
     from harness.fixtures.suite import Case
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -309,6 +311,8 @@ class LiveBackend:
 
         Raises `ProviderError` for failures no retry can mend (a bad URL or scheme, a body
         too large or in a refused encoding)."""
+        import httpx
+
         s = self.settings
         try:
             reply = await within(s.call_timeout, self._exchange(payload))
@@ -357,6 +361,8 @@ class LiveBackend:
         return Reply(response.status_code, response.reason_phrase, response.headers, body)
 
     def _http(self) -> httpx.AsyncClient:
+        import httpx
+
         if self._transport is None:  # the provider's pool: connections kept across cases
             return self._shared.client(self.settings.call_timeout)
         if self._client is None:
@@ -430,20 +436,6 @@ class Failure:
 
     text: str
     unreachable: str | None = None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A provider's response, its body read (and decoded) in full."""
-
-    status_code: int
-    reason_phrase: str
-    headers: Mapping[str, str]
-    body: bytes
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
 
 
 def live_backend_factory(

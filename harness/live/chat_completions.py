@@ -1,7 +1,7 @@
 """The OpenAI Chat Completions wire format: the request body for a neutral
 `ModelRequest`, the `ModelStep` in a response, the server's `Retry-After`, the content
-codings a body may come in (decoded with every output bounded), and the escapings a server
-may echo a secret in (`SecretMask`).
+codings a body may come in (decoded with every output bounded), the escapings a server may
+echo a secret in (`SecretMask`), and a response as it was read (`Reply`).
 
 Pure translation, no I/O: the live backend sends, reads and retries.
 """
@@ -9,12 +9,12 @@ Pure translation, no I/O: the live backend sends, reads and retries.
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import math
 import re
 import zlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -251,6 +251,8 @@ def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -
     seconds = _number(value)
     if seconds is not None:
         return seconds
+    import email.utils  # an HTTP-date is rare: the module (and what it imports) waits for one
+
     try:
         when = email.utils.parsedate_to_datetime(value.strip())
     except (TypeError, ValueError, IndexError):
@@ -428,6 +430,20 @@ def _hex_forms(secret: str) -> list[str]:
     if len(encoded) < _MIN_ENCODED_CHARS:
         return []
     return [encoded] if encoded == encoded.upper() else [encoded, encoded.upper()]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A provider's response, its body read (and decoded) in full."""
+
+    status_code: int
+    reason_phrase: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
 
 
 async def read_body(response: httpx.Response, cap: int) -> bytes:

@@ -33,10 +33,12 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-
-import httpx
+from typing import TYPE_CHECKING
 
 from harness.live.chat_completions import SecretMask
+
+if TYPE_CHECKING:
+    import httpx
 
 # Consecutive connection failures after which a provider is down for the rest of the run.
 # One more than a call's default attempts (4): one call that used up its retries is not yet
@@ -202,6 +204,8 @@ def connection_failure(exc: BaseException) -> str | None:
     refused or reset, a DNS or TLS failure, a connect timeout; None when the provider was
     reached and then failed (a dropped response, a read timeout), which says nothing
     about whether it is there."""
+    import httpx  # imported by the call that failed already
+
     if isinstance(exc, httpx.ConnectTimeout):
         return "connect timeout"
     cause = _os_cause(exc)
@@ -246,6 +250,8 @@ class SharedParts:
     def client(self, timeout: float) -> httpx.AsyncClient:
         """The provider's HTTP client on the running loop: its connections are reused by
         every case instead of each case connecting anew."""
+        import httpx  # on the first call: a judge that only replays never makes one
+
         loop = asyncio.get_running_loop()
         with self._lock:
             client = self._clients.get(loop)
@@ -265,5 +271,7 @@ class SharedParts:
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
+            import httpx
+
             self._tls = httpx.create_ssl_context()
         return self._tls

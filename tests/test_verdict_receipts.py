@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
-from importlib.metadata import version
+import sys
+from importlib.metadata import distributions, version
 from pathlib import Path
 
 import pytest
 from conftest import Cli, echo_fixture, green_project
 
 from harness.fixtures.schema import canonical_json, fixture_hash
+from harness.verdict import receipts
 from harness.verdict.receipts import GitState, git_state, provider_ref
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +147,73 @@ def test_git_is_asked_as_the_run_starts_and_answers_for_that_tree(tmp_path: Path
     commit, dirty = asked.result()
     assert dirty is False and commit is not None and len(commit) == 40
     assert git_state(root) == (commit, True)
+
+
+def test_a_repository_with_no_commit_yet_has_no_commit(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("a", encoding="utf-8")
+    assert git_state(tmp_path) == (None, None)
+
+
+def test_git_is_asked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One process answers both questions: a run forks the harness's process once for git.
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a", encoding="utf-8")
+    _git(root, "init", "-q")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "add", ".")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "a")
+    real = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    git = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {git} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert git_state(root) == (real.stdout.strip(), False)
+    (root / "b.txt").write_text("new", encoding="utf-8")  # untracked: the tree has changes
+    assert git_state(root) == (real.stdout.strip(), True)
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 2  # once per ask
+
+
+def _dist(entry: Path, directory: str, metadata: str | None) -> None:
+    (entry / directory).mkdir(parents=True)
+    if metadata is not None:
+        (entry / directory / "METADATA").write_text(metadata, encoding="utf-8")
+
+
+def test_versions_are_what_importlib_metadata_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read without importing importlib.metadata where the answer is plain, and the same
+    # answer as it gives everywhere: the first entry of the path wins, names compare
+    # normalised, an egg-info first or a folded header is left to importlib.metadata.
+    first, second = tmp_path / "first", tmp_path / "second"
+    _dist(first, "demo_pkg-1.0.dist-info", "Name: demo-pkg\nVersion: 1.0\n\nVersion: 9\n")
+    _dist(second, "Demo.Pkg-2.0.dist-info", "Name: Demo.Pkg\nVersion: 2.0\n")
+    _dist(second, "folded-1.dist-info", "Name: folded\nVersion: 1.0\n  .post1\n")
+    _dist(second, "bare-1.dist-info", None)
+    (first / "eggy-3.0.egg-info").write_text("Name: eggy\nVersion: 3.0\n", encoding="utf-8")
+    _dist(second, "eggy-4.0.dist-info", "Name: eggy\nVersion: 4.0\n")
+    _dist(second, "spaced-1.dist-info", "Name: spaced\nVersion:   1.5  \n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(first), str(second)])
+    names = ["demo-pkg", "Demo_Pkg", "demo.pkg", "folded", "bare", "eggy", "spaced", "absent"]
+    for name in names:
+        try:
+            expected: str | None = version(name)
+        except ImportError:
+            expected = None
+        assert receipts._version(name) == expected, name
+    assert receipts._version("demo-pkg") == "1.0"
+
+
+def test_installed_versions_are_what_importlib_metadata_says() -> None:
+    installed = {d.metadata["Name"] for d in distributions()}
+    assert "zeroclaw-eval" in installed
+    for name in installed:
+        assert receipts._version(name) == version(name), name
+    assert receipts.harness_version() == version("zeroclaw-eval")
 
 
 @pytest.mark.parametrize("agent", ["pydantic-ai"])

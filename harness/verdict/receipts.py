@@ -7,12 +7,13 @@ the tree was dirty) and the gate policy applied. `zeroclaw eval verify` recomput
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import os
 import platform
+import re
 import subprocess
+import sys
 from collections.abc import Iterable
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,8 +29,10 @@ _DISTRIBUTIONS = {
     "pydantic-ai": ("pydantic-ai", "pydantic-ai-slim"),
 }
 GIT_SECS = 5.0
-# What git is asked: the commit checked out, and whether the tree has changes.
-_ASKED = (("rev-parse", "HEAD"), ("status", "--porcelain", "--untracked-files=normal"))
+# What git is asked, in one process: the commit checked out (the `# branch.oid` header) and
+# whether the tree has changes (any other line).
+_ASKED = ("status", "--porcelain=v2", "--branch", "--untracked-files=normal")
+_COMMIT = "# branch.oid "
 
 
 class Policy(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
@@ -79,55 +82,129 @@ def policy_of(kind: SuiteKind, fail_on_regression: bool = False) -> Policy:
 
 
 def harness_version() -> str:
-    try:
-        return version("zeroclaw-eval")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "unknown"
+    """The installed distribution's version ("unknown" in a source tree never installed)."""
+    return _version("zeroclaw-eval") or "unknown"
 
 
 def framework_version(framework: str | None) -> str | None:
     for name in _DISTRIBUTIONS.get(framework or "", ()):
-        with contextlib.suppress(PackageNotFoundError):
-            return version(name)
+        found = _version(name)
+        if found is not None:
+            return found
+    return None
+
+
+def _version(name: str) -> str | None:
+    """`importlib.metadata.version(name)`, None for a distribution not installed. Read
+    straight from the `.dist-info` directory the metadata finder would find first where
+    it can be: importing `importlib.metadata` (zipfile, email and their imports) is a tenth
+    of what a one-case run costs, for one line of one file."""
+    found = _dist_info_version(name)
+    if found is not None:
+        return found or None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _dist_info_version(name: str) -> str | None:
+    """The version the first `<name>-*.dist-info` on `sys.path` holds; "" when no entry of
+    `sys.path` has one; None when the finder might find another (a finder of distributions
+    besides the path's, a zip file on the path, an `.egg-info` first, a `METADATA` without
+    a plain `Version` header): then only `importlib.metadata` can say."""
+    from importlib.machinery import PathFinder
+
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+        return None
+    wanted = _normalized(name)
+    for entry in sys.path:
+        try:
+            children = os.listdir(entry or ".")
+        except NotADirectoryError:  # a zip file on the path: its own lookup
+            return None
+        except OSError:  # not there: the finder finds nothing in it either
+            continue
+        if entry.lower().endswith(".egg") and any(c.lower() == "egg-info" for c in children):
+            return None  # an egg on the path: found by its own rule
+        for child in children:
+            low = child.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            if _normalized(low.rpartition(".")[0].partition("-")[0]) != wanted:
+                continue
+            if not low.endswith(".dist-info"):
+                return None
+            return _metadata_version(os.path.join(entry or ".", child, "METADATA"))
+    return ""
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as the metadata finder compares it (PEP 503, underscores)."""
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+
+
+def _metadata_version(path: str) -> str | None:
+    """The `Version` header of a `METADATA` file as `email` reads it; None if it has no
+    header of one line (or cannot be read)."""
+    headers: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break  # the headers end; the description follows
+                headers.append(line)
+    except (OSError, UnicodeDecodeError):
+        return None
+    for at, line in enumerate(headers):
+        key, colon, value = line.partition(":")
+        if colon and key.lower() == "version":
+            folded = at + 1 < len(headers) and headers[at + 1][:1] in (" ", "\t")
+            return None if folded else value.lstrip(" \t").rstrip("\r\n") or None
     return None
 
 
 class GitState:
     """git asked about `root` now (the commit checked out, whether its tree has changes),
-    its answer read later: a run asks as it starts and reads as it ends, so the two git
-    commands, each a process of its own and slow in a large work tree, run beside the
-    cases instead of after them. The tree is the one the run started from."""
+    its answer read later: a run asks as it starts and reads as it ends, so git, a process
+    of its own and slow in a large work tree, runs beside the cases instead of after them.
+    The tree is the one the run started from."""
 
     def __init__(self, root: Path) -> None:
         self._asked: list[subprocess.Popen[str]] = []
         try:
-            for args in _ASKED:
-                self._asked.append(
-                    subprocess.Popen(
-                        ["git", "-C", str(root), *args],
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.DEVNULL,
-                        stdin=subprocess.DEVNULL,
-                        text=True,
-                    )
+            self._asked.append(
+                subprocess.Popen(
+                    ["git", "-C", str(root), *_ASKED],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
                 )
+            )
         except OSError:  # no git: nothing to ask
             self._asked = []
 
     def result(self) -> tuple[str | None, bool | None]:
         """The commit and whether the tree has changes (None, None when it is no git work
-        tree or git cannot say in time)."""
-        if len(self._asked) != 2:
+        tree, has no commit yet, or git cannot say in time)."""
+        if not self._asked:
             return None, None
+        asked = self._asked[0]
         try:
-            commit, status = (_answer(asked) for asked in self._asked)
+            status = _answer(asked)
         except (OSError, subprocess.SubprocessError):
             return None, None
         finally:
-            for asked in self._asked:
-                asked.kill()  # one that said nothing in time; a no-op for the others
-                asked.wait()
-        return (commit.strip() or None), bool(status.strip())
+            asked.kill()  # one that said nothing in time; a no-op once it has
+            asked.wait()
+        lines = status.splitlines()
+        commit = next((line[len(_COMMIT) :] for line in lines if line.startswith(_COMMIT)), "")
+        if not commit.strip() or commit.startswith("("):  # "(initial)": no commit yet
+            return None, None
+        return commit.strip(), any(not line.startswith("# ") for line in lines if line)
 
 
 def _answer(asked: subprocess.Popen[str]) -> str:

@@ -356,8 +356,9 @@ def _judge(
 
 
 def judge_lines(options: RunOptions, partial: bool) -> list[str]:
-    """What the run's judge says after the run: the replies it recorded, the stale ones."""
-    if options.judge is None:
+    """What the run's judge says after the run: the replies it recorded, the stale ones
+    (only a recording judge says any: one that replayed needs no module imported here)."""
+    if options.judge is None or not getattr(options.judge, "record", False):
         return []
     from harness.judge.service import recording_lines
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.expectations.base import JudgeNote
@@ -24,10 +25,12 @@ from harness.judge.calibration import Bounds, CalibrationFile, gate
 from harness.judge.prompt import PARSER_VERSION, SYSTEM, TEMPLATE_VERSION, Unparseable, parse
 from harness.judge.prompt import messages as judge_messages
 from harness.judge.store import DamagedReply, RecordedReply, ReplyStore, reply_key
-from harness.live.backend import LiveBackend, LiveSettings, ProviderError
-from harness.live.provider_limiter import ProviderLimiter, SharedParts
+from harness.live.provider_settings import LiveSettings
 from harness.model_boundary import ModelRequest
 from harness.verdict.receipts import provider_ref
+
+if TYPE_CHECKING:
+    from harness.live.provider_limiter import ProviderLimiter, SharedParts
 
 NOT_RECORDED = "judge reply not recorded: run with --record-judge"
 TEMPERATURE = 0.0
@@ -166,6 +169,10 @@ class JudgeService:
             base_url=self.setup.base_url, model=self.setup.model, api_key=""
         )
         settings = replace(settings, temperature=self.setup.temperature)
+        # The backend (and the HTTP client it uses) is imported by the first rubric judged:
+        # a run whose cases have none never needs it.
+        from harness.live.backend import LiveBackend
+
         return LiveBackend(settings).body(request)
 
     async def sample(self, case_id: str, rubric: Rubric, material: Material, i: int) -> Sample:
@@ -196,6 +203,9 @@ class JudgeService:
         key: str,
         i: int,
     ) -> Sample:
+        from harness.live.backend import LiveBackend, ProviderError
+        from harness.live.provider_limiter import ProviderLimiter, SharedParts
+
         assert self.settings is not None
         if self._shared is None:
             self._shared = SharedParts(self.settings.api_key)

@@ -11,7 +11,7 @@ from harness.errors import HarnessError
 from harness.judge.calibration import SCHEMA, Bounds, CalibrationFile
 from harness.judge.service import JudgeService, JudgeSetup, model_family
 from harness.judge.store import ReplyStore, read_document
-from harness.live.backend import DEFAULT_CALL_TIMEOUT, LiveSettings, ProviderError
+from harness.live.provider_settings import DEFAULT_CALL_TIMEOUT, LiveSettings, ProviderError
 from harness.modes import Mode
 
 CALIBRATION = "calibration.json"

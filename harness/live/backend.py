@@ -27,12 +27,11 @@ import dataclasses
 import json
 import math
 import random
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.config import EvalConfig, live_missing
+from harness.config import EvalConfig
 from harness.live.chat_completions import (
     ACCEPTED_ENCODINGS,
     Malformed,
@@ -58,7 +57,10 @@ from harness.live.provider_limiter import (
     Sleep,
     connection_failure,
 )
-from harness.model_boundary import ModelRequest, ModelStep, ProviderFailure
+from harness.live.provider_settings import DEFAULT_CALL_TIMEOUT as DEFAULT_CALL_TIMEOUT
+from harness.live.provider_settings import LiveSettings as LiveSettings
+from harness.live.provider_settings import ProviderError as ProviderError
+from harness.model_boundary import ModelRequest, ModelStep
 from harness.runtime.deadline import DeadlineExceeded, within
 
 if TYPE_CHECKING:
@@ -66,93 +68,11 @@ if TYPE_CHECKING:
 
     from harness.fixtures.suite import Case
 
-DEFAULT_CALL_TIMEOUT = 60.0
 # Statuses worth another attempt: the provider is busy, rate-limiting, or broken for now.
 RETRYABLE_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 # The most of a response body (after content decoding) that is ever read. A chat completion
 # is a few kilobytes; even a long answer with many tool calls is far below this.
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
-# Characters an HTTP header value can carry as they are.
-_HEADER_SAFE = re.compile(r"[\x21-\x7e]*")
-
-
-class ProviderError(ProviderFailure):
-    """The provider failed for good: misconfigured, refused, malformed, or out of attempts.
-
-    Its text is one paragraph meant for a run report, and never holds the API key.
-    """
-
-    def __init__(self, message: str, *, status: int | None = None, attempts: int = 0) -> None:
-        super().__init__(message)
-        self.status = status  # the last HTTP status, when there was one
-        self.attempts = attempts  # HTTP attempts made for the failing call
-
-
-@dataclass(frozen=True)
-class LiveSettings:
-    """Where and how to call the provider. `api_key` is never shown by repr()."""
-
-    base_url: str
-    model: str
-    api_key: str = field(repr=False)
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    max_attempts: int = 4
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
-    # A server's Retry-After is honoured up to this many seconds.
-    retry_after_max: float = 60.0
-    # The name (never the value) of the variable that held the key, for messages.
-    api_key_env: str = ""
-    # How long one turn may take (the run's per-turn timeout): a wait the provider asks for
-    # that is longer than what is left of the turn fails the call at once. None: unbounded.
-    turn_timeout: float | None = None
-    # Sent as the body's `temperature` when set (the judge asks 0); None: the provider's own.
-    temperature: float | None = None
-
-    def __post_init__(self) -> None:
-        if not re.match(r"https?://[^/\s]", self.base_url):
-            raise ProviderError(
-                f"live_base_url {self.base_url!r} is not an http:// or https:// URL "
-                '(e.g. "https://api.openai.com/v1")'
-            )
-        if not self.call_timeout > 0 or not math.isfinite(self.call_timeout):
-            raise ValueError(f"call_timeout must be a positive number, not {self.call_timeout}")
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
-        if self.backoff_base < 0 or self.backoff_max < 0 or self.retry_after_max < 0:
-            raise ValueError("backoff_base, backoff_max and retry_after_max must not be negative")
-        if self.turn_timeout is not None and not self.turn_timeout > 0:
-            raise ValueError(f"turn_timeout must be a positive number, not {self.turn_timeout}")
-        if not _HEADER_SAFE.fullmatch(self.api_key):
-            # Said before any request: httpx would fail on the header with a traceback, or
-            # quote the value in its error.
-            where = f"in {self.api_key_env} " if self.api_key_env else ""
-            raise ProviderError(
-                f"the API key {where}holds a character an HTTP header cannot carry "
-                "(a space, a control character or a non-ASCII one)"
-            )
-
-    @classmethod
-    def from_config(cls, config: EvalConfig, environ: Mapping[str, str]) -> LiveSettings:
-        """Settings for `config`'s provider, the key read from `environ`.
-
-        Raises `ProviderError` naming everything still missing. A call never waits longer
-        than a turn may take (`case_timeout_secs`).
-        """
-        missing = live_missing(config, environ)
-        if missing:
-            raise ProviderError("live mode is not configured; missing: " + "; ".join(missing))
-        return cls(
-            base_url=config.live_base_url.strip(),
-            model=config.live_model.strip(),
-            api_key=environ[config.live_api_key_env].strip(),
-            call_timeout=min(DEFAULT_CALL_TIMEOUT, config.case_timeout_secs),
-            api_key_env=config.live_api_key_env,
-        )
-
-    @property
-    def endpoint(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
 
 
 class LiveBackend:

@@ -4,7 +4,8 @@ Everything else runs `harness.cli.main(argv)` in the test process (the `run_cli`
 this file keeps what only a real process shows: exit codes 0, 1 and 2 as the process's own
 status, stdout holding nothing but the document (workflow commands on stderr), a user's
 agent module found from the working directory, a live run end to end, and that importing
-the harness, `--help` and `check` never import an agent framework.
+the harness, `--help` and `check` never import an agent framework, and what a replay run never
+imports.
 """
 
 from __future__ import annotations
@@ -238,3 +239,41 @@ def test_check_and_list_import_no_run_machinery(tmp_path: Path) -> None:
     result = run_python(code, cwd=root)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "ok"
+
+
+# What a replay run with an own loop has no use for, even with a judge configured (its
+# replies replayed, no case judged): the HTTP client and the live backend that would send,
+# and `importlib.metadata` (the receipt's versions are read from the `.dist-info` itself).
+NOT_FOR_A_REPLAY = (
+    "httpx",
+    "importlib.metadata",
+    "harness.live.backend",
+    "harness.live.chat_completions",
+    "harness.live.provider_limiter",
+)
+
+
+def test_a_replay_run_imports_no_http_client_and_no_metadata_machinery(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    with (root / "pyproject.toml").open("a", encoding="utf-8") as config:
+        config.write('judge_base_url = "http://127.0.0.1:9/v1"\njudge_model = "judge-model"\n')
+    (root / "loop.py").write_text(
+        (REPO / "examples" / "own_loop" / "loop.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    code = (
+        "import io, json, sys\n"
+        "sys.path.insert(0, '.')\n"
+        "from harness.cli import main\n"
+        "out = io.StringIO()\n"
+        "assert main(['eval', 'run', '--agent', 'loop:factory', '--format', 'json'],"
+        " stdout=out) == 0\n"
+        "receipt = json.loads(out.getvalue())['receipt']\n"
+        f"unused = {NOT_FOR_A_REPLAY!r}\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(unused))\n"
+        "print(receipt['harness_version'], loaded)\n"
+    )
+    result = run_python(code, cwd=root)
+    assert result.returncode == 0, result.stderr
+    from importlib.metadata import version
+
+    assert result.stdout.split() == [version("zeroclaw-eval"), "[]"]

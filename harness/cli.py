@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -29,9 +30,19 @@ if TYPE_CHECKING:
 class Invocation:
     """One command: its arguments, its streams, and the report files it writes."""
 
-    def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    def __init__(
+        self, args: argparse.Namespace, out: TextIO, err: TextIO, collector_paused: bool = False
+    ) -> None:
         self.args, self.out, self.err = args, out, err
         self._files: ReportFiles | None = None
+        self._paused = collector_paused
+
+    def begins(self) -> None:
+        """The command's own work begins (its modules imported): the garbage collector the
+        start-up paused runs again, before any agent code (or worker process) does."""
+        if self._paused:
+            self._paused = False
+            gc.enable()
 
     @property
     def files(self) -> ReportFiles:
@@ -54,10 +65,26 @@ class Invocation:
 
 
 def main(
-    argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+    argv: list[str] | None = None,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    collector_paused: bool = False,
 ) -> int:
     """Run one command; its exit code. Documents and verdicts go to `stdout` (default
-    `sys.stdout`), messages to `stderr`."""
+    `sys.stdout`), messages to `stderr`. `collector_paused`: the caller disabled the
+    garbage collector for the start-up (the `zeroclaw` process); it is enabled again as the
+    command's work begins, and at the latest as it returns."""
+    try:
+        return _main(argv, stdout, stderr, collector_paused)
+    finally:
+        if collector_paused:
+            gc.enable()
+
+
+def _main(
+    argv: list[str] | None, stdout: TextIO | None, stderr: TextIO | None, collector_paused: bool
+) -> int:
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     argv = sys.argv[1:] if argv is None else argv
@@ -69,7 +96,9 @@ def main(
     except KeyboardInterrupt as exc:  # while the command's modules were still importing
         print(_interrupted(exc, None), file=err)
         return interrupts.exit_code_of(exc)
-    command = Invocation(args, out, err)
+    command = Invocation(args, out, err, collector_paused)
+    if args.action != "run":  # `run` imports the run's machinery first (`_run`)
+        command.begins()
     try:
         return int(_ACTIONS[args.action](command))
     except HarnessError as exc:
@@ -108,6 +137,7 @@ def _run(command: Invocation) -> int:
     reporters = registry.build(command.output(args.format))
     resolved = settings.resolve(args)
     command.files.refuse_inputs(resolved.inputs())
+    command.begins()  # the agent is imported next, and worker processes may start
     report = pipeline.run(resolved.options, reporters)
     for line in settings.judge_lines(resolved.options, report.partial is not None):
         print(f"zeroclaw eval: {inert(clean(line))}", file=command.err)

@@ -42,6 +42,12 @@ def main() -> NoReturn:
         sys.stdout.write(f"zeroclaw-eval {__version__}\n")
         sys.stdout.flush()
         raise SystemExit(0)
+    import gc
+
+    # The start-up (the command's modules imported, its arguments parsed) makes objects
+    # that live as long as the process and no garbage: the collector would walk them again
+    # and again for nothing. The command resumes it as its work begins (`cli.main`).
+    gc.disable()
     from harness.runtime import interrupts
 
     interrupts.install()
@@ -50,7 +56,7 @@ def main() -> NoReturn:
         from harness import cli  # after the handlers: an interrupt while it imports is said
 
         with private_stdout() as out:
-            code = cli.main(sys.argv[1:], stdout=out)
+            code = cli.main(sys.argv[1:], stdout=out, collector_paused=True)
         leave(code)
     except KeyboardInterrupt as exc:  # outside the command, which says its own
         _cut_short(exc, code)

@@ -385,6 +385,30 @@ def test_report_files_get_the_umask_permissions(tmp_path: Path, mask: int, mode:
     assert (root / "r.json").stat().st_mode & 0o777 == mode
 
 
+# The agent says, as each case runs, whether the garbage collector is on: the start-up
+# pauses it (its imports make no garbage), never what runs the agent, here or in a worker.
+COLLECTOR_LOOP = FAITHFUL_LOOP.replace(
+    "    async def run_turn(self, user_input):\n",
+    "    async def run_turn(self, user_input):\n"
+    "        import gc, os\n"
+    "        with open(os.environ['COLLECTOR_SEEN'], 'a') as seen:\n"
+    "            seen.write(f'{gc.isenabled()}\\n')\n",
+)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_agent_runs_with_the_garbage_collector_on(tmp_path: Path, jobs: str) -> None:
+    root = green_project(tmp_path)
+    module = write_module(root, COLLECTOR_LOOP)
+    seen = tmp_path / "seen.txt"
+    result = run_process(
+        "eval", "run", "--agent", f"{module}:factory", "--jobs", jobs,
+        cwd=root, env={"COLLECTOR_SEEN": str(seen)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert seen.read_text(encoding="utf-8").split() == ["True", "True"]
+
+
 def test_version(tmp_path: Path) -> None:
     result = run_process("--version", cwd=tmp_path)
     assert result.returncode == 0

@@ -101,7 +101,8 @@ ACTIONS: dict[str, tuple[str, str | None]] = {
 
 
 def build_parser(argv: Sequence[str] | None = None) -> Parser:
-    """The parser of `zeroclaw`; given `argv`, only the action it names has its options."""
+    """The parser of `zeroclaw`; given `argv`, only the action it names has its options (and
+    is the only action made, when nothing asks for a help that lists the others)."""
     from harness import __version__
 
     parser = Parser(
@@ -114,7 +115,12 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     evaluation = commands.add_parser("eval", help="run or check eval suites")
     actions = evaluation.add_subparsers(dest="action", required=True, metavar="ACTION")
     wanted = None if argv is None else action_named(argv)
+    # `eval ACTION …` shows no other action: they are listed by a help asked before the
+    # action (`eval -h run`) and by an unknown action's error, and only made for those.
+    alone = argv is not None and wanted in ACTIONS and list(argv[:2]) == ["eval", wanted]
     for name, (about, description) in ACTIONS.items():
+        if alone and name != wanted:
+            continue
         action = actions.add_parser(name, help=about, description=description)
         if argv is None or name == wanted:
             _FILL[name](action)

@@ -33,13 +33,25 @@ def test_an_action_built_alone_is_the_action_of_the_whole_parser(action: str) ->
     assert alone.format_help() == whole.format_help()
 
 
-def test_the_other_actions_are_listed_without_their_options() -> None:
-    parser = build_parser(["eval", "check"])
+@pytest.mark.parametrize("asked", [["eval", "-h", "check"], ["-h", "eval", "check"]])
+def test_the_other_actions_are_listed_without_their_options(asked: list[str]) -> None:
+    # A help asked before the action lists every action, as the whole parser does.
+    parser = build_parser(asked)
     assert (
         _subparser(parser, "eval").format_help() == _subparser(build_parser(), "eval").format_help()
     )
     run = _subparser(parser, "eval", "run")
     assert [a.dest for a in run._actions] == ["help"]
+
+
+def test_an_action_named_first_is_the_only_one_made() -> None:
+    # `eval check …` can show no other action: none is made (a millisecond each).
+    actions = _subparser(build_parser(["eval", "check", "--suite", "x"]), "eval")._actions
+    choices = next(a for a in actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert list(choices) == ["check"]
+    unknown = _subparser(build_parser(["eval", "chek"]), "eval")._actions
+    listed = next(a for a in unknown if isinstance(a, argparse._SubParsersAction)).choices
+    assert list(listed) == list(ACTIONS)  # the error lists every action
 
 
 @pytest.mark.parametrize(

@@ -148,6 +148,16 @@ def live_missing(config: EvalConfig, environ: Mapping[str, str]) -> list[str]:
     return missing
 
 
+def url_problem(base_url: str, key: str = "live_base_url") -> str | None:
+    """What is wrong with a provider's `base_url` (set as `key`), checked before any call is
+    made; None: an http:// or https:// URL."""
+    if re.match(r"https?://[^/\s]", base_url):
+        return None
+    return (
+        f'{key} {base_url!r} is not an http:// or https:// URL (e.g. "https://api.openai.com/v1")'
+    )
+
+
 def judge_missing(config: EvalConfig) -> list[str]:
     """What the judge still needs before it can be named in a request (replay included:
     the model is part of what the judge is sent)."""

@@ -243,13 +243,16 @@ def test_check_and_list_import_no_run_machinery(tmp_path: Path) -> None:
 
 # What a replay run with an own loop has no use for, even with a judge configured (its
 # replies replayed, no case judged): the HTTP client and the live backend that would send,
-# and `importlib.metadata` (the receipt's versions are read from the `.dist-info` itself).
+# the judge's prompt, and `importlib.metadata` (the receipt's versions are read from the
+# `.dist-info` itself).
 NOT_FOR_A_REPLAY = (
     "httpx",
     "importlib.metadata",
     "harness.live.backend",
     "harness.live.chat_completions",
     "harness.live.provider_limiter",
+    "harness.live.provider_settings",
+    "harness.judge.prompt",
 )
 
 

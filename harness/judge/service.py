@@ -22,15 +22,13 @@ from harness.errors import HarnessError
 from harness.expectations.base import JudgeNote
 from harness.expectations.judge import Material, Rubric
 from harness.judge.calibration import Bounds, CalibrationFile, gate
-from harness.judge.prompt import PARSER_VERSION, SYSTEM, TEMPLATE_VERSION, Unparseable, parse
-from harness.judge.prompt import messages as judge_messages
 from harness.judge.store import DamagedReply, RecordedReply, ReplyStore, reply_key
-from harness.live.provider_settings import LiveSettings
 from harness.model_boundary import ModelRequest
 from harness.verdict.receipts import provider_ref
 
 if TYPE_CHECKING:
     from harness.live.provider_limiter import ProviderLimiter, SharedParts
+    from harness.live.provider_settings import LiveSettings
 
 NOT_RECORDED = "judge reply not recorded: run with --record-judge"
 TEMPERATURE = 0.0
@@ -47,6 +45,10 @@ class JudgeSetup:
     temperature: float = TEMPERATURE
 
     def setup_hash(self, rubric: Rubric) -> str:
+        # The template and the parser are imported by the first rubric judged, as what asks
+        # the provider is (`body`): a run whose cases have none needs neither.
+        from harness.judge.prompt import PARSER_VERSION, SYSTEM, TEMPLATE_VERSION
+
         described = {
             "provider": provider_ref(self.base_url, ""),
             "model": self.model,
@@ -161,18 +163,18 @@ class JudgeService:
         return known
 
     def request(self, rubric: Rubric, material: Material) -> ModelRequest:
-        return ModelRequest(messages=judge_messages(rubric, material))
+        from harness.judge.prompt import messages
+
+        return ModelRequest(messages=messages(rubric, material))
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """Exactly what the judge is sent for `request` (what its replies are keyed by)."""
+        from harness.live.backend import LiveBackend, LiveSettings
+
         settings = self.settings or LiveSettings(
             base_url=self.setup.base_url, model=self.setup.model, api_key=""
         )
         settings = replace(settings, temperature=self.setup.temperature)
-        # The backend (and the HTTP client it uses) is imported by the first rubric judged:
-        # a run whose cases have none never needs it.
-        from harness.live.backend import LiveBackend
-
         return LiveBackend(settings).body(request)
 
     async def sample(self, case_id: str, rubric: Rubric, material: Material, i: int) -> Sample:
@@ -259,6 +261,8 @@ def majority(samples: Sequence[Sample]) -> Sample:
 def read_reply(text: str, key: str, input_tokens: int = 0, output_tokens: int = 0) -> Sample:
     """A reply's text read as a sample: parsed strictly, an unparseable one a failed
     sample saying why."""
+    from harness.judge.prompt import Unparseable, parse
+
     try:
         parsed = parse(text)
     except Unparseable as exc:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.config import EvalConfig, judge_missing
+from harness.config import EvalConfig, judge_missing, url_problem
 from harness.errors import HarnessError
 from harness.judge.calibration import SCHEMA, Bounds, CalibrationFile
 from harness.judge.service import JudgeService, JudgeSetup, model_family
 from harness.judge.store import ReplyStore, read_document
-from harness.live.provider_settings import DEFAULT_CALL_TIMEOUT, LiveSettings, ProviderError
 from harness.modes import Mode
+
+if TYPE_CHECKING:
+    from harness.live.provider_settings import LiveSettings
 
 CALIBRATION = "calibration.json"
 LABELS = "labels.jsonl"
@@ -56,10 +59,11 @@ def setup_of(config: EvalConfig) -> JudgeSetup:
     return JudgeSetup(config.judge_base_url.strip(), config.judge_model.strip())
 
 
-def live_settings(
-    config: EvalConfig, environ: Mapping[str, str], call_timeout: float = DEFAULT_CALL_TIMEOUT
-) -> LiveSettings:
-    """The judge's provider, the key read from `judge_api_key_env`."""
+def live_settings(config: EvalConfig, environ: Mapping[str, str]) -> LiveSettings:
+    """The judge's provider, the key read from `judge_api_key_env` (to record: a judge that
+    replays makes no call, and imports nothing to make one)."""
+    from harness.live.provider_settings import DEFAULT_CALL_TIMEOUT, LiveSettings, ProviderError
+
     setup = setup_of(config)
     variable = config.judge_api_key_env
     key = environ.get(variable, "").strip()
@@ -92,10 +96,9 @@ def judge_from_config(
 ) -> JudgeService:
     """The judge of a run of `suite`: replay only, or recording when `record`."""
     setup = setup_of(config)
-    try:  # the URL is checked now, whether or not a call is ever made
-        LiveSettings(base_url=setup.base_url, model=setup.model, api_key="")
-    except ProviderError as exc:
-        raise JudgeError(f"judge: {str(exc).replace('live_base_url', 'judge_base_url')}") from None
+    problem = url_problem(setup.base_url, "judge_base_url")  # now, whether or not a call is made
+    if problem is not None:
+        raise JudgeError(f"judge: {problem}")
     folder = judge_dir(config, root, suite)
     same = None
     if mode == "live" and config.live_model.strip():

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.config import live_missing
+from harness.config import live_missing, url_problem
 from harness.model_boundary import ProviderFailure
 
 if TYPE_CHECKING:
@@ -58,11 +58,9 @@ class LiveSettings:
     temperature: float | None = None
 
     def __post_init__(self) -> None:
-        if not re.match(r"https?://[^/\s]", self.base_url):
-            raise ProviderError(
-                f"live_base_url {self.base_url!r} is not an http:// or https:// URL "
-                '(e.g. "https://api.openai.com/v1")'
-            )
+        problem = url_problem(self.base_url)
+        if problem is not None:
+            raise ProviderError(problem)
         if not self.call_timeout > 0 or not math.isfinite(self.call_timeout):
             raise ValueError(f"call_timeout must be a positive number, not {self.call_timeout}")
         if self.max_attempts < 1:

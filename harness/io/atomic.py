@@ -15,9 +15,10 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, cast
+
+import msgspec
 
 from harness.errors import HarnessError, UsageError
 from harness.io.files import why
@@ -108,8 +109,9 @@ def _check_parent(path: Path, cannot: str) -> None:
         raise ReportWriteError(f"{cannot}: {parent.name or parent} is not writable")
 
 
-@dataclass(frozen=True)
-class RunInput:
+# The records here are msgspec structs, not dataclasses: a dataclass is made by compiling
+# its methods' source as the module is imported, a millisecond of every run for four.
+class RunInput(msgspec.Struct, frozen=True):
     """A file (or a suite directory) a run reads, which no report may replace."""
 
     path: Path
@@ -214,8 +216,7 @@ class Spool:
                 handle.close()
 
 
-@dataclass(frozen=True)
-class Slices:
+class Slices(msgspec.Struct, frozen=True):
     """Ranges of a spool, copied in their order (a report's cases sorted once all are in)."""
 
     spool: Spool
@@ -239,23 +240,21 @@ def write_parts(out: BinaryIO, parts: Iterable[Part]) -> None:
             part.copy_to(out)
 
 
-@dataclass
-class _Staged:
+class _Staged(msgspec.Struct):
     path: Path
     temporary: Path | None  # None: a character device, written at commit time
     data: Sequence[Part] = ()
 
 
-@dataclass
-class ReportFiles:
+class ReportFiles(msgspec.Struct):
     """The report files of one run: planned before it, staged, then committed together."""
 
-    planned: dict[str, Path] = field(default_factory=dict)  # real path → as given
-    purposes: dict[str, str] = field(default_factory=dict)  # real path → what it is for
-    written: list[Path] = field(default_factory=list)
-    failed: list[Path] = field(default_factory=list)
-    _devices: set[Path] = field(default_factory=set)
-    _staged: list[_Staged] = field(default_factory=list)
+    planned: dict[str, Path] = msgspec.field(default_factory=dict)  # real path → as given
+    purposes: dict[str, str] = msgspec.field(default_factory=dict)  # real path → its use
+    written: list[Path] = msgspec.field(default_factory=list)
+    failed: list[Path] = msgspec.field(default_factory=list)
+    _devices: set[Path] = msgspec.field(default_factory=set)
+    _staged: list[_Staged] = msgspec.field(default_factory=list)
 
     def plan(self, path: Path | str, what: str = "write report", devices: bool = True) -> Path:
         """Check `path` before the run (`check_destination`; a character device only when

@@ -6,7 +6,6 @@ import re
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -173,8 +172,7 @@ class ConfigError(HarnessError):
     """The configuration file or table cannot be used; the message names file and key."""
 
 
-@dataclass(frozen=True)
-class LoadedConfig:
+class LoadedConfig(msgspec.Struct, frozen=True):
     config: EvalConfig
     root: Path  # the project root: relative suite paths and report paths start here
     source: str  # where the settings came from, for messages

@@ -13,7 +13,6 @@ import functools
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
@@ -24,8 +23,7 @@ from harness.io.json_paths import child_path
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Fault:
+class Fault(msgspec.Struct, frozen=True):
     """One place where the data does not fit the schema."""
 
     path: str

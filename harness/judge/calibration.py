@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import msgspec
 
@@ -25,8 +24,7 @@ SCHEMA = "zeroclaw-eval/judge-calibration/v1"
 _SEARCH_CAP = 100_000
 
 
-@dataclass(frozen=True)
-class Bounds:
+class Bounds(msgspec.Struct, frozen=True):
     """What a rubric's calibration must show before its grades gate (the defaults are
     documented in docs/judge.md and set in `[tool.zeroclaw.eval]`)."""
 
@@ -71,8 +69,7 @@ class Confusion(msgspec.Struct, frozen=True, kw_only=True):
         return self.jp_hf + self.jf_hf
 
 
-@dataclass(frozen=True)
-class Figures:
+class Figures(msgspec.Struct, frozen=True):
     """What a confusion matrix says, with its 95% intervals."""
 
     n: int

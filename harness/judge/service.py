@@ -14,9 +14,11 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from harness.errors import HarnessError
 from harness.expectations.base import JudgeNote
@@ -34,8 +36,7 @@ NOT_RECORDED = "judge reply not recorded: run with --record-judge"
 TEMPERATURE = 0.0
 
 
-@dataclass(frozen=True)
-class JudgeSetup:
+class JudgeSetup(msgspec.Struct, frozen=True):
     """What a judge's verdicts depend on besides the run: provider, model, template, parser
     and sampling. With a rubric's text and threshold it is the judge setup a calibration is
     bound to."""
@@ -73,8 +74,7 @@ def model_family(model: str) -> str:
     return match.group() if match else name
 
 
-@dataclass
-class Sample:
+class Sample(msgspec.Struct):
     """One reply's reading: a score (None: a failed sample), the unknown flag, the reason
     (or why it failed), tokens, and whether it was asked now."""
 
@@ -97,8 +97,7 @@ class Sample:
         return (2, self.score)
 
 
-@dataclass
-class JudgeService:
+class JudgeService(msgspec.Struct):
     """The built-in `Judge`: replays from `store`, asks the provider (`settings`) only when
     `record`, and writes what it asked into the store. `used` collects every reply key the
     run asked for, so the replies no case asked for can be listed as stale."""
@@ -108,12 +107,12 @@ class JudgeService:
     settings: LiveSettings | None = None  # None: replay only
     record: bool = False
     calibration: CalibrationFile | None = None
-    bounds: Bounds = field(default_factory=Bounds)
+    bounds: Bounds = msgspec.field(default_factory=Bounds)
     # The live agent's model family when the judge shares it (self-preference).
     same_family: str | None = None
-    used: set[str] = field(default_factory=set)
-    written: list[Path] = field(default_factory=list)
-    _gates: dict[tuple[str, str], tuple[bool, str]] = field(default_factory=dict)
+    used: set[str] = msgspec.field(default_factory=set)
+    written: list[Path] = msgspec.field(default_factory=list)
+    _gates: dict[tuple[str, str], tuple[bool, str]] = msgspec.field(default_factory=dict)
     _shared: SharedParts | None = None
     _limiter: ProviderLimiter | None = None
 

@@ -17,7 +17,6 @@ only when the drop in pass proportion is significant: a one-sided Fisher exact t
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -100,8 +99,7 @@ class Baseline(_Strict, kw_only=True, frozen=True):
     cases: list[BaselineCase]
 
 
-@dataclass(frozen=True)
-class Against:
+class Against(msgspec.Struct, frozen=True):
     """What a run is compared with: the baseline, as named, and how; `gates` are the token
     and cost gates (`harness.tracking.budget_gate`), None: none."""
 

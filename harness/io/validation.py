@@ -8,7 +8,6 @@ msgspec's (`Expected \\`str | null\\`, got \\`int\\``), which users already know
 
 from __future__ import annotations
 
-import difflib
 import functools
 import operator
 import re
@@ -64,6 +63,8 @@ def known_keys(struct: type[msgspec.Struct]) -> list[str]:
 def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The one of `known` that `name` is most likely a misspelling of (difflib's ratio at
     least `cutoff`), or None: what every did-you-mean of a refusal names."""
+    import difflib  # a refusal's: an admitted suite has no use for it
+
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=cutoff)
     return close[0] if close else None
 

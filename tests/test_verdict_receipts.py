@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from importlib.metadata import distributions, version
@@ -167,7 +168,7 @@ def test_git_is_asked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
     bin_dir.mkdir()
     wrapper = bin_dir / "git"
-    git = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
+    git = shutil.which("git")
     wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {git} "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")

@@ -30,7 +30,7 @@ def test_the_warm_up_case_passes_through_every_built_in_agent_it_finds(tmp_path:
     reports = worker_warmup.warm(agents)
     assert [(r.passed, r.error) for r in reports] == [(True, None)] * 3
     # Whatever failed to grade would be a warm-up that ran nothing: it grades everything.
-    assert all(len(r.grades) == 3 and all(g.passed for g in r.grades) for r in reports)
+    assert all(len(r.grades) == 4 and all(g.passed for g in r.grades) for r in reports)
     # The harness's own path, through an own loop: its one tool call was dispatched.
     assert [c.name for c in reports[2].record.calls] == ["echo"]
     assert set(agents) <= set(worker_warmup.WARMED)

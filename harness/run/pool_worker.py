@@ -137,9 +137,10 @@ def worker_spec(plan: CasePlan, run: RunCases, hand_back_judged: bool = False) -
     )
 
 
-def worker_main(conn: Any, spec: WorkerSpec) -> None:
+def worker_main(conn: Any, spec: WorkerSpec | None) -> None:
     """A worker: the harness's cases, one at a time, until told to stop. It never waits
-    for a thread an agent left running, and leaves interruptions to the harness."""
+    for a thread an agent left running, and leaves interruptions to the harness. Started
+    before its pool (`spec` None), it is sent the spec first."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_the_fork_server()  # killed, should the harness be, whatever its case does
     # What the fork server had loaded is never garbage: the collector leaves it alone, so
@@ -161,7 +162,16 @@ def worker_main(conn: Any, spec: WorkerSpec) -> None:
         os._exit(code)
 
 
-def _serve(conn: Any, spec: WorkerSpec) -> None:
+def _serve(conn: Any, spec: WorkerSpec | None) -> None:
+    if spec is None:
+        try:
+            message = conn.recv()
+        except EOFError:  # no pool took it
+            return
+        if message[0] != "spec":
+            return
+        spec = message[1]
+        assert isinstance(spec, WorkerSpec)
     os.chdir(spec.cwd)
     sys.path[:] = spec.sys_path
     os.environ.clear()

@@ -15,8 +15,6 @@ only one process can do; neither does a run whose cases are prepared in this pro
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import selectors
 import sys
 import threading
@@ -29,7 +27,8 @@ import msgspec
 
 from harness.errors import describe
 from harness.run import fork_server
-from harness.run.pool_worker import Item, WorkerSpec, worker_main
+from harness.run.pool_worker import Item, WorkerSpec
+from harness.run.pool_workers import Worker, adopt, end, end_early, left, start_early, stop
 from harness.verdict.reports import CaseReport
 
 # Cases sent to a worker at once: enough to keep it busy between two looks at its pipe,
@@ -48,93 +47,6 @@ def exit_status(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         return f"killed by {fork_server.signal_name(-exitcode)}"
     return f"exit code {exitcode}"
-
-
-class _Worker:
-    """One worker process, the cases sent to it in order (the first is the one it runs),
-    and a thread writing to it, so this side never blocks on a full pipe."""
-
-    def __init__(self, context: Any, spec: WorkerSpec) -> None:
-        self.conn, child = context.Pipe()
-        self.process = context.Process(
-            target=worker_main, args=(child, spec), name="zeroclaw-eval-worker", daemon=True
-        )
-        self.process.start()
-        child.close()
-        self.server = fork_server.pid()  # what started it, and tells how it ended
-        self.sent: deque[int] = deque()
-        self.ready = False
-        self.since = time.monotonic()  # when it last did something
-        self.hung_up: float | None = None  # when its pipe ended, if it has
-        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._send_all, name="zeroclaw-eval-feed", daemon=True).start()
-
-    def send(self, items: list[Item]) -> None:
-        if not self.sent:
-            self.since = time.monotonic()  # an idle worker starts the first case now
-        self.sent.extend(item.place for item in items)
-        self._outbox.put(("run", items))
-
-    def _send_all(self) -> None:
-        while (message := self._outbox.get()) is not None:
-            try:
-                self.conn.send(message)
-            except (OSError, ValueError):  # it died: its sentinel says so
-                return
-
-    def stop(self) -> None:
-        self._outbox.put(("stop",))
-        self._outbox.put(None)
-
-    def cpu(self, deadline: float) -> float:
-        """The CPU time it used, as it said once told to stop (0.0: it did not, in time)."""
-        with contextlib.suppress(EOFError, OSError):
-            if self.hung_up is None and self.conn.poll(_left(deadline)):
-                message = self.conn.recv()
-                return float(message[1]) if message[0] == "cpu" else 0.0
-        return 0.0
-
-    def kill(self) -> None:
-        self._outbox.put(None)
-        with contextlib.suppress(ValueError):  # closed already
-            if self.process.is_alive():
-                self.process.kill()
-
-    def close(self, deadline: float) -> None:
-        """Once it has ended, or `deadline` has passed: what is left is the OS's."""
-        with contextlib.suppress(ValueError):
-            self.process.join(_left(deadline))
-        with contextlib.suppress(OSError):
-            self.conn.close()
-        with contextlib.suppress(ValueError):  # still there after all (its server is stopped)
-            self.process.close()
-
-
-def _left(deadline: float) -> float:
-    return max(0.0, deadline - time.monotonic())
-
-
-def _end(workers: list[_Worker], wait: float) -> None:
-    """Kill every worker, then give them `wait` seconds in all (not each) to have ended."""
-    for worker in workers:
-        worker.kill()
-    deadline = time.monotonic() + wait
-    for worker in workers:
-        worker.close(deadline)
-
-
-def _stop(workers: list[_Worker], wait: float) -> float:
-    """Tell every worker to stop, give them `wait` seconds in all to say what they used and
-    end, then end what is left; the CPU seconds they said."""
-    for worker in workers:
-        worker.stop()
-    deadline = time.monotonic() + wait
-    used = sum(worker.cpu(deadline) for worker in workers)
-    for worker in workers:
-        with contextlib.suppress(ValueError):
-            worker.process.join(_left(deadline))
-    _end(workers, wait)
-    return used
 
 
 _DECODE = msgspec.json.Decoder(CaseReport)
@@ -158,12 +70,20 @@ def _note(text: str) -> None:
     print(f"zeroclaw eval: {text}", file=sys.stderr)
 
 
-def start_fork_server(run_module: str, adapter_module: str) -> None:
+def start_fork_server(run_module: str, adapter_module: str, workers: int = 0) -> None:
     """The fork server a `WorkerPool(spec, size, adapter_module)` running `run_module`'s
     runner would start, started now (a running one is left as it is), as a fork of this
-    process where it can be: then it imports nothing again."""
-    if fork_server.context(run_module, adapter_module).get_start_method() == "forkserver":
-        fork_server.ensure_running(forked=True)
+    process where it can be: then it imports nothing again. Then, on a thread of their
+    own (a start waits for the server to have warmed up), `workers` workers are started
+    from it, which the next pool takes (each then told its spec) instead of starting its
+    own: their start is spent beside this process's admission of the suite. One that pool
+    has no use for is ended with it; should no pool come, they end with this process."""
+    context = fork_server.context(run_module, adapter_module)
+    if context.get_start_method() != "forkserver":
+        return  # spawned workers would import everything again, beside admission
+    fork_server.ensure_running(forked=True)
+    if workers > 0:
+        start_early(context, workers)
 
 
 class WorkerPool:
@@ -180,7 +100,7 @@ class WorkerPool:
         self._spec = spec
         self._wanted = size  # less each worker that ends before it is ready
         self._context = fork_server.context(spec.run.__module__, adapter_module)
-        self._workers: list[_Worker] = []
+        self._workers: list[Worker] = []
         self._pending: deque[Item] = deque()
         self._again: deque[Item] = deque()  # in flight when the fork server was lost
         self._alone: int | None = None  # the one of them running now, by itself
@@ -205,12 +125,14 @@ class WorkerPool:
                 pass
             self._watch_server()  # a server stopped meanwhile would never end
         except BaseException:  # an interruption: nothing is left running, nor stopped
-            _end(self._workers, 1.0)
+            end(self._workers, 1.0)
+            end_early()
             fork_server.end_if_stopped()
             raise
         finally:
             self._selector.close()
-        used = _stop(self._workers, 1.0)
+        end_early()
+        used = stop(self._workers, 1.0)
         with _CPU_LOCK:
             _CPU[0] += used
 
@@ -264,7 +186,13 @@ class WorkerPool:
             raise PoolUnavailable(f"no worker process could start: {reason}")
 
     def _start(self) -> None:
-        """One more worker; a fork server lost as it is asked for one is replaced, once."""
+        """One more worker (one started early, if there is one); a fork server lost as it
+        is asked for one is replaced, once."""
+        early = adopt(self._spec.stall)
+        if early is not None:
+            early.begin(self._spec)
+            self._watch(early)
+            return
         for _ in range(2):
             watch = fork_server.Watch(self._spec.stall)
             worker = None
@@ -272,25 +200,28 @@ class WorkerPool:
                 if self._context.get_start_method() == "forkserver":
                     fork_server.ensure_running()  # a running server is left as it is
                 with watch:
-                    worker = _Worker(self._context, self._spec)
+                    worker = Worker(self._context, self._spec)
             except (OSError, EOFError) as exc:  # no process to be had (limits, no server)
                 if watch.lost is None:
                     why = describe(exc)
                     raise PoolUnavailable(f"no worker process could start: {why}") from exc
             if watch.lost is None and worker is not None:
-                self._workers.append(worker)
-                # One selector for the whole run: waiting costs nothing per look at them.
-                self._selector.register(worker.conn, selectors.EVENT_READ)
-                self._selector.register(worker.process.sentinel, selectors.EVENT_READ)
+                self._watch(worker)
                 return
             if worker is not None:  # started as the server was killed: it died with it
-                _end([worker], 1.0)
+                end([worker], 1.0)
             assert watch.lost is not None and watch.server is not None
             self._server_lost(watch.server, watch.lost, killed=True)
         assert watch.lost is not None
         raise PoolUnavailable(f"no worker process could start: the fork server {watch.lost.how}")
 
-    def _feed(self, worker: _Worker) -> None:
+    def _watch(self, worker: Worker) -> None:
+        self._workers.append(worker)
+        # One selector for the whole run: waiting costs nothing per look at them.
+        self._selector.register(worker.conn, selectors.EVENT_READ)
+        self._selector.register(worker.process.sentinel, selectors.EVENT_READ)
+
+    def _feed(self, worker: Worker) -> None:
         if self._alone is not None:
             return  # a case runs by itself
         if self._again:  # once nothing else runs, the first of them goes, alone
@@ -307,7 +238,7 @@ class WorkerPool:
             return  # busy enough: one batch running, one waiting
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
 
-    def _receive(self, worker: _Worker, drain: bool = False) -> None:
+    def _receive(self, worker: Worker, drain: bool = False) -> None:
         """The message the selector saw waiting (one: the selector says when there is
         another, at no cost, where asking the pipe builds a selector each time); with
         `drain`, every message still in the pipe of a worker that ended."""
@@ -325,7 +256,7 @@ class WorkerPool:
             if not drain:
                 return
 
-    def _handle(self, worker: _Worker, message: tuple[Any, ...]) -> None:
+    def _handle(self, worker: Worker, message: tuple[Any, ...]) -> None:
         worker.since = time.monotonic()
         kind = message[0]
         if kind == "ready":
@@ -345,13 +276,13 @@ class WorkerPool:
         elif kind == "failed":
             self._failures.append(message[1])
 
-    def _ended(self, worker: _Worker) -> None:
+    def _ended(self, worker: Worker) -> None:
         """A worker's sentinel says it ended: the fork server ended with it, or it died."""
         code = worker.process.exitcode
         if code == _UNTOLD and worker.server is not None:
             # The server may be gone, which takes a moment to be seen.
             deadline = time.monotonic() + fork_server.KILL_SECS
-            while (loss := fork_server.lost(worker.server)) is None and _left(deadline):
+            while (loss := fork_server.lost(worker.server)) is None and left(deadline):
                 time.sleep(0.01)
             if loss is not None:
                 self._server_lost(worker.server, loss)
@@ -383,7 +314,7 @@ class WorkerPool:
         for worker in lost:
             self._drop(worker)
         fork_server.kill(server)
-        _end(lost, 1.0)
+        end(lost, 1.0)
         again = []
         for worker, on_its_own in zip(lost, ended, strict=True):
             left = list(worker.sent)
@@ -407,12 +338,12 @@ class WorkerPool:
         more = f"; {len(again)} case(s) in flight run again, one at a time" if again else ""
         _note(f"the workers' fork server {loss.how}{more}")
 
-    def _lost(self, worker: _Worker, why: str, status: str) -> None:
+    def _lost(self, worker: Worker, why: str, status: str) -> None:
         """A worker ended (or was stopped): the case it was running is that case's run
         error, the rest it had go back to the front of the queue, a fresh worker takes
         over; a worker that never started blames no case, and is not replaced."""
         self._drop(worker)
-        _end([worker], 1.0)
+        end([worker], 1.0)
         left = list(worker.sent)
         if worker.ready and left:
             self._blame(left.pop(0), why)
@@ -421,7 +352,7 @@ class WorkerPool:
             self._wanted -= 1
             self._ended_as = f"it ended ({status})"
 
-    def _drop(self, worker: _Worker) -> None:
+    def _drop(self, worker: Worker) -> None:
         """No longer watched: what it sent before it went is taken."""
         self._receive(worker, drain=True)
         if worker.hung_up is None:

@@ -112,7 +112,7 @@ def start_workers_early(jobs: Jobs, suite: Path, adapter_module: str) -> None:
     if jobs == "auto" and _fixtures_in(suite) < AUTO_WORKERS_FROM:
         return
     with contextlib.suppress(OSError, ValueError):  # no process to be had: the pool says why
-        start_fork_server(run_batch.__module__, adapter_module)
+        start_fork_server(run_batch.__module__, adapter_module, jobs_of(jobs))
 
 
 def _fixtures_in(suite: Path) -> int:

@@ -1,0 +1,169 @@
+"""The pool's worker processes as the harness holds them: each started from the fork server
+with a pipe and a thread feeding it (so the harness never blocks on a full pipe), told to
+stop and asked the CPU it used, or ended; and workers started before their pool, while the
+harness admits the suite, which the pool then takes instead of starting its own."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from harness.run import fork_server
+from harness.run.pool_worker import Item, WorkerSpec, worker_main
+
+# How long a worker started early may take to start (the server warming up a framework
+# included): past it the server is taken for stuck, killed, and the pool starts its own.
+EARLY_START_SECS = 60.0
+
+
+class Worker:
+    """One worker process, the cases sent to it in order (the first is the one it runs),
+    and a thread writing to it, so this side never blocks on a full pipe."""
+
+    def __init__(self, context: Any, spec: WorkerSpec | None) -> None:
+        """`spec` None: a worker started before its pool, waiting for the spec (`begin`)."""
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=worker_main, args=(child, spec), name="zeroclaw-eval-worker", daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.server = fork_server.pid()  # what started it, and tells how it ended
+        self.sent: deque[int] = deque()
+        self.ready = False
+        self.since = time.monotonic()  # when it last did something
+        self.hung_up: float | None = None  # when its pipe ended, if it has
+        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._send_all, name="zeroclaw-eval-feed", daemon=True).start()
+
+    def begin(self, spec: WorkerSpec) -> None:
+        """A worker started early (without a spec) told what to run."""
+        self._outbox.put(("spec", spec))
+
+    def send(self, items: list[Item]) -> None:
+        if not self.sent:
+            self.since = time.monotonic()  # an idle worker starts the first case now
+        self.sent.extend(item.place for item in items)
+        self._outbox.put(("run", items))
+
+    def _send_all(self) -> None:
+        while (message := self._outbox.get()) is not None:
+            try:
+                self.conn.send(message)
+            except (OSError, ValueError):  # it died: its sentinel says so
+                return
+
+    def stop(self) -> None:
+        self._outbox.put(("stop",))
+        self._outbox.put(None)
+
+    def cpu(self, deadline: float) -> float:
+        """The CPU time it used, as it said once told to stop (0.0: it did not, in time)."""
+        with contextlib.suppress(EOFError, OSError):
+            if self.hung_up is None and self.conn.poll(left(deadline)):
+                message = self.conn.recv()
+                return float(message[1]) if message[0] == "cpu" else 0.0
+        return 0.0
+
+    def kill(self) -> None:
+        self._outbox.put(None)
+        with contextlib.suppress(ValueError):  # closed already
+            if self.process.is_alive():
+                self.process.kill()
+
+    def close(self, deadline: float) -> None:
+        """Once it has ended, or `deadline` has passed: what is left is the OS's."""
+        with contextlib.suppress(ValueError):
+            self.process.join(left(deadline))
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        with contextlib.suppress(ValueError):  # still there after all (its server is stopped)
+            self.process.close()
+
+
+def left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def end(workers: list[Worker], wait: float) -> None:
+    """Kill every worker, then give them `wait` seconds in all (not each) to have ended."""
+    for worker in workers:
+        worker.kill()
+    deadline = time.monotonic() + wait
+    for worker in workers:
+        worker.close(deadline)
+
+
+def stop(workers: list[Worker], wait: float) -> float:
+    """Tell every worker to stop, give them `wait` seconds in all to say what they used and
+    end, then end what is left; the CPU seconds they said."""
+    for worker in workers:
+        worker.stop()
+    deadline = time.monotonic() + wait
+    used = sum(worker.cpu(deadline) for worker in workers)
+    for worker in workers:
+        with contextlib.suppress(ValueError):
+            worker.process.join(left(deadline))
+    end(workers, wait)
+    return used
+
+
+# Workers started before their pool (`start_early`), waiting for its spec, and the threads
+# starting them.
+_EARLY: list[Worker] = []
+_EARLY_LOCK = threading.Lock()
+_STARTING: list[threading.Thread] = []
+
+
+def start_early(context: Any, workers: int) -> None:
+    """Start `workers` workers from the fork server on a thread of their own (a start
+    waits for the server to have warmed up), for the next pool to take (`adopt`)."""
+    with _EARLY_LOCK:
+        if _EARLY or any(thread.is_alive() for thread in _STARTING):
+            return  # the ones started before are still to be taken
+        thread = threading.Thread(
+            target=_start_early, args=(context, workers), name="zeroclaw-eval-early", daemon=True
+        )
+        _STARTING[:] = [thread]
+    thread.start()
+
+
+def _start_early(context: Any, workers: int) -> None:
+    try:
+        for _ in range(workers):
+            with fork_server.Watch(EARLY_START_SECS) as watch:
+                worker = Worker(context, None)
+            if watch.lost is not None:  # started as the server was killed: gone with it
+                end([worker], 1.0)
+                return
+            with _EARLY_LOCK:
+                _EARLY.append(worker)
+    except (OSError, EOFError, ValueError):  # no process to be had: the pool starts its own
+        return
+
+
+def adopt(wait: float) -> Worker | None:
+    """A worker started early from the fork server running now, alive; None: none is
+    left (a dead one, or one from a server since replaced, is ended). Waits up to `wait`
+    for the early starts under way (they are watched: a stuck server is killed)."""
+    for thread in list(_STARTING):
+        thread.join(wait)
+    with _EARLY_LOCK:
+        while _EARLY:
+            worker = _EARLY.pop(0)
+            if worker.server == fork_server.pid() and worker.process.is_alive():
+                return worker
+            end([worker], 1.0)
+    return None
+
+
+def end_early() -> None:
+    """The workers started early that no pool took: ended."""
+    with _EARLY_LOCK:
+        unused = list(_EARLY)
+        _EARLY.clear()
+    end(unused, 1.0)

@@ -1,0 +1,138 @@
+"""`harness.run.pool_workers`: workers started before their pool, while the harness admits
+the suite, are the ones the pool runs its cases on; one it has no use for is ended with
+it, and one that died (or came from a fork server since replaced) is never handed a case."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FAITHFUL_LOOP, fixture, text_step, turn, write_module, write_suite
+
+from harness import run_suite
+from harness.run import fork_server, pool_workers, watchdog
+from harness.run.process_pool import start_fork_server
+
+# A faithful loop that writes down which process ran each of its turns.
+PID_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import os
+
+
+class Telling(Session):
+    async def run_turn(self, user_input):
+        with open(os.environ["ZC_PIDS"], "a") as out:
+            out.write(f"{os.getpid()}\\n")
+        return await super().run_turn(user_input)
+
+
+def telling(ctx):
+    return Telling(ctx)
+"""
+)
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="workers start early from a fork server"
+)
+
+
+def _suite(tmp_path: Path, cases: int) -> Path:
+    says_hi = [turn("Say hi", text_step("hi there"))]
+    expects = {"response_contains": ["hi"]}
+    return write_suite(
+        tmp_path / "suite", {f"{n}.json": fixture(f"c{n}", says_hi, expects) for n in range(cases)}
+    )
+
+
+def _agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("ZC_PIDS", str(tmp_path / "pids"))
+    return f"{write_module(tmp_path, PID_LOOP)}:telling"
+
+
+def _started_early(workers: int) -> list[int]:
+    """The process ids of `workers` workers started early, as a run with that many jobs
+    starts them."""
+    pool_workers.end_early()  # none left over from another test
+    start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", workers)
+    for thread in pool_workers._STARTING:
+        thread.join(60)
+    early = list(pool_workers._EARLY)
+    assert len(early) == workers and all(w.process.is_alive() for w in early)
+    return [worker.process.pid for worker in early]
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (a zombie not yet reaped by its server included),
+    waiting a few seconds for it to."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _ran_in(tmp_path: Path) -> set[int]:
+    return {int(line) for line in (tmp_path / "pids").read_text().split()}
+
+
+def test_a_run_s_cases_go_to_the_workers_started_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = _agent(tmp_path, monkeypatch)
+    early = set(_started_early(2))
+    report = run_suite(_suite(tmp_path, 8), agent=agent, jobs=2)
+    assert report.all_passed and len(report.cases) == 8
+    assert _ran_in(tmp_path) == early  # no other worker was started
+    assert pool_workers._EARLY == []
+
+
+def test_a_worker_started_early_that_the_run_has_no_use_for_is_ended_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = _agent(tmp_path, monkeypatch)
+    early = _started_early(2)
+    report = run_suite(_suite(tmp_path, 1), agent=agent, jobs=2)
+    assert report.all_passed
+    (used,) = _ran_in(tmp_path)
+    (unused,) = set(early) - {used}
+    assert pool_workers._EARLY == []
+    assert _gone(unused)
+
+
+def test_a_worker_started_early_that_died_is_handed_no_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = _agent(tmp_path, monkeypatch)
+    dead, alive = _started_early(2)
+    os.kill(dead, signal.SIGKILL)
+    assert _gone(dead)
+    report = run_suite(_suite(tmp_path, 6), agent=agent, jobs=2)
+    # Every case passed: none was blamed on the dead worker, or lost with it.
+    assert report.all_passed and len(report.cases) == 6
+    ran = _ran_in(tmp_path)
+    assert dead not in ran and alive in ran
+
+
+def test_workers_started_from_a_fork_server_since_replaced_are_not_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = _agent(tmp_path, monkeypatch)
+    early = _started_early(2)
+    server = fork_server.pid()
+    assert server is not None
+    fork_server.kill(server)  # its workers die with it
+    report = run_suite(_suite(tmp_path, 4), agent=agent, jobs=2)
+    assert report.all_passed and len(report.cases) == 4
+    assert not _ran_in(tmp_path) & set(early)
+    assert fork_server.pid() != server

@@ -32,6 +32,7 @@ from harness.fixtures.suite import Case, display_path
 from harness.io.atomic import ReportWriteError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
+from harness.reporters.json_report import LastRun, WorkerParts
 from harness.reporters.streamed import slimmed
 from harness.run.options import RunOptions as RunOptions
 from harness.run.options import admit as admit
@@ -206,6 +207,8 @@ def run_cases(
         judge=judge,
         setup=setup,
         snapshots=snapshots,
+        # Workers format what the last run keeps of each case, as this process would.
+        prerender=WorkerParts if streamed and not wanted and _keeps_last_run(reporters) else None,
     )
     order = [case.id for case in cases]
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
@@ -273,6 +276,10 @@ def run_cases(
         delivery.abandon()
         raise
     return report
+
+
+def _keeps_last_run(reporters: Sequence[Reporter]) -> bool:
+    return any(isinstance(reporter, LastRun) for reporter in reporters)
 
 
 def run_suite(

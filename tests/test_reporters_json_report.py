@@ -276,3 +276,92 @@ def test_a_case_is_formatted_once_for_the_json_report_and_the_last_run_kept(
 
     last = (root / ".zeroclaw-eval" / "last-report.json").read_bytes()
     assert cases_of(last) == cases_of((root / "r.json").read_bytes())
+
+
+# --- the parts a worker process formats -----------------------------------------------------
+
+
+def test_a_part_a_worker_formatted_is_used_only_for_its_report_in_the_state_it_was_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.reporters import json_report
+
+    monkeypatch.setattr(json_report, "_last_part", None)
+    case = passing_report("held")
+    assert case.record is not None
+    case.record.transcript = []
+    line, part, dropped = json_report.WorkerParts.render(case)
+    assert dropped and line is not None
+    # What the worker made is what this process makes of the case, transcript dropped...
+    plain = msgspec.structs.replace(case, record=msgspec.structs.replace(case.record))
+    assert plain.record is not None
+    plain.record.transcript = None
+    assert part == json_report._formatted(plain)
+    assert line == json_report._transcript_line(case)
+    # ...and a part held for a report stands for that one report only, in that state.
+    json_report.WorkerParts.hold(case, (b"its line", b"its part", True))
+    assert json_report.WorkerParts.line(case) == b"its line"
+    assert json_report.WorkerParts.line(plain) == json_report._transcript_line(plain)
+    assert json_report.case_part(plain) == part  # an equal report is not that report
+    assert json_report.case_part(case) != b"its part"  # its transcript was kept here
+    json_report.WorkerParts.hold(case, (b"its line", b"its part", True))
+    case.record.transcript = None
+    json_report._last_part = None
+    assert json_report.case_part(case) == b"its part"
+    json_report.WorkerParts.release()
+
+
+def test_the_reports_of_a_run_in_workers_are_those_this_process_would_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from conftest import echo_fixture, failing_fixture, under_scripted_fixture
+
+    from harness import pipeline
+    from harness.reporters import json_report
+    from harness.reporters.base import Commit, Output, Reporter
+    from harness.reporters.last_run import LAST_FOLDER, LAST_NAME
+    from harness.verdict.reports import SuiteReport
+
+    class Told(Reporter):
+        """Each case's transcript line as it is done; it reads the verdict whole at the
+        end (`whole_cases`), so the verdict is rendered whole here to compare with."""
+
+        def __init__(self) -> None:
+            self.lines: dict[str, bytes] = {}
+
+        def case_done(self, case: CaseReport) -> None:
+            self.lines[case.id] = json_report._transcript_line(case) or b""
+
+    used: list[bytes] = []
+    real = json_report.WorkerParts.part
+
+    def counted(case: CaseReport) -> bytes | None:
+        part = real(case)
+        if part is not None:
+            used.append(part)
+        return part
+
+    monkeypatch.setattr(json_report.WorkerParts, "part", staticmethod(counted))
+    monkeypatch.chdir(tmp_path)
+    cases = {f"{n}a.json": echo_fixture(f"echo-{n}", f"m{n}") for n in range(4)}
+    cases |= {f"{n}b.json": failing_fixture(f"bad-{n}") for n in range(2)}
+    cases["9c.json"] = under_scripted_fixture("under")
+    suite = write_suite(tmp_path / "suite", cases)
+    values = {json_report.OPTION.dest: tmp_path / "report.json"}
+    output = Output(values=values, stdout=io.StringIO(), stderr=io.StringIO(), environ={})
+    told = Told()
+    reporters = [told, *json_report.REPORTER.build(output), Commit(output.files)]
+    report: SuiteReport = pipeline.run(
+        pipeline.RunOptions(suite, root=tmp_path, jobs=2), sorted(reporters, key=lambda r: r.order)
+    )
+    assert len(report.cases) == 7 and report.totals.passed == 4
+    assert len(used) == 7  # every case's part came from its worker
+    last = (tmp_path / LAST_FOLDER / LAST_NAME).read_bytes()
+    named = json.loads(last)["transcripts"]
+    assert last == json_report.render_json(report, named)
+    assert (tmp_path / "report.json").read_bytes() == json_report.render_json(report)
+    kept = (tmp_path / LAST_FOLDER / named).read_bytes().splitlines(keepends=True)
+    passing = [case.id for case in report.cases if case.passed]
+    assert sorted(kept) == sorted(told.lines[case_id] for case_id in passing)

@@ -22,7 +22,7 @@ import secrets
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from harness.io.atomic import FILE_MODE, Part, ReportFiles, ReportWriteError, own_folder
 from harness.io.text import json_safe, without_surrogates
@@ -104,18 +104,89 @@ _AROUND_CASE = (len(b"[\n  [\n"), len(b"\n  ]\n]"))
 def case_part(case: CaseReport) -> bytes:
     """`case` as the JSON report's cases list holds it, formatted and indented. The last
     case's part is kept: the report for `show` and `--json-report` each write the case,
-    and the case is formatted once for both."""
+    and the case is formatted once for both; a worker process may have formatted it
+    (`WorkerParts`)."""
     global _last_part
     last = _last_part
     if last is not None and last[0] is case:
         return last[1]
+    part = WorkerParts.part(case)
+    if part is None:
+        part = _formatted(case)
+    _last_part = (case, part)
+    return part
+
+
+def _formatted(case: CaseReport) -> bytes:
     import msgspec
 
     head, tail = _AROUND_CASE
     formatted = msgspec.json.format(b"[[" + encoded_json(case) + b"]]", indent=2)
-    part = inert_json(formatted[head:-tail])
-    _last_part = (case, part)
-    return part
+    return inert_json(formatted[head:-tail])
+
+
+def _transcript_line(case: CaseReport) -> bytes | None:
+    """A passing case's transcript as the last run keeps it beside its report, one JSON
+    line; None for a case that keeps none there."""
+    record = case.record
+    if not case.passed or record is None or record.transcript is None:
+        return None
+    from harness.reporters.last_run import KeptTranscript
+
+    kept = KeptTranscript(id=case.id, fixture=case.fixture, transcript=record.transcript)
+    return inert_json(encoded_json(kept)) + b"\n"
+
+
+# Reports whose parts a worker rendered, by identity, until their part is written: the
+# report itself (so its identity is not another's), its transcript line, its part, and
+# whether the part is that of the report with its transcript dropped.
+_HELD: dict[int, tuple[CaseReport, bytes | None, bytes, bool]] = {}
+
+
+class WorkerParts:
+    """What a worker process renders of each report for the last run kept for `show` and
+    the JSON report (`harness.run.pool_worker.Prerender`), in a run that drops a passing
+    case's transcript once its `case_done` is told (`pipeline`): the case's transcript
+    line, and its part of the document as it is kept, transcript dropped. A part is used
+    only for the report it came with, and only in that state; else it is made here."""
+
+    @staticmethod
+    def render(case: CaseReport) -> tuple[bytes | None, bytes, bool]:
+        import msgspec
+
+        line = _transcript_line(case)
+        record = case.record
+        kept, dropped = case, False
+        if case.passed and record is not None:
+            plain = msgspec.structs.replace(record, transcript=None)
+            kept, dropped = msgspec.structs.replace(case, record=plain), True
+        return line, _formatted(kept), dropped
+
+    @staticmethod
+    def hold(case: CaseReport, parts: object) -> None:
+        made = cast("tuple[bytes | None, bytes, bool]", parts)  # what `render` made
+        _HELD[id(case)] = (case, *made)
+
+    @staticmethod
+    def release() -> None:
+        _HELD.clear()
+
+    @staticmethod
+    def line(case: CaseReport) -> bytes | None:
+        held = _HELD.get(id(case))
+        if held is not None and held[0] is case:
+            return held[1]
+        return _transcript_line(case)
+
+    @staticmethod
+    def part(case: CaseReport) -> bytes | None:
+        held = _HELD.pop(id(case), None)
+        if held is None or held[0] is not case:
+            return None
+        record = case.record
+        if held[3] and (record is None or record.transcript is not None):
+            return None  # rendered with the transcript dropped, which this run kept
+        return held[2]
 
 
 _last_part: tuple[CaseReport, bytes] | None = None
@@ -198,14 +269,13 @@ class LastRun(Reporter):
             self._say(f"the last run was not kept for `show`: {exc}")
 
     def case_done(self, case: CaseReport) -> None:
-        record = case.record
-        if self._handle is None or not case.passed or record is None or record.transcript is None:
+        if self._handle is None:
             return
-        from harness.reporters.last_run import KeptTranscript
-
-        kept = KeptTranscript(id=case.id, fixture=case.fixture, transcript=record.transcript)
+        line = WorkerParts.line(case)
+        if line is None:
+            return
         try:
-            self._handle.write(inert_json(encoded_json(kept)) + b"\n")
+            self._handle.write(line)
         except OSError as exc:
             self._give_up(exc)
 

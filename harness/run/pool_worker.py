@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -78,7 +78,25 @@ _SENT = (
     "keep_transcripts",
     "setup",  # sent as its two settings, resolved again by the worker
     "snapshots",
+    "prerender",  # by reference: a class of the harness's, as `run` is
 )
+
+
+class Prerender(Protocol):
+    """Parts of a report this process's reporters would render, rendered by the worker
+    beside its case (`render`) and sent with the report, which this process hands to
+    its reporters (`hold`) before the report; `release` lets go of what none took. What
+    the parts are is the reporters' own business: a part is only ever used for the very
+    report it was rendered from, and a reporter that finds none renders it itself."""
+
+    @staticmethod
+    def render(report: CaseReport) -> object: ...
+
+    @staticmethod
+    def hold(report: CaseReport, parts: object) -> None: ...
+
+    @staticmethod
+    def release() -> None: ...
 
 
 @dataclass(frozen=True)
@@ -182,7 +200,7 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         conn.send(("failed", describe(exc)))
         return
     conn.send(("ready",))
-    send = _Sender(conn)
+    send = _Sender(conn, plan.prerender)
     while True:
         try:
             message = conn.recv()
@@ -215,18 +233,21 @@ def _judged(case: Case) -> bool:
 
 class _Sender:
     """Sends each report back as it is in, with the case's place in the suite (ids are
-    unique within a suite), one message at a time whichever thread reports it."""
+    unique within a suite) and the parts of it rendered here for the harness's reporters
+    (`Prerender`), one message at a time whichever thread reports it."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, prerender: Prerender | None) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
+        self._render = None if prerender is None else prerender.render
         self.index_of: dict[str, int] = {}
 
     def __call__(self, report: CaseReport) -> None:
         payload = self._encode(report)
+        parts = None if self._render is None else self._render(report)
         with self._lock:
-            self._conn.send(("report", self.index_of[report.id], payload))
+            self._conn.send(("report", self.index_of[report.id], payload, parts))
 
 
 def _plan(spec: WorkerSpec) -> CasePlan:

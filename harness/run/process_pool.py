@@ -27,7 +27,7 @@ import msgspec
 
 from harness.errors import describe
 from harness.run import fork_server
-from harness.run.pool_worker import Item, WorkerSpec
+from harness.run.pool_worker import Item, Prerender, WorkerSpec
 from harness.run.pool_workers import Worker, adopt, end, end_early, left, start_early, stop
 from harness.verdict.reports import CaseReport
 
@@ -107,6 +107,7 @@ class WorkerPool:
         self._failures: list[str] = []  # what workers that could not start said
         self._ended_as = "it ended"  # how the last worker that never started ended
         self._selector = selectors.DefaultSelector()
+        self._prerender: Prerender | None = spec.settings.get("prerender")
 
     def run(
         self,
@@ -131,6 +132,8 @@ class WorkerPool:
             raise
         finally:
             self._selector.close()
+            if self._prerender is not None:
+                self._prerender.release()
         end_early()
         used = stop(self._workers, 1.0)
         with _CPU_LOCK:
@@ -262,12 +265,15 @@ class WorkerPool:
         if kind == "ready":
             worker.ready = True
         elif kind == "report":
-            _, index, payload = message
+            _, index, payload, parts = message
             if worker.sent and worker.sent[0] == index:
                 worker.sent.popleft()
             if index == self._alone:
                 self._alone = None
-            self._on_report(index, _DECODE.decode(payload))
+            report = _DECODE.decode(payload)
+            if parts is not None and self._prerender is not None:
+                self._prerender.hold(report, parts)
+            self._on_report(index, report)
         elif kind == "back":  # cases it will not run: they are the caller's to run
             for place in message[1]:
                 worker.sent.remove(place)

@@ -105,6 +105,7 @@ class CasePlan:
     # `setup.context` by the user's function, and its SDK `Session`.
     setup: CaseSetup = NO_SETUP
     snapshots: SnapshotPlan | None = None  # replay: each case's request snapshot checked
+    prerender: Any = None  # what workers render of each report for this process's reporters
 
     @functools.cached_property
     def surfaces(self) -> dict[tuple[str, ...], list[str]]:

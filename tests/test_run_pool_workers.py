@@ -136,3 +136,28 @@ def test_workers_started_from_a_fork_server_since_replaced_are_not_taken(
     assert report.all_passed and len(report.cases) == 4
     assert not _ran_in(tmp_path) & set(early)
     assert fork_server.pid() != server
+
+
+def test_the_messages_of_a_worker_s_pipe_are_read_whole_however_they_arrive() -> None:
+    import multiprocessing
+    import threading
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    # Larger than one read, and small ones around it: what multiprocessing's `send` wrote.
+    sent = [("ready",), ("report", 1, b"x" * 200_000, None), ("report", 2, b"{}", (b"a", b"b"))]
+    writer = threading.Thread(target=lambda: [theirs.send(m) for m in sent])
+    writer.start()
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray())
+    got: list[object] = []
+    reads = 0
+    while len(got) < len(sent):
+        got += pool_workers.Worker.messages(reader)  # type: ignore[arg-type]
+        reads += 1
+    writer.join()
+    assert got == sent and reads > 1
+    assert reader._unread == b""
+    theirs.close()
+    with pytest.raises(EOFError):
+        pool_workers.Worker.messages(reader)  # type: ignore[arg-type]
+    ours.close()

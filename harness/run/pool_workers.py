@@ -6,6 +6,8 @@ harness admits the suite, which the pool then takes instead of starting its own.
 from __future__ import annotations
 
 import contextlib
+import os
+import pickle
 import queue
 import threading
 import time
@@ -15,6 +17,9 @@ from typing import Any
 from harness.run import fork_server
 from harness.run.pool_worker import Item, WorkerSpec, worker_main
 
+# What one read of a worker's pipe takes at most: many reports, under what malloc would map
+# for each read (and give back after it).
+_READ_SIZE = 1 << 16
 # How long a worker started early may take to start (the server warming up a framework
 # included): past it the server is taken for stuck, killed, and the pool starts its own.
 EARLY_START_SECS = 60.0
@@ -37,6 +42,8 @@ class Worker:
         self.ready = False
         self.since = time.monotonic()  # when it last did something
         self.hung_up: float | None = None  # when its pipe ended, if it has
+        self._fd = self.conn.fileno()
+        self._unread = bytearray()  # what was read of its pipe past its last whole message
         self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         threading.Thread(target=self._send_all, name="zeroclaw-eval-feed", daemon=True).start()
 
@@ -61,12 +68,37 @@ class Worker:
         self._outbox.put(("stop",))
         self._outbox.put(None)
 
+    def messages(self) -> list[Any]:
+        """Every whole message one read of its pipe gives (which blocks while it has
+        written nothing): many reports in one read, where `recv` took two reads each.
+        `EOFError` once the pipe has ended (a message it was writing is lost with it)."""
+        data = os.read(self._fd, _READ_SIZE)
+        if not data:
+            raise EOFError
+        unread = self._unread
+        unread += data
+        found, at, end = [], 0, len(unread)
+        # The frames of multiprocessing's `Connection.send`: a signed 4-byte length, or -1
+        # and an 8-byte one, then the pickled message.
+        while end - at >= 4:
+            size, head = int.from_bytes(unread[at : at + 4], "big", signed=True), 4
+            if size == -1:
+                if end - at < 12:
+                    break
+                size, head = int.from_bytes(unread[at + 4 : at + 12], "big"), 12
+            if end - at - head < size:
+                break
+            found.append(pickle.loads(unread[at + head : at + head + size]))
+            at += head + size
+        del unread[:at]
+        return found
+
     def cpu(self, deadline: float) -> float:
         """The CPU time it used, as it said once told to stop (0.0: it did not, in time)."""
         with contextlib.suppress(EOFError, OSError):
-            if self.hung_up is None and self.conn.poll(left(deadline)):
-                message = self.conn.recv()
-                return float(message[1]) if message[0] == "cpu" else 0.0
+            while self.hung_up is None and self.conn.poll(left(deadline)):
+                for message in self.messages():
+                    return float(message[1]) if message[0] == "cpu" else 0.0
         return 0.0
 
     def kill(self) -> None:

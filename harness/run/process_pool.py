@@ -242,20 +242,21 @@ class WorkerPool:
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
 
     def _receive(self, worker: Worker, drain: bool = False) -> None:
-        """The message the selector saw waiting (one: the selector says when there is
-        another, at no cost, where asking the pipe builds a selector each time); with
+        """The messages the selector saw waiting (one read: the selector says when there
+        are more, at no cost, where asking the pipe builds a selector each time); with
         `drain`, every message still in the pipe of a worker that ended."""
         while worker.hung_up is None:
             try:
                 if drain and not worker.conn.poll():
                     return
-                message = worker.conn.recv()
+                messages = worker.messages()
             except (EOFError, OSError):
                 # It ended (its sentinel says how), or closed its pipe: not looked at again.
                 worker.hung_up = time.monotonic()
                 self._selector.unregister(worker.conn)
                 return
-            self._handle(worker, message)
+            for message in messages:
+                self._handle(worker, message)
             if not drain:
                 return
 

@@ -356,6 +356,18 @@ def deliver(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
         raise
 
 
+def _hooks(
+    reporters: Sequence[Reporter], nothing: Callable[[Reporter, CaseReport], None]
+) -> list[tuple[int, Callable[[CaseReport], None]]]:
+    """Each reporter's hook of `nothing`'s name (by its place), unless it is `nothing`."""
+    found = []
+    for index, reporter in enumerate(reporters):
+        hook = getattr(reporter, nothing.__name__)
+        if getattr(hook, "__func__", None) is not nothing:
+            found.append((index, hook))
+    return found
+
+
 class _Delivery:
     """The reporters of one run. A stream that cannot be written (a closed pipe, a full
     disk) stops that reporter only: the run goes on, the other reports are written, and
@@ -369,6 +381,22 @@ class _Delivery:
         self._order = order
         self._next = 0
         self._waiting: dict[str, CaseReport] = {}
+        # The hooks told of every case, of the reporters that have them (the protocol's
+        # own does nothing): thousands of cases each call only those.
+        self._done = _hooks(reporters, Reporter.case_done)
+        self._kept = _hooks(reporters, Reporter.case_kept)
+
+    def _each_case(
+        self, hooks: list[tuple[int, Callable[[CaseReport], None]]], case: CaseReport
+    ) -> None:
+        broken = self._broken
+        for index, hook in hooks:
+            if index in broken:
+                continue
+            try:
+                hook(case)
+            except (OSError, ValueError) as exc:
+                broken[index] = _stream_failure(exc)
 
     def _each(self, call: Callable[[Reporter], None]) -> None:
         for index, reporter in enumerate(self._reporters):
@@ -386,7 +414,7 @@ class _Delivery:
         self._each(lambda reporter: reporter.start(total))
 
     def case_done(self, case: CaseReport) -> None:
-        self._each(lambda reporter: reporter.case_done(case))
+        self._each_case(self._done, case)
 
     def kept(self, case: CaseReport) -> None:
         """`case` as the verdict keeps it, told in suite order once the cases before it
@@ -407,7 +435,7 @@ class _Delivery:
             self._tell_kept(case)
 
     def _tell_kept(self, case: CaseReport) -> None:
-        self._each(lambda reporter: reporter.case_kept(case))
+        self._each_case(self._kept, case)
 
     def finish(self, report: SuiteReport) -> None:
         """Every reporter's `finish`; a report that cannot be written does not keep the

@@ -40,3 +40,34 @@ def test_reports_heard_as_each_case_ends_are_the_ones_the_suite_report_holds(
         assert streamed is kept
         assert kept.fixture_sha256 == fixture_hash((suite / f"{kept.id}.json").read_text("utf-8"))
         assert kept.tool_surface == ["echo", "fail", "list_files", "read_file", "write_file"]
+
+
+def test_every_reporter_hears_each_case_unless_its_stream_broke(tmp_path: Path) -> None:
+    import pytest
+
+    from harness.io.atomic import ReportWriteError
+    from harness.reporters.base import Reporter
+
+    fixtures = {f"{n}.json": greeting_fixture(n) for n in ("a", "b", "c")}
+    suite = write_suite(tmp_path / "evals" / "regression", fixtures)
+    heard: list[str] = []
+
+    class Kept(Reporter):  # told only of cases as they are kept
+        def case_kept(self, case: CaseReport) -> None:
+            heard.append(f"kept {case.id}")
+
+    class Breaks(Reporter):  # its stream breaks on the second case
+        def case_done(self, case: CaseReport) -> None:
+            heard.append(f"breaks {case.id}")
+            if case.id == "b":
+                raise BrokenPipeError(32, "Broken pipe")
+
+    told = Reporter()  # a hook of its own, not of its class
+    told.case_done = lambda case: heard.append(f"own {case.id}")  # type: ignore[method-assign]
+    with pytest.raises(ReportWriteError, match="Broken pipe"):
+        run(RunOptions(suite, root=tmp_path), [Breaks(), told, Kept()])
+    assert heard == [
+        *("breaks a", "own a", "kept a"),
+        *("breaks b", "own b", "kept b"),
+        *("own c", "kept c"),
+    ]

@@ -11,6 +11,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -32,7 +33,6 @@ from harness.fixtures.suite import Case, display_path
 from harness.io.atomic import ReportWriteError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
-from harness.reporters.json_report import LastRun, WorkerParts
 from harness.reporters.streamed import slimmed
 from harness.run.options import RunOptions as RunOptions
 from harness.run.options import admit as admit
@@ -207,8 +207,8 @@ def run_cases(
         judge=judge,
         setup=setup,
         snapshots=snapshots,
-        # Workers format what the last run keeps of each case, as this process would.
-        prerender=WorkerParts if streamed and not wanted and _keeps_last_run(reporters) else None,
+        # What workers render of each case for the reporters, as this process would.
+        prerender=_worker_parts(reporters, dropped=streamed and not wanted),
     )
     order = [case.id for case in cases]
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
@@ -278,8 +278,18 @@ def run_cases(
     return report
 
 
-def _keeps_last_run(reporters: Sequence[Reporter]) -> bool:
-    return any(isinstance(reporter, LastRun) for reporter in reporters)
+def _worker_parts(reporters: Sequence[Reporter], dropped: bool) -> tuple[Any, ...] | None:
+    """The parts workers render of each case for `reporters` (each kind once); `dropped`:
+    whether passing cases' transcripts are dropped once told."""
+    found: list[Any] = []
+    for reporter in reporters:
+        parts = reporter.worker_parts
+        if parts is None or parts in found:
+            continue
+        if getattr(parts, "only_when_transcripts_dropped", False) and not dropped:
+            continue
+        found.append(parts)
+    return tuple(found) or None
 
 
 def run_suite(

@@ -340,3 +340,48 @@ def test_no_suite_pass_rate_rests_on_no_completed_case() -> None:
     assert "  0/0 runs (3 of 3 errored)" in lines[1]
     assert lines[2] == "      no run completed  pass^k not established (a run errored)"
     assert lines[-1] == "  pass rate unavailable: no case completed"
+
+
+# --- the lines a worker process renders -----------------------------------------------------
+
+
+def test_the_table_of_a_run_in_workers_is_the_one_this_process_renders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import echo_fixture, failing_fixture, under_scripted_fixture, write_suite
+
+    from harness import pipeline
+    from harness.reporters import table
+    from harness.reporters.table import TableLines, TableReporter, render_case
+
+    class Rendered(TableReporter):
+        """The table as this process renders every case itself."""
+
+        worker_parts = None
+
+        def case_done(self, case: CaseReport) -> None:
+            self._done += 1
+            folded = self._changes.fold(case)
+            self._write(render_case(case, self._colour, self._counter(), folded))
+
+    taken: list[str] = []
+    real = TableLines.take
+
+    def counted(case: CaseReport) -> str | None:
+        lines = real(case)
+        if lines is not None:
+            taken.append(lines)
+        return lines
+
+    monkeypatch.setattr(table.TableLines, "take", staticmethod(counted))
+    cases = {f"{n}a.json": echo_fixture(f"echo-{n}", f"m{n}") for n in range(4)}
+    cases |= {f"{n}b.json": failing_fixture(f"bad-{n}") for n in range(2)}
+    cases["9c.json"] = under_scripted_fixture("under")
+    suite = write_suite(tmp_path / "suite", cases)
+    ours, theirs = io.StringIO(), io.StringIO()
+    reporters = [TableReporter(ours, jobs=2), Rendered(theirs, jobs=2)]
+    report = pipeline.run(pipeline.RunOptions(suite, root=tmp_path, jobs=2), reporters)
+    assert len(report.cases) == 7 and (report.totals.failed, report.totals.errors) == (2, 1)
+    assert len(taken) == 7  # every case's lines came from its worker
+    assert ours.getvalue() == theirs.getvalue()
+    assert "[7/7] " in ours.getvalue()

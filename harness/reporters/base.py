@@ -95,6 +95,10 @@ class Reporter:
     # no reporter of a run does, the run keeps of a plain pass only what the totals and
     # the summaries need (`reporters.streamed.slimmed`), and its memory stays flat.
     whole_cases: bool = True
+    # What a worker process may render of each case for it, sent with the case's report
+    # (`harness.run.pool_worker.Prerender`: a class of the harness's, by reference); None:
+    # it renders each case itself, as it always may.
+    worker_parts: Any = None
 
     def start(self, total: int) -> None:
         """The run is about to start `total` cases."""

@@ -150,6 +150,9 @@ class WorkerParts:
     line, and its part of the document as it is kept, transcript dropped. A part is used
     only for the report it came with, and only in that state; else it is made here."""
 
+    # A run that keeps passing transcripts (a report shows them) would use none of them.
+    only_when_transcripts_dropped = True
+
     @staticmethod
     def render(case: CaseReport) -> tuple[bytes | None, bytes, bool]:
         import msgspec
@@ -232,6 +235,7 @@ class LastRun(Reporter):
     order = COMMIT + 3
     streams_transcripts = True
     whole_cases = False
+    worker_parts = WorkerParts
 
     def __init__(self, stderr: TextIO) -> None:
         # Imported here: `--help` imports this module, and never the transcripts' types.

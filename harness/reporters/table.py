@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 from harness.io.text import clean, clean_lines, command_token, inert, stop_commands
 from harness.reporters.base import STDOUT, Output, Reporter
@@ -199,6 +199,36 @@ def render_table(report: SuiteReport, colour: bool = False) -> str:
     )
 
 
+# Each case's lines as a worker rendered them (uncoloured, uncounted), by the identity of
+# the report they came with, until the case is told.
+_LINES: dict[int, tuple[CaseReport, str]] = {}
+
+
+class TableLines:
+    """A case's lines rendered by its worker process (`harness.run.pool_worker.Prerender`)
+    for an uncoloured table: the table counts them itself (the counter goes after the
+    two spaces every case's first line starts with, which no workflow command can start
+    or end at). Used only for the report they came with, when no detail of the case is
+    folded into an earlier case's; else the case is rendered here."""
+
+    @staticmethod
+    def render(case: CaseReport) -> str:
+        return render_case(case)
+
+    @staticmethod
+    def hold(case: CaseReport, lines: object) -> None:
+        _LINES[id(case)] = (case, cast(str, lines))
+
+    @staticmethod
+    def release() -> None:
+        _LINES.clear()
+
+    @staticmethod
+    def take(case: CaseReport) -> str | None:
+        held = _LINES.pop(id(case), None)
+        return held[1] if held is not None and held[0] is case else None
+
+
 class TableReporter(Reporter):
     order = STDOUT
     whole_cases = False  # each case's line is written as it is done; then the totals
@@ -206,6 +236,7 @@ class TableReporter(Reporter):
     def __init__(self, stream: TextIO, guard: bool = False, jobs: int | None = None) -> None:
         self._stream = stream
         self._colour = use_colour(stream)
+        self.worker_parts = None if self._colour else TableLines
         self._guard = guard  # on GitHub Actions, whose runner reads stdout for commands
         self._jobs = jobs or 1
         self._total = 0
@@ -219,7 +250,12 @@ class TableReporter(Reporter):
     def case_done(self, case: CaseReport) -> None:
         self._done += 1
         folded = self._changes.fold(case)
-        self._write(render_case(case, self._colour, self._counter(), folded))
+        lines = None if folded or self._colour else TableLines.take(case)
+        if lines is None:
+            lines = render_case(case, self._colour, self._counter(), folded)
+        elif counter := self._counter():
+            lines = lines[:2] + counter + lines[2:]
+        self._write(lines)
 
     def _counter(self) -> str:
         # With one job and a short run, cases finish in fixture order and are few: the

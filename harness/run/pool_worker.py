@@ -78,7 +78,7 @@ _SENT = (
     "keep_transcripts",
     "setup",  # sent as its two settings, resolved again by the worker
     "snapshots",
-    "prerender",  # by reference: a class of the harness's, as `run` is
+    "prerender",  # by reference: classes of the harness's, as `run` is
 )
 
 
@@ -236,16 +236,16 @@ class _Sender:
     unique within a suite) and the parts of it rendered here for the harness's reporters
     (`Prerender`), one message at a time whichever thread reports it."""
 
-    def __init__(self, conn: Any, prerender: Prerender | None) -> None:
+    def __init__(self, conn: Any, prerender: tuple[Prerender, ...] | None) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
-        self._render = None if prerender is None else prerender.render
+        self._renders = tuple(each.render for each in prerender or ())
         self.index_of: dict[str, int] = {}
 
     def __call__(self, report: CaseReport) -> None:
         payload = self._encode(report)
-        parts = None if self._render is None else self._render(report)
+        parts = tuple(render(report) for render in self._renders) if self._renders else None
         with self._lock:
             self._conn.send(("report", self.index_of[report.id], payload, parts))
 

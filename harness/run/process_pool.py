@@ -107,7 +107,7 @@ class WorkerPool:
         self._failures: list[str] = []  # what workers that could not start said
         self._ended_as = "it ended"  # how the last worker that never started ended
         self._selector = selectors.DefaultSelector()
-        self._prerender: Prerender | None = spec.settings.get("prerender")
+        self._prerender: tuple[Prerender, ...] = spec.settings.get("prerender") or ()
 
     def run(
         self,
@@ -132,8 +132,8 @@ class WorkerPool:
             raise
         finally:
             self._selector.close()
-            if self._prerender is not None:
-                self._prerender.release()
+            for each in self._prerender:
+                each.release()
         end_early()
         used = stop(self._workers, 1.0)
         with _CPU_LOCK:
@@ -272,8 +272,9 @@ class WorkerPool:
             if index == self._alone:
                 self._alone = None
             report = _DECODE.decode(payload)
-            if parts is not None and self._prerender is not None:
-                self._prerender.hold(report, parts)
+            if parts is not None:
+                for each, part in zip(self._prerender, parts, strict=True):
+                    each.hold(report, part)
             self._on_report(index, report)
         elif kind == "back":  # cases it will not run: they are the caller's to run
             for place in message[1]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from harness.defaults import (
 from harness.errors import UsageError
 from harness.expectations.judge import Judge
 from harness.fixtures.selection import Selection, choose
-from harness.fixtures.suite import Case, display_path
+from harness.fixtures.suite import AdmittedCases, Case, display_path
 from harness.io.atomic import ReportWriteError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
@@ -113,7 +113,7 @@ def _unused(
     """The snapshots no case of the suite uses, found (and, updating, removed) before any
     case runs; None: there are none. Only a run of the whole suite may say so: a filtered
     run did not pick the others, which are no less used."""
-    found = unused(plan, options.suite, (case.where for case in admitted))
+    found = unused(plan, options.suite, _wheres(admitted))
     if not found:
         return None
     if plan.update:
@@ -123,6 +123,20 @@ def _unused(
         removed=plan.update,
         fails=options.unused_snapshots == "fail",
     )
+
+
+def _ids(cases: Sequence[Case]) -> list[str]:
+    """The cases' ids, in order (a suite's held as it holds them, no case made for each)."""
+    if isinstance(cases, AdmittedCases):
+        return [cases.id_of(index) for index in range(len(cases))]
+    return [case.id for case in cases]
+
+
+def _wheres(cases: Sequence[Case]) -> Iterator[str]:
+    """The cases' paths as text, in order (a suite's held as it holds them)."""
+    if isinstance(cases, AdmittedCases):
+        return (cases.where_of(index) for index in range(len(cases)))
+    return (case.where for case in cases)
 
 
 def _against(options: RunOptions) -> Against | None:
@@ -210,7 +224,7 @@ def run_cases(
         # What workers render of each case for the reporters, as this process would.
         prerender=_worker_parts(reporters, dropped=streamed and not wanted),
     )
-    order = [case.id for case in cases]
+    order = _ids(cases)
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
         order = []
     delivery = _Delivery(reporters, order)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 from harness.io.text import clean, clean_lines, command_token, inert, stop_commands
 from harness.reporters.base import STDOUT, Output, Reporter
 from harness.snapshots.groups import Changes, unfolded
+from harness.verdict.kept import plain_passes
 
 if TYPE_CHECKING:
     from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
@@ -144,7 +145,10 @@ def render_case(
 def _statistics(report: SuiteReport) -> str | None:
     """The suite's pass rate with its interval, for a run with repeated or clustered cases;
     None for an ordinary run, whose summary stays one line."""
-    if not any(c.repeat is not None or c.cluster is not None for c in report.cases):
+    # A plain pass held as a byte (`plain_passes`) is neither repeated nor clustered: only
+    # the cases held whole are looked at, none made again.
+    whole, _ = plain_passes(report.cases)
+    if not any(c.repeat is not None or c.cluster is not None for c in whole):
         return None
     stats = report.statistics
     if not stats.cases:

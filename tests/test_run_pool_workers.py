@@ -161,3 +161,19 @@ def test_the_messages_of_a_worker_s_pipe_are_read_whole_however_they_arrive() ->
     with pytest.raises(EOFError):
         pool_workers.Worker.messages(reader)  # type: ignore[arg-type]
     ours.close()
+
+
+def test_a_message_larger_than_one_read_is_read_on_until_it_is_whole() -> None:
+    import multiprocessing
+    import threading
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    big = ("report", 7, b"y" * 1_000_000, None)
+    writer = threading.Thread(target=theirs.send, args=(big,))
+    writer.start()
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray())
+    assert pool_workers.Worker.messages(reader) == [big]  # type: ignore[arg-type]
+    writer.join()
+    ours.close()
+    theirs.close()

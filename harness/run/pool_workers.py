@@ -69,28 +69,23 @@ class Worker:
         self._outbox.put(None)
 
     def messages(self) -> list[Any]:
-        """Every whole message one read of its pipe gives (which blocks while it has
-        written nothing): many reports in one read, where `recv` took two reads each.
-        `EOFError` once the pipe has ended (a message it was writing is lost with it)."""
-        data = os.read(self._fd, _READ_SIZE)
-        if not data:
-            raise EOFError
+        """Every whole message one read of its pipe gives: many reports in one read, where
+        `recv` took two reads each. Like `recv`, it blocks until at least one message is
+        whole (a large one is read on until it is). `EOFError` once the pipe has ended (a
+        message it was writing is lost with it)."""
         unread = self._unread
-        unread += data
-        found, at, end = [], 0, len(unread)
-        # The frames of multiprocessing's `Connection.send`: a signed 4-byte length, or -1
-        # and an 8-byte one, then the pickled message.
-        while end - at >= 4:
-            size, head = int.from_bytes(unread[at : at + 4], "big", signed=True), 4
-            if size == -1:
-                if end - at < 12:
-                    break
-                size, head = int.from_bytes(unread[at + 4 : at + 12], "big"), 12
-            if end - at - head < size:
-                break
-            found.append(pickle.loads(unread[at + head : at + head + size]))
-            at += head + size
-        del unread[:at]
+        found: list[Any] = []
+        while not found:
+            data = os.read(self._fd, max(_READ_SIZE, _missing(unread)))
+            if not data:
+                raise EOFError
+            unread += data
+            at = 0
+            while (frame := _frame(unread, at)) is not None:
+                head, size = frame
+                found.append(pickle.loads(unread[at + head : at + head + size]))
+                at += head + size
+            del unread[:at]
         return found
 
     def cpu(self, deadline: float) -> float:
@@ -115,6 +110,33 @@ class Worker:
             self.conn.close()
         with contextlib.suppress(ValueError):  # still there after all (its server is stopped)
             self.process.close()
+
+
+def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
+    """The header's length and the message's size of the frame of multiprocessing's
+    `Connection.send` at `at` (a signed 4-byte length, or -1 and an 8-byte one, then the
+    pickled message), when the whole of it is in `data`; else None."""
+    if len(data) - at < 4:
+        return None
+    size, head = int.from_bytes(data[at : at + 4], "big", signed=True), 4
+    if size == -1:
+        if len(data) - at < 12:
+            return None
+        size, head = int.from_bytes(data[at + 4 : at + 12], "big"), 12
+    return (head, size) if len(data) - at - head >= size else None
+
+
+def _missing(data: bytearray) -> int:
+    """How many bytes the frame begun in `data` still lacks (0: none is begun, or its
+    header is not whole yet)."""
+    if len(data) < 4:
+        return 0
+    size, head = int.from_bytes(data[:4], "big", signed=True), 4
+    if size == -1:
+        if len(data) < 12:
+            return 0
+        size, head = int.from_bytes(data[4:12], "big"), 12
+    return max(0, head + size - len(data))
 
 
 def left(deadline: float) -> float:

@@ -245,7 +245,12 @@ class _Sender:
 
     def __call__(self, report: CaseReport) -> None:
         payload = self._encode(report)
-        parts = tuple(render(report) for render in self._renders) if self._renders else None
+        parts = None
+        if self._renders:
+            try:
+                parts = tuple(render(report) for render in self._renders)
+            except Exception:  # a part is never needed: the harness renders the case itself
+                parts = None
         with self._lock:
             self._conn.send(("report", self.index_of[report.id], payload, parts))
 

@@ -4,9 +4,10 @@ suite goes on in a fresh worker.
 
 Workers come from a fork server (spawned where there is none: `fork_server`), which is
 watched: a server an agent stopped or killed is replaced, and the cases it took down with
-it run again. What a worker is sent and does with it is `pool_worker`; this side sends the
-cases, watches the workers (a worker silent past its case's whole allowance is stopped),
-and hands each report on as it comes in.
+it run again. What a worker is sent and does with it is `pool_worker`, a worker as this
+side holds it (and the workers started before their pool) `pool_workers`; this side sends
+the cases, watches the workers (a worker silent past its case's whole allowance is
+stopped), and hands each report on as it comes in.
 
 Live mode never comes here: its provider limiter is shared by every case of a run, which
 only one process can do; neither does a run whose cases are prepared in this process

@@ -12,7 +12,8 @@ same folder. At the end that file is put in place as `transcripts-<token>.jsonl`
 report naming it (`$.transcripts`) replaces the previous one, and the earlier runs'
 transcripts are removed (`harness.reporters.last_run` reads them back). An interrupted run
 leaves the previous run's as they were. Keeping them never fails a run: a failure to is
-said."""
+said. Under `--jobs N` each case's part and transcript line come formatted by its worker
+(`WorkerParts`)."""
 
 from __future__ import annotations
 

@@ -68,6 +68,33 @@ def test_a_value_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(made) == 3
 
 
+def test_settings_without_a_float_are_serialised_once_for_each_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No float among them (nothing but None, bools, ints and strings): their key is read in
+    # one step; each value is still made once, and never taken for another.
+    values = [
+        ModelSettings(max_tokens=64, tool_choice="auto", store=False),
+        ModelSettings(max_tokens=64, tool_choice="auto", store=True),
+        ModelSettings(max_tokens=65, tool_choice="auto", store=False),
+        ModelSettings(max_tokens=64, tool_choice="required", store=False),
+    ]
+    expected = [_traced(settings) for settings in values]
+    made: list[ModelSettings] = []
+    real = ModelSettings.to_traceable_dict
+
+    def counted(self: ModelSettings) -> dict[str, Any]:
+        made.append(self)
+        return real(self)
+
+    monkeypatch.setattr(ModelSettings, "to_traceable_dict", counted)
+    monkeypatch.setattr(sdk_cache, "_made", {})
+    for _ in range(3):
+        for settings, traced in zip(values, expected, strict=True):
+            assert repr(settings_json(settings)) == repr(traced)
+    assert len(made) == len(values)
+
+
 def test_each_request_gets_a_dict_of_its_own() -> None:
     first = settings_json(ModelSettings(temperature=0.7))
     first["temperature"] = 2.0

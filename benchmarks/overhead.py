@@ -10,6 +10,20 @@ it (`zeroclaw eval run --agent openai-agents` against this loop in a process of 
 marginal CPU per case, interleaved rounds): this module's `main` prints that figure, the
 one figure of the SDK path (target <= 1.10); `benchmarks/instructions.py` counts the same
 two sides in instructions.
+
+Where the harness's extra CPU goes on this path: not into the SDK's loop. Timed per case
+(thread CPU, 900 against 300 cases), the harness's drive of a case's turns (the adapter's
+agent, model and tools around `Runner.run`) costs what the bare loop costs for the whole case,
+within 1%; the rest is the harness's per-case work around the agent (admission, the case's
+start, grading, the snapshot check, results and reports), the same work as an own loop's
+(`per_case.py`'s own cost per case). It adds 3-5% to the bare loop's instructions but runs
+cold: each case walks many functions once, so the harness misses the L2 cache about 1.5 times
+as often per case as the bare loop (`instructions.py --caches`), and its CPU share is several
+times its instruction share, more so when other processes load the shared L3. The two sides
+run the SDK with tracing off alike (`RunConfig(tracing_disabled=True)`: no span is queued and
+no exporter thread starts), on one thread each with no collector cost to speak of (the
+harness freezes the heap it admitted; under 0.05 ms a case), and the harness's watching thread
+sleeps while cases run (it wakes at most once a second).
 """
 
 from __future__ import annotations

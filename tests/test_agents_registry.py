@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,13 @@ import pytest
 from conftest import refusal, replay_trace, write_fixture, write_module
 
 from harness.agents.protocol import AgentAdapter, AgentSurface, LoopAdapter
-from harness.agents.registry import AgentError, agent_surface, resolve_agent, surface_of
+from harness.agents.registry import (
+    AgentError,
+    agent_surface,
+    resolve_agent,
+    resolve_within,
+    surface_of,
+)
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 
 USER_MODULE = """\
@@ -244,3 +251,65 @@ def test_admission_checks_scripted_tools_against_the_resolved_agent(
         f"{path}: $.turns[0].steps[0].response.tool_calls[0].name: tool 'echo' is not "
         "registered by agent 'my-adapter' (its tools: lookup)"
     )
+
+
+# --- the collector while an agent is resolved ---------------------------------------------------
+
+COLLECTOR_SEEN = """\
+import gc
+import time
+
+SEEN = gc.isenabled()
+
+
+def build(context):
+    return None
+
+
+def blocks(context):
+    time.sleep(5)
+"""
+
+
+def test_an_agent_is_resolved_with_the_collector_paused_and_it_runs_again_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = write_module(tmp_path, COLLECTOR_SEEN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert gc.isenabled()
+        resolve_within(f"{name}:build", 10.0)
+        assert sys.modules[name].SEEN is False  # its import ran with the collector paused
+        assert gc.isenabled()
+    finally:
+        sys.modules.pop(name, None)
+        gc.enable()
+
+
+def test_a_collector_the_caller_paused_stays_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = write_module(tmp_path, COLLECTOR_SEEN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    gc.disable()
+    try:
+        resolve_within(f"{name}:build", 10.0)
+        assert not gc.isenabled()
+    finally:
+        sys.modules.pop(name, None)
+        gc.enable()
+
+
+def test_the_collector_runs_again_when_an_agent_is_given_up_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The build thread is abandoned still blocked: the collector is not left to it.
+    name = write_module(tmp_path, COLLECTOR_SEEN + "\nblocks(None)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.raises(AgentError, match="still not built"):
+            resolve_within(f"{name}:build", 0.3)
+        assert gc.isenabled()
+    finally:
+        sys.modules.pop(name, None)
+        gc.enable()

@@ -19,6 +19,21 @@ _held = [False]
 _OWN = gc.get_freeze_count()
 
 
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """The collector not run while the block makes objects that live on and no garbage
+    cycles (an import, an admission): it would walk them again and again as they are made.
+    It runs again as the block ends, if it ran before it, whichever thread the block left
+    behind still works (the block ends in the thread that entered it)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def freeze_for_good() -> None:
     """Leave every object alive now to the collector's frozen generation for the rest of
     the process (a worker, whose heap is its fork server's)."""

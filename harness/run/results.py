@@ -89,13 +89,18 @@ class Results:
     def _plain_pass(self, index: int, score: float | None) -> CaseReport:
         """The report of the plain pass at `index`, as `on_case` slimmed it (a suite's case
         is not made to say its id and fixture: a verdict's reader makes thousands)."""
+        cases = self._cases
+        case_id = cases.id_of(index) if isinstance(cases, AdmittedCases) else cases[index].id
+        fixture = self.shown(index)
+        return CaseReport(id=case_id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
+
+    def shown(self, index: int, case: Case | None = None) -> str:
+        """The fixture of the case at `index` (`case`, when at hand) as reports show it:
+        an admitted suite's folder worked out once, not each case's path again."""
         cases, root = self._cases, self._plan.root
         if isinstance(cases, AdmittedCases):
-            case_id, fixture = cases.id_of(index), cases.shown_at(index, root)
-        else:
-            case = cases[index]
-            case_id, fixture = case.id, display_path(case.where, root)
-        return CaseReport(id=case_id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
+            return cases.shown_at(index, root)
+        return display_path((case or cases[index]).where, root)
 
     def units(self) -> list[Unit]:
         return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]
@@ -109,11 +114,15 @@ class Results:
         maxfail = self._plan.maxfail
         return maxfail is not None and self.failed >= maxfail
 
-    def add(self, unit: Unit, report: CaseReport) -> None:
+    def add(self, unit: Unit, report: CaseReport, case: Case | None = None) -> None:
+        """`report` of `unit` is in; `case`: the unit's case, when the caller has it at hand
+        (an admitted suite makes a case each time one is read from it)."""
         with self._telling:
-            self._tell(self._added(unit, report))
+            self._tell(self._added(unit, report, case))
 
-    def _added(self, unit: Unit, report: CaseReport) -> list[tuple[int, CaseReport]]:
+    def _added(
+        self, unit: Unit, report: CaseReport, of: Case | None
+    ) -> list[tuple[int, CaseReport]]:
         """What is to be reported now that `report` is in."""
         with self._lock:
             if self.has(unit):  # also run again after an abandoned worker: the first counts
@@ -126,7 +135,8 @@ class Results:
             # One run of a replay case is its report (replay has no clusters): its trace,
             # dropped since admission, is not parsed again to say so.
             single = self._plan.mode == "replay" and len(runs) == 1
-            of = self._cases[unit.index]
+            if of is None:
+                of = self._cases[unit.index]
             try:
                 whole = runs[0] if single else combine(of, [runs[r] for r in sorted(runs)])
             except FixtureChanged as exc:  # its cluster could not be read again

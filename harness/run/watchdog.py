@@ -305,7 +305,7 @@ class _SuiteWorker:
 
     async def _one(self, unit: Unit) -> None:
         plan, case = self._plan, self._cases[unit.index]
-        fixture = display_path(case.where, plan.root)
+        fixture = self._results.shown(unit.index, case)
         try:
             progress = start_case(case, plan, fixture)
         except RAISED_BY_AGENT_CODE as exc:  # e.g. an adapter's tools() raising
@@ -319,7 +319,7 @@ class _SuiteWorker:
             if self._abandoned:
                 return
             self.running.pop(unit, None)
-        self._results.add(unit, report)
+        self._results.add(unit, report, case)
 
 
 class _CaseThread:

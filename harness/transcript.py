@@ -132,6 +132,11 @@ class cached_property(Generic[T]):
 _IN_FLIGHT: ContextVar[tuple[Transcript, int] | None] = ContextVar("_IN_FLIGHT", default=None)
 
 
+def forget_in_flight() -> None:
+    """No request in flight in this context: a run over, whose task runs the next case."""
+    _IN_FLIGHT.set(None)
+
+
 @dataclass(frozen=True)
 class Conversation:
     """A run's conversation: the requests the agent made and, in replay, what the script

@@ -104,7 +104,7 @@ class Workspace:
 _CURRENT: ContextVar[Workspace | None] = ContextVar("zeroclaw_workspace", default=None)
 
 
-def set_current_workspace(workspace: Workspace) -> None:
+def set_current_workspace(workspace: Workspace | None) -> None:
     _CURRENT.set(workspace)
 
 

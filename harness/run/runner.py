@@ -53,7 +53,7 @@ from harness.run_record import RunRecord
 from harness.runtime.deadline import DeadlineExceeded, within
 from harness.snapshots.store import SnapshotPlan, snapshot_grades
 from harness.tool_registry import ToolRegistry
-from harness.transcript import Conversation, Transcript
+from harness.transcript import Conversation, Transcript, forget_in_flight
 from harness.verdict.reports import CaseOrigin, CaseReport, ErrorFrame
 from harness.workspace import restore_cwd, set_current_workspace
 
@@ -260,6 +260,13 @@ async def _judged(
         calls=tuple(record.calls),
     )
     return await progress.within(math.inf, plan.judge.judge(progress.case.id, rubrics, material))
+
+
+def forget_case() -> None:
+    """What a case set in the context it ran in (its workspace, its request in flight) set
+    back to nothing, so that the context is as the case found it (`run_case` sets them)."""
+    set_current_workspace(None)
+    forget_in_flight()
 
 
 def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import math
 import os
@@ -34,7 +35,7 @@ from harness.run.process_pool import PoolUnavailable, WorkerPool, start_fork_ser
 from harness.run.progress import CaseProgress, errored_report, internal_error
 from harness.run.results import OnCase, Unit
 from harness.run.results import Results as _Results
-from harness.run.runner import CasePlan, Jobs, jobs_of, run_case, start_case
+from harness.run.runner import CasePlan, Jobs, forget_case, jobs_of, run_case, start_case
 from harness.runtime import event_loop
 from harness.runtime.collector import heap_frozen
 from harness.runtime.deadline import DeadlineWatch, WatchedDeadline
@@ -271,6 +272,9 @@ class _SuiteWorker:
         self._loop = asyncio.get_running_loop()
         queue = list(reversed(self._pending))
         jobs = jobs_of(self._plan.jobs)
+        if jobs == 1 and sys.version_info >= (3, 11):
+            await self._in_sequence(queue)
+            return
         spacing = LIVE_START_SPACING if self._plan.mode == "live" else 0.0
         started = self._results.started
         tasks: set[asyncio.Task[None]] = set()
@@ -303,6 +307,43 @@ class _SuiteWorker:
                 self._units.pop(task, None)
                 task.result()  # a harness bug surfaces in the watching thread
 
+    async def _in_sequence(self, queue: list[Unit]) -> None:
+        """The runs of `queue` (last first) one at a time, as one task runs them one after
+        another (`_one_by_one`): a task per run costs the loop two turns and the task, a
+        tenth of an own loop's replayed case. A run that leaves its task other than it found
+        it (see `_as_found`) has the next one start in a task of its own, as every run once
+        did, in a copy of the context the first started in."""
+        assert self._loop is not None
+        if sys.version_info < (3, 11):  # pragma: no cover - a task's context is 3.11's
+            raise RuntimeError("runs in sequence need Python 3.11")
+        forget_case()  # the case's own variables, as each run leaves them (`_as_found`)
+        base = contextvars.copy_context()
+        while queue and not self._abandoned:
+            task = self._loop.create_task(self._one_by_one(queue, base), context=base.copy())
+            try:
+                await task  # a harness bug surfaces in the watching thread
+            finally:
+                self._units.pop(task, None)
+
+    async def _one_by_one(self, queue: list[Unit], base: contextvars.Context) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        started = self._results.started
+        while queue and not self._abandoned:
+            unit = queue.pop()
+            if unit.index not in started and self._results.stopping:
+                continue  # a case not yet begun is not begun once the run stops
+            started.add(unit.index)
+            self._units[task] = unit  # the run the loop is in, should it block
+            await self._one(unit)
+            if not _as_found(task, base):
+                if _cancel_asked(task):
+                    # A cancellation the run asked of its task and never awaited lands
+                    # here, in no run (else it would end the task, and with it the loop).
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.sleep(0)
+                return
+
     async def _one(self, unit: Unit) -> None:
         plan, case = self._plan, self._cases[unit.index]
         fixture = self._results.shown(unit.index, case)
@@ -320,6 +361,33 @@ class _SuiteWorker:
                 return
             self.running.pop(unit, None)
         self._results.add(unit, report, case)
+
+
+def _as_found(task: asyncio.Task[None], base: contextvars.Context) -> bool:
+    """Whether the run just over left `task` (and its loop) as it found it, so that the
+    next run may go in the same task and see nothing of it: no cancellation asked of the
+    task, no context variable set (the case's own set back: `forget_case`), no timer or
+    task of its left on the loop (either could cancel the task later, in another case)."""
+    if _cancel_asked(task):
+        return False
+    forget_case()
+    try:
+        if contextvars.copy_context() != base:  # values compared: each, is, else ==
+            return False
+    except Exception:  # a value whose `==` raises: not the same, then
+        return False
+    loop = task.get_loop()
+    timers = getattr(loop, "_scheduled", None)
+    if timers is None or any(not timer.cancelled() for timer in timers):
+        return False
+    return len(asyncio.all_tasks(loop)) <= 2  # this one and `_run_all`'s
+
+
+def _cancel_asked(task: asyncio.Task[None]) -> bool:
+    """Whether `task` was asked to cancel and has not taken it back (Python 3.11+)."""
+    if sys.version_info < (3, 11):  # pragma: no cover - no count of them before
+        return True
+    return task.cancelling() > 0 or bool(getattr(task, "_must_cancel", False))
 
 
 class _CaseThread:

@@ -314,3 +314,72 @@ def test_a_scope_tells_a_phases_own_timeout_error() -> None:
     with pytest.raises(TimeoutError, match="the agent's own") as caught:
         run(main())
     assert not isinstance(caught.value, DeadlineExceeded)
+
+
+@WATCHED_ONLY
+def test_a_scope_whose_phase_ran_out_leaves_its_task_with_no_cancellation_asked() -> None:
+    # The task goes on (the next case of a run may run in it): the cancellation that ended
+    # the phase is taken back, whichever way the phase ended.
+    async def main() -> list[int]:
+        deadline = DeadlineWatch().deadline()
+        task = asyncio.current_task()
+        assert task is not None
+        left = []
+
+        async def stubborn() -> str:
+            deadline.expire_if_due(math.inf)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(30)
+            return "late"
+
+        async def cancelled() -> None:
+            deadline.expire_if_due(math.inf)
+            await asyncio.sleep(30)
+
+        for work in (stubborn, cancelled):
+            with pytest.raises(DeadlineExceeded):
+                await deadline.over(_phase(deadline, 10, work()))
+            left.append(task.cancelling())
+        await asyncio.sleep(0)  # no cancellation left to land here
+        return left
+
+    assert run(main()) == [0, 0]
+
+
+@WATCHED_ONLY
+def test_a_cancellation_from_outside_a_scope_is_not_the_deadline() -> None:
+    # The task is cancelled by someone else as its phase runs out: the cancellation goes
+    # on as it is, as `asyncio.timeout` lets another's cancellation through.
+    async def main() -> None:
+        deadline = DeadlineWatch().deadline()
+        task = asyncio.current_task()
+        assert task is not None
+
+        async def both() -> None:
+            deadline.expire_if_due(math.inf)
+            task.cancel()
+            await asyncio.sleep(30)
+
+        await deadline.over(_phase(deadline, 10, both()))
+
+    with pytest.raises(asyncio.CancelledError):
+        run(main())
+
+
+@WATCHED_ONLY
+def test_a_timeout_error_a_phase_raises_once_it_ran_out_is_the_deadline() -> None:
+    # As `asyncio.timeout` has it: the work answered the cancellation with its own error.
+    async def main() -> None:
+        deadline = DeadlineWatch().deadline()
+
+        async def converts() -> None:
+            deadline.expire_if_due(math.inf)
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                raise TimeoutError("the agent's own") from None
+
+        await deadline.over(_phase(deadline, 10, converts()))
+
+    with pytest.raises(DeadlineExceeded):
+        run(main())

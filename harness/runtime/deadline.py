@@ -61,7 +61,7 @@ class _Phase(Protocol):
 
 # A watched phase: its scope, its loop and its due time (`time.monotonic()`). A type for
 # the checker only: asyncio is not imported here (see above).
-_Current = tuple[_Phase, "asyncio.AbstractEventLoop", float]
+_Current = tuple["_Phase | None", "asyncio.AbstractEventLoop", float]
 
 
 async def _bounded(
@@ -104,7 +104,9 @@ class WatchedDeadline:
         # value is new for each phase, and it is what names the phase).
         self._current: _Current | None = None
         self._expired: _Current | None = None  # the phase last expired
-        self._scope: tuple[_Phase, asyncio.AbstractEventLoop] | None = None  # `over`'s
+        # `over`'s task and loop; the phase of it whose expiry cancelled the task.
+        self._scope: tuple[asyncio.Task[Any], asyncio.AbstractEventLoop] | None = None
+        self._fired: _Current | None = None
 
     async def within(self, seconds: float, work: Awaitable[T]) -> T:
         import asyncio
@@ -127,41 +129,60 @@ class WatchedDeadline:
 
     async def over(self, work: Awaitable[T]) -> T:
         """`await work`, whose phases (`start` … `stop`) are bounded in one scope; outside
-        them nothing is. `DeadlineExceeded` when a phase ran out. Python 3.11+ (asyncio's
-        `timeout`): on 3.10 each phase is a `within` of its own."""
+        them nothing is. `DeadlineExceeded` when a phase ran out. Python 3.11+: on 3.10
+        each phase is a `within` of its own.
+
+        The scope is no `asyncio.timeout` (entered and left once a case, with its checks,
+        it cost a replayed case as much as its phases): a phase that runs out has its task
+        cancelled (`_cancel`), and that cancellation is told apart here as `timeout` tells
+        its own, by the count of cancellations asked of the task."""
         if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 only
             raise RuntimeError("one scope for phases needs Python 3.11")
         import asyncio
 
-        # No expiry of its own: `expire_if_due` gives it one while a phase is due.
-        timeout = asyncio.timeout(None)
-        self._scope = (timeout, asyncio.get_running_loop())
+        task = asyncio.current_task()
+        assert task is not None, "a scope outside a task"
+        asked = task.cancelling()  # cancellations asked before: not the scope's
+        self._scope = (task, task.get_loop())
         try:
-            return await _bounded(timeout, work)
+            result = await work
+        except BaseException as exc:
+            if self._fired is None:
+                raise
+            # A phase ran out (the work's answer to its cancellation is over): the
+            # cancellation is taken back, and what it ended is the deadline, as with
+            # `timeout` (a TimeoutError of the work's own included, once it ran out).
+            if task.uncancel() <= asked and isinstance(exc, asyncio.CancelledError):
+                raise DeadlineExceeded from None
+            if isinstance(exc, TimeoutError):
+                raise DeadlineExceeded from None
+            raise
         finally:
             self._scope = self._current = None
+        if self._fired is not None:  # ran out, and the work finished anyway: too late
+            self._fired = None
+            task.uncancel()
+            raise DeadlineExceeded
+        return result
 
     def start(self, seconds: float) -> None:
         """A phase of `over`'s work starts now, due in `seconds`."""
         assert self._scope is not None, "a phase outside `over`"
-        timeout, loop = self._scope
         due = time.monotonic() + seconds
-        self._current = (timeout, loop, due)
+        self._current = (None, self._scope[1], due)
         if self._on_start is not None:
             self._on_start(due)
 
     def stop(self) -> None:
         """The phase in progress is over: `DeadlineExceeded` if it ran out first (its work
-        finished anyway, having swallowed the cancellation), else its expiry, if the
-        watcher gave it one just now, is called off, as leaving its own scope would."""
+        finished anyway, having swallowed the cancellation); an expiry on its way to the
+        loop finds it over and expires nothing (`_cancel`)."""
         current, self._current = self._current, None
-        if current is None:
-            return
-        timeout = current[0]
-        if timeout.expired():
+        if current is not None and current is self._fired:
+            self._fired = None
+            if self._scope is not None and sys.version_info >= (3, 11):
+                self._scope[0].uncancel()
             raise DeadlineExceeded
-        if timeout.when() is not None:  # expired by the watcher, its cancellation not yet made
-            timeout.reschedule(None)
 
     @property
     def due(self) -> float:
@@ -189,7 +210,15 @@ class WatchedDeadline:
         # On the loop's thread, where the phase may have ended since the watcher looked.
         if self._current is phase:
             timeout, loop, _ = phase
-            timeout.reschedule(loop.time())
+            if timeout is not None:  # a `within` of its own
+                timeout.reschedule(loop.time())
+            else:  # a phase of `over`: cancelled on the loop's next turn, as `timeout` is
+                loop.call_soon(self._cancel, phase)
+
+    def _cancel(self, phase: _Current) -> None:
+        if self._current is phase and self._scope is not None:
+            self._fired = phase
+            self._scope[0].cancel()
 
 
 class DeadlineWatch:

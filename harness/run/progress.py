@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from harness.agents.case_context import context_as_json
 from harness.agents.protocol import AgentContext
+from harness.approvals import Decision
 from harness.defaults import DEFAULT_CASE_WALL_CLOCK
 from harness.fixtures.schema import LlmTrace
 from harness.fixtures.suite import Case, FixtureChanged
@@ -57,6 +58,8 @@ class CaseProgress:
         self.session: Any = None  # the agent's session, once started (closed at the end)
         # The trace's script as model steps, when the replay backend made them already.
         self.script: tuple[tuple[ModelStep, ...], ...] | None = None
+        # The human decisions of each turn, as the case's approval desk has them.
+        self.decisions: tuple[dict[str, Decision], ...] | None = None
 
     def allowance(self, timeout: float) -> float:
         """Seconds the phase starting now may take: its own timeout, or what is left of the

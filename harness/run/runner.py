@@ -168,6 +168,7 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         max_tool_calls_per_step=plan.max_tool_calls_per_step,
     )
     setup = trace.setup
+    decisions = decisions_of(trace.turns)
     context = AgentContext(
         case.id,
         boundary,
@@ -175,23 +176,26 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
         next_turn_agent=trace.next_turn_agent or "first",
         # A copy: the agent's tools may change it, and a repeated case runs from the fixture's.
         setup_context=copy.deepcopy(setup.context) if setup is not None else None,
-        approvals=ApprovalDesk(decisions_of(trace.turns), by_tool=plan.mode == "live"),
+        approvals=ApprovalDesk(decisions, by_tool=plan.mode == "live"),
     )
     if plan.prepare is not None:
         plan.prepare(case, context)
     progress = CaseProgress(case, trace, fixture, context, transcript, plan.case_wall_clock)
     progress.script = script
+    progress.decisions = decisions
     return progress
 
 
-async def run_case(progress: CaseProgress, plan: CasePlan) -> CaseReport:
-    """Drive every turn, then grade while the workspace still exists; always removes it."""
+async def run_case(progress: CaseProgress, plan: CasePlan, cwd: str | None = None) -> CaseReport:
+    """Drive every turn, then grade while the workspace still exists; always removes it.
+    `cwd`: the working directory the case starts in, when the caller knows it already."""
     case, context, timeout = progress.case, progress.context, plan.timeout
     # File tools find the workspace of the case they run in through this variable.
     set_current_workspace(context.case_workspace)
     # An agent may change the working directory; the next case and the reports must not
     # notice, so it is put back whatever the case did.
-    cwd = os.getcwd()
+    if cwd is None:
+        cwd = os.getcwd()
     try:
         error: str | None = None
         trace_text: str | None = None
@@ -285,7 +289,7 @@ def conversation_of(progress: CaseProgress, plan: CasePlan) -> Conversation:
         handoffs=tuple(progress.context.model.handoffs),
         guardrails=tuple(progress.context.model.guardrails),
         approvals=tuple(progress.context.approvals.requests),
-        decisions=decisions_of(progress.trace.turns),
+        decisions=decisions_of(turns) if progress.decisions is None else progress.decisions,
         answers=tuple(progress.transcript.answers),
     )
 

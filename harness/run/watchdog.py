@@ -63,7 +63,7 @@ def run_watched(
     # gets to, and the cases after it would read their fixtures from wherever it went.
     cwd = os.getcwd()
     while pending:
-        worker = _SuiteWorker(cases, pending, plan, results, reuse_thread)
+        worker = _SuiteWorker(cases, pending, plan, results, reuse_thread, cwd)
         try:
             stuck = worker.watch()
         except BaseException:  # an interruption: the runs in flight leave nothing behind
@@ -184,8 +184,10 @@ class _SuiteWorker:
         plan: CasePlan,
         results: _Results,
         reuse_thread: bool = False,
+        cwd: str | None = None,
     ) -> None:
         self._cases = cases
+        self._cwd = cwd  # where each run starts, and is put back (None: asked each time)
         self._pending = pending
         self._plan = plan
         self._results = results
@@ -355,7 +357,7 @@ class _SuiteWorker:
             progress.watched = self.clock.deadline()
             with self._lock:
                 self.running[unit] = progress
-            report = await run_case(progress, plan)
+            report = await run_case(progress, plan, self._cwd)
         with self._lock:
             if self._abandoned:
                 return
@@ -380,7 +382,10 @@ def _as_found(task: asyncio.Task[None], base: contextvars.Context) -> bool:
     timers = getattr(loop, "_scheduled", None)
     if timers is None or any(not timer.cancelled() for timer in timers):
         return False
-    return len(asyncio.all_tasks(loop)) <= 2  # this one and `_run_all`'s
+    # This one and `_run_all`'s; every task made that is still held counted first (3.11's
+    # weak set of them: all_tasks would list them to find the pending ones).
+    made = getattr(asyncio.tasks, "_all_tasks", None)
+    return (made is not None and len(made) <= 2) or len(asyncio.all_tasks(loop)) <= 2
 
 
 def _cancel_asked(task: asyncio.Task[None]) -> bool:

@@ -158,9 +158,9 @@ class WatchedDeadline:
                 raise DeadlineExceeded from None
             raise
         finally:
+            fired, self._fired = self._fired, None
             self._scope = self._current = None
-        if self._fired is not None:  # ran out, and the work finished anyway: too late
-            self._fired = None
+        if fired is not None:  # ran out, and the work finished anyway: too late
             task.uncancel()
             raise DeadlineExceeded
         return result

@@ -332,7 +332,10 @@ class ModelBoundary:
                 break
 
     async def respond(self, request: ModelRequest) -> ModelStep:
-        self._count_call()
+        if self._over_limit is not None or self._turn_calls >= self.max_calls_per_turn:
+            self._count_call()
+        else:  # well within the limit (`_count_call`'s answer, without the call)
+            self._turn_calls += 1
         if self.rewrite_request is not None:
             request = self.rewrite_request(request)
         self.last_request = request
@@ -355,13 +358,19 @@ class ModelBoundary:
         self.calls += 1
         self.input_tokens += tokens_in
         self.output_tokens += tokens_out
-        self._check_width(step)
+        if len(step.tool_calls) > self.max_tool_calls_per_step:
+            self._check_width(step)
         if self.steps:
             self.steps[-1].append(step)
         answer = step if self.rewrite_step is None else self.rewrite_step(step)
         if self._on_step is not None:
             self._on_step(answer)  # what the agent got
         return answer
+
+    @property
+    def paces(self) -> bool:
+        """Whether the backend may ask a turn to wait before it starts (`ready`)."""
+        return getattr(self._backend, "ready", None) is not None
 
     async def ready(self, limit: float) -> None:
         """Awaited before each turn's clock starts, for at most `limit` seconds: what the

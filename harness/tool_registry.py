@@ -236,7 +236,8 @@ class ToolRegistry:
             return ToolOutcome(f"arguments for {name} must be a JSON object", False)
         try:
             result = tool.function(arguments)
-            if inspect.isawaitable(result):
+            # Most tools answer text at once: told so before the look for an awaitable.
+            if type(result) is not str and inspect.isawaitable(result):
                 result = await result
         except ToolFailure as exc:
             return ToolOutcome(str(exc), False)

@@ -355,7 +355,8 @@ async def _drive(
     for index, turn in enumerate(progress.trace.turns):
         # A pause the provider asked for delays the turn instead of using up its time: it
         # is waited out before the turn's clock starts, within the case's wall clock.
-        await context.model.ready(progress.allowance(math.inf))
+        if context.model.paces:
+            await context.model.ready(progress.allowance(math.inf))
         progress.transcript.start_turn(index)
         context.model.start_turn(index)
         context.approvals.start_turn(index)

@@ -29,17 +29,20 @@ class ReplayBackend:
         self._case = trace.case_id
         # Every turn's scripted steps as the model boundary's steps, made once: the
         # conversation graders read holds the same (`runner.conversation_of`).
-        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(
-            tuple(to_step(step.response) for step in turn.steps or ()) for turn in trace.turns
-        )
+        script: list[tuple[ModelStep, ...]] = []
         # Each turn's steps not yet taken: (index in the turn, agent named, step).
-        self._queues: list[deque[_Scripted]] = [
-            deque((i, step.agent, steps[i]) for i, step in enumerate(turn.steps or ()))
-            for turn, steps in zip(trace.turns, self.script, strict=True)
-        ]
+        self._queues: list[deque[_Scripted]] = []
         # The turns scripted with no steps: a case may script one only for a guardrail it
         # names to stop the turn before the model is asked; a request in one means it did not.
-        self._stopped = {i for i, turn in enumerate(trace.turns) if turn.steps == []}
+        self._stopped: set[int] = set()
+        for index, turn in enumerate(trace.turns):
+            scripted = turn.steps or ()
+            steps = tuple([to_step(step.response) for step in scripted])
+            script.append(steps)
+            self._queues.append(deque([(i, s.agent, steps[i]) for i, s in enumerate(scripted)]))
+            if turn.steps == []:
+                self._stopped.add(index)
+        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(script)
         self._guardrails = getattr(trace.expects, "guardrails_tripped", None) or []
         self.on_take: Callable[[int], None] | None = None
         self._turn = -1

@@ -127,20 +127,22 @@ class Results:
         with self._lock:
             if self.has(unit):  # also run again after an abandoned worker: the first counts
                 return []
-            runs = self._partial.setdefault(unit.index, {})
-            runs[unit.run] = report
-            if len(runs) < self.runs[unit.index]:
-                return []
-            del self._partial[unit.index]
-            # One run of a replay case is its report (replay has no clusters): its trace,
-            # dropped since admission, is not parsed again to say so.
-            single = self._plan.mode == "replay" and len(runs) == 1
             if of is None:
                 of = self._cases[unit.index]
-            try:
-                whole = runs[0] if single else combine(of, [runs[r] for r in sorted(runs)])
-            except FixtureChanged as exc:  # its cluster could not be read again
-                whole = internal_error(of, runs[0].fixture, exc)
+            if self._plan.mode == "replay" and self.runs[unit.index] == 1:
+                # One run of a replay case is its report (replay has no clusters): its
+                # trace, dropped since admission, is not parsed again to say so.
+                whole = report
+            else:
+                runs = self._partial.setdefault(unit.index, {})
+                runs[unit.run] = report
+                if len(runs) < self.runs[unit.index]:
+                    return []
+                del self._partial[unit.index]
+                try:
+                    whole = combine(of, [runs[r] for r in sorted(runs)])
+                except FixtureChanged as exc:  # its cluster could not be read again
+                    whole = internal_error(of, runs[0].fixture, exc)
             case = sealed(whole, of, self._plan)
             self.reports.keep(unit.index, case)
             self.failed += not case.passed

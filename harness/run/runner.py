@@ -231,10 +231,12 @@ async def run_case(progress: CaseProgress, plan: CasePlan, cwd: str | None = Non
         # Graded while the workspace still exists: graders inspect what the agent left
         # (created here if the run never touched it, so a file check sees it empty).
         view = context.case_workspace.view() if expects.workspace is not None else None
-        try:
-            judged = await _judged(progress, plan, expects.judge, record)
-        except DeadlineExceeded:
-            return progress.errored(progress.timeout_message(timeout), record)
+        judged = None
+        if expects.judge and plan.judge is not None:  # else there is nothing to await
+            try:
+                judged = await _judged(progress, plan, expects.judge, record)
+            except DeadlineExceeded:
+                return progress.errored(progress.timeout_message(timeout), record)
         conversation = conversation_of(progress, plan)
         grades = grade(expects, record, view, plan.agent_tools, conversation, judged)
         grades += snapshot_grades(plan.snapshots, case.where, conversation.exchanges, plan.root)

@@ -349,7 +349,8 @@ async def _drive(
         context.case_workspace.write_setup_files(setup.workspace_files)
 
     async def start() -> Any:
-        await prepare_case(plan_setup, context)  # bounded as starting the agent is
+        if plan_setup is not NO_SETUP:  # no context to build, no session to open: nothing
+            await prepare_case(plan_setup, context)  # bounded as starting the agent is
         session = adapter.start(context)
         return await session if inspect.isawaitable(session) else session
 

@@ -30,8 +30,6 @@ from typing import ClassVar
 
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.fixtures.suite import Case, display_path
-from harness.run.pool_worker import Item, worker_spec
-from harness.run.process_pool import PoolUnavailable, WorkerPool, start_fork_server
 from harness.run.progress import CaseProgress, errored_report, internal_error
 from harness.run.results import OnCase, Unit
 from harness.run.results import Results as _Results
@@ -112,6 +110,10 @@ def start_workers_early(jobs: Jobs, suite: Path, adapter_module: str) -> None:
         return
     if jobs == "auto" and _fixtures_in(suite) < AUTO_WORKERS_FROM:
         return
+    # Imported here: a run of one job has no use for the pool's machinery (~5% of the
+    # instructions of a one-case run).
+    from harness.run.process_pool import start_fork_server
+
     with contextlib.suppress(OSError, ValueError):  # no process to be had: the pool says why
         start_fork_server(run_batch.__module__, adapter_module, jobs_of(jobs))
 
@@ -138,6 +140,9 @@ def _in_workers(
 ) -> list[Unit]:
     """Run `pending` (one run per case: replay) in worker processes; the runs left for
     this process (none, unless no worker could run them: then it says why)."""
+    from harness.run.pool_worker import Item, worker_spec
+    from harness.run.process_pool import PoolUnavailable, WorkerPool
+
     jobs = jobs_of(plan.jobs)
     # The judge stays in this process: workers hand back the cases with rubrics for it
     # (they read the fixtures; this process reads none again), which run here afterwards.

@@ -46,7 +46,8 @@ def test_each_value_is_what_the_sdk_traces_however_the_values_before_it_were_met
         assert repr(made) == repr(_traced(settings))
 
 
-def test_a_value_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def _serialised(monkeypatch: pytest.MonkeyPatch) -> list[ModelSettings]:
+    """Each settings value the SDK is asked to serialise from now on, with nothing kept."""
     made: list[ModelSettings] = []
     real = ModelSettings.to_traceable_dict
 
@@ -56,6 +57,11 @@ def test_a_value_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(ModelSettings, "to_traceable_dict", counted)
     monkeypatch.setattr(sdk_cache, "_made", {})
+    return made
+
+
+def test_a_value_is_serialised_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    made = _serialised(monkeypatch)
     for _ in range(3):  # a fresh object each request, as the SDK resolves them
         assert settings_json(ModelSettings(temperature=0.3, max_tokens=64)) == {
             "temperature": 0.3,
@@ -80,15 +86,7 @@ def test_settings_without_a_float_are_serialised_once_for_each_value(
         ModelSettings(max_tokens=64, tool_choice="required", store=False),
     ]
     expected = [_traced(settings) for settings in values]
-    made: list[ModelSettings] = []
-    real = ModelSettings.to_traceable_dict
-
-    def counted(self: ModelSettings) -> dict[str, Any]:
-        made.append(self)
-        return real(self)
-
-    monkeypatch.setattr(ModelSettings, "to_traceable_dict", counted)
-    monkeypatch.setattr(sdk_cache, "_made", {})
+    made = _serialised(monkeypatch)
     for _ in range(3):
         for settings, traced in zip(values, expected, strict=True):
             assert repr(settings_json(settings)) == repr(traced)

@@ -261,7 +261,9 @@ NOT_FOR_A_REPLAY = (
 )
 
 
-def test_a_replay_run_of_one_job_imports_no_http_client_no_pool_and_no_metadata_machinery(tmp_path: Path) -> None:
+def test_a_replay_run_of_one_job_imports_no_http_client_no_pool_and_no_metadata_machinery(
+    tmp_path: Path,
+) -> None:
     root = green_project(tmp_path)
     with (root / "pyproject.toml").open("a", encoding="utf-8") as config:
         config.write('judge_base_url = "http://127.0.0.1:9/v1"\njudge_model = "judge-model"\n')

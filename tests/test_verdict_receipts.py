@@ -82,6 +82,16 @@ def test_provider_references_name_host_and_model_only() -> None:
     assert provider_ref("http://127.0.0.1:8080/v1", "tiny") == "127.0.0.1:8080/tiny"
 
 
+def _committed(root: Path) -> Path:
+    """A repository at `root` whose one commit holds `a.txt`."""
+    root.mkdir()
+    (root / "a.txt").write_text("a", encoding="utf-8")
+    _git(root, "init", "-q")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "add", ".")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "a")
+    return root
+
+
 def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
@@ -135,12 +145,7 @@ def test_outside_a_git_work_tree_the_commit_is_unknown(tmp_path: Path) -> None:
 def test_git_is_asked_as_the_run_starts_and_answers_for_that_tree(tmp_path: Path) -> None:
     # Asked as the run starts, read as it ends: git runs beside the cases, and a file the
     # run itself changes (a snapshot it updates) does not make the tree it ran dirty.
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a", encoding="utf-8")
-    _git(root, "init", "-q")
-    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "add", ".")
-    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "a")
+    root = _committed(tmp_path / "project")
     asked = GitState(root)
     for process in asked._asked:  # both have answered: the answers wait, unread
         process.wait(timeout=30)
@@ -158,12 +163,7 @@ def test_a_repository_with_no_commit_yet_has_no_commit(tmp_path: Path) -> None:
 
 def test_git_is_asked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One process answers both questions: a run forks the harness's process once for git.
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a", encoding="utf-8")
-    _git(root, "init", "-q")
-    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "add", ".")
-    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "a")
+    root = _committed(tmp_path / "project")
     real = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
     bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
     bin_dir.mkdir()

@@ -206,16 +206,8 @@ def first_missing(
     expected: list[tuple[str, str]], messages: tuple[Message, ...]
 ) -> tuple[str, str] | None:
     """The first expected (role, content) not found, in order, among `messages`."""
-    position = 0
-    for role, text in expected:
-        while position < len(messages):
-            message = messages[position]
-            position += 1
-            if message.role == role and text.strip() in message.content:
-                break  # a loop may wrap an input in a template, or strip a final text
-        else:
-            return role, text
-    return None
+    index, _ = _in_order(expected, 0, messages, 0)
+    return expected[index] if index < len(expected) else None
 
 
 def first_missing_in_text(
@@ -396,6 +388,16 @@ def _found_in_order(
 ) -> int:
     """`first_missing` of `expected[start:]` among `messages` from `position` on: the
     position after the last one found; -1 where one is missing."""
+    index, position = _in_order(expected, start, messages, position)
+    return position if index == len(expected) else -1
+
+
+def _in_order(
+    expected: list[tuple[str, str]], start: int, messages: tuple[Message, ...], position: int
+) -> tuple[int, int]:
+    """`expected[start:]` looked for in order among `messages` from `position` on: the
+    index of the first one missing (`len(expected)`: none) and the position after the last
+    one found."""
     for index in range(start, len(expected)):
         role, text = expected[index]
         while position < len(messages):
@@ -404,8 +406,8 @@ def _found_in_order(
             if message.role == role and text.strip() in message.content:
                 break  # a loop may wrap an input in a template, or strip a final text
         else:
-            return -1
-    return position
+            return index, position
+    return len(expected), position
 
 
 def _results_kept(

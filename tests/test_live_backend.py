@@ -400,6 +400,7 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({"retry-after": "Mon, 31 Dec 2029 12:00:00 GMT"}, now) == 0.0
     assert parse_retry_after({"retry-after": "soon"}) is None
     assert parse_retry_after({"retry-after": "nan"}) is None
+    assert parse_retry_after({"retry-after": "Mon, 01 Jan 99999999999 00:00:00 GMT"}) is None
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     assert parse_retry_after({}) is None
 

@@ -198,8 +198,11 @@ def test_versions_are_what_importlib_metadata_says(
     (first / "eggy-3.0.egg-info").write_text("Name: eggy\nVersion: 3.0\n", encoding="utf-8")
     _dist(second, "eggy-4.0.dist-info", "Name: eggy\nVersion: 4.0\n")
     _dist(second, "spaced-1.dist-info", "Name: spaced\nVersion:   1.5  \n")
+    # A line that is no header: `email` takes the body to begin there, Version unread.
+    _dist(second, "bodied-1.dist-info", "Name: bodied\nnot a header\nVersion: 6.6\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(first), str(second)])
-    names = ["demo-pkg", "Demo_Pkg", "demo.pkg", "folded", "bare", "eggy", "spaced", "absent"]
+    names = ["demo-pkg", "Demo_Pkg", "demo.pkg", "folded", "bare", "eggy", "spaced", "bodied"]
+    names.append("absent")
     for name in names:
         try:
             expected: str | None = version(name)
@@ -207,6 +210,14 @@ def test_versions_are_what_importlib_metadata_says(
             expected = None
         assert receipts._version(name) == expected, name
     assert receipts._version("demo-pkg") == "1.0"
+
+
+def test_a_path_object_on_the_path_leaves_the_version_to_importlib_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A conftest's `sys.path.insert(0, Path(...))`: the run's receipt is still made.
+    monkeypatch.setattr(sys, "path", [tmp_path, *sys.path])
+    assert receipts.harness_version() == version("zeroclaw-eval")
 
 
 def test_installed_versions_are_what_importlib_metadata_says() -> None:

@@ -255,7 +255,7 @@ def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -
 
     try:
         when = email.utils.parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # a year no date holds
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)

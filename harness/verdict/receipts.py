@@ -99,7 +99,10 @@ def _version(name: str) -> str | None:
     straight from the `.dist-info` directory the metadata finder would find first where
     it can be: importing `importlib.metadata` (zipfile, email and their imports) is a tenth
     of what a one-case run costs, for one line of one file."""
-    found = _dist_info_version(name)
+    try:
+        found = _dist_info_version(name)
+    except Exception:  # a shortcut only: whatever it met, the library answers
+        found = None
     if found is not None:
         return found or None
     from importlib.metadata import PackageNotFoundError, version
@@ -121,6 +124,8 @@ def _dist_info_version(name: str) -> str | None:
         return None
     wanted = _normalized(name)
     for entry in sys.path:
+        if not isinstance(entry, str):  # a Path, bytes: as the finder takes it, not this
+            return None
         try:
             children = os.listdir(entry or ".")
         except NotADirectoryError:  # a zip file on the path: its own lookup
@@ -160,6 +165,8 @@ def _metadata_version(path: str) -> str | None:
         return None
     for at, line in enumerate(headers):
         key, colon, value = line.partition(":")
+        if not colon and line[:1] not in (" ", "\t"):
+            return None  # no header: `email` takes the body to begin here
         if colon and key.lower() == "version":
             folded = at + 1 < len(headers) and headers[at + 1][:1] in (" ", "\t")
             return None if folded else value.lstrip(" \t").rstrip("\r\n") or None

@@ -1,7 +1,7 @@
 """`harness.run.watchdog` with one job: the cases run one after another in one task, and a
 case that leaves that task other than it found it (a context variable set, a cancellation
-of its own, a timer or task that could cancel it later) has the next one start afresh, so
-no case sees anything of another."""
+of its own, a callback queued, a timer, task or thread that could cancel it later) has the
+next one start afresh, so no case sees anything of another."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import contextvars
 import os
 
 SEEN = contextvars.ContextVar("seen", default="nothing")
+POOL = None
 
 
 class Leaving(Session):
@@ -43,6 +44,21 @@ class Leaving(Session):
                 task.cancel()
 
             self.left = asyncio.get_running_loop().create_task(later())
+        elif "soon" in user_input:
+            asyncio.get_running_loop().call_soon(task.cancel)  # queued to run next
+        elif "thread" in user_input:
+            import threading
+
+            loop = asyncio.get_running_loop()
+            threading.Timer(0.2, lambda: loop.call_soon_threadsafe(task.cancel)).start()
+        elif "pool" in user_input:
+            import concurrent.futures
+            import time
+
+            global POOL
+            POOL = POOL or concurrent.futures.ThreadPoolExecutor(1)  # its thread stays
+            loop = asyncio.get_running_loop()
+            POOL.submit(lambda: (time.sleep(0.2), loop.call_soon_threadsafe(task.cancel)))
         else:
             await asyncio.sleep(0.6)  # a cancellation left for this task would land here
         await super().run_turn(user_input)
@@ -81,7 +97,7 @@ def test_cases_that_leave_nothing_run_in_one_task(
     assert len(tasks) == 3 and len(set(tasks)) == 1
 
 
-@pytest.mark.parametrize("left", ["variable", "cancel", "timer", "spawn"])
+@pytest.mark.parametrize("left", ["variable", "cancel", "timer", "spawn", "soon", "thread"])
 def test_what_a_case_leaves_in_its_task_no_later_case_sees(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, left: str
 ) -> None:
@@ -91,3 +107,12 @@ def test_what_a_case_leaves_in_its_task_no_later_case_sees(
     assert tasks[0] == tasks[1]  # the first left nothing: the second ran in its task
     assert tasks[2] != tasks[1]  # the second left something: the third ran afresh
     assert tasks[3] == tasks[2]
+
+
+def test_while_a_thread_a_case_started_is_alive_every_case_starts_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first case leaves a pool's thread alive; the second, in a task of its own, hands
+    # that thread its task to cancel later: the third must not be in that task.
+    tasks = run(tmp_path, monkeypatch, ["pool it", "pool it", "wait", "wait"])
+    assert len(set(tasks[:3])) == 3

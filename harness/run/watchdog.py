@@ -319,20 +319,26 @@ class _SuiteWorker:
         another (`_one_by_one`): a task per run costs the loop two turns and the task, a
         tenth of an own loop's replayed case. A run that leaves its task other than it found
         it (see `_as_found`) has the next one start in a task of its own, as every run once
-        did, in a copy of the context the first started in."""
+        did, in a copy of the context the first started in. The threads alive now are the
+        ones a run may leave alive: a thread started since could hold a task and cancel it
+        at any time, so while one is alive every run starts in a task of its own."""
         assert self._loop is not None
         if sys.version_info < (3, 11):  # pragma: no cover - a task's context is 3.11's
             raise RuntimeError("runs in sequence need Python 3.11")
         forget_case()  # the case's own variables, as each run leaves them (`_as_found`)
         base = contextvars.copy_context()
+        threads = frozenset(threading.enumerate())
         while queue and not self._abandoned:
-            task = self._loop.create_task(self._one_by_one(queue, base), context=base.copy())
+            run = self._one_by_one(queue, base, threads)
+            task = self._loop.create_task(run, context=base.copy())
             try:
                 await task  # a harness bug surfaces in the watching thread
             finally:
                 self._units.pop(task, None)
 
-    async def _one_by_one(self, queue: list[Unit], base: contextvars.Context) -> None:
+    async def _one_by_one(
+        self, queue: list[Unit], base: contextvars.Context, threads: frozenset[threading.Thread]
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         started = self._results.started
@@ -343,7 +349,7 @@ class _SuiteWorker:
             started.add(unit.index)
             self._units[task] = unit  # the run the loop is in, should it block
             await self._one(unit)
-            if not _as_found(task, base):
+            if not _as_found(task, base, threads):
                 if _cancel_asked(task):
                     # A cancellation the run asked of its task and never awaited lands
                     # here, in no run (else it would end the task, and with it the loop).
@@ -370,12 +376,20 @@ class _SuiteWorker:
         self._results.add(unit, report, case)
 
 
-def _as_found(task: asyncio.Task[None], base: contextvars.Context) -> bool:
+def _as_found(
+    task: asyncio.Task[None], base: contextvars.Context, threads: frozenset[threading.Thread]
+) -> bool:
     """Whether the run just over left `task` (and its loop) as it found it, so that the
     next run may go in the same task and see nothing of it: no cancellation asked of the
-    task, no context variable set (the case's own set back: `forget_case`), no timer or
-    task of its left on the loop (either could cancel the task later, in another case)."""
+    task, no context variable set (the case's own set back: `forget_case`), no callback
+    queued to run next, timer or task of its left on the loop, and no thread alive but
+    `threads` (any of these could cancel the task later, in another case: a thread through
+    `call_soon_threadsafe`, whenever it likes). A thread alive before the runs began that
+    a run hands the task to is not seen: the one way left to reach a later run's task."""
     if _cancel_asked(task):
+        return False
+    # Compared by identity: a thread of the run's is no less alive for another ending.
+    if not threads.issuperset(threading.enumerate()):
         return False
     forget_case()
     try:
@@ -384,6 +398,11 @@ def _as_found(task: asyncio.Task[None], base: contextvars.Context) -> bool:
     except Exception:  # a value whose `==` raises: not the same, then
         return False
     loop = task.get_loop()
+    # Callbacks queued to run next (a `call_soon` of the task's cancel, say): the first
+    # turn of the next run would run them. A loop without the queue: never the same task.
+    ready = getattr(loop, "_ready", None)
+    if ready is None or any(not handle.cancelled() for handle in ready):
+        return False
     timers = getattr(loop, "_scheduled", None)
     if timers is None or any(not timer.cancelled() for timer in timers):
         return False

@@ -177,3 +177,54 @@ def test_a_message_larger_than_one_read_is_read_on_until_it_is_whole() -> None:
     writer.join()
     ours.close()
     theirs.close()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        (-1).to_bytes(4, "big", signed=True) + (1 << 62).to_bytes(8, "big"),
+        (-1).to_bytes(4, "big", signed=True) + (1 << 40).to_bytes(8, "big"),
+        (-5).to_bytes(4, "big", signed=True),
+    ],
+    ids=["2**62", "over the bound", "negative"],
+)
+def test_a_corrupt_frame_is_the_pipe_s_end_and_nothing_is_allocated_for_it(header: bytes) -> None:
+    import multiprocessing
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    os.write(theirs.fileno(), header + b"x" * 100)
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray())
+    # An EOFError, as a pipe that ended is: the pool stops the worker, its case's run error.
+    with pytest.raises(EOFError):
+        pool_workers.Worker.messages(reader)  # type: ignore[arg-type]
+    ours.close()
+    theirs.close()
+
+
+def test_a_large_message_is_read_a_bounded_piece_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import multiprocessing
+    import threading
+    import types
+
+    asked: list[int] = []
+    real = os.read
+
+    def read(fd: int, size: int) -> bytes:
+        asked.append(size)
+        return real(fd, size)
+
+    monkeypatch.setattr(pool_workers.os, "read", read)
+    monkeypatch.setattr(pool_workers, "_READ_CAP", 1 << 17, raising=False)
+    ours, theirs = multiprocessing.Pipe()
+    big = ("report", 7, b"y" * 1_000_000, None)
+    writer = threading.Thread(target=theirs.send, args=(big,))
+    writer.start()
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray())
+    assert pool_workers.Worker.messages(reader) == [big]  # type: ignore[arg-type]
+    writer.join()
+    assert max(asked) == 1 << 17
+    ours.close()
+    theirs.close()

@@ -20,6 +20,13 @@ from harness.run.pool_worker import Item, WorkerSpec, worker_main
 # What one read of a worker's pipe takes at most: many reports, under what malloc would map
 # for each read (and give back after it).
 _READ_SIZE = 1 << 16
+# What one read takes of a large message still missing: the length its frame says is the
+# worker's word, and a corrupt one would have the whole of it allocated before any came.
+_READ_CAP = 1 << 24
+# The largest message a frame may say it holds: a case's report (its transcript included)
+# is far under it; a length past it (or a negative one) is a corrupt frame, the worker's
+# end, as a pipe that closed is.
+MAX_MESSAGE = 1 << 32
 # How long a worker started early may take to start (the server warming up a framework
 # included): past it the server is taken for stuck, killed, and the pool starts its own.
 EARLY_START_SECS = 60.0
@@ -72,11 +79,11 @@ class Worker:
         """Every whole message one read of its pipe gives: many reports in one read, where
         `recv` took two reads each. Like `recv`, it blocks until at least one message is
         whole (a large one is read on until it is). `EOFError` once the pipe has ended (a
-        message it was writing is lost with it)."""
+        message it was writing is lost with it), or a frame is corrupt (`BadFrame`)."""
         unread = self._unread
         found: list[Any] = []
         while not found:
-            data = os.read(self._fd, max(_READ_SIZE, _missing(unread)))
+            data = os.read(self._fd, min(max(_READ_SIZE, _missing(unread)), _READ_CAP))
             if not data:
                 raise EOFError
             unread += data
@@ -112,10 +119,16 @@ class Worker:
             self.process.close()
 
 
-def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
+class BadFrame(EOFError):
+    """A frame saying a length no message has: what follows cannot be told apart, so the
+    pipe is taken for ended (its worker is then stopped, its case's run error)."""
+
+
+def _header(data: bytearray, at: int) -> tuple[int, int] | None:
     """The header's length and the message's size of the frame of multiprocessing's
     `Connection.send` at `at` (a signed 4-byte length, or -1 and an 8-byte one, then the
-    pickled message), when the whole of it is in `data`; else None."""
+    pickled message), when its header is whole in `data`; else None. `BadFrame` for a
+    length no message has."""
     if len(data) - at < 4:
         return None
     size, head = int.from_bytes(data[at : at + 4], "big", signed=True), 4
@@ -123,19 +136,27 @@ def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
         if len(data) - at < 12:
             return None
         size, head = int.from_bytes(data[at + 4 : at + 12], "big"), 12
-    return (head, size) if len(data) - at - head >= size else None
+    if size < 0 or size > MAX_MESSAGE:
+        raise BadFrame(f"a frame of the worker's pipe says {size} bytes")
+    return head, size
+
+
+def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
+    """`_header` of the frame at `at`, when the whole frame is in `data`; else None."""
+    header = _header(data, at)
+    if header is None:
+        return None
+    head, size = header
+    return header if len(data) - at - head >= size else None
 
 
 def _missing(data: bytearray) -> int:
     """How many bytes the frame begun in `data` still lacks (0: none is begun, or its
     header is not whole yet)."""
-    if len(data) < 4:
+    header = _header(data, 0)
+    if header is None:
         return 0
-    size, head = int.from_bytes(data[:4], "big", signed=True), 4
-    if size == -1:
-        if len(data) < 12:
-            return 0
-        size, head = int.from_bytes(data[4:12], "big"), 12
+    head, size = header
     return max(0, head + size - len(data))
 
 

@@ -60,7 +60,7 @@ def _started_early(workers: int) -> list[int]:
     starts them."""
     pool_workers.end_early()  # none left over from another test
     start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", workers)
-    for thread in pool_workers._STARTING:
+    for thread, _ in pool_workers._STARTING:
         thread.join(60)
     early = list(pool_workers._EARLY)
     assert len(early) == workers and all(w.process.is_alive() for w in early)
@@ -136,6 +136,64 @@ def test_workers_started_from_a_fork_server_since_replaced_are_not_taken(
     assert report.all_passed and len(report.cases) == 4
     assert not _ran_in(tmp_path) & set(early)
     assert fork_server.pid() != server
+
+
+def _no_worker_left() -> bool:
+    """Whether no worker process of this one is left once the early starts under way are
+    over (a run may end before its early workers have started: they are ended as they
+    do), waiting a few seconds for those ended to be gone."""
+    import multiprocessing
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "zeroclaw-eval-early":
+            thread.join(60)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        workers = multiprocessing.active_children()
+        if not any(p.name == "zeroclaw-eval-worker" for p in workers):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_no_worker_started_early_outlives_a_run_whose_suite_was_refused(tmp_path: Path) -> None:
+    from harness.io.problems import AdmissionError
+
+    pool_workers.end_early()
+    assert _no_worker_left()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "bad.json").write_text("{not json")
+    for _ in range(2):
+        with pytest.raises(AdmissionError):
+            run_suite(suite, jobs=2)
+    assert pool_workers._EARLY == []
+    assert _no_worker_left()
+
+
+def test_no_worker_started_early_outlives_a_run_that_made_no_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from harness.agents.protocol import LoopAdapter
+    from harness.agents.registry import resolve_agent
+
+    class Unpicklable(LoopAdapter):
+        """An adapter object no worker can be sent: its cases run in this process."""
+
+        def __init__(self, inner: LoopAdapter) -> None:
+            super().__init__(inner.name, inner._factory)
+            self.lock = threading.Lock()
+
+    pool_workers.end_early()
+    assert _no_worker_left()
+    adapter = resolve_agent(_agent(tmp_path, monkeypatch))
+    assert isinstance(adapter, LoopAdapter)
+    report = run_suite(_suite(tmp_path, 2), agent=Unpicklable(adapter), jobs=2)
+    assert report.all_passed and _ran_in(tmp_path) == {os.getpid()}
+    assert _no_worker_left()
 
 
 def test_the_messages_of_a_worker_s_pipe_are_read_whole_however_they_arrive() -> None:

@@ -187,36 +187,47 @@ def stop(workers: list[Worker], wait: float) -> float:
     return used
 
 
-# Workers started before their pool (`start_early`), waiting for its spec, and the threads
-# starting them.
+# Workers started before their pool (`start_early`), waiting for its spec, and the start
+# under way: its thread, and what tells it its workers are wanted no more (`end_early`).
 _EARLY: list[Worker] = []
 _EARLY_LOCK = threading.Lock()
-_STARTING: list[threading.Thread] = []
+_STARTING: list[tuple[threading.Thread, threading.Event]] = []
 
 
 def start_early(context: Any, workers: int) -> None:
     """Start `workers` workers from the fork server on a thread of their own (a start
     waits for the server to have warmed up), for the next pool to take (`adopt`)."""
     with _EARLY_LOCK:
-        if _EARLY or any(thread.is_alive() for thread in _STARTING):
+        if _EARLY or any(thread.is_alive() for thread, _ in _STARTING):
             return  # the ones started before are still to be taken
+        ended = threading.Event()
         thread = threading.Thread(
-            target=_start_early, args=(context, workers), name="zeroclaw-eval-early", daemon=True
+            target=_start_early,
+            args=(context, workers, ended),
+            name="zeroclaw-eval-early",
+            daemon=True,
         )
-        _STARTING[:] = [thread]
+        _STARTING[:] = [(thread, ended)]
     thread.start()
 
 
-def _start_early(context: Any, workers: int) -> None:
+def _start_early(context: Any, workers: int, ended: threading.Event) -> None:
     try:
         for _ in range(workers):
+            if ended.is_set():
+                return
             with fork_server.Watch(EARLY_START_SECS) as watch:
                 worker = Worker(context, None)
             if watch.lost is not None:  # started as the server was killed: gone with it
                 end([worker], 1.0)
                 return
             with _EARLY_LOCK:
-                _EARLY.append(worker)
+                unwanted = ended.is_set()
+                if not unwanted:
+                    _EARLY.append(worker)
+            if unwanted:  # the run ended as it started: no pool will take it
+                end([worker], 1.0)
+                return
     except (OSError, EOFError, ValueError):  # no process to be had: the pool starts its own
         return
 
@@ -225,7 +236,7 @@ def adopt(wait: float) -> Worker | None:
     """A worker started early from the fork server running now, alive; None: none is
     left (a dead one, or one from a server since replaced, is ended). Waits up to `wait`
     for the early starts under way (they are watched: a stuck server is killed)."""
-    for thread in list(_STARTING):
+    for thread, _ in list(_STARTING):
         thread.join(wait)
     with _EARLY_LOCK:
         while _EARLY:
@@ -237,8 +248,12 @@ def adopt(wait: float) -> Worker | None:
 
 
 def end_early() -> None:
-    """The workers started early that no pool took: ended."""
+    """The workers started early that no pool took: ended, and those still starting
+    ended as soon as they have (the run is over: never waited for)."""
     with _EARLY_LOCK:
         unused = list(_EARLY)
         _EARLY.clear()
+        for _, ended in _STARTING:
+            ended.set()
+        _STARTING.clear()
     end(unused, 1.0)

@@ -232,7 +232,7 @@ def run_cases(
     order = _ids(cases)
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
         order = []
-    delivery = _Delivery(reporters, order)
+    delivery = _Delivery(reporters, order, plan.prerender or ())
     delivery.named(suite, adapter.name)
     delivery.start(len(cases))
     # Reporters, none of which reads a case whole at the end (the reports that hold every
@@ -402,8 +402,15 @@ class _Delivery:
     disk) stops that reporter only: the run goes on, the other reports are written, and
     every failure is raised, together, once all have finished."""
 
-    def __init__(self, reporters: Sequence[Reporter], order: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        reporters: Sequence[Reporter],
+        order: Sequence[str] = (),
+        prerender: Sequence[Any] = (),  # `harness.run.pool_worker.Prerender`s
+    ) -> None:
         self._reporters = reporters
+        # Let go of each case once all are told it: one off or broken takes nothing.
+        self._prerender = prerender
         self._broken: dict[int, str] = {}
         # The case ids in suite order (each once), for `kept` to tell cases in it, whatever
         # order they finish in (several jobs); none: as they come.
@@ -465,6 +472,8 @@ class _Delivery:
 
     def _tell_kept(self, case: CaseReport) -> None:
         self._each_case(self._kept, case)
+        for each in self._prerender:
+            each.drop(case)
 
     def finish(self, report: SuiteReport) -> None:
         """Every reporter's `finish`; a report that cannot be written does not keep the

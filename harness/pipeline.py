@@ -38,7 +38,7 @@ from harness.run.options import RunOptions as RunOptions
 from harness.run.options import admit as admit
 from harness.run.options import load
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
-from harness.run.watchdog import run_watched, start_workers_early
+from harness.run.watchdog import end_workers_early, run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
 from harness.tracking.baseline import Against, compare, load_baseline
 from harness.tracking.budget_gate import gated
@@ -55,56 +55,61 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     baseline is read (and refused, `BaselineError`) before anything else."""
     against = _against(options)
     adapter, surface = resolve_within(options.agent, options.case_timeout)
-    if options.mode == "replay":  # the cases may go to workers
+    early = options.mode == "replay" and (  # the cases may go to workers
         start_workers_early(options.jobs, options.suite, type(adapter).__module__)
-    setup = setup_for(adapter, options.context, options.session, options.case_timeout)
-    root = options.project_root
-    admitted = load(options, surface, reporters)
-    chosen = options.selection
-    if options.suite.is_file():  # one fixture: a selection of its suite, never its gate
-        chosen = dataclasses.replace(chosen, fixture_file=display_path(options.suite, root))
-    cases = choose(admitted, chosen)
-    selection = chosen if chosen.active else None
-    if selection is not None:
-        # The whole suite's digest, so shards (and partial runs) say which suite they are of.
-        shown = [(display_path(case.where, root), case.fixture_sha256) for case in admitted]
-        selection = dataclasses.replace(selection, suite_sha256=suite_hash(shown))
-    suite = options.name if options.name is not None else display_path(options.suite, root)
-    kind = resolve_kind(options.kind, suite)
-    snapshots = None
-    if options.mode == "replay":
-        snapshots = plan_for(options.snapshots, kind, adapter.name, options.update_snapshots)
-    unused = None
-    if snapshots is not None and selection is None and options.suite.is_dir():
-        unused = _unused(options, snapshots, admitted, root)
-    return run_cases(
-        cases,
-        adapter,
-        suite=suite,
-        kind=kind,
-        mode=options.mode,
-        backend=options.backend,
-        allowed_tools=options.allowed_tools,
-        case_timeout=options.case_timeout,
-        root=root,
-        reporters=reporters,
-        agent_tools=surface.tools,
-        case_wall_clock=options.case_wall_clock,
-        max_model_calls_per_turn=options.max_model_calls_per_turn,
-        max_tool_calls_per_step=options.max_tool_calls_per_step,
-        jobs=options.jobs,
-        repeat=options.repeat,
-        maxfail=options.maxfail,
-        provider=options.provider,
-        against=against,
-        selection=selection,
-        # Worker processes build the agent from its setting rather than a pickled copy.
-        agent_spec=options.agent if isinstance(options.agent, str) else None,
-        judge=options.judge,
-        setup=setup,
-        snapshots=snapshots,
-        unused_snapshots=unused,
     )
+    try:
+        setup = setup_for(adapter, options.context, options.session, options.case_timeout)
+        root = options.project_root
+        admitted = load(options, surface, reporters)
+        chosen = options.selection
+        if options.suite.is_file():  # one fixture: a selection of its suite, never its gate
+            chosen = dataclasses.replace(chosen, fixture_file=display_path(options.suite, root))
+        cases = choose(admitted, chosen)
+        selection = chosen if chosen.active else None
+        if selection is not None:
+            # The whole suite's digest, so shards (and partial runs) say which suite they are of.
+            shown = [(display_path(case.where, root), case.fixture_sha256) for case in admitted]
+            selection = dataclasses.replace(selection, suite_sha256=suite_hash(shown))
+        suite = options.name if options.name is not None else display_path(options.suite, root)
+        kind = resolve_kind(options.kind, suite)
+        snapshots = None
+        if options.mode == "replay":
+            snapshots = plan_for(options.snapshots, kind, adapter.name, options.update_snapshots)
+        unused = None
+        if snapshots is not None and selection is None and options.suite.is_dir():
+            unused = _unused(options, snapshots, admitted, root)
+        return run_cases(
+            cases,
+            adapter,
+            suite=suite,
+            kind=kind,
+            mode=options.mode,
+            backend=options.backend,
+            allowed_tools=options.allowed_tools,
+            case_timeout=options.case_timeout,
+            root=root,
+            reporters=reporters,
+            agent_tools=surface.tools,
+            case_wall_clock=options.case_wall_clock,
+            max_model_calls_per_turn=options.max_model_calls_per_turn,
+            max_tool_calls_per_step=options.max_tool_calls_per_step,
+            jobs=options.jobs,
+            repeat=options.repeat,
+            maxfail=options.maxfail,
+            provider=options.provider,
+            against=against,
+            selection=selection,
+            # Worker processes build the agent from its setting rather than a pickled copy.
+            agent_spec=options.agent if isinstance(options.agent, str) else None,
+            judge=options.judge,
+            setup=setup,
+            snapshots=snapshots,
+            unused_snapshots=unused,
+        )
+    finally:
+        if early:  # a pool took those it used; the rest would outlive the run
+            end_workers_early()
 
 
 def _unused(
@@ -227,7 +232,7 @@ def run_cases(
     order = _ids(cases)
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
         order = []
-    delivery = _Delivery(reporters, order)
+    delivery = _Delivery(reporters, order, plan.prerender or ())
     delivery.named(suite, adapter.name)
     delivery.start(len(cases))
     # Reporters, none of which reads a case whole at the end (the reports that hold every
@@ -397,8 +402,15 @@ class _Delivery:
     disk) stops that reporter only: the run goes on, the other reports are written, and
     every failure is raised, together, once all have finished."""
 
-    def __init__(self, reporters: Sequence[Reporter], order: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        reporters: Sequence[Reporter],
+        order: Sequence[str] = (),
+        prerender: Sequence[Any] = (),  # `harness.run.pool_worker.Prerender`s
+    ) -> None:
         self._reporters = reporters
+        # Let go of each case once all are told it: one off or broken takes nothing.
+        self._prerender = prerender
         self._broken: dict[int, str] = {}
         # The case ids in suite order (each once), for `kept` to tell cases in it, whatever
         # order they finish in (several jobs); none: as they come.
@@ -460,6 +472,8 @@ class _Delivery:
 
     def _tell_kept(self, case: CaseReport) -> None:
         self._each_case(self._kept, case)
+        for each in self._prerender:
+            each.drop(case)
 
     def finish(self, report: SuiteReport) -> None:
         """Every reporter's `finish`; a report that cannot be written does not keep the

@@ -365,3 +365,61 @@ def test_the_reports_of_a_run_in_workers_are_those_this_process_would_write(
     kept = (tmp_path / LAST_FOLDER / named).read_bytes().splitlines(keepends=True)
     passing = [case.id for case in report.cases if case.passed]
     assert sorted(kept) == sorted(told.lines[case_id] for case_id in passing)
+
+
+@pytest.mark.parametrize("state", ["last run off", "last run broken", "table broken"])
+def test_what_workers_rendered_for_a_case_is_let_go_once_the_case_is_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: str
+) -> None:
+    """A reporter that is off (the last run's folder cannot be written) or broken (its
+    stream failed) is told no case, and takes none of the parts its workers rendered:
+    they are let go as each case is told, not held for the whole run."""
+    import contextlib
+    import io
+
+    from conftest import echo_fixture
+
+    from harness import pipeline
+    from harness.io.atomic import ReportWriteError
+    from harness.reporters import json_report, table
+    from harness.reporters.base import Commit, Output, Reporter
+
+    class Stale(Reporter):
+        """At each case, the cases told before it whose parts are still held."""
+
+        def __init__(self) -> None:
+            self.told: list[CaseReport] = []  # kept alive: their ids stay theirs
+            self.stale: list[str] = []
+
+        def case_kept(self, case: CaseReport) -> None:
+            held = json_report._HELD.keys() | table._LINES.keys()
+            self.stale += [told.id for told in self.told if id(told) in held]
+            self.told.append(case)
+
+    class Broken(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError("the pipe closed")
+
+    def off(*args: object, **kwargs: object) -> None:
+        raise OSError("read-only")
+
+    monkeypatch.chdir(tmp_path)
+    output = Output(values={}, stdout=io.StringIO(), stderr=io.StringIO(), environ={})
+    (last,) = json_report.REPORTER.build(output)
+    reporters: list[Reporter] = [last, Commit(output.files)]
+    if state == "last run off":
+        monkeypatch.setattr(json_report, "own_folder", off)
+    elif state == "last run broken":
+        monkeypatch.setattr(last, "case_done", off)
+    else:
+        reporters.append(table.TableReporter(Broken()))
+    stale = Stale()
+    suite = write_suite(
+        tmp_path / "suite", {f"{n}.json": echo_fixture(f"echo-{n}", f"m{n}") for n in range(8)}
+    )
+    options = pipeline.RunOptions(suite, root=tmp_path, jobs=2)
+    # A broken reporter's failure is raised once the run is over.
+    with pytest.raises(ReportWriteError) if "broken" in state else contextlib.nullcontext():
+        pipeline.run(options, sorted([*reporters, stale], key=lambda r: r.order))
+    assert len(stale.told) == 8 and all(case.passed for case in stale.told)
+    assert stale.stale == []

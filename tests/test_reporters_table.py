@@ -385,3 +385,20 @@ def test_the_table_of_a_run_in_workers_is_the_one_this_process_renders(
     assert len(taken) == 7  # every case's lines came from its worker
     assert ours.getvalue() == theirs.getvalue()
     assert "[7/7] " in ours.getvalue()
+
+
+def test_the_lines_a_worker_rendered_for_a_folded_case_are_let_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A case with a detail folded into an earlier case's is rendered here; the lines its
+    worker rendered are let go as it is told, not held until the run is over."""
+    from harness.reporters import table
+    from harness.reporters.table import TableLines, TableReporter
+
+    reporter = TableReporter(io.StringIO(), jobs=2)
+    monkeypatch.setattr(reporter._changes, "fold", lambda case: {"detail": "as above"})
+    case = passing_report()
+    TableLines.hold(case, TableLines.render(case))
+    reporter.start(1)
+    reporter.case_done(case)
+    assert id(case) not in table._LINES

@@ -60,7 +60,7 @@ def _started_early(workers: int) -> list[int]:
     starts them."""
     pool_workers.end_early()  # none left over from another test
     start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", workers)
-    for thread in pool_workers._STARTING:
+    for thread, _ in pool_workers._STARTING:
         thread.join(60)
     early = list(pool_workers._EARLY)
     assert len(early) == workers and all(w.process.is_alive() for w in early)
@@ -138,6 +138,64 @@ def test_workers_started_from_a_fork_server_since_replaced_are_not_taken(
     assert fork_server.pid() != server
 
 
+def _no_worker_left() -> bool:
+    """Whether no worker process of this one is left once the early starts under way are
+    over (a run may end before its early workers have started: they are ended as they
+    do), waiting a few seconds for those ended to be gone."""
+    import multiprocessing
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "zeroclaw-eval-early":
+            thread.join(60)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        workers = multiprocessing.active_children()
+        if not any(p.name == "zeroclaw-eval-worker" for p in workers):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_no_worker_started_early_outlives_a_run_whose_suite_was_refused(tmp_path: Path) -> None:
+    from harness.io.problems import AdmissionError
+
+    pool_workers.end_early()
+    assert _no_worker_left()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "bad.json").write_text("{not json")
+    for _ in range(2):
+        with pytest.raises(AdmissionError):
+            run_suite(suite, jobs=2)
+    assert pool_workers._EARLY == []
+    assert _no_worker_left()
+
+
+def test_no_worker_started_early_outlives_a_run_that_made_no_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from harness.agents.protocol import LoopAdapter
+    from harness.agents.registry import resolve_agent
+
+    class Unpicklable(LoopAdapter):
+        """An adapter object no worker can be sent: its cases run in this process."""
+
+        def __init__(self, inner: LoopAdapter) -> None:
+            super().__init__(inner.name, inner._factory)
+            self.lock = threading.Lock()
+
+    pool_workers.end_early()
+    assert _no_worker_left()
+    adapter = resolve_agent(_agent(tmp_path, monkeypatch))
+    assert isinstance(adapter, LoopAdapter)
+    report = run_suite(_suite(tmp_path, 2), agent=Unpicklable(adapter), jobs=2)
+    assert report.all_passed and _ran_in(tmp_path) == {os.getpid()}
+    assert _no_worker_left()
+
+
 def test_the_messages_of_a_worker_s_pipe_are_read_whole_however_they_arrive() -> None:
     import multiprocessing
     import threading
@@ -175,5 +233,56 @@ def test_a_message_larger_than_one_read_is_read_on_until_it_is_whole() -> None:
     reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray())
     assert pool_workers.Worker.messages(reader) == [big]  # type: ignore[arg-type]
     writer.join()
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        (-1).to_bytes(4, "big", signed=True) + (1 << 62).to_bytes(8, "big"),
+        (-1).to_bytes(4, "big", signed=True) + (1 << 40).to_bytes(8, "big"),
+        (-5).to_bytes(4, "big", signed=True),
+    ],
+    ids=["2**62", "over the bound", "negative"],
+)
+def test_a_corrupt_frame_is_the_pipe_s_end_and_nothing_is_allocated_for_it(header: bytes) -> None:
+    import multiprocessing
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    os.write(theirs.fileno(), header + b"x" * 100)
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray())
+    # An EOFError, as a pipe that ended is: the pool stops the worker, its case's run error.
+    with pytest.raises(EOFError):
+        pool_workers.Worker.messages(reader)  # type: ignore[arg-type]
+    ours.close()
+    theirs.close()
+
+
+def test_a_large_message_is_read_a_bounded_piece_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import multiprocessing
+    import threading
+    import types
+
+    asked: list[int] = []
+    real = os.read
+
+    def read(fd: int, size: int) -> bytes:
+        asked.append(size)
+        return real(fd, size)
+
+    monkeypatch.setattr(pool_workers.os, "read", read)
+    monkeypatch.setattr(pool_workers, "_READ_CAP", 1 << 17, raising=False)
+    ours, theirs = multiprocessing.Pipe()
+    big = ("report", 7, b"y" * 1_000_000, None)
+    writer = threading.Thread(target=theirs.send, args=(big,))
+    writer.start()
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray())
+    assert pool_workers.Worker.messages(reader) == [big]  # type: ignore[arg-type]
+    writer.join()
+    assert max(asked) == 1 << 17
     ours.close()
     theirs.close()

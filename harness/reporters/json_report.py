@@ -172,6 +172,10 @@ class WorkerParts:
         _HELD[id(case)] = (case, *made)
 
     @staticmethod
+    def drop(case: CaseReport) -> None:
+        _HELD.pop(id(case), None)  # held, `case` is alive: no other report has its id
+
+    @staticmethod
     def release() -> None:
         _HELD.clear()
 

@@ -224,6 +224,10 @@ class TableLines:
         _LINES[id(case)] = (case, cast(str, lines))
 
     @staticmethod
+    def drop(case: CaseReport) -> None:
+        _LINES.pop(id(case), None)  # held, `case` is alive: no other report has its id
+
+    @staticmethod
     def release() -> None:
         _LINES.clear()
 
@@ -254,7 +258,8 @@ class TableReporter(Reporter):
     def case_done(self, case: CaseReport) -> None:
         self._done += 1
         folded = self._changes.fold(case)
-        lines = None if folded or self._colour else TableLines.take(case)
+        taken = TableLines.take(case)  # taken even when not used: it is let go now
+        lines = None if folded or self._colour else taken
         if lines is None:
             lines = render_case(case, self._colour, self._counter(), folded)
         elif counter := self._counter():

@@ -85,7 +85,9 @@ _SENT = (
 class Prerender(Protocol):
     """Parts of a report this process's reporters would render, rendered by the worker
     beside its case (`render`) and sent with the report, which this process hands to
-    its reporters (`hold`) before the report; `release` lets go of what none took. What
+    its reporters (`hold`) before the report; `drop` lets go of what is held for a report
+    once every reporter has been told it (taken or not: a reporter that is off, or broken,
+    or renders that case itself takes none), `release` of all that is left. What
     the parts are is the reporters' own business: a part is only ever used for the very
     report it was rendered from, and a reporter that finds none renders it itself."""
 
@@ -94,6 +96,9 @@ class Prerender(Protocol):
 
     @staticmethod
     def hold(report: CaseReport, parts: object) -> None: ...
+
+    @staticmethod
+    def drop(report: CaseReport) -> None: ...
 
     @staticmethod
     def release() -> None: ...

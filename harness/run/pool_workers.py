@@ -20,6 +20,13 @@ from harness.run.pool_worker import Item, WorkerSpec, worker_main
 # What one read of a worker's pipe takes at most: many reports, under what malloc would map
 # for each read (and give back after it).
 _READ_SIZE = 1 << 16
+# What one read takes of a large message still missing: the length its frame says is the
+# worker's word, and a corrupt one would have the whole of it allocated before any came.
+_READ_CAP = 1 << 24
+# The largest message a frame may say it holds: a case's report (its transcript included)
+# is far under it; a length past it (or a negative one) is a corrupt frame, the worker's
+# end, as a pipe that closed is.
+MAX_MESSAGE = 1 << 32
 # How long a worker started early may take to start (the server warming up a framework
 # included): past it the server is taken for stuck, killed, and the pool starts its own.
 EARLY_START_SECS = 60.0
@@ -72,11 +79,11 @@ class Worker:
         """Every whole message one read of its pipe gives: many reports in one read, where
         `recv` took two reads each. Like `recv`, it blocks until at least one message is
         whole (a large one is read on until it is). `EOFError` once the pipe has ended (a
-        message it was writing is lost with it)."""
+        message it was writing is lost with it), or a frame is corrupt (`BadFrame`)."""
         unread = self._unread
         found: list[Any] = []
         while not found:
-            data = os.read(self._fd, max(_READ_SIZE, _missing(unread)))
+            data = os.read(self._fd, min(max(_READ_SIZE, _missing(unread)), _READ_CAP))
             if not data:
                 raise EOFError
             unread += data
@@ -112,10 +119,16 @@ class Worker:
             self.process.close()
 
 
-def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
+class BadFrame(EOFError):
+    """A frame saying a length no message has: what follows cannot be told apart, so the
+    pipe is taken for ended (its worker is then stopped, its case's run error)."""
+
+
+def _header(data: bytearray, at: int) -> tuple[int, int] | None:
     """The header's length and the message's size of the frame of multiprocessing's
     `Connection.send` at `at` (a signed 4-byte length, or -1 and an 8-byte one, then the
-    pickled message), when the whole of it is in `data`; else None."""
+    pickled message), when its header is whole in `data`; else None. `BadFrame` for a
+    length no message has."""
     if len(data) - at < 4:
         return None
     size, head = int.from_bytes(data[at : at + 4], "big", signed=True), 4
@@ -123,19 +136,27 @@ def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
         if len(data) - at < 12:
             return None
         size, head = int.from_bytes(data[at + 4 : at + 12], "big"), 12
-    return (head, size) if len(data) - at - head >= size else None
+    if size < 0 or size > MAX_MESSAGE:
+        raise BadFrame(f"a frame of the worker's pipe says {size} bytes")
+    return head, size
+
+
+def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
+    """`_header` of the frame at `at`, when the whole frame is in `data`; else None."""
+    header = _header(data, at)
+    if header is None:
+        return None
+    head, size = header
+    return header if len(data) - at - head >= size else None
 
 
 def _missing(data: bytearray) -> int:
     """How many bytes the frame begun in `data` still lacks (0: none is begun, or its
     header is not whole yet)."""
-    if len(data) < 4:
+    header = _header(data, 0)
+    if header is None:
         return 0
-    size, head = int.from_bytes(data[:4], "big", signed=True), 4
-    if size == -1:
-        if len(data) < 12:
-            return 0
-        size, head = int.from_bytes(data[4:12], "big"), 12
+    head, size = header
     return max(0, head + size - len(data))
 
 
@@ -166,36 +187,47 @@ def stop(workers: list[Worker], wait: float) -> float:
     return used
 
 
-# Workers started before their pool (`start_early`), waiting for its spec, and the threads
-# starting them.
+# Workers started before their pool (`start_early`), waiting for its spec, and the start
+# under way: its thread, and what tells it its workers are wanted no more (`end_early`).
 _EARLY: list[Worker] = []
 _EARLY_LOCK = threading.Lock()
-_STARTING: list[threading.Thread] = []
+_STARTING: list[tuple[threading.Thread, threading.Event]] = []
 
 
 def start_early(context: Any, workers: int) -> None:
     """Start `workers` workers from the fork server on a thread of their own (a start
     waits for the server to have warmed up), for the next pool to take (`adopt`)."""
     with _EARLY_LOCK:
-        if _EARLY or any(thread.is_alive() for thread in _STARTING):
+        if _EARLY or any(thread.is_alive() for thread, _ in _STARTING):
             return  # the ones started before are still to be taken
+        ended = threading.Event()
         thread = threading.Thread(
-            target=_start_early, args=(context, workers), name="zeroclaw-eval-early", daemon=True
+            target=_start_early,
+            args=(context, workers, ended),
+            name="zeroclaw-eval-early",
+            daemon=True,
         )
-        _STARTING[:] = [thread]
+        _STARTING[:] = [(thread, ended)]
     thread.start()
 
 
-def _start_early(context: Any, workers: int) -> None:
+def _start_early(context: Any, workers: int, ended: threading.Event) -> None:
     try:
         for _ in range(workers):
+            if ended.is_set():
+                return
             with fork_server.Watch(EARLY_START_SECS) as watch:
                 worker = Worker(context, None)
             if watch.lost is not None:  # started as the server was killed: gone with it
                 end([worker], 1.0)
                 return
             with _EARLY_LOCK:
-                _EARLY.append(worker)
+                unwanted = ended.is_set()
+                if not unwanted:
+                    _EARLY.append(worker)
+            if unwanted:  # the run ended as it started: no pool will take it
+                end([worker], 1.0)
+                return
     except (OSError, EOFError, ValueError):  # no process to be had: the pool starts its own
         return
 
@@ -204,7 +236,7 @@ def adopt(wait: float) -> Worker | None:
     """A worker started early from the fork server running now, alive; None: none is
     left (a dead one, or one from a server since replaced, is ended). Waits up to `wait`
     for the early starts under way (they are watched: a stuck server is killed)."""
-    for thread in list(_STARTING):
+    for thread, _ in list(_STARTING):
         thread.join(wait)
     with _EARLY_LOCK:
         while _EARLY:
@@ -216,8 +248,12 @@ def adopt(wait: float) -> Worker | None:
 
 
 def end_early() -> None:
-    """The workers started early that no pool took: ended."""
+    """The workers started early that no pool took: ended, and those still starting
+    ended as soon as they have (the run is over: never waited for)."""
     with _EARLY_LOCK:
         unused = list(_EARLY)
         _EARLY.clear()
+        for _, ended in _STARTING:
+            ended.set()
+        _STARTING.clear()
     end(unused, 1.0)

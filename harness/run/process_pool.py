@@ -78,7 +78,7 @@ def start_fork_server(run_module: str, adapter_module: str, workers: int = 0) ->
     own (a start waits for the server to have warmed up), `workers` workers are started
     from it, which the next pool takes (each then told its spec) instead of starting its
     own: their start is spent beside this process's admission of the suite. One that pool
-    has no use for is ended with it; should no pool come, they end with this process."""
+    has no use for is ended with it; should no pool come, the run ends them (`end_early`)."""
     context = fork_server.context(run_module, adapter_module)
     if context.get_start_method() != "forkserver":
         return  # spawned workers would import everything again, beside admission

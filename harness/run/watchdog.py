@@ -99,23 +99,36 @@ def _pays_for_workers(plan: CasePlan, runs: int) -> bool:
     return plan.jobs != "auto" or runs >= AUTO_WORKERS_FROM
 
 
-def start_workers_early(jobs: Jobs, suite: Path, adapter_module: str) -> None:
+def start_workers_early(jobs: Jobs, suite: Path, adapter_module: str) -> bool:
     """Start the workers' fork server now, for a replay run that will use workers, so that
     it imports (and warms) what workers run while this process admits the suite, instead of
     after it: the second a pool's start costs is then spent beside admission, on another
     core. A suite `auto` would run here, or a pool that cannot start, costs nothing more
     than the fork server's own start (an early start is never relied on: the pool starts the
-    server itself should this one have failed or ended)."""
+    server itself should this one have failed or ended). Whether workers may have been
+    started: then the run ends them (`end_workers_early`) however it ends, for none but a
+    pool ends them, and a run may end before it makes one (admission refused, no case
+    chosen, cases this process runs itself)."""
     if jobs_of(jobs) < 2:
-        return
+        return False
     if jobs == "auto" and _fixtures_in(suite) < AUTO_WORKERS_FROM:
-        return
+        return False
     # Imported here: a run of one job has no use for the pool's machinery (~5% of the
     # instructions of a one-case run).
     from harness.run.process_pool import start_fork_server
 
     with contextlib.suppress(OSError, ValueError):  # no process to be had: the pool says why
         start_fork_server(run_batch.__module__, adapter_module, jobs_of(jobs))
+    return True
+
+
+def end_workers_early() -> None:
+    """The workers `start_workers_early` started that no pool took, ended: through the API
+    (or the pytest plugin) the process goes on after the run, and they would idle beside it,
+    each with its pipe and feeding thread."""
+    from harness.run.pool_workers import end_early
+
+    end_early()
 
 
 def _fixtures_in(suite: Path) -> int:

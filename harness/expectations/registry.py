@@ -137,12 +137,17 @@ def views(expects: Expects) -> list[Kind]:
     ]
 
 
+def _changed(values: tuple[Any, ...]) -> dict[int, None]:
+    """The spans holding a field off its default, in order (keys of a dict: a set that
+    keeps them so), found in C, field by field."""
+    return dict.fromkeys(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+
+
 def _asked(expects: Expects, setup: bool) -> list[Kind]:
     """The views admission asks: all but the unset, inert ones (those with setup files
     too: an unset kind is known inert only for a workspace holding nothing)."""
     values = msgspec.structs.astuple(expects)
-    # The spans holding a field off its default, in order: found in C, field by field.
-    changed = dict.fromkeys(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+    changed = _changed(values)
     if _ALL_INERT and not setup:
         return [_LAYOUT[i].build(values) for i in changed]
     return [
@@ -192,11 +197,10 @@ def _graded(expects: Expects) -> list[Kind]:
     those that grade every case (`Kind.graded_unset`); an unset kind of any other grades
     nothing, and is not asked."""
     values = msgspec.structs.astuple(expects)
-    # The spans holding a field off its default, found in C, field by field.
-    changed = set(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+    changed = _changed(values)
     return [
         _LAYOUT[i].build(values) if i in changed else _LAYOUT[i].unset
-        for i in sorted(changed | _GRADED_UNSET)
+        for i in sorted(changed.keys() | _GRADED_UNSET)
     ]
 
 

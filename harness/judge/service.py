@@ -14,7 +14,6 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -168,13 +167,15 @@ class JudgeService(msgspec.Struct):
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """Exactly what the judge is sent for `request` (what its replies are keyed by)."""
-        from harness.live.backend import LiveBackend, LiveSettings
+        # What `LiveBackend.body` sends, without making a backend (its limiter, its
+        # random source, the HTTP client's module) for each sample.
+        from harness.live.chat_completions import request_body
 
-        settings = self.settings or LiveSettings(
-            base_url=self.setup.base_url, model=self.setup.model, api_key=""
-        )
-        settings = replace(settings, temperature=self.setup.temperature)
-        return LiveBackend(settings).body(request)
+        model = self.settings.model if self.settings is not None else self.setup.model
+        payload: dict[str, object] = request_body(model, request)
+        if self.setup.temperature is not None:
+            payload["temperature"] = self.setup.temperature
+        return payload
 
     async def sample(self, case_id: str, rubric: Rubric, material: Material, i: int) -> Sample:
         """The `i`-th sample of `rubric` on `material`: replayed, or asked when recording."""

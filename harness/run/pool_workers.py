@@ -98,9 +98,9 @@ class Worker:
     def cpu(self, deadline: float) -> float:
         """The CPU time it used, as it said once told to stop (0.0: it did not, in time)."""
         with contextlib.suppress(EOFError, OSError):
-            while self.hung_up is None and self.conn.poll(left(deadline)):
-                for message in self.messages():
-                    return float(message[1]) if message[0] == "cpu" else 0.0
+            if self.hung_up is None and self.conn.poll(left(deadline)):
+                message = self.messages()[0]  # never none: it blocks until one is whole
+                return float(message[1]) if message[0] == "cpu" else 0.0
         return 0.0
 
     def kill(self) -> None:

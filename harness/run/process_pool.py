@@ -128,14 +128,13 @@ class WorkerPool:
             self._watch_server()  # a server stopped meanwhile would never end
         except BaseException:  # an interruption: nothing is left running, nor stopped
             end(self._workers, 1.0)
-            end_early()
             fork_server.end_if_stopped()
             raise
         finally:
             self._selector.close()
             for each in self._prerender:
                 each.release()
-        end_early()
+            end_early()
         used = stop(self._workers, 1.0)
         with _CPU_LOCK:
             _CPU[0] += used
@@ -326,11 +325,11 @@ class WorkerPool:
         end(lost, 1.0)
         again = []
         for worker, on_its_own in zip(lost, ended, strict=True):
-            left = list(worker.sent)
-            if not (worker.ready and left):  # nothing begun there
-                self._requeue(left)
+            places = list(worker.sent)
+            if not (worker.ready and places):  # nothing begun there
+                self._requeue(places)
                 continue
-            first = left.pop(0)
+            first = places.pop(0)
             if loss.stopped and on_its_own:
                 self._blame(
                     first,
@@ -342,7 +341,7 @@ class WorkerPool:
                 self._blame(first, why + "the second time alone in the pool")
             else:
                 again.append(first)
-            self._requeue(left)
+            self._requeue(places)
         self._again.extend(self._items[place] for place in again)
         more = f"; {len(again)} case(s) in flight run again, one at a time" if again else ""
         _note(f"the workers' fork server {loss.how}{more}")
@@ -353,10 +352,10 @@ class WorkerPool:
         over; a worker that never started blames no case, and is not replaced."""
         self._drop(worker)
         end([worker], 1.0)
-        left = list(worker.sent)
-        if worker.ready and left:
-            self._blame(left.pop(0), why)
-        self._requeue(left)
+        places = list(worker.sent)
+        if worker.ready and places:
+            self._blame(places.pop(0), why)
+        self._requeue(places)
         if not worker.ready:
             self._wanted -= 1
             self._ended_as = f"it ended ({status})"

@@ -201,11 +201,11 @@ class _SuiteWorker:
         pending: list[Unit],
         plan: CasePlan,
         results: _Results,
-        reuse_thread: bool = False,
-        cwd: str | None = None,
+        reuse_thread: bool,
+        cwd: str,
     ) -> None:
         self._cases = cases
-        self._cwd = cwd  # where each run starts, and is put back (None: asked each time)
+        self._cwd = cwd  # where each run starts, and is put back
         self._pending = pending
         self._plan = plan
         self._results = results

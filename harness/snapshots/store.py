@@ -91,9 +91,9 @@ class SnapshotPlan:
         listed: dict[str, tuple[str, array[int]]] = self.__dict__.setdefault("_listed", {})
         known = listed.get(head)
         if known is None:
-            folder = os.path.join(os.path.split(fixture)[0], SNAPSHOT_DIR, self.folder)
+            folder = self._parts(fixture)[0]
             known = listed[head] = (folder, _regular_files(folder))
-        file = (name[:-5] if name.endswith(".json") else _stem(name)) + SUFFIX
+        file = _stem(name) + SUFFIX
         # A name (no separator in it) joined to a folder that ends in none: `os.path.join`'s.
         return f"{known[0]}{os.sep}{file}", _holds(known[1], file)
 

@@ -147,8 +147,8 @@ def test_git_is_asked_as_the_run_starts_and_answers_for_that_tree(tmp_path: Path
     # run itself changes (a snapshot it updates) does not make the tree it ran dirty.
     root = _committed(tmp_path / "project")
     asked = GitState(root)
-    for process in asked._asked:  # both have answered: the answers wait, unread
-        process.wait(timeout=30)
+    assert asked._asked is not None
+    asked._asked.wait(timeout=30)  # it has answered: the answer waits, unread
     (root / "a.txt").write_text("changed", encoding="utf-8")
     commit, dirty = asked.result()
     assert dirty is False and commit is not None and len(commit) == 40

@@ -7,6 +7,7 @@ the tree was dirty) and the gate policy applied. `zeroclaw eval verify` recomput
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -180,26 +181,22 @@ class GitState:
     The tree is the one the run started from."""
 
     def __init__(self, root: Path) -> None:
-        self._asked: list[subprocess.Popen[str]] = []
-        try:
-            self._asked.append(
-                subprocess.Popen(
-                    ["git", "-C", str(root), *_ASKED],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    stdin=subprocess.DEVNULL,
-                    text=True,
-                )
+        self._asked: subprocess.Popen[str] | None = None
+        with contextlib.suppress(OSError):  # no git: nothing to ask
+            self._asked = subprocess.Popen(
+                ["git", "-C", str(root), *_ASKED],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                text=True,
             )
-        except OSError:  # no git: nothing to ask
-            self._asked = []
 
     def result(self) -> tuple[str | None, bool | None]:
         """The commit and whether the tree has changes (None, None when it is no git work
         tree, has no commit yet, or git cannot say in time)."""
-        if not self._asked:
+        asked = self._asked
+        if asked is None:
             return None, None
-        asked = self._asked[0]
         try:
             status = _answer(asked)
         except (OSError, subprocess.SubprocessError):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import BUILTIN_SURFACE, finishes_within, lines, replay_trace, write_fixture
 
-from harness.fixtures import suite
+from harness.fixtures import listing, suite
 from harness.fixtures.suite import fixture_paths, load_suite
 from harness.io.problems import AdmissionError
 
@@ -28,7 +28,7 @@ def refused(directory: Path) -> list[str]:
 def listed_as_regular(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every entry listed as a regular file: as if each were swapped for what it is now
     between the listing and the reading."""
-    monkeypatch.setattr(suite, "_regular", lambda entry: True)
+    monkeypatch.setattr(listing, "_regular", lambda entry: True)
 
 
 @FIFO

@@ -61,7 +61,7 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
     try:
         setup = setup_for(adapter, options.context, options.session, options.case_timeout)
         root = options.project_root
-        admitted = load(options, surface, reporters)
+        admitted = load(options, surface, reporters, early)
         chosen = options.selection
         if options.suite.is_file():  # one fixture: a selection of its suite, never its gate
             chosen = dataclasses.replace(chosen, fixture_file=display_path(options.suite, root))

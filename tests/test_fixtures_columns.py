@@ -40,3 +40,27 @@ def test_a_digest_of_another_width_is_refused() -> None:
     with pytest.raises(ValueError, match="16 bytes among digests of 32"):
         digests.append(bytes(16))
     assert len(digests) == 0
+
+
+def test_texts_extended_in_one_go_read_back_as_appended_one_by_one() -> None:
+    words = ["", "a.json", "caf\u00e9.json", "\udcff.json", "x" * 300]
+    one_by_one, at_once = Texts(), Texts()
+    one_by_one.append("first")
+    at_once.append("first")
+    for word in words:
+        one_by_one.append(word)
+    at_once.extend(words)
+    at_once.extend([])
+    assert [at_once[i] for i in range(len(at_once))] == ["first", *words]
+    assert [at_once[i] for i in range(len(at_once))] == [
+        one_by_one[i] for i in range(len(one_by_one))
+    ]
+
+
+def test_digests_extended_packed_read_back_with_their_nones() -> None:
+    digests = Digests(4)
+    digests.append(b"abcd")
+    digests.extend(b"efgh" + bytes(4) + b"ijkl", b"\x01\x00\x01")
+    assert [digests[i] for i in range(len(digests))] == [b"abcd", b"efgh", None, b"ijkl"]
+    with pytest.raises(ValueError, match="7 bytes for 2 digests of 4"):
+        digests.extend(b"1234567", b"\x01\x01")

@@ -9,6 +9,7 @@ worker pool, reporter or event loop. The pipeline re-exports both names.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,13 +97,23 @@ def admit(options: RunOptions, reporters: Sequence[Refusals] = ()) -> Sequence[C
 
 
 def load(
-    options: RunOptions, surface: AgentSurface, reporters: Sequence[Refusals]
+    options: RunOptions,
+    surface: AgentSurface,
+    reporters: Sequence[Refusals],
+    in_workers: bool = False,
 ) -> Sequence[Case]:
     """The suite admitted against `surface`; a refusal is told to every reporter, each
     problem naming its fixture from the repository root (as reports name the cases of a run),
-    then raised."""
+    then raised. `in_workers`: the run started workers early, which admit a large suite's
+    parts (`run/worker_admission.py`), with the same cases and problems as here."""
+    slices = None
+    if in_workers:
+        from harness.run.runner import jobs_of
+        from harness.run.worker_admission import in_workers as admit_in_workers
+
+        slices = functools.partial(admit_in_workers, jobs=jobs_of(options.jobs))
     try:
-        return load_suite(options.suite, options.mode, surface)
+        return load_suite(options.suite, options.mode, surface, slices)
     except AdmissionError as exc:
         root = options.project_root
         shown = [

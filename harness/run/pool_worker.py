@@ -5,7 +5,9 @@ object), gets cases by their place in the suite with their fixture text (admissi
 happened in the harness: the worker parses the same text with the same parser, so it runs
 the same case), runs them through the same watched runner with one job (the per-case
 timeout and the watchdog hold in there), and sends each `CaseReport` back encoded with
-msgspec, as it finishes. It never outlives the harness (`orphans`).
+msgspec, as it finishes. It never outlives the harness (`orphans`). A worker started
+early may first be sent parts of a large suite to admit (`run/worker_admission.py`), which
+it does as the harness would, before it is told what to run.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import msgspec
 from harness.agents.registry import resolve_within
 from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
-from harness.fixtures.suite import Case, FixtureChanged
+from harness.fixtures.suite import Case, FixtureChanged, admit_slice
 from harness.run.runner import CasePlan, replay_backend
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
@@ -186,11 +188,16 @@ def worker_main(conn: Any, spec: WorkerSpec | None) -> None:
 
 
 def _serve(conn: Any, spec: WorkerSpec | None) -> None:
-    if spec is None:
+    while spec is None:
         try:
             message = conn.recv()
         except EOFError:  # no pool took it
             return
+        if message[0] == "admit":  # a part of the suite, admitted here before a pool comes
+            _, start, cwd, part = message
+            os.chdir(cwd)  # the suite's paths are as the harness spells them
+            conn.send(("admitted", start, admit_slice(*part)))
+            continue
         if message[0] != "spec":
             return
         spec = message[1]

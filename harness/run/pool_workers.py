@@ -58,6 +58,10 @@ class Worker:
         """A worker started early (without a spec) told what to run."""
         self._outbox.put(("spec", spec))
 
+    def post(self, message: tuple[Any, ...]) -> None:
+        """`message` sent as it is (a part of the suite to admit, before the spec)."""
+        self._outbox.put(message)
+
     def send(self, items: list[Item]) -> None:
         if not self.sent:
             self.since = time.monotonic()  # an idle worker starts the first case now
@@ -245,6 +249,21 @@ def adopt(wait: float) -> Worker | None:
                 return worker
             end([worker], 1.0)
     return None
+
+
+def early() -> tuple[list[Worker], bool]:
+    """The workers started early so far, not yet taken, and whether more are starting."""
+    with _EARLY_LOCK:
+        return list(_EARLY), any(thread.is_alive() for thread, _ in _STARTING)
+
+
+def drop_early(worker: Worker) -> None:
+    """A worker started early that no pool is to take (it died, or stalled, admitting a
+    part of the suite): ended."""
+    with _EARLY_LOCK:
+        if worker in _EARLY:
+            _EARLY.remove(worker)
+    end([worker], 1.0)
 
 
 def end_early() -> None:

@@ -1,0 +1,310 @@
+"""`harness.run.worker_admission`: a large suite admitted in parts by the workers started
+early for a `--jobs N` replay run gives the pipeline the cases admission here gives (ids,
+paths, digests, canonical digests, in suite order) and refuses it with the same problems in
+the same order and words, duplicate ids across parts included; a worker that dies or stalls
+in the middle leaves its parts to be admitted elsewhere, never lost, never waited for."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FAITHFUL_LOOP, Cli, fixture, text_step, turn, write_module, write_suite
+
+from harness import pipeline
+from harness.agents.registry import surface_within
+from harness.errors import ExitCode
+from harness.fixtures.listing import MAX_FIXTURE_BYTES
+from harness.fixtures.suite import AdmittedCases, load_suite
+from harness.io.problems import AdmissionError
+from harness.run import pool_workers, process_pool, watchdog, worker_admission
+from harness.run.process_pool import start_fork_server
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="workers start early from a fork server"
+)
+
+SUITE = "evals/regression"
+CASES = worker_admission.PARALLEL_FROM + 60  # five parts of 64 under --jobs 2
+
+
+def _fixture(n: int, case_id: str | None = None) -> dict[str, Any]:
+    says_hi = [turn("Say hi", text_step("hi there"))]
+    data = fixture(f"model-{n}", says_hi, {"response_contains": ["hi"]})
+    data["id"] = case_id if case_id is not None else f"case-{n:04d}"
+    return data
+
+
+def _project(tmp_path: Path, odd: dict[int, Any] | None = None) -> Path:
+    """A project whose suite has `CASES` fixtures, those of `odd` written as it says."""
+    root = tmp_path / "project"
+    fixtures: dict[str, Any] = {f"f{n:04d}.json": _fixture(n) for n in range(CASES)}
+    for n, data in (odd or {}).items():
+        fixtures[f"f{n:04d}.json"] = data
+    write_suite(root / SUITE, {k: v for k, v in fixtures.items() if v is not None})
+    return root
+
+
+def _broken(root: Path) -> None:
+    """Fixtures that cannot be read at all, in the parts of the suite they fall in."""
+    suite = root / SUITE
+    (suite / "f0100.json").unlink()
+    (suite / "f0100.json").mkdir()  # not a regular file
+    (suite / "f0101.json").unlink()
+    (suite / "f0101.json").symlink_to(suite / "nowhere")  # gone
+    (suite / "f0200.json").write_bytes(b" " * (MAX_FIXTURE_BYTES + 1))  # too large
+    (suite / "f0300.json").write_bytes(b'{"id": "\xff"}')  # not UTF-8
+
+
+# Problems in four of the five parts, and ids used twice across them.
+ODD: dict[int, Any] = {
+    3: "{",  # not JSON
+    70: {**_fixture(70), "surprise": 1},  # an unknown key
+    140: _fixture(140, case_id="case-0002"),  # the id of a case of the first part
+    141: _fixture(141, case_id=""),  # an empty id
+    210: _fixture(210, case_id=unicodedata.normalize("NFD", "café")),
+    260: _fixture(260, case_id="café"),  # the same once normalised
+    310: {**_fixture(310), "turns": []},  # no turns
+}
+
+
+@pytest.fixture
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{write_module(tmp_path, FAITHFUL_LOOP)}:factory"
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The parts sent to workers, as (their first fixture, the worker's process id), with
+    two workers started (and waited for) before the run, as a run starts them."""
+    pool_workers.end_early()  # none left over from another test
+    start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", 2)
+    for thread, _ in pool_workers._STARTING:
+        thread.join(60)
+    assert len(pool_workers._EARLY) == 2
+    parts: list[tuple[int, int]] = []
+    post = pool_workers.Worker.post
+
+    def posting(worker: pool_workers.Worker, message: tuple[Any, ...]) -> None:
+        if message[0] == "admit":
+            parts.append((message[1], worker.process.pid))
+        post(worker, message)
+
+    monkeypatch.setattr(pool_workers.Worker, "post", posting)
+    return parts
+
+
+def _admitted(monkeypatch: pytest.MonkeyPatch) -> list[AdmittedCases]:
+    """The suites the pipeline is given as it picks its cases, as they come."""
+    given: list[AdmittedCases] = []
+    choose = pipeline.choose
+
+    def keeping(admitted: Any, selection: Any) -> Any:
+        given.append(admitted)
+        return choose(admitted, selection)
+
+    monkeypatch.setattr(pipeline, "choose", keeping)
+    return given
+
+
+def _columns(cases: AdmittedCases) -> list[tuple[str, str, bytes | None, bytes | None]]:
+    return [(c.id, c.where, c.digest, c.canonical) for c in cases]
+
+
+def _run(run_cli: Cli, root: Path, agent: str, jobs: str) -> tuple[int, str, str]:
+    done = run_cli("eval", "run", "--suite", SUITE, "--agent", agent, "--jobs", jobs, cwd=root)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _here(root: Path, agent: str, monkeypatch: pytest.MonkeyPatch) -> AdmittedCases:
+    monkeypatch.chdir(root)  # the suite named relatively, as the command names it
+    return load_suite(Path(SUITE), "replay", surface_within(agent, 30))
+
+
+def test_a_large_suite_is_admitted_by_the_workers_as_it_is_here(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    root = _project(tmp_path)
+    expected = _columns(_here(root, agent, monkeypatch))
+    given = _admitted(monkeypatch)
+    code, out, _ = _run(run_cli, root, agent, "2")
+    assert code == 0, out
+    [admitted] = given
+    assert _columns(admitted) == expected
+    assert sorted(start for start, _ in sent) == list(range(0, CASES, 64))  # every part
+    assert len({pid for _, pid in sent}) == 2  # by both workers
+    assert f"{CASES}/{CASES} cases passed" in out
+
+
+def test_problems_in_several_parts_are_those_of_admission_here_in_order(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    root = _project(tmp_path, ODD)
+    _broken(root)
+    with pytest.raises(AdmissionError) as here:
+        _here(root, agent, monkeypatch)
+    assert len(here.value.problems) == 10
+    assert not sent
+    serial = _run(run_cli, root, agent, "1")
+    assert not sent
+    parallel = _run(run_cli, root, agent, "2")
+    assert len(sent) == 5
+    assert parallel == serial
+    code, out, err = parallel
+    assert code == ExitCode.FAILED and "duplicate case id 'case-0002'" in out + err
+    for problem in here.value.problems:  # each said, as admission here words it
+        assert problem.message.splitlines()[0] in out + err
+
+
+def test_a_worker_that_dies_mid_admission_leaves_its_part_to_be_admitted_elsewhere(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    root = _project(tmp_path, ODD)
+    serial = _run(run_cli, root, agent, "1")
+    post = pool_workers.Worker.post
+    killed: list[int] = []
+
+    def dying(worker: pool_workers.Worker, message: tuple[Any, ...]) -> None:
+        post(worker, message)
+        if not killed:  # the first worker sent a part dies with it
+            killed.append(worker.process.pid)
+            os.kill(worker.process.pid, signal.SIGKILL)
+
+    monkeypatch.setattr(pool_workers.Worker, "post", dying)
+    assert _run(run_cli, root, agent, "2") == serial
+    assert killed and killed[0] in {pid for _, pid in sent}
+
+
+def test_a_run_goes_on_on_the_workers_left_after_one_died_admitting(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    root = _project(tmp_path)
+    expected = _columns(_here(root, agent, monkeypatch))
+    [first, _] = pool_workers._EARLY
+    post = pool_workers.Worker.post
+
+    def dying(worker: pool_workers.Worker, message: tuple[Any, ...]) -> None:
+        post(worker, message)
+        if worker is first:
+            os.kill(worker.process.pid, signal.SIGKILL)
+
+    monkeypatch.setattr(pool_workers.Worker, "post", dying)
+    given = _admitted(monkeypatch)
+    code, out, _ = _run(run_cli, root, agent, "2")
+    assert code == 0, out
+    assert _columns(given[0]) == expected
+    assert f"{CASES}/{CASES} cases passed" in out
+
+
+def test_a_worker_that_stalls_admitting_is_ended_and_its_part_admitted_elsewhere(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    root = _project(tmp_path, ODD)
+    serial = _run(run_cli, root, agent, "1")
+    monkeypatch.setattr(worker_admission, "STALL_SECS", 0.5)
+    monkeypatch.setattr(worker_admission, "STALL_PER_FIXTURE", 0.0)
+    [stalled, _] = pool_workers._EARLY
+    pid = stalled.process.pid
+    os.kill(pid, signal.SIGSTOP)  # it takes a part and says nothing of it
+    try:
+        started = time.monotonic()
+        assert _run(run_cli, root, agent, "2") == serial
+        assert time.monotonic() - started < 30
+        assert pid in {p for _, p in sent}
+        assert stalled not in pool_workers._EARLY and _gone(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # ended already, as it should be
+            os.kill(pid, signal.SIGCONT)
+
+
+def test_a_suite_under_the_size_that_pays_is_admitted_here(
+    tmp_path: Path, run_cli: Cli, agent: str, sent: list[tuple[int, int]]
+) -> None:
+    root = tmp_path / "project"
+    count = worker_admission.PARALLEL_FROM - 1
+    write_suite(root / SUITE, {f"f{n:04d}.json": _fixture(n) for n in range(count)})
+    code, out, _ = _run(run_cli, root, agent, "2")
+    assert code == 0 and f"{count}/{count} cases passed" in out
+    assert not sent
+
+
+def test_a_suite_is_admitted_here_when_no_worker_was_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Cli, agent: str
+) -> None:
+    root = _project(tmp_path, ODD)
+    serial = _run(run_cli, root, agent, "1")
+    pool_workers.end_early()
+    monkeypatch.setattr(process_pool, "start_early", lambda context, workers: None)
+    assert _run(run_cli, root, agent, "2") == serial
+
+
+def test_the_json_report_of_a_suite_admitted_by_workers_is_that_of_one_admitted_here(
+    tmp_path: Path, run_cli: Cli, agent: str, sent: list[tuple[int, int]]
+) -> None:
+    root = _project(tmp_path)
+    reports = []
+    for jobs in ("1", "2"):
+        done = run_cli(
+            "eval", "run", "--suite", SUITE, "--agent", agent, "--jobs", jobs,
+            "--format", "json", cwd=root,
+        )  # fmt: skip
+        assert done.returncode == 0
+        reports.append(_timeless(json.loads(done.stdout)))
+    assert sent and reports[0] == reports[1]
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (a zombie not yet reaped included), waiting a few
+    seconds for it to."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _timeless(value: Any) -> Any:
+    """A report without what differs from run to run (timings, the run's moment)."""
+    if isinstance(value, dict):
+        return {
+            k: _timeless(v)
+            for k, v in value.items()
+            if not any(word in k for word in ("duration", "elapsed", "_ms", "time", "_at"))
+        }
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value

@@ -27,6 +27,7 @@ from harness.fixtures.suite import AdmittedCases, load_suite
 from harness.io.problems import AdmissionError
 from harness.run import pool_workers, process_pool, watchdog, worker_admission
 from harness.run.process_pool import start_fork_server
+from harness.runtime.interrupts import Interrupted
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="workers start early from a fork server"
@@ -308,3 +309,26 @@ def _timeless(value: Any) -> Any:
     if isinstance(value, list):
         return [_timeless(v) for v in value]
     return value
+
+
+def test_an_interruption_while_workers_admit_ends_them_with_the_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    root = _project(tmp_path)
+    pids = [worker.process.pid for worker in pool_workers._EARLY]
+    post = pool_workers.Worker.post
+
+    def interrupted(worker: pool_workers.Worker, message: tuple[Any, ...]) -> None:
+        post(worker, message)
+        if len(sent) == 3:  # both workers hold parts, and more are to come
+            raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(pool_workers.Worker, "post", interrupted)
+    done = run_cli("eval", "run", "--suite", SUITE, "--agent", agent, "--jobs", "2", cwd=root)
+    assert done.returncode == ExitCode.INTERRUPTED
+    assert "interrupted by SIGINT" in done.stderr
+    assert pool_workers._EARLY == [] and all(_gone(pid) for pid in pids)

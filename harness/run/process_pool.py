@@ -74,11 +74,11 @@ def _note(text: str) -> None:
 def start_fork_server(run_module: str, adapter_module: str, workers: int = 0) -> None:
     """The fork server a `WorkerPool(spec, size, adapter_module)` running `run_module`'s
     runner would start, started now (a running one is left as it is), as a fork of this
-    process where it can be: then it imports nothing again. Then, on a thread of their
-    own (a start waits for the server to have warmed up), `workers` workers are started
-    from it, which the next pool takes (each then told its spec) instead of starting its
-    own: their start is spent beside this process's admission of the suite. One that pool
-    has no use for is ended with it; should no pool come, the run ends them (`end_early`)."""
+    process where it can be: then it imports nothing again. Then `workers` workers are
+    launched from it (never waited for: the server forks them once it has warmed up), which
+    the next pool takes (each then told its spec) instead of starting its own: their start
+    is spent beside this process's admission of the suite. One that pool has no use for is
+    ended with it; should no pool come, the run ends them (`end_early`)."""
     context = fork_server.context(run_module, adapter_module)
     if context.get_start_method() != "forkserver":
         return  # spawned workers would import everything again, beside admission
@@ -189,34 +189,31 @@ class WorkerPool:
             raise PoolUnavailable(f"no worker process could start: {reason}")
 
     def _start(self) -> None:
-        """One more worker (one started early, if there is one); a fork server lost as it
+        """One more worker (one launched early, if there is one); a fork server lost as it
         is asked for one is replaced, once."""
         early = adopt(self._spec.stall)
         if early is not None:
             early.begin(self._spec)
             self._watch(early)
             return
+        lost = None
         for _ in range(2):
-            watch = fork_server.Watch(self._spec.stall)
-            worker = None
             try:
                 if self._context.get_start_method() == "forkserver":
                     fork_server.ensure_running()  # a running server is left as it is
-                with watch:
-                    worker = Worker(self._context, self._spec)
+                worker = Worker(self._context)
             except (OSError, EOFError) as exc:  # no process to be had (limits, no server)
-                if watch.lost is None:
-                    why = describe(exc)
-                    raise PoolUnavailable(f"no worker process could start: {why}") from exc
-            if watch.lost is None and worker is not None:
+                raise PoolUnavailable(f"no worker process could start: {describe(exc)}") from exc
+            lost = worker.forked(self._spec.stall)
+            if lost is None:
+                worker.begin(self._spec)
                 self._watch(worker)
                 return
-            if worker is not None:  # started as the server was killed: it died with it
-                end([worker], 1.0)
-            assert watch.lost is not None and watch.server is not None
-            self._server_lost(watch.server, watch.lost, killed=True)
-        assert watch.lost is not None
-        raise PoolUnavailable(f"no worker process could start: the fork server {watch.lost.how}")
+            end([worker], 1.0)  # launched as the server was killed: it died with it
+            assert worker.server is not None
+            self._server_lost(worker.server, lost, killed=True)
+        assert lost is not None
+        raise PoolUnavailable(f"no worker process could start: the fork server {lost.how}")
 
     def _watch(self, worker: Worker) -> None:
         self._workers.append(worker)

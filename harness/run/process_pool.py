@@ -35,6 +35,12 @@ from harness.verdict.reports import CaseReport
 # Cases sent to a worker at once: enough to keep it busy between two looks at its pipe,
 # few enough that the last ones spread evenly over the workers.
 MAX_BATCH = 16
+# And at least, while there are that many for each worker and the cases are quick (under
+# QUICK_SECS each): a batch costs a worker about what an own loop's case costs (its event
+# loop, the hand-over to its cases' thread), and batches that shrank to one case each as
+# the suite drained made 100 own-loop cases 31 batches (19 now).
+MIN_BATCH = 4
+QUICK_SECS = 0.005
 # How long reports may wait in the workers' pipes while every worker is busy.
 COALESCE_SECS = 0.002
 
@@ -108,6 +114,7 @@ class WorkerPool:
         self._failures: list[str] = []  # what workers that could not start said
         self._ended_as = "it ended"  # how the last worker that never started ended
         self._selector = selectors.DefaultSelector()
+        self._first_sent: float | None = None  # when the first case was sent
         self._prerender: tuple[Prerender, ...] = spec.settings.get("prerender") or ()
 
     def run(
@@ -233,10 +240,25 @@ class WorkerPool:
         if not self._pending or not self._may_start():
             return
         per_worker = len(self._pending) // (4 * len(self._workers))
-        batch = 1 if self._stepwise else max(1, min(MAX_BATCH, per_worker))
+        even = -(-len(self._pending) // len(self._workers))  # what is left, shared out
+        floor = min(MIN_BATCH, even) if self._quick() else 1
+        batch = 1 if self._stepwise else max(floor, min(MAX_BATCH, per_worker))
         if len(worker.sent) >= (1 if self._stepwise else 2 * batch):
             return  # busy enough: one batch running, one waiting
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
+
+    def _quick(self) -> bool:
+        """Whether the cases have gone by at under `QUICK_SECS` each so far (a worker's
+        time, from the first case sent): then a batch's own cost counts, and the last
+        cases are not sent one by one; slower ones are, so that none waits behind a long
+        one while a worker idles."""
+        now = time.monotonic()
+        if self._first_sent is None:
+            self._first_sent = now
+            return False
+        in_flight = sum(len(worker.sent) for worker in self._workers) + len(self._again)
+        done = len(self._items) - len(self._pending) - in_flight
+        return done > 0 and (now - self._first_sent) * len(self._workers) < done * QUICK_SECS
 
     def _receive(self, worker: Worker, drain: bool = False) -> None:
         """The messages the selector saw waiting (one read: the selector says when there

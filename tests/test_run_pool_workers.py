@@ -66,19 +66,20 @@ def _started_early(workers: int) -> list[int]:
     return [worker.process.pid for worker in early]
 
 
-def _gone(pid: int) -> bool:
+def _gone(pid: int, wait: float = 5) -> bool:
     """Whether process `pid` has ended (a zombie not yet reaped by its server included),
-    waiting a few seconds for it to."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+    waiting up to `wait` seconds for it to."""
+    deadline = time.monotonic() + wait
+    while True:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             return True
         if state == "Z":
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.01)
-    return False
 
 
 def _ran_in(tmp_path: Path) -> set[int]:
@@ -94,6 +95,9 @@ def test_a_run_s_cases_go_to_the_workers_started_before_it(
     assert report.all_passed and len(report.cases) == 8
     assert _ran_in(tmp_path) == early  # no other worker was started
     assert pool_workers._EARLY == []
+    # Stopped as the pool ended, and joined as the run ended: none outlives it.
+    assert pool_workers._STOPPING == []
+    assert all(_gone(pid, wait=0) for pid in early)
 
 
 def test_a_worker_started_early_that_the_run_has_no_use_for_is_ended_with_it(

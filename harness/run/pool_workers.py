@@ -153,13 +153,13 @@ class Worker:
             del unread[:at]
         return found
 
-    def cpu(self, deadline: float) -> float:
-        """The CPU time it used, as it said once told to stop (0.0: it did not, in time)."""
+    def cpu(self, deadline: float) -> float | None:
+        """The CPU time it used, as it said once told to stop (None: it did not, in time)."""
         with contextlib.suppress(EOFError, OSError):
             if self.hung_up is None and self.conn.poll(left(deadline)):
                 message = self.messages()[0]  # never none: it blocks until one is whole
-                return float(message[1]) if message[0] == "cpu" else 0.0
-        return 0.0
+                return float(message[1]) if message[0] == "cpu" else None
+        return None
 
     def kill(self) -> None:
         self._unfeed()
@@ -365,21 +365,39 @@ def end(workers: list[Worker], wait: float) -> None:
 
 
 def stop(workers: list[Worker], wait: float) -> float:
-    """Tell every worker to stop, give them `wait` seconds in all to say what they used and
-    end, then end what is left; the CPU seconds they said."""
+    """Tell every worker to stop and give them `wait` seconds in all to say what they used;
+    the CPU seconds they said. One that said it is ending on its own, and is joined once
+    the run is over (`end_early`), so that its exit (the kernel's, then the fork server's
+    word of it) is spent beside the run's reports, not before them; the others are ended."""
     for worker in workers:
         worker.stop()
     deadline = time.monotonic() + wait
-    used = sum(worker.cpu(deadline) for worker in workers)
+    used, silent = 0.0, []
     for worker in workers:
-        with contextlib.suppress(ValueError):
-            worker.process.join(left(deadline))
-    end(workers, wait)
+        said = worker.cpu(deadline)
+        if said is None:
+            silent.append(worker)
+        else:
+            used += said
+            _STOPPING.append(worker)
+    end(silent, wait)
     return used
 
 
-# Workers launched before their pool (`start_early`), waiting for its spec.
+def _reap(workers: list[Worker], wait: float) -> None:
+    """Workers ending on their own, given `wait` seconds in all to have ended (then their
+    pipes are closed); one still there after it (its server is stopped) is killed."""
+    deadline = time.monotonic() + wait
+    for worker in workers:
+        worker.close(deadline)
+    for worker in workers:
+        worker.kill()  # nothing, once it has ended
+
+
+# Workers launched before their pool (`start_early`), waiting for its spec; and workers
+# told to stop that said what they used, ending on their own (`stop`).
 _EARLY: list[Worker] = []
+_STOPPING: list[Worker] = []
 
 
 def start_early(context: Any, workers: int) -> None:
@@ -409,7 +427,10 @@ def adopt(wait: float) -> Worker | None:
 
 def end_early() -> None:
     """The workers launched early that no pool took, ended (one the server has not forked
-    yet ends as it starts, its pipe closed: never waited for)."""
-    unused = list(_EARLY)
+    yet ends as it starts, its pipe closed: never waited for); those a pool stopped,
+    joined."""
+    unused, stopping = list(_EARLY), list(_STOPPING)
     _EARLY.clear()
+    _STOPPING.clear()
     end(unused, 1.0)
+    _reap(stopping, 1.0)

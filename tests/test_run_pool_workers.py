@@ -331,6 +331,12 @@ def test_workers_launched_while_the_server_is_stopped_are_never_waited_for() -> 
         assert len(pool_workers._EARLY) == 2
         assert _returns(pool_workers.end_early)
         assert pool_workers._EARLY == []
+        # Nor are they among the children this process's exit joins: with the server
+        # stopped, that join would never end.
+        import multiprocessing
+
+        workers = multiprocessing.active_children()
+        assert not any(p.name == "zeroclaw-eval-worker" for p in workers)
     finally:
         os.kill(server, signal.SIGCONT)
     assert _no_worker_left()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import multiprocessing.process
 import os
 import pickle
 import queue
@@ -175,6 +176,8 @@ class Worker:
         if not isinstance(launch, _Launch) or launch.known(0):
             with contextlib.suppress(ValueError):
                 self.process.join(left(deadline))
+        else:  # nor at this process's exit, which joins its children (its server may be stopped)
+            multiprocessing.process._children.discard(self.process)  # type: ignore[attr-defined]
         for each in (self._out, self.conn):
             with contextlib.suppress(OSError):
                 each.close()

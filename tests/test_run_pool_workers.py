@@ -60,26 +60,26 @@ def _started_early(workers: int) -> list[int]:
     starts them."""
     pool_workers.end_early()  # none left over from another test
     start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", workers)
-    for thread, _ in pool_workers._STARTING:
-        thread.join(60)
     early = list(pool_workers._EARLY)
-    assert len(early) == workers and all(w.process.is_alive() for w in early)
+    assert len(early) == workers
+    assert all(w.forked(60) is None and w.process.is_alive() for w in early)
     return [worker.process.pid for worker in early]
 
 
-def _gone(pid: int) -> bool:
+def _gone(pid: int, wait: float = 5) -> bool:
     """Whether process `pid` has ended (a zombie not yet reaped by its server included),
-    waiting a few seconds for it to."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+    waiting up to `wait` seconds for it to."""
+    deadline = time.monotonic() + wait
+    while True:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             return True
         if state == "Z":
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.01)
-    return False
 
 
 def _ran_in(tmp_path: Path) -> set[int]:
@@ -95,6 +95,9 @@ def test_a_run_s_cases_go_to_the_workers_started_before_it(
     assert report.all_passed and len(report.cases) == 8
     assert _ran_in(tmp_path) == early  # no other worker was started
     assert pool_workers._EARLY == []
+    # Stopped as the pool ended, and joined as the run ended: none outlives it.
+    assert pool_workers._STOPPING == []
+    assert all(_gone(pid, wait=0) for pid in early)
 
 
 def test_a_worker_started_early_that_the_run_has_no_use_for_is_ended_with_it(
@@ -139,15 +142,11 @@ def test_workers_started_from_a_fork_server_since_replaced_are_not_taken(
 
 
 def _no_worker_left() -> bool:
-    """Whether no worker process of this one is left once the early starts under way are
-    over (a run may end before its early workers have started: they are ended as they
-    do), waiting a few seconds for those ended to be gone."""
+    """Whether no worker process of this one is left (a run may end before the server has
+    forked its early workers: they end as they start), waiting a few seconds for those
+    ended to be gone."""
     import multiprocessing
-    import threading
 
-    for thread in threading.enumerate():
-        if thread.name == "zeroclaw-eval-early":
-            thread.join(60)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         workers = multiprocessing.active_children()
@@ -279,3 +278,66 @@ def test_a_large_message_is_read_a_bounded_piece_at_a_time(
     monkeypatch.setattr(pool_workers, "_READ_CAP", 1 << 17, raising=False)
     _one_big_message_read()
     assert max(asked) == 1 << 17
+
+
+def test_a_message_the_pipe_will_not_take_now_is_sent_later_whole_and_in_order() -> None:
+    # What is sent to a worker is written at once where its pipe takes it, with no thread;
+    # what a full pipe will not take (a worker busy with a long case reads nothing) goes on
+    # a thread, and everything after it too: the harness never waits for the worker.
+    import multiprocessing
+    import socket
+    import threading
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    sender = types.SimpleNamespace(_out=socket.socket(fileno=os.dup(ours.fileno())), _feeding=None)
+    big = ("spec", b"z" * 4_000_000)  # far more than the pipe holds
+    sent = [("run", [1]), big, ("stop",)]
+    posting = threading.Thread(
+        target=lambda: [pool_workers.Worker._post(sender, m) for m in sent]  # type: ignore[arg-type]
+    )
+    posting.start()
+    posting.join(30)
+    assert not posting.is_alive()  # all sent, though nothing of it was read yet
+    assert sender._feeding is not None  # the big one went on the thread
+    assert [theirs.recv() for _ in sent] == sent  # framed as multiprocessing frames them
+    sender._feeding.put(None)
+    for each in (sender._out, ours, theirs):
+        each.close()
+
+
+def _returns(call: object, within: float = 30.0) -> bool:
+    """Whether `call()` returned within `within` seconds (it is left running if not)."""
+    import threading
+
+    thread = threading.Thread(target=call, daemon=True)  # type: ignore[arg-type]
+    thread.start()
+    thread.join(within)
+    return not thread.is_alive()
+
+
+def test_workers_launched_while_the_server_is_stopped_are_never_waited_for() -> None:
+    # Launching a worker waits for nothing (the server forks it when it gets to it); one
+    # still waiting for the server as the run ends is ended without waiting for it: its
+    # pipe closed, it ends as it starts.
+    pool_workers.end_early()
+    start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", 0)
+    server = fork_server.pid()
+    assert server is not None
+    os.kill(server, signal.SIGSTOP)
+    try:
+        run = watchdog.run_batch.__module__
+        assert _returns(lambda: start_fork_server(run, "harness.agents.protocol", 2))
+        assert len(pool_workers._EARLY) == 2
+        assert _returns(pool_workers.end_early)
+        assert pool_workers._EARLY == []
+        # Nor are they among the children this process's exit joins: with the server
+        # stopped, that join would never end.
+        import multiprocessing
+
+        workers = multiprocessing.active_children()
+        assert not any(p.name == "zeroclaw-eval-worker" for p in workers)
+    finally:
+        os.kill(server, signal.SIGCONT)
+    assert _no_worker_left()
+    assert fork_server.pid() == server and fork_server.lost(server) is None

@@ -89,9 +89,9 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     two workers started (and waited for) before the run, as a run starts them."""
     pool_workers.end_early()  # none left over from another test
     start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", 2)
-    for thread, _ in pool_workers._STARTING:
-        thread.join(60)
     assert len(pool_workers._EARLY) == 2
+    for worker in pool_workers._EARLY:
+        assert worker.forked(60) is None
     parts: list[tuple[int, int]] = []
     post = pool_workers.Worker.post
 

@@ -5,10 +5,10 @@ Workers come from multiprocessing's fork server, never forked from the running h
 whose threads a fork would copy half-done. The server is one process that an agent in any
 worker can reach (it is the worker's parent). Stopped (SIGSTOP), it starts no worker and
 tells no worker's end, so whatever waits on it waits for ever; killed, it takes every
-worker with it (`orphans`). The pool asks `lost()` as it watches its workers, and starts
-each under a `Watch`, which ends the wait on a server found stopped, or that started
-nothing in time, by killing it: every wait on it then ends, and the next start begins a
-fresh one.
+worker with it (`orphans`). The pool asks `lost()` as it watches its workers, and as it
+waits for a worker's start (`pool_workers.Worker.forked`), which ends the wait on a server
+found stopped, or that started nothing in time, by `kill`ing it: every wait on it then
+ends, and the next start begins a fresh one.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import socket
 import sys
 import threading
 import time
-from types import TracebackType
 from typing import Any, NamedTuple
 
 # How often a start is looked at, and how long a stop must last to count: a Ctrl-C's
@@ -286,43 +285,3 @@ def end_if_stopped() -> Loss | None:
         return None
     kill(server)
     return loss
-
-
-class Watch:
-    """A worker's start, watched from a thread of its own: a fork server found stopped, or
-    that started nothing within `bound` seconds, is killed, which ends the start's wait on
-    it (`lost` says how it was lost, and `server` which it was)."""
-
-    def __init__(self, bound: float) -> None:
-        self.lost: Loss | None = None
-        self.server: int | None = None
-        self._bound = bound
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="zeroclaw-eval-fork", daemon=True)
-
-    def __enter__(self) -> Watch:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._done.set()
-        self._thread.join()
-
-    def _watch(self) -> None:
-        deadline = time.monotonic() + self._bound
-        while not self._done.wait(WATCH_SECS):
-            server = pid()
-            if server is None:
-                continue
-            loss = lost(server)
-            if loss is None and time.monotonic() > deadline:
-                loss = Loss(f"started no worker in {self._bound:g}s", stopped=True)
-            if loss is not None:
-                self.lost, self.server = loss, server
-                kill(server)
-                return

@@ -1,14 +1,24 @@
-"""The pool's worker processes as the harness holds them: each started from the fork server
-with a pipe and a thread feeding it (so the harness never blocks on a full pipe), told to
-stop and asked the CPU it used, or ended; and workers started before their pool, while the
-harness admits the suite, which the pool then takes instead of starting its own."""
+"""The pool's worker processes as the harness holds them: each launched from the fork server
+without waiting for it (the server forks it when it gets to it: `Worker.forked` waits for
+that, watching the server), sent its messages without ever blocking (what a full pipe will
+not take goes on a thread), told to stop and asked the CPU it used, or ended; and workers
+launched before their pool, while the harness admits the suite, which the pool then takes
+instead of starting its own.
+
+No thread is started for a worker that the pipe keeps up with: a thread beside the one
+admitting the suite, or reading the reports, waits for the interpreter's lock each time it
+wakes (up to its switch interval, 5 ms), which cost a small suite more than its cases."""
 
 from __future__ import annotations
 
 import contextlib
+import io
+import multiprocessing.process
 import os
 import pickle
 import queue
+import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -27,57 +37,111 @@ _READ_CAP = 1 << 24
 # is far under it; a length past it (or a negative one) is a corrupt frame, the worker's
 # end, as a pipe that closed is.
 MAX_MESSAGE = 1 << 32
-# How long a worker started early may take to start (the server warming up a framework
-# included): past it the server is taken for stuck, killed, and the pool starts its own.
+# How long a worker launched early may take to be forked (the server warming up a
+# framework included): past it the server is taken for stuck, killed, and the pool starts
+# its own.
 EARLY_START_SECS = 60.0
 
 
 class Worker:
     """One worker process, the cases sent to it in order (the first is the one it runs),
-    and a thread writing to it, so this side never blocks on a full pipe."""
+    and what of its messages its pipe has not taken yet (written by a thread, so this
+    side never blocks on a full pipe)."""
 
-    def __init__(self, context: Any, spec: WorkerSpec | None) -> None:
-        """`spec` None: a worker started before its pool, waiting for the spec (`begin`)."""
+    def __init__(self, context: Any, spec: WorkerSpec | None = None) -> None:
+        """Launched, not waited for (`forked`); `spec` None: told what to run by `begin`."""
         self.conn, child = context.Pipe()
-        self.process = context.Process(
-            target=worker_main, args=(child, spec), name="zeroclaw-eval-worker", daemon=True
-        )
-        self.process.start()
-        child.close()
+        self.process = _process(context, worker_main, (child, spec))
+        try:
+            self.process.start()
+        except BaseException:
+            self.conn.close()
+            raise
+        finally:
+            child.close()
         self.server = fork_server.pid()  # what started it, and tells how it ended
+        self.launched = time.monotonic()
         self.sent: deque[int] = deque()
         self.ready = False
         self.since = time.monotonic()  # when it last did something
         self.hung_up: float | None = None  # when its pipe ended, if it has
         self._fd = self.conn.fileno()
         self._unread = bytearray()  # what was read of its pipe past its last whole message
-        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._send_all, name="zeroclaw-eval-feed", daemon=True).start()
+        # Its own descriptor of the pipe, written without waiting (`MSG_DONTWAIT`); what it
+        # does not take goes to the feeding thread, started then, and all after it, in order.
+        self._out = socket.socket(fileno=os.dup(self._fd))
+        self._feeding: queue.SimpleQueue[bytes | None] | None = None
+
+    def forked(self, bound: float) -> fork_server.Loss | None:
+        """Wait until the fork server has forked it, watching the server as it waits: one
+        found stopped, or that forked nothing within `bound` seconds of the launch, is
+        killed (which ends the wait). How the server was lost (ended, too, before it forked
+        it); None: it forked it."""
+        launch = getattr(self.process, "_popen", None)
+        if not isinstance(launch, _Launch):
+            return None  # spawned: started already
+        deadline = self.launched + bound
+        while not launch.known(fork_server.WATCH_SECS):
+            loss = None if self.server is None else fork_server.lost(self.server)
+            if loss is None and time.monotonic() > deadline:
+                loss = fork_server.Loss(f"started no worker in {bound:g}s", stopped=True)
+            if loss is not None:
+                if self.server is not None:
+                    fork_server.kill(self.server)
+                return loss
+        if launch.pid is None:  # the server ended before it forked it
+            loss = None if self.server is None else fork_server.lost(self.server)
+            return loss or fork_server.Loss("ended", stopped=False)
+        return None
 
     def begin(self, spec: WorkerSpec) -> None:
-        """A worker started early (without a spec) told what to run."""
-        self._outbox.put(("spec", spec))
+        """A worker launched without a spec told what to run."""
+        self._post(("spec", spec))
 
     def post(self, message: tuple[Any, ...]) -> None:
         """`message` sent as it is (a part of the suite to admit, before the spec)."""
-        self._outbox.put(message)
+        self._post(message)
+
+    def started(self) -> bool:
+        """Whether the server has forked it (or ended without), asked without waiting."""
+        launch = getattr(self.process, "_popen", None)
+        return not isinstance(launch, _Launch) or launch.known(0)
 
     def send(self, items: list[Item]) -> None:
         if not self.sent:
             self.since = time.monotonic()  # an idle worker starts the first case now
         self.sent.extend(item.place for item in items)
-        self._outbox.put(("run", items))
+        self._post(("run", items))
 
-    def _send_all(self) -> None:
-        while (message := self._outbox.get()) is not None:
+    def _post(self, message: tuple[Any, ...]) -> None:
+        """`message` framed as multiprocessing's `Connection.send` frames it, written now
+        as far as the pipe takes it; the rest is the feeding thread's."""
+        data = _framed(_dumps(message))
+        if self._feeding is None:
             try:
-                self.conn.send(message)
-            except (OSError, ValueError):  # it died: its sentinel says so
+                done = self._out.send(data, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                done = 0
+            except OSError:  # it died (or was ended): its sentinel says so
                 return
+            if done == len(data):
+                return
+            data = data[done:]
+            self._feeding = queue.SimpleQueue()
+            feed = threading.Thread(
+                target=_feed, args=(self._out, self._feeding), name="zeroclaw-eval-feed"
+            )
+            feed.daemon = True
+            feed.start()
+        self._feeding.put(data)
 
     def stop(self) -> None:
-        self._outbox.put(("stop",))
-        self._outbox.put(None)
+        self._post(("stop",))
+        self._unfeed()
+
+    def _unfeed(self) -> None:
+        if self._feeding is not None:
+            self._feeding.put(None)
 
     def messages(self) -> list[Any]:
         """Every whole message one read of its pipe gives: many reports in one read, where
@@ -99,28 +163,163 @@ class Worker:
             del unread[:at]
         return found
 
-    def cpu(self, deadline: float) -> float:
-        """The CPU time it used, as it said once told to stop (0.0: it did not, in time)."""
+    def cpu(self, deadline: float) -> float | None:
+        """The CPU time it used, as it said once told to stop (None: it did not, in time)."""
         with contextlib.suppress(EOFError, OSError):
             if self.hung_up is None and self.conn.poll(left(deadline)):
                 message = self.messages()[0]  # never none: it blocks until one is whole
-                return float(message[1]) if message[0] == "cpu" else 0.0
-        return 0.0
+                return float(message[1]) if message[0] == "cpu" else None
+        return None
 
     def kill(self) -> None:
-        self._outbox.put(None)
+        self._unfeed()
         with contextlib.suppress(ValueError):  # closed already
             if self.process.is_alive():
                 self.process.kill()
 
     def close(self, deadline: float) -> None:
-        """Once it has ended, or `deadline` has passed: what is left is the OS's."""
-        with contextlib.suppress(ValueError):
-            self.process.join(left(deadline))
-        with contextlib.suppress(OSError):
-            self.conn.close()
+        """Once it has ended, or `deadline` has passed: what is left is the OS's. One the
+        server has not forked yet is not waited for: its pipe, closed here, ends it as it
+        starts."""
+        launch = getattr(self.process, "_popen", None)
+        if not isinstance(launch, _Launch) or launch.known(0):
+            with contextlib.suppress(ValueError):
+                self.process.join(left(deadline))
+        else:  # nor at this process's exit, which joins its children (its server may be stopped)
+            multiprocessing.process._children.discard(self.process)  # type: ignore[attr-defined]
+        for each in (self._out, self.conn):
+            with contextlib.suppress(OSError):
+                each.close()
         with contextlib.suppress(ValueError):  # still there after all (its server is stopped)
             self.process.close()
+
+
+def _feed(out: socket.socket, feeding: queue.SimpleQueue[bytes | None]) -> None:
+    while (data := feeding.get()) is not None:
+        try:
+            out.sendall(data)
+        except OSError:  # it died: its sentinel says so
+            return
+
+
+def _dumps(message: tuple[Any, ...]) -> bytes:
+    from multiprocessing.reduction import ForkingPickler
+
+    return bytes(ForkingPickler.dumps(message))
+
+
+def _framed(payload: bytes) -> bytes:
+    """`payload` behind the header multiprocessing's `Connection.send` writes: its length,
+    signed, in 4 bytes, or -1 and the length in 8 for one of 2 GiB or more."""
+    size = len(payload)
+    if size > 0x7FFFFFFF:
+        return (-1).to_bytes(4, "big", signed=True) + size.to_bytes(8, "big") + payload
+    return size.to_bytes(4, "big", signed=True) + payload
+
+
+def _process(context: Any, target: Any, args: tuple[Any, ...]) -> Any:
+    """The worker's process object: from the fork server, one whose start does not wait
+    for the server to fork it (`_Launch`); else (spawned) `context`'s own."""
+    if context.get_start_method() == "forkserver" and _Launched is not None:
+        return _Launched(target=target, args=args, name="zeroclaw-eval-worker", daemon=True)
+    return context.Process(target=target, args=args, name="zeroclaw-eval-worker", daemon=True)
+
+
+_Launched: Any = None
+_Launch: Any = type(None)  # what `isinstance` finds nothing of where there is no fork server
+if sys.platform != "win32":
+    from multiprocessing import popen_forkserver
+    from multiprocessing.context import ForkServerProcess
+
+    class _Launch(popen_forkserver.Popen):  # type: ignore[no-redef]
+        """multiprocessing's start from the fork server, but for its last step: the
+        process id the server sends once it has forked the process is read when it is
+        there (`known`), not waited for as the process starts. Everything that asks the
+        process (alive? its exit code, a signal, a join) reads it first when it can."""
+
+        def _launch(self, process_obj: Any) -> None:
+            from multiprocessing import forkserver, reduction, spawn, util
+            from multiprocessing.context import set_spawning_popen
+
+            prep_data = spawn.get_preparation_data(process_obj._name)
+            buf = io.BytesIO()
+            set_spawning_popen(self)
+            try:
+                reduction.dump(prep_data, buf)
+                reduction.dump(process_obj, buf)
+            finally:
+                set_spawning_popen(None)
+            self.sentinel, w = forkserver.connect_to_new_process(self._fds)  # type: ignore[attr-defined]
+            # Kept, as multiprocessing keeps it: the child's sign that its parent is alive.
+            parent_w = os.dup(w)
+            close = util.close_fds  # type: ignore[attr-defined]
+            self.finalizer = util.Finalize(self, close, (parent_w, self.sentinel))
+            self.pid = None  # type: ignore[assignment]
+            _write_all(w, buf.getvalue())
+
+        def known(self, timeout: float | None) -> bool:
+            """Whether the server has said the process id (read now if it has, waiting up
+            to `timeout`), or ended without (then the process is taken for ended, as
+            multiprocessing takes a process whose server is gone)."""
+            if self.pid is not None or self.returncode is not None:
+                return True
+            from multiprocessing import forkserver
+            from multiprocessing.connection import wait
+
+            if not wait([self.sentinel], timeout):
+                return False
+            try:
+                self.pid = forkserver.read_signed(self.sentinel)
+            except (OSError, EOFError):
+                self.returncode = 255
+            return True
+
+        def poll(self, flag: int = os.WNOHANG) -> int | None:
+            if not self.known(0 if flag == os.WNOHANG else None):
+                return None
+            return super().poll(flag)
+
+        def wait(self, timeout: float | None = None) -> int | None:
+            start = time.monotonic()
+            if not self.known(timeout):
+                return None
+            rest = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+            return super().wait(rest)
+
+        def _send_signal(self, sig: int) -> None:
+            if self.known(0) and self.pid is not None:  # not forked yet: nothing to signal
+                super()._send_signal(sig)  # type: ignore[misc]
+
+    class _Launched(ForkServerProcess):  # type: ignore[no-redef]
+        """A process from the fork server started by `_Launch`."""
+
+        @staticmethod
+        def _Popen(process_obj: Any) -> Any:
+            return _Launch(process_obj)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """`data` into the server's pipe for the process, which it reads once it forks it: what
+    the pipe does not take now (a process's start is far under a pipe's 64 KiB) is written
+    by a thread, never waited for here (the server may be busy warming up, or stopped)."""
+    os.set_blocking(fd, False)
+    try:
+        done = os.write(fd, data)
+    except BlockingIOError:
+        done = 0
+    except OSError:  # the server is gone: the sentinel says so
+        done = len(data)
+    if done == len(data):
+        os.close(fd)
+        return
+    os.set_blocking(fd, True)
+    rest = data[done:]
+
+    def write() -> None:
+        with contextlib.suppress(OSError), open(fd, "wb", closefd=True) as pipe:
+            pipe.write(rest)
+
+    threading.Thread(target=write, name="zeroclaw-eval-launch", daemon=True).start()
 
 
 class BadFrame(EOFError):
@@ -178,101 +377,87 @@ def end(workers: list[Worker], wait: float) -> None:
 
 
 def stop(workers: list[Worker], wait: float) -> float:
-    """Tell every worker to stop, give them `wait` seconds in all to say what they used and
-    end, then end what is left; the CPU seconds they said."""
+    """Tell every worker to stop and give them `wait` seconds in all to say what they used;
+    the CPU seconds they said. One that said it is ending on its own, and is joined once
+    the run is over (`end_early`), so that its exit (the kernel's, then the fork server's
+    word of it) is spent beside the run's reports, not before them; the others are ended."""
     for worker in workers:
         worker.stop()
     deadline = time.monotonic() + wait
-    used = sum(worker.cpu(deadline) for worker in workers)
+    used, silent = 0.0, []
     for worker in workers:
-        with contextlib.suppress(ValueError):
-            worker.process.join(left(deadline))
-    end(workers, wait)
+        said = worker.cpu(deadline)
+        if said is None:
+            silent.append(worker)
+        else:
+            used += said
+            _STOPPING.append(worker)
+    end(silent, wait)
     return used
 
 
-# Workers started before their pool (`start_early`), waiting for its spec, and the start
-# under way: its thread, and what tells it its workers are wanted no more (`end_early`).
+def _reap(workers: list[Worker], wait: float) -> None:
+    """Workers ending on their own, given `wait` seconds in all to have ended (then their
+    pipes are closed); one still there after it (its server is stopped) is killed."""
+    deadline = time.monotonic() + wait
+    for worker in workers:
+        worker.close(deadline)
+    for worker in workers:
+        worker.kill()  # nothing, once it has ended
+
+
+# Workers launched before their pool (`start_early`), waiting for its spec; and workers
+# told to stop that said what they used, ending on their own (`stop`).
 _EARLY: list[Worker] = []
-_EARLY_LOCK = threading.Lock()
-_STARTING: list[tuple[threading.Thread, threading.Event]] = []
+_STOPPING: list[Worker] = []
 
 
 def start_early(context: Any, workers: int) -> None:
-    """Start `workers` workers from the fork server on a thread of their own (a start
-    waits for the server to have warmed up), for the next pool to take (`adopt`)."""
-    with _EARLY_LOCK:
-        if _EARLY or any(thread.is_alive() for thread, _ in _STARTING):
-            return  # the ones started before are still to be taken
-        ended = threading.Event()
-        thread = threading.Thread(
-            target=_start_early,
-            args=(context, workers, ended),
-            name="zeroclaw-eval-early",
-            daemon=True,
-        )
-        _STARTING[:] = [(thread, ended)]
-    thread.start()
-
-
-def _start_early(context: Any, workers: int, ended: threading.Event) -> None:
-    try:
-        for _ in range(workers):
-            if ended.is_set():
-                return
-            with fork_server.Watch(EARLY_START_SECS) as watch:
-                worker = Worker(context, None)
-            if watch.lost is not None:  # started as the server was killed: gone with it
-                end([worker], 1.0)
-                return
-            with _EARLY_LOCK:
-                unwanted = ended.is_set()
-                if not unwanted:
-                    _EARLY.append(worker)
-            if unwanted:  # the run ended as it started: no pool will take it
-                end([worker], 1.0)
-                return
-    except (OSError, EOFError, ValueError):  # no process to be had: the pool starts its own
-        return
+    """Launch `workers` workers from the fork server, for the next pool to take (`adopt`):
+    nothing here waits for the server (it forks them once it has warmed up)."""
+    if _EARLY:
+        return  # the ones launched before are still to be taken
+    with contextlib.suppress(OSError, EOFError, ValueError):  # no process to be had: the
+        for _ in range(workers):  # pool starts its own
+            _EARLY.append(Worker(context))
 
 
 def adopt(wait: float) -> Worker | None:
-    """A worker started early from the fork server running now, alive; None: none is
-    left (a dead one, or one from a server since replaced, is ended). Waits up to `wait`
-    for the early starts under way (they are watched: a stuck server is killed)."""
-    for thread, _ in list(_STARTING):
-        thread.join(wait)
-    with _EARLY_LOCK:
-        while _EARLY:
-            worker = _EARLY.pop(0)
-            if worker.server == fork_server.pid() and worker.process.is_alive():
+    """A worker launched early from the fork server running now, forked and alive; None:
+    none is left (a dead one, or one from a server since replaced, is ended). Waits up to
+    `wait` for the server to fork it, watching the server (`Worker.forked`)."""
+    while _EARLY:
+        worker = _EARLY.pop(0)
+        if worker.server == fork_server.pid():
+            until = min(time.monotonic() + wait, worker.launched + EARLY_START_SECS)
+            bound = until - worker.launched
+            if worker.forked(bound) is None and worker.process.is_alive():
                 return worker
-            end([worker], 1.0)
+        end([worker], 1.0)
     return None
 
 
 def early() -> tuple[list[Worker], bool]:
-    """The workers started early so far, not yet taken, and whether more are starting."""
-    with _EARLY_LOCK:
-        return list(_EARLY), any(thread.is_alive() for thread, _ in _STARTING)
+    """The workers launched early that the server has forked, not yet taken, and whether
+    more are still to be forked."""
+    forked = [worker for worker in _EARLY if worker.started()]
+    return forked, len(forked) < len(_EARLY)
 
 
 def drop_early(worker: Worker) -> None:
     """A worker started early that no pool is to take (it died, or stalled, admitting a
     part of the suite): ended."""
-    with _EARLY_LOCK:
-        if worker in _EARLY:
-            _EARLY.remove(worker)
+    if worker in _EARLY:
+        _EARLY.remove(worker)
     end([worker], 1.0)
 
 
 def end_early() -> None:
-    """The workers started early that no pool took: ended, and those still starting
-    ended as soon as they have (the run is over: never waited for)."""
-    with _EARLY_LOCK:
-        unused = list(_EARLY)
-        _EARLY.clear()
-        for _, ended in _STARTING:
-            ended.set()
-        _STARTING.clear()
+    """The workers launched early that no pool took, ended (one the server has not forked
+    yet ends as it starts, its pipe closed: never waited for); those a pool stopped,
+    joined."""
+    unused, stopping = list(_EARLY), list(_STOPPING)
+    _EARLY.clear()
+    _STOPPING.clear()
     end(unused, 1.0)
+    _reap(stopping, 1.0)

@@ -35,6 +35,12 @@ from harness.verdict.reports import CaseReport
 # Cases sent to a worker at once: enough to keep it busy between two looks at its pipe,
 # few enough that the last ones spread evenly over the workers.
 MAX_BATCH = 16
+# And at least, while there are that many for each worker and the cases are quick (under
+# QUICK_SECS each): a batch costs a worker about what an own loop's case costs (its event
+# loop, the hand-over to its cases' thread), and batches that shrank to one case each as
+# the suite drained made 100 own-loop cases 31 batches (19 now).
+MIN_BATCH = 4
+QUICK_SECS = 0.005
 # How long reports may wait in the workers' pipes while every worker is busy.
 COALESCE_SECS = 0.002
 
@@ -74,11 +80,11 @@ def _note(text: str) -> None:
 def start_fork_server(run_module: str, adapter_module: str, workers: int = 0) -> None:
     """The fork server a `WorkerPool(spec, size, adapter_module)` running `run_module`'s
     runner would start, started now (a running one is left as it is), as a fork of this
-    process where it can be: then it imports nothing again. Then, on a thread of their
-    own (a start waits for the server to have warmed up), `workers` workers are started
-    from it, which the next pool takes (each then told its spec) instead of starting its
-    own: their start is spent beside this process's admission of the suite. One that pool
-    has no use for is ended with it; should no pool come, the run ends them (`end_early`)."""
+    process where it can be: then it imports nothing again. Then `workers` workers are
+    launched from it (never waited for: the server forks them once it has warmed up), which
+    the next pool takes (each then told its spec) instead of starting its own: their start
+    is spent beside this process's admission of the suite. One that pool has no use for is
+    ended with it; should no pool come, the run ends them (`end_early`)."""
     context = fork_server.context(run_module, adapter_module)
     if context.get_start_method() != "forkserver":
         return  # spawned workers would import everything again, beside admission
@@ -108,6 +114,7 @@ class WorkerPool:
         self._failures: list[str] = []  # what workers that could not start said
         self._ended_as = "it ended"  # how the last worker that never started ended
         self._selector = selectors.DefaultSelector()
+        self._first_sent: float | None = None  # when the first case was sent
         self._prerender: tuple[Prerender, ...] = spec.settings.get("prerender") or ()
 
     def run(
@@ -189,34 +196,31 @@ class WorkerPool:
             raise PoolUnavailable(f"no worker process could start: {reason}")
 
     def _start(self) -> None:
-        """One more worker (one started early, if there is one); a fork server lost as it
+        """One more worker (one launched early, if there is one); a fork server lost as it
         is asked for one is replaced, once."""
         early = adopt(self._spec.stall)
         if early is not None:
             early.begin(self._spec)
             self._watch(early)
             return
+        lost = None
         for _ in range(2):
-            watch = fork_server.Watch(self._spec.stall)
-            worker = None
             try:
                 if self._context.get_start_method() == "forkserver":
                     fork_server.ensure_running()  # a running server is left as it is
-                with watch:
-                    worker = Worker(self._context, self._spec)
+                worker = Worker(self._context)
             except (OSError, EOFError) as exc:  # no process to be had (limits, no server)
-                if watch.lost is None:
-                    why = describe(exc)
-                    raise PoolUnavailable(f"no worker process could start: {why}") from exc
-            if watch.lost is None and worker is not None:
+                raise PoolUnavailable(f"no worker process could start: {describe(exc)}") from exc
+            lost = worker.forked(self._spec.stall)
+            if lost is None:
+                worker.begin(self._spec)
                 self._watch(worker)
                 return
-            if worker is not None:  # started as the server was killed: it died with it
-                end([worker], 1.0)
-            assert watch.lost is not None and watch.server is not None
-            self._server_lost(watch.server, watch.lost, killed=True)
-        assert watch.lost is not None
-        raise PoolUnavailable(f"no worker process could start: the fork server {watch.lost.how}")
+            end([worker], 1.0)  # launched as the server was killed: it died with it
+            assert worker.server is not None
+            self._server_lost(worker.server, lost, killed=True)
+        assert lost is not None
+        raise PoolUnavailable(f"no worker process could start: the fork server {lost.how}")
 
     def _watch(self, worker: Worker) -> None:
         self._workers.append(worker)
@@ -236,10 +240,25 @@ class WorkerPool:
         if not self._pending or not self._may_start():
             return
         per_worker = len(self._pending) // (4 * len(self._workers))
-        batch = 1 if self._stepwise else max(1, min(MAX_BATCH, per_worker))
+        even = -(-len(self._pending) // len(self._workers))  # what is left, shared out
+        floor = min(MIN_BATCH, even) if self._quick() else 1
+        batch = 1 if self._stepwise else max(floor, min(MAX_BATCH, per_worker))
         if len(worker.sent) >= (1 if self._stepwise else 2 * batch):
             return  # busy enough: one batch running, one waiting
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
+
+    def _quick(self) -> bool:
+        """Whether the cases have gone by at under `QUICK_SECS` each so far (a worker's
+        time, from the first case sent): then a batch's own cost counts, and the last
+        cases are not sent one by one; slower ones are, so that none waits behind a long
+        one while a worker idles."""
+        now = time.monotonic()
+        if self._first_sent is None:
+            self._first_sent = now
+            return False
+        in_flight = sum(len(worker.sent) for worker in self._workers) + len(self._again)
+        done = len(self._items) - len(self._pending) - in_flight
+        return done > 0 and (now - self._first_sent) * len(self._workers) < done * QUICK_SECS
 
     def _receive(self, worker: Worker, drain: bool = False) -> None:
         """The messages the selector saw waiting (one read: the selector says when there

@@ -125,7 +125,8 @@ def start_workers_early(jobs: Jobs, suite: Path, adapter_module: str) -> bool:
 def end_workers_early() -> None:
     """The workers `start_workers_early` started that no pool took, ended: through the API
     (or the pytest plugin) the process goes on after the run, and they would idle beside it,
-    each with its pipe and feeding thread."""
+    each with its pipe. Those a pool stopped, joined: they end on their own once they have
+    said what they used, and are waited for here, after the run's reports, not before."""
     from harness.run.pool_workers import end_early
 
     end_early()

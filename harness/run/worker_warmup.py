@@ -15,6 +15,7 @@ event loop, with one tool that runs in the loop, and touches no file.
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 import threading
 from pathlib import Path
@@ -130,6 +131,11 @@ def _imported_by_fork_server() -> bool:
 
 
 if _imported_by_fork_server():
+    # What the server holds now (the harness, the framework: the heap it was forked or
+    # started with) is never garbage: left to the collector's frozen generation, so that
+    # the collections the warm-up's case sets off walk only what it made, not the whole
+    # framework again (a full collection of the OpenAI Agents SDK's heap is tens of ms).
+    gc.freeze()
     with contextlib.suppress(Exception):  # a cold worker is only slower
         # A built-in agent's case runs the harness's own path too: the own loop is
         # needed only where no framework was loaded.

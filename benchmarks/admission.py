@@ -86,8 +86,8 @@ def _start_workers(count: int) -> list[int]:
     from harness.run.process_pool import start_fork_server
 
     start_fork_server(watchdog.run_batch.__module__, "harness.agents.protocol", count)
-    for thread, _ in pool_workers._STARTING:
-        thread.join(60)
+    for worker in pool_workers._EARLY:
+        worker.forked(60)  # launched: their forks waited for here, as a pool waits
     return [worker.process.pid for worker in pool_workers._EARLY]
 
 

@@ -6,7 +6,6 @@ fixture → admission → run → record → grades → verdict → reporters (�
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,13 +29,14 @@ from harness.errors import UsageError
 from harness.expectations.judge import Judge
 from harness.fixtures.selection import Selection, choose
 from harness.fixtures.suite import AdmittedCases, Case, display_path
-from harness.io.atomic import ReportWriteError
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
+from harness.reporters.delivery import Delivery, takes_passes
 from harness.reporters.streamed import slimmed
 from harness.run.options import RunOptions as RunOptions
 from harness.run.options import admit as admit
 from harness.run.options import load
+from harness.run.pool_worker import Prerendering
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import end_workers_early, run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
@@ -207,6 +207,24 @@ def run_cases(
         backend = replay_backend
     wanted = any(r.wants_transcripts for r in reporters)
     streamed = any(r.streams_transcripts for r in reporters)
+    order = _ids(cases)
+    if len(set(order)) != len(order):  # ids told twice cannot be put in order
+        order = []
+    # Reporters, none of which reads a case whole at the end (the reports that hold every
+    # case write each out as it is kept, as the command's do): the run keeps of a plain
+    # pass only what the totals need. A caller with none gets every case whole.
+    slim = (
+        bool(reporters)
+        and on_case is None
+        and against is None
+        and not any(r.whole_cases for r in reporters)
+        and len(order) == len(cases)
+    )
+    # What workers render of each case for the reporters, as this process would; and,
+    # when that is all the reporters write of a plain pass, such a pass comes back as its
+    # parts alone (`maxfail` tells the cases in fixture order, case by case).
+    kinds = _worker_parts(reporters, dropped=streamed and not wanted)
+    passes = slim and maxfail is None and takes_passes(reporters, kinds)
     plan = CasePlan(
         adapter,
         mode,
@@ -226,25 +244,11 @@ def run_cases(
         judge=judge,
         setup=setup,
         snapshots=snapshots,
-        # What workers render of each case for the reporters, as this process would.
-        prerender=_worker_parts(reporters, dropped=streamed and not wanted),
+        prerender=Prerendering(kinds, passes) if kinds or passes else None,
     )
-    order = _ids(cases)
-    if len(set(order)) != len(order):  # ids told twice cannot be put in order
-        order = []
-    delivery = _Delivery(reporters, order, plan.prerender or ())
+    delivery = Delivery(reporters, order, kinds)
     delivery.named(suite, adapter.name)
     delivery.start(len(cases))
-    # Reporters, none of which reads a case whole at the end (the reports that hold every
-    # case write each out as it is kept, as the command's do): the run keeps of a plain
-    # pass only what the totals need. A caller with none gets every case whole.
-    slim = (
-        bool(reporters)
-        and on_case is None
-        and against is None
-        and not any(r.whole_cases for r in reporters)
-        and len(order) == len(cases)
-    )
 
     def case_done(report: CaseReport) -> CaseReport | None:
         delivery.case_done(report)
@@ -261,7 +265,7 @@ def run_cases(
     git = GitState(plan.root)  # asked now, answered beside the cases
     start = time.perf_counter()
     try:
-        reports = run_watched(cases, plan, case_done)
+        reports = run_watched(cases, plan, case_done, on_passes=delivery.passes if passes else None)
         report = SuiteReport(
             suite=suite,
             kind=kind,
@@ -297,7 +301,7 @@ def run_cases(
     return report
 
 
-def _worker_parts(reporters: Sequence[Reporter], dropped: bool) -> tuple[Any, ...] | None:
+def _worker_parts(reporters: Sequence[Reporter], dropped: bool) -> tuple[Any, ...]:
     """The parts workers render of each case for `reporters` (each kind once); `dropped`:
     whether passing cases' transcripts are dropped once told."""
     found: list[Any] = []
@@ -308,7 +312,7 @@ def _worker_parts(reporters: Sequence[Reporter], dropped: bool) -> tuple[Any, ..
         if getattr(parts, "only_when_transcripts_dropped", False) and not dropped:
             continue
         found.append(parts)
-    return tuple(found) or None
+    return tuple(found)
 
 
 def run_suite(
@@ -364,15 +368,10 @@ class _Callback(Reporter):
         self._on_case(case)
 
 
-def _stream_failure(exc: OSError | ValueError) -> str:
-    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return f"an output stream could not be written ({why}); the other reports were written"
-
-
 def deliver(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
     """Hand a report built elsewhere (a merge of shards) to the reporters, as a run would:
     each case as done, in order, then the whole."""
-    delivery = _Delivery(reporters)
+    delivery = Delivery(reporters)
     delivery.named(report.suite, report.agent)
     delivery.start(len(report.cases))
     for case in report.cases:
@@ -383,117 +382,3 @@ def deliver(report: SuiteReport, reporters: Sequence[Reporter]) -> None:
     except BaseException:
         delivery.abandon()
         raise
-
-
-def _hooks(
-    reporters: Sequence[Reporter], nothing: Callable[[Reporter, CaseReport], None]
-) -> list[tuple[int, Callable[[CaseReport], None]]]:
-    """Each reporter's hook of `nothing`'s name (by its place), unless it is `nothing`."""
-    found = []
-    for index, reporter in enumerate(reporters):
-        hook = getattr(reporter, nothing.__name__)
-        if getattr(hook, "__func__", None) is not nothing:
-            found.append((index, hook))
-    return found
-
-
-class _Delivery:
-    """The reporters of one run. A stream that cannot be written (a closed pipe, a full
-    disk) stops that reporter only: the run goes on, the other reports are written, and
-    every failure is raised, together, once all have finished."""
-
-    def __init__(
-        self,
-        reporters: Sequence[Reporter],
-        order: Sequence[str] = (),
-        prerender: Sequence[Any] = (),  # `harness.run.pool_worker.Prerender`s
-    ) -> None:
-        self._reporters = reporters
-        # Let go of each case once all are told it: one off or broken takes nothing.
-        self._prerender = prerender
-        self._broken: dict[int, str] = {}
-        # The case ids in suite order (each once), for `kept` to tell cases in it, whatever
-        # order they finish in (several jobs); none: as they come.
-        self._order = order
-        self._next = 0
-        self._waiting: dict[str, CaseReport] = {}
-        # The hooks told of every case, of the reporters that have them (the protocol's
-        # own does nothing): thousands of cases each call only those.
-        self._done = _hooks(reporters, Reporter.case_done)
-        self._kept = _hooks(reporters, Reporter.case_kept)
-
-    def _each_case(
-        self, hooks: list[tuple[int, Callable[[CaseReport], None]]], case: CaseReport
-    ) -> None:
-        broken = self._broken
-        for index, hook in hooks:
-            if index in broken:
-                continue
-            try:
-                hook(case)
-            except (OSError, ValueError) as exc:
-                broken[index] = _stream_failure(exc)
-
-    def _each(self, call: Callable[[Reporter], None]) -> None:
-        for index, reporter in enumerate(self._reporters):
-            if index in self._broken:
-                continue
-            try:
-                call(reporter)
-            except (OSError, ValueError) as exc:
-                self._broken[index] = _stream_failure(exc)
-
-    def named(self, suite: str, agent: str) -> None:
-        self._each(lambda reporter: reporter.named(suite, agent))
-
-    def start(self, total: int) -> None:
-        self._each(lambda reporter: reporter.start(total))
-
-    def case_done(self, case: CaseReport) -> None:
-        self._each_case(self._done, case)
-
-    def kept(self, case: CaseReport) -> None:
-        """`case` as the verdict keeps it, told in suite order once the cases before it
-        are (the reports holding every case write it out)."""
-        if not self._order:
-            self._tell_kept(case)
-            return
-        self._waiting[case.id] = case
-        while self._next < len(self._order) and self._order[self._next] in self._waiting:
-            self._tell_kept(self._waiting.pop(self._order[self._next]))
-            self._next += 1
-
-    def _unordered(self) -> None:
-        """Any case still waiting for one before it (a case the run never told) is told
-        now: a report that finds its cases not the verdict's renders it whole instead."""
-        waiting, self._waiting = self._waiting, {}
-        for case in waiting.values():
-            self._tell_kept(case)
-
-    def _tell_kept(self, case: CaseReport) -> None:
-        self._each_case(self._kept, case)
-        for each in self._prerender:
-            each.drop(case)
-
-    def finish(self, report: SuiteReport) -> None:
-        """Every reporter's `finish`; a report that cannot be written does not keep the
-        others from being written, and is raised (all of them) at the end."""
-        self._unordered()
-        failures: list[str] = []
-        for index, reporter in enumerate(self._reporters):
-            if index in self._broken:
-                failures.append(self._broken[index])
-                continue
-            try:
-                reporter.finish(report)
-            except ReportWriteError as exc:
-                failures.append(str(exc))
-            except (OSError, ValueError) as exc:  # a stream reporter's closed pipe, full disk
-                failures.append(_stream_failure(exc))
-        if failures:
-            raise ReportWriteError("\n".join(failures))
-
-    def abandon(self) -> None:
-        for reporter in self._reporters:
-            with contextlib.suppress(Exception):
-                reporter.abandon()

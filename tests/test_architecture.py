@@ -347,6 +347,7 @@ REPORTER_HELPERS = {
     "html_page",
     "last_run",
     "streamed",
+    "delivery",
 }
 
 

@@ -355,9 +355,14 @@ def test_the_table_of_a_run_in_workers_is_the_one_this_process_renders(
     from harness.reporters.table import TableLines, TableReporter, render_case
 
     class Rendered(TableReporter):
-        """The table as this process renders every case itself."""
+        """The table as this process renders every case itself (told each case whole:
+        the run's plain passes come with their reports, as every case does)."""
 
         worker_parts = None
+
+        def __init__(self, stream: io.StringIO, jobs: int) -> None:
+            super().__init__(stream, jobs=jobs)
+            self.takes_passes = False
 
         def case_done(self, case: CaseReport) -> None:
             self._done += 1

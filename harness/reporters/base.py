@@ -26,6 +26,7 @@ from harness.reporters.streamed import Cases, Streamed
 
 if TYPE_CHECKING:
     from harness.tracking.history_reader import History
+    from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, SuiteReport
 
 # Reporter orders: what writes files finishes first, the document on stdout last.
@@ -99,6 +100,11 @@ class Reporter:
     # (`harness.run.pool_worker.Prerender`: a class of the harness's, by reference); None:
     # it renders each case itself, as it always may.
     worker_parts: Any = None
+    # Whether it writes a plain pass from its worker part alone (or from its id, fixture
+    # and score, without one): told such passes a batch at once (`passes_done`,
+    # `passes_kept`), it is never told them case by case, and a run whose reporters all
+    # take them (or hear no case) has its workers send a plain pass without its report.
+    takes_passes: bool = False
 
     def start(self, total: int) -> None:
         """The run is about to start `total` cases."""
@@ -113,6 +119,14 @@ class Reporter:
         """One case as the verdict will hold it (a passing case's transcript dropped when
         no reporter shows it), in suite order, after every reporter's `case_done`: what a
         report that holds every case writes out, instead of keeping it to the end."""
+
+    def passes_done(self, passes: Passes) -> None:
+        """Plain passes done, in the order they finished: `case_done` of each (only a
+        reporter that `takes_passes` is told them)."""
+
+    def passes_kept(self, passes: Passes) -> None:
+        """Plain passes as the verdict keeps them, following on in suite order: `case_kept`
+        of each."""
 
     def finish(self, report: SuiteReport) -> None:
         """The run is over; write what this reporter writes. A `ReportWriteError` is said
@@ -162,6 +176,9 @@ class Document(Reporter):
         if isinstance(render, Streamed):
             render.subscribe(self)
             self.whole_cases = False  # each case is written out as it is kept
+            # A plain pass written out as the part its worker rendered of it.
+            self.worker_parts = render.worker_parts
+            self.takes_passes = render.worker_parts is not None
 
     @classmethod
     def to_stream(cls, render: Rendered | Streamed, stream: TextIO) -> Document:
@@ -176,6 +193,10 @@ class Document(Reporter):
     def case_kept(self, case: CaseReport) -> None:
         if isinstance(self._render, Streamed):
             self._render.add(case, self)
+
+    def passes_kept(self, passes: Passes) -> None:
+        if isinstance(self._render, Streamed):
+            self._render.add_passes(passes, self)
 
     def abandon(self) -> None:
         if isinstance(self._render, Streamed):

@@ -32,6 +32,7 @@ from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents, s
 from harness.runtime import interrupts
 
 if TYPE_CHECKING:
+    from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, SuiteReport
 
 OPTION = Option("--json-report", "also write the JSON report here", metavar="PATH", type=Path)
@@ -204,6 +205,8 @@ class JsonCases:
     """The JSON report written as its cases are kept (`harness.reporters.streamed`): each
     case formatted as the whole document formats it, where it puts it."""
 
+    worker_parts = WorkerParts
+
     def __init__(self, directory: Path | None = None, transcripts: str | None = None) -> None:
         from harness.reporters.streamed import SpooledList
 
@@ -215,6 +218,10 @@ class JsonCases:
 
     def add(self, case: CaseReport) -> None:
         self._cases.append(case_part(case))
+
+    def add_passes(self, passes: Passes) -> None:
+        made = cast("list[tuple[bytes | None, bytes, bool]]", passes.parts(WorkerParts))
+        self._cases.extend([part for _, part, _ in made])
 
     def parts(self, report: SuiteReport) -> Sequence[Part]:
         empty = _render(report, self.transcripts, [])
@@ -241,6 +248,7 @@ class LastRun(Reporter):
     streams_transcripts = True
     whole_cases = False
     worker_parts = WorkerParts
+    takes_passes = True
 
     def __init__(self, stderr: TextIO) -> None:
         # Imported here: `--help` imports this module, and never the transcripts' types.
@@ -288,9 +296,22 @@ class LastRun(Reporter):
         except OSError as exc:
             self._give_up(exc)
 
+    def passes_done(self, passes: Passes) -> None:
+        if self._handle is None:
+            return
+        made = cast("list[tuple[bytes | None, bytes, bool]]", passes.parts(WorkerParts))
+        try:
+            self._handle.write(b"".join(line for line, _, _ in made if line is not None))
+        except OSError as exc:
+            self._give_up(exc)
+
     def case_kept(self, case: CaseReport) -> None:
         if not self._off:
             self._document.add(case, self)
+
+    def passes_kept(self, passes: Passes) -> None:
+        if not self._off:
+            self._document.add_passes(passes, self)
 
     def finish(self, report: SuiteReport) -> None:
         if self._off:

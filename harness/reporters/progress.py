@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, TextIO
 from harness.reporters.base import Output, Reporter
 
 if TYPE_CHECKING:
+    from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, SuiteReport
 
 
 class ProgressReporter(Reporter):
     order = 0  # its line ends before anything else is written to stderr
     whole_cases = False
+    takes_passes = True  # a plain pass is counted as done, and nothing else
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -34,6 +36,13 @@ class ProgressReporter(Reporter):
         self._failing += not case.passed and case.not_run is None
         self._flaky += case.flaky
         self._stream.write(f"\r  {self._line()}")
+        self._stream.flush()
+
+    def passes_done(self, passes: Passes) -> None:
+        write = self._stream.write
+        for _ in range(len(passes)):
+            self._done += 1
+            write(f"\r  {self._line()}")
         self._stream.flush()
 
     def _line(self) -> str:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from harness.io.atomic import Part, Spool
+from harness.verdict.kept import KeptCases
 
 if TYPE_CHECKING:
     from harness.expectations.base import Grade
+    from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, SuiteReport
 
 
@@ -44,8 +46,26 @@ class Cases(Protocol):
         """Let go of the spools."""
 
 
-def _key(case: CaseReport) -> bytes:
-    return f"{case.id}\0{case.fixture}\0".encode("utf-8", "surrogatepass")
+class RenderedCases(Cases, Protocol):
+    """A form whose cases' parts a worker process may render (`Reporter.worker_parts`)."""
+
+    worker_parts: object
+
+    def add_passes(self, passes: Passes) -> None:
+        """Write the plain passes' parts, as their workers rendered them, in order."""
+
+
+def _key(case_id: str) -> bytes:
+    return f"{case_id}\0".encode("utf-8", "surrogatepass")
+
+
+def _id(case: CaseReport) -> str:
+    return case.id
+
+
+def _keys(passes: Passes) -> bytes:
+    keys = "".join(f"{case_id}\0" for case_id in passes.ids())
+    return keys.encode("utf-8", "surrogatepass")
 
 
 class Streamed:
@@ -76,7 +96,24 @@ class Streamed:
             self._failed = exc
             return
         self._count += 1
-        self._order.update(_key(case))
+        self._order.update(_key(case.id))
+
+    @property
+    def worker_parts(self) -> object:
+        """What a worker renders of each case for the form (`Prerender`); None: nothing."""
+        return getattr(self._cases, "worker_parts", None)
+
+    def add_passes(self, passes: Passes, by: object) -> None:
+        """`add` of each plain pass, from the part its worker rendered."""
+        if by is not self._owner or self._failed is not None:
+            return
+        try:
+            cast(RenderedCases, self._cases).add_passes(passes)  # it has `worker_parts`
+        except OSError as exc:
+            self._failed = exc
+            return
+        self._count += len(passes)
+        self._order.update(_keys(passes))  # as each key one after another: the same digest
 
     def parts(self, report: SuiteReport) -> Sequence[Part]:
         """The document of `report`: assembled from the spools when they hold its cases,
@@ -84,10 +121,14 @@ class Streamed:
         the verdict may no longer hold its cases whole."""
         if self._failed is not None:
             raise self._failed
-        if self._count == len(report.cases):
+        cases = report.cases
+        if self._count == len(cases):
+            # The verdict's cases by their ids (unique in a suite), a plain pass's said
+            # without making its report again.
+            ids = cases.ids(_id) if isinstance(cases, KeptCases) else map(_id, cases)
             order = hashlib.blake2b(digest_size=16)
-            for case in report.cases:
-                order.update(_key(case))
+            for case_id in ids:
+                order.update(_key(case_id))
             if order.digest() == self._order.digest():
                 return self._cases.parts(report)
         return (self._cases.whole(report),)
@@ -111,6 +152,13 @@ class SpooledList:
         self.spool.write(part if not self.count else self._separator + part)
         self.count += 1
 
+    def extend(self, parts: list[bytes]) -> None:
+        """`append` of each, in one write."""
+        if parts:
+            joined = self._separator.join(parts)
+            self.spool.write(joined if not self.count else self._separator + joined)
+            self.count += len(parts)
+
 
 Render = Callable[["SuiteReport"], bytes]
 
@@ -124,9 +172,7 @@ def slimmed(case: CaseReport) -> CaseReport | None:
     whole."""
     from harness.verdict.reports import CaseReport
 
-    if not case.passed or case.repeat is not None or case.cluster is not None:
-        return None
-    if any(g.judge is not None or not g.passed for g in case.grades):
+    if not case.plain:
         return None
     # One empty list and one score for them all: a run keeps thousands.
     score = _WHOLE_SCORE if case.score == _WHOLE_SCORE else case.score

@@ -25,6 +25,7 @@ from harness.snapshots.groups import Changes, unfolded
 from harness.verdict.kept import plain_passes
 
 if TYPE_CHECKING:
+    from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
 
 # From this many cases on, the streamed lines are counted even with one job: a long run's
@@ -245,6 +246,7 @@ class TableReporter(Reporter):
         self._stream = stream
         self._colour = use_colour(stream)
         self.worker_parts = None if self._colour else TableLines
+        self.takes_passes = not self._colour  # a plain pass's lines: its worker's
         self._guard = guard  # on GitHub Actions, whose runner reads stdout for commands
         self._jobs = jobs or 1
         self._total = 0
@@ -265,6 +267,22 @@ class TableReporter(Reporter):
         elif counter := self._counter():
             lines = lines[:2] + counter + lines[2:]
         self._write(lines)
+
+    def passes_done(self, passes: Passes) -> None:
+        # A plain pass folds nothing (it has no failing check): each its worker's lines.
+        chunks = cast("list[str]", passes.parts(TableLines))
+        if self._counter():  # `_counter` of each, counted on from here
+            total, width = self._total, len(str(self._total))
+            chunks = [
+                f"{lines[:2]}[{done:>{width}}/{total}] {lines[2:]}"
+                for done, lines in enumerate(chunks, self._done + 1)
+            ]
+        self._done += len(chunks)
+        if self._guard:  # a token of its own for each case's lines, as they are told
+            for chunk in chunks:
+                self._write(chunk)
+        else:
+            self._write("".join(chunks))
 
     def _counter(self) -> str:
         # With one job and a short run, cases finish in fixture order and are few: the

@@ -5,9 +5,11 @@ object), gets cases by their place in the suite with their fixture text (admissi
 happened in the harness: the worker parses the same text with the same parser, so it runs
 the same case), runs them through the same watched runner with one job (the per-case
 timeout and the watchdog hold in there), and sends each `CaseReport` back encoded with
-msgspec, as it finishes. It never outlives the harness (`orphans`). A worker started
-early may first be sent parts of a large suite to admit (`run/worker_admission.py`), which
-it does as the harness would, before it is told what to run.
+msgspec, as it finishes (a plain pass, when all the harness's reporters write of it is what
+the worker rendered for them, as those parts alone: `Prerendering`). It never outlives the
+harness (`orphans`). A worker started early may first be sent parts of a large suite to
+admit (`run/worker_admission.py`), which it does as the harness would, before it is told
+what to run.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from harness.fixtures.suite import Case, FixtureChanged, admit_slice
 from harness.run.runner import CasePlan, replay_backend
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
+from harness.verdict.kept import SCORES
 from harness.verdict.reports import CaseReport
 
 RunCases = Callable[[list[Case], CasePlan, Callable[[CaseReport], None] | None], Any]
@@ -104,6 +107,16 @@ class Prerender(Protocol):
 
     @staticmethod
     def release() -> None: ...
+
+
+@dataclass(frozen=True)
+class Prerendering:
+    """What workers render of each report for this process's reporters (`kinds`), and
+    whether a plain pass goes back as those parts alone (`passes`: its id, fixture and
+    score, no report), for reporters that write a plain pass from its parts."""
+
+    kinds: tuple[Prerender, ...]
+    passes: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,27 +257,37 @@ def _judged(case: Case) -> bool:
 
 
 class _Sender:
-    """Sends each report back as it is in, with the case's place in the suite (ids are
-    unique within a suite) and the parts of it rendered here for the harness's reporters
-    (`Prerender`), one message at a time whichever thread reports it."""
+    """Sends each report back as it is in (never held for a later case: should the next
+    kill this worker, the harness has every case before it), with the case's place in the
+    suite (ids are unique within a suite) and the parts of it rendered here for the
+    harness's reporters (`Prerender`), one message at a time whichever thread reports it.
+    A plain pass whose parts are all its reporters write of it (`Prerendering.passes`)
+    goes as a "pass": its id, score and parts, no report to decode."""
 
-    def __init__(self, conn: Any, prerender: tuple[Prerender, ...] | None) -> None:
+    def __init__(self, conn: Any, prerender: Prerendering | None) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
-        self._renders = tuple(each.render for each in prerender or ())
+        kinds = prerender.kinds if prerender is not None else ()
+        self._renders = tuple(each.render for each in kinds)
+        self._passes = prerender is not None and prerender.passes
         self.index_of: dict[str, int] = {}
 
     def __call__(self, report: CaseReport) -> None:
-        payload = self._encode(report)
         parts = None
         if self._renders:
             try:
                 parts = tuple(render(report) for render in self._renders)
             except Exception:  # a part is never needed: the harness renders the case itself
                 parts = None
+        place = self.index_of[report.id]
+        message: tuple[Any, ...]
+        if parts is not None and self._passes and report.plain and report.score in SCORES:
+            message = ("pass", place, report.id, report.score, parts)
+        else:
+            message = ("report", place, self._encode(report), parts)
         with self._lock:
-            self._conn.send(("report", self.index_of[report.id], payload, parts))
+            self._conn.send(message)
 
 
 def _plan(spec: WorkerSpec) -> CasePlan:

@@ -30,6 +30,7 @@ from harness.errors import describe
 from harness.run import fork_server
 from harness.run.pool_worker import Item, Prerender, WorkerSpec
 from harness.run.pool_workers import Worker, adopt, end, end_early, left, start_early, stop
+from harness.verdict.kept import Pass
 from harness.verdict.reports import CaseReport
 
 # Cases sent to a worker at once: enough to keep it busy between two looks at its pipe,
@@ -95,7 +96,9 @@ def start_fork_server(run_module: str, adapter_module: str, workers: int = 0) ->
 
 class WorkerPool:
     """Runs items on up to `size` workers; `on_report` hears each case's report as it
-    comes in, `on_death` each case whose worker died under it. `may_start` is asked before
+    comes in, `on_passes` the plain passes sent without one (`pool_worker.Prerendering`),
+    those of one read of a worker's pipe at once, in the order they were done, and
+    `on_death` each case whose worker died under it. `may_start` is asked before
     any case is sent (`--maxfail`); with `stepwise` a case goes only once its worker is
     idle, so none starts after the answer turned.
 
@@ -115,7 +118,8 @@ class WorkerPool:
         self._ended_as = "it ended"  # how the last worker that never started ended
         self._selector = selectors.DefaultSelector()
         self._first_sent: float | None = None  # when the first case was sent
-        self._prerender: tuple[Prerender, ...] = spec.settings.get("prerender") or ()
+        prerender = spec.settings.get("prerender")
+        self._prerender: tuple[Prerender, ...] = prerender.kinds if prerender else ()
 
     def run(
         self,
@@ -124,10 +128,12 @@ class WorkerPool:
         on_death: Callable[[int, str], None],
         may_start: Callable[[], bool],
         stepwise: bool = False,
+        on_passes: Callable[[list[Pass]], None] | None = None,
     ) -> None:
         self._pending.extend(items)
         self._items = {item.place: item for item in self._pending}
         self._on_report, self._on_death, self._may_start = on_report, on_death, may_start
+        self._on_passes = on_passes
         self._stepwise = stepwise
         try:
             while self._step():
@@ -274,22 +280,45 @@ class WorkerPool:
                 worker.hung_up = time.monotonic()
                 self._selector.unregister(worker.conn)
                 return
-            for message in messages:
-                self._handle(worker, message)
+            self._handle_all(worker, messages)
             if not drain:
                 return
 
-    def _handle(self, worker: Worker, message: tuple[Any, ...]) -> None:
+    def _handle_all(self, worker: Worker, messages: list[tuple[Any, ...]]) -> None:
+        """The messages of one read, in order; the plain passes among them handed on
+        together (those before each other message first)."""
         worker.since = time.monotonic()
+        passes: list[Pass] = []
+        for message in messages:
+            if message[0] == "pass":
+                self._done(worker, message[1])
+                passes.append(message[1:])
+                continue
+            if passes:
+                self._passes(passes)
+                passes = []
+            self._handle(worker, message)
+        if passes:
+            self._passes(passes)
+
+    def _passes(self, passes: list[Pass]) -> None:
+        assert self._on_passes is not None  # asked for by the spec, with somewhere to go
+        self._on_passes(passes)
+
+    def _done(self, worker: Worker, index: int) -> None:
+        """The case at `index` is in: no longer the worker's, nor running alone."""
+        if worker.sent and worker.sent[0] == index:
+            worker.sent.popleft()
+        if index == self._alone:
+            self._alone = None
+
+    def _handle(self, worker: Worker, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "ready":
             worker.ready = True
         elif kind == "report":
             _, index, payload, parts = message
-            if worker.sent and worker.sent[0] == index:
-                worker.sent.popleft()
-            if index == self._alone:
-                self._alone = None
+            self._done(worker, index)
             report = _DECODE.decode(payload)
             if parts is not None:
                 for each, part in zip(self._prerender, parts, strict=True):

@@ -15,12 +15,14 @@ from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, display_
 from harness.run.progress import internal_error
 from harness.run.repeats import combine, runs_of
 from harness.run.runner import CasePlan, sealed
-from harness.verdict.kept import SCORES, KeptCases
+from harness.verdict.kept import SCORES, KeptCases, Pass, Passes
 from harness.verdict.reports import CaseReport
 
 # Hears each case as it is done; what it returns (a slimmer report) the run keeps in the
 # case's place, None: the case as it is.
 OnCase = Callable[[CaseReport], "CaseReport | None"]
+# Hears the plain passes workers sent without their reports (`Passes`), a batch at once.
+OnPasses = Callable[[Passes], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,10 @@ class _Begun:
 _NO_GRADES: list[Grade] = []  # shared by every plain pass made again: read-only, as reports are
 
 
+def _slim(case_id: str, fixture: str, score: float | None) -> CaseReport:
+    return CaseReport(id=case_id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
+
+
 class Results:
     """Each case's runs as they come in, from any worker; a case is reported (`on_case`)
     once its last run is in. Under `--maxfail` cases are reported in fixture order, as a
@@ -61,9 +67,16 @@ class Results:
     to its id, fixture and score is held as a byte (`KeptCases`) and made again when the
     verdict is read, so a long run holds no report per passing case."""
 
-    def __init__(self, cases: Sequence[Case], plan: CasePlan, on_case: OnCase | None) -> None:
+    def __init__(
+        self,
+        cases: Sequence[Case],
+        plan: CasePlan,
+        on_case: OnCase | None,
+        on_passes: OnPasses | None = None,
+    ) -> None:
         self._cases = cases
         self._on_case = on_case
+        self._on_passes = on_passes
         self._plan = plan
         # The runs of each case: one each in replay (whose fixture need not be read again
         # to say so), held as one number rather than a list of them.
@@ -74,7 +87,7 @@ class Results:
         )
         # The runs in of each case not complete yet (a complete case's are in `reports`).
         self._partial: dict[int, dict[int, CaseReport]] = {}
-        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass)
+        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass, self._id)
         self.failed = 0
         # The cases begun, by any event loop: one in flight beside a run that blocked its
         # loop is begun again on the next, even once the run is stopping.
@@ -89,10 +102,11 @@ class Results:
     def _plain_pass(self, index: int, score: float | None) -> CaseReport:
         """The report of the plain pass at `index`, as `on_case` slimmed it (a suite's case
         is not made to say its id and fixture: a verdict's reader makes thousands)."""
+        return _slim(self._id(index), self.shown(index), score)
+
+    def _id(self, index: int) -> str:
         cases = self._cases
-        case_id = cases.id_of(index) if isinstance(cases, AdmittedCases) else cases[index].id
-        fixture = self.shown(index)
-        return CaseReport(id=case_id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
+        return cases.id_of(index) if isinstance(cases, AdmittedCases) else cases[index].id
 
     def shown(self, index: int, case: Case | None = None) -> str:
         """The fixture of the case at `index` (`case`, when at hand) as reports show it:
@@ -147,6 +161,24 @@ class Results:
             self.reports.keep(unit.index, case)
             self.failed += not case.passed
             return [(unit.index, case)] if self._plan.maxfail is None else self._in_order()
+
+    def passes(self, entries: list[Pass]) -> None:
+        """Plain passes a worker sent without their reports (`Passes`: only a run with
+        `on_passes` and no `--maxfail` asks for them), in the order they were done: each
+        held as a byte, as `on_case` would have had it held, and the batch told to
+        `on_passes` (those in already left out: the first counts). A pass is made again
+        from the suite, its id and fixture: its worker named the case at its place as
+        this process does (`shown`: the same path, from the same root)."""
+        assert self._on_passes is not None and self._plan.maxfail is None
+        with self._telling:
+            with self._lock:
+                reports = self.reports
+                kept = [entry for entry in entries if not reports.has(entry[0])]
+                for index, _, score, _ in kept:
+                    if not reports.drop(index, score):  # a score no byte stands for
+                        reports.keep(index, self._plain_pass(index, score))
+            if kept:
+                self._on_passes(Passes(self._plan.prerender.kinds, kept))
 
     def _in_order(self) -> list[tuple[int, CaseReport]]:
         """The cases after those reported so far that are in, in fixture order; those past

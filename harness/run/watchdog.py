@@ -31,7 +31,7 @@ from typing import ClassVar
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.fixtures.suite import Case, display_path
 from harness.run.progress import CaseProgress, errored_report, internal_error
-from harness.run.results import OnCase, Unit
+from harness.run.results import OnCase, OnPasses, Unit
 from harness.run.results import Results as _Results
 from harness.run.runner import CasePlan, Jobs, forget_case, jobs_of, run_case, start_case
 from harness.runtime import event_loop
@@ -47,13 +47,20 @@ GRACE_SECS = 1.0
 
 @heap_frozen()
 def run_watched(
-    cases: Sequence[Case], plan: CasePlan, on_case: OnCase | None, *, reuse_thread: bool = False
+    cases: Sequence[Case],
+    plan: CasePlan,
+    on_case: OnCase | None,
+    *,
+    reuse_thread: bool = False,
+    on_passes: OnPasses | None = None,
 ) -> Sequence[CaseReport]:
-    """Every case's report, in fixture order; `on_case` hears each as it finishes.
+    """Every case's report, in fixture order; `on_case` hears each as it finishes, and
+    `on_passes` the plain passes workers send without their reports when the plan's
+    `prerender` asks for them (`pool_worker.Prerendering.passes`).
     `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
     free (`run_batch`). The heap the run starts with is left to the collector's frozen
     generation meanwhile (`heap_frozen`)."""
-    results = _Results(cases, plan, on_case)
+    results = _Results(cases, plan, on_case, on_passes)
     pending = results.units()
     if _pays_for_workers(plan, len(pending)):
         pending = _in_workers(cases, plan, results, pending)
@@ -181,6 +188,7 @@ def _in_workers(
             lambda: not results.stopping,
             # With --maxfail a case goes only to an idle worker: none starts after the stop.
             stepwise=plan.maxfail is not None,
+            on_passes=results.passes,
         )
     except PoolUnavailable as exc:
         _note(jobs, str(exc))

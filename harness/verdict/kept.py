@@ -7,6 +7,9 @@ its report again (`remake`) whenever it is read, every other case whole. Read, i
 sequence of the cases' reports in fixture order, equal to the one a run keeping every
 report whole would give; the verdict's own totals read the cases held whole and the count
 of the others (`whole`, `passes`) instead of making them all again.
+
+Under `--jobs N` such a pass may come from its worker without its report at all, as the
+parts of it the reporters write (`Passes`): the run then holds it as a byte straight away.
 """
 
 from __future__ import annotations
@@ -29,13 +32,19 @@ _SCORE_OF = {_PASSED: 1.0, _PASSED_UNSCORED: None}
 
 class KeptCases(Sequence[T]):
     """The reports of `count` cases, by their place in the suite. `remake(index, score)`
-    gives the report of a plain pass held as a byte; a case not in yet reads as an
-    `IndexError` (a verdict is read once every case is in)."""
+    gives the report of a plain pass held as a byte, `named(index)` its id; a case not in
+    yet reads as an `IndexError` (a verdict is read once every case is in)."""
 
-    __slots__ = ("_remake", "_state", "_whole", "passes")
+    __slots__ = ("_named", "_remake", "_state", "_whole", "passes")
 
-    def __init__(self, count: int, remake: Callable[[int, float | None], T]) -> None:
+    def __init__(
+        self,
+        count: int,
+        remake: Callable[[int, float | None], T],
+        named: Callable[[int], str] | None = None,
+    ) -> None:
         self._remake = remake
+        self._named = named
         self._state = bytearray(count)
         # One slot a case, filled only for those held whole: a pointer each, not a dict's
         # entry and key.
@@ -63,6 +72,18 @@ class KeptCases(Sequence[T]):
 
     def has(self, index: int) -> bool:
         return self._state[index] != _NOT_IN
+
+    def ids(self, id_of: Callable[[T], str]) -> Iterator[str]:
+        """Each case's id, in fixture order (`id_of` a report held whole), a plain pass's
+        without making its report again when `named` says it."""
+        named, whole = self._named, self._whole
+        for index, state in enumerate(self._state):
+            if state == _WHOLE:
+                yield id_of(whole[index])  # type: ignore[arg-type]  # held whole: never None
+            elif state == _NOT_IN:
+                raise IndexError(f"case {index} is not in yet")
+            else:
+                yield named(index) if named else id_of(self._remake(index, _SCORE_OF[state]))
 
     def whole(self) -> Iterator[T]:
         """The reports held whole, in fixture order (the plain passes left out)."""
@@ -124,3 +145,34 @@ def plain_passes(cases: Sequence[T]) -> tuple[Sequence[T] | Iterator[T], int]:
     if isinstance(cases, KeptCases):
         return cases.whole(), cases.passes
     return cases, 0
+
+
+# One plain pass as a worker process sends it (`Passes`): the case's place in the suite,
+# its id and score, and the parts of it the worker rendered, one a kind.
+Pass = tuple[int, str, "float | None", tuple[object, ...]]
+
+
+class Passes:
+    """Plain passes as worker processes sent them, in the order they were done, without
+    their reports: what the run keeps of each is its place and score, and what its
+    reports write of it the worker rendered (`kinds`: the `Prerender`s, in the order each
+    pass's parts are). A batch of them goes to the reporters at once (`passes_done`,
+    `passes_kept`), not case by case."""
+
+    __slots__ = ("entries", "kinds")
+
+    def __init__(self, kinds: Sequence[object], entries: list[Pass]) -> None:
+        self.kinds = kinds
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def parts(self, kind: object) -> list[object]:
+        """Each pass's part of `kind`, in order (`ValueError`: no worker rendered it)."""
+        at = list(self.kinds).index(kind)
+        return [entry[3][at] for entry in self.entries]
+
+    def ids(self) -> list[str]:
+        """Each pass's id, in order."""
+        return [entry[1] for entry in self.entries]

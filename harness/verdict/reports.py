@@ -170,6 +170,14 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         return self.repeat is not None and self.repeat.flaky
 
     @property
+    def plain(self) -> bool:
+        """A plain pass: passed, no repeat or cluster, no judge grade or failed check (what
+        its id, fixture and score say of it is all a run whose reports wrote it out keeps)."""
+        if not self.passed or self.repeat is not None or self.cluster is not None:
+            return False
+        return not any(g.judge is not None or not g.passed for g in self.grades)
+
+    @property
     def failing_grades(self) -> list[Grade]:
         """The failing grades that decide the case (a diagnostic judge grade never does)."""
         return [g for g in self.grades if g.fails]

@@ -47,3 +47,18 @@ def test_only_on_a_terminal_and_never_beside_the_table() -> None:
     assert REPORTER.build(Output({}, "json", io.StringIO(), Tty())) != []
     assert REPORTER.build(Output({}, "json", io.StringIO(), io.StringIO())) == []
     assert REPORTER.build(Output({}, "table", io.StringIO(), Tty())) == []
+
+
+def test_plain_passes_told_together_count_as_each_told_alone() -> None:
+    from harness.verdict.kept import Passes
+
+    alone, together = io.StringIO(), io.StringIO()
+    one, batch = ProgressReporter(alone), ProgressReporter(together)
+    for reporter in (one, batch):
+        reporter.start(4)
+        reporter.case_done(failing_report("bad"))
+    for n in range(3):
+        one.case_done(passing_report(f"ok-{n}"))
+    batch.passes_done(Passes((), [(n, f"ok-{n}", 1.0, ()) for n in range(3)]))
+    assert together.getvalue() == alone.getvalue()
+    assert together.getvalue().endswith("\r  4/4 cases, 1 failed")

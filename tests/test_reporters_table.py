@@ -407,3 +407,24 @@ def test_the_lines_a_worker_rendered_for_a_folded_case_are_let_go(
     reporter.start(1)
     reporter.case_done(case)
     assert id(case) not in table._LINES
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_plain_passes_told_together_write_what_each_told_alone_writes(guard: bool) -> None:
+    from harness.reporters.table import TableLines
+    from harness.verdict.kept import Passes
+
+    cases = [passing_report(f"case-{n}") for n in range(5)]
+    alone, together = io.StringIO(), io.StringIO()
+    one, batch = TableReporter(alone, guard, jobs=2), TableReporter(together, guard, jobs=2)
+    for reporter in (one, batch):
+        reporter.start(len(cases))
+    for case in cases:
+        TableLines.hold(case, TableLines.render(case))
+        one.case_done(case)
+    made = [(n, case.id, case.score, (TableLines.render(case),)) for n, case in enumerate(cases)]
+    batch.passes_done(Passes((TableLines,), made[:2]))
+    batch.passes_done(Passes((TableLines,), made[2:]))
+    tokens = re.compile(r"[0-9a-f]{32}")  # each chunk's own token
+    assert tokens.sub("T", together.getvalue()) == tokens.sub("T", alone.getvalue())
+    assert "[5/5] " in together.getvalue()

@@ -119,3 +119,21 @@ def test_a_listed_verdict_is_all_whole() -> None:
     report: SuiteReport = suite_report("regression", passing_report("a"))
     whole, passes = plain_passes(report.cases)
     assert list(whole) == report.cases and passes == 0
+
+
+def test_a_kept_verdict_says_its_cases_ids_without_making_a_pass_again() -> None:
+    reports = _mixed()
+    slim = _kept(reports)
+
+    def unmade(index: int, score: float | None) -> CaseReport:
+        raise AssertionError("a plain pass was made again")
+
+    kept: KeptCases[CaseReport] = KeptCases(len(reports), unmade, lambda i: reports[i].id)
+    for index in range(len(reports)):
+        if reports[index].passed:
+            kept.drop(index, reports[index].score)
+        else:
+            kept.keep(index, reports[index])
+    ids = [report.id for report in reports]
+    assert list(kept.ids(lambda case: case.id)) == ids
+    assert list(slim.ids(lambda case: case.id)) == ids  # no `named`: each made again

@@ -66,8 +66,10 @@ class Delivery:
         # order they finish in (several jobs); none: as they come.
         self._order = order
         self._next = 0
-        # What waits for a case before it: a case, or a plain pass (`Pass`).
-        self._waiting: dict[str, CaseReport | Pass] = {}
+        # What waits for a case before it: cases by their ids, plain passes (`Pass`) in runs
+        # by their first one's place.
+        self._waiting: dict[str, CaseReport] = {}
+        self._runs: dict[int, list[Pass]] = {}
         # The hooks told of every case, of the reporters that have them (the protocol's
         # own does nothing): thousands of cases each call only those.
         self._done = _hooks(reporters, Reporter.case_done)
@@ -119,42 +121,52 @@ class Delivery:
         if not self._order:
             self._each_case(self._passes_kept, passes)
             return
-        waiting = self._waiting
+        # A pass's place is its place in the order: a worker's passes, one after another
+        # in the suite, wait as one run under the first one's.
+        runs = self._runs
+        run: list[Pass] = []
         for entry in passes.entries:
-            waiting[entry[1]] = entry
+            if run and entry[0] != run[-1][0] + 1:
+                runs[run[0][0]] = run
+                run = []
+            run.append(entry)
+        if run:
+            runs[run[0][0]] = run
         self._release()
 
     def _release(self) -> None:
         """What waits and follows on from the cases told, told in order: plain passes one
         after another a batch at once."""
-        order, waiting, at, kinds = self._order, self._waiting, self._next, self._prerender
-        run: list[Pass] = []
-        while at < len(order):
-            told = waiting.pop(order[at], None)
-            if told is None:
-                break
-            at += 1
-            if isinstance(told, tuple):
-                run.append(told)
+        order, waiting, runs, at = self._order, self._waiting, self._runs, self._next
+        told: list[Pass] = []
+        while True:
+            run = runs.pop(at, None)
+            if run is not None:
+                told += run
+                at += len(run)
                 continue
-            if run:
-                self._each_case(self._passes_kept, Passes(kinds, run))
-                run = []
+            case = waiting.pop(order[at], None) if at < len(order) else None
+            if case is None:
+                break
+            if told:
+                self._each_case(self._passes_kept, Passes(self._prerender, told))
+                told = []
+            at += 1
             self._next = at
-            self._tell_kept(told)
+            self._tell_kept(case)
         self._next = at
-        if run:
-            self._each_case(self._passes_kept, Passes(kinds, run))
+        if told:
+            self._each_case(self._passes_kept, Passes(self._prerender, told))
 
     def _unordered(self) -> None:
         """Any case still waiting for one before it (a case the run never told) is told
         now: a report that finds its cases not the verdict's renders it whole instead."""
+        runs, self._runs = self._runs, {}
+        for place in sorted(runs):
+            self._each_case(self._passes_kept, Passes(self._prerender, runs[place]))
         waiting, self._waiting = self._waiting, {}
         for case in waiting.values():
-            if isinstance(case, tuple):
-                self._each_case(self._passes_kept, Passes(self._prerender, [case]))
-            else:
-                self._tell_kept(case)
+            self._tell_kept(case)
 
     def _tell_kept(self, case: CaseReport) -> None:
         self._each_case(self._kept, case)

@@ -210,6 +210,8 @@ def run_cases(
     order = _ids(cases)
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
         order = []
+    delivery = Delivery(reporters, order)
+    delivery.named(suite, adapter.name)  # first: what a worker renders may name them
     # Reporters, none of which reads a case whole at the end (the reports that hold every
     # case write each out as it is kept, as the command's do): the run keeps of a plain
     # pass only what the totals need. A caller with none gets every case whole.
@@ -225,6 +227,9 @@ def run_cases(
     # parts alone (`maxfail` tells the cases in fixture order, case by case).
     kinds = _worker_parts(reporters, dropped=streamed and not wanted)
     passes = slim and maxfail is None and takes_passes(reporters, kinds)
+    if not passes:
+        kinds = tuple(kind for kind in kinds if not getattr(kind, "only_for_passes", False))
+    delivery.kinds = kinds
     plan = CasePlan(
         adapter,
         mode,
@@ -246,8 +251,6 @@ def run_cases(
         snapshots=snapshots,
         prerender=Prerendering(kinds, passes) if kinds or passes else None,
     )
-    delivery = Delivery(reporters, order, kinds)
-    delivery.named(suite, adapter.name)
     delivery.start(len(cases))
 
     def case_done(report: CaseReport) -> CaseReport | None:

@@ -1,8 +1,8 @@
 """`harness.run.process_pool`'s plain passes: when every reporter that hears of cases writes
-a plain pass from what its worker rendered (the command's table, JSON report and last run),
-the workers send such a pass without its report, the harness decodes none of them, and
-every report is the one a run sending every report writes (timings apart); a case that
-kills its worker among them is still that case's run error alone."""
+a plain pass from what its worker rendered (the command's table, JSON and JUnit reports,
+last run), the workers send such a pass without its report, the harness decodes none of
+them, and every report is the one a run sending every report writes (timings apart); a
+case that kills its worker among them is still that case's run error alone."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from conftest import write_suite
 from test_run_process_pool import hostile_agent, mixed_suite, says_hi, timeless
 
 from harness import pipeline
-from harness.reporters import json_report, table
+from harness.reporters import json_report, junit, table
 from harness.reporters.base import Commit, Output, Reporter
 from harness.reporters.last_run import LAST_FOLDER, LAST_NAME
 from harness.run import process_pool
@@ -54,9 +54,17 @@ class Listener(Reporter):
 
 def the_command_s_reporters(out: Path) -> tuple[list[Reporter], io.StringIO]:
     stdout = io.StringIO()
-    values: dict[str, Any] = {json_report.OPTION.dest: out / "report.json", "jobs": 2}
+    values: dict[str, Any] = {
+        json_report.OPTION.dest: out / "report.json",
+        junit.OPTION.dest: out / "report.xml",
+        "jobs": 2,
+    }
     output = Output(values, "table", stdout, io.StringIO(), environ={})
-    built = [*table.REPORTER.build(output), *json_report.REPORTER.build(output)]
+    built = [
+        *table.REPORTER.build(output),
+        *json_report.REPORTER.build(output),
+        *junit.REPORTER.build(output),
+    ]
     return [*built, Commit(output.files)], stdout
 
 
@@ -76,6 +84,7 @@ def run(suite: Path, work: Path, agent: str, *more: Reporter) -> tuple[SuiteRepo
     lines = stdout.getvalue().splitlines()
     written = {
         "json": untimed((work / "report.json").read_text()),
+        "junit": re.sub(r'time="[\d.]+"', 'time="0"', (work / "report.xml").read_text()),
         "last": untimed(last.read_text().replace(named, "TRANSCRIPTS")),
         "transcripts": sorted((work / LAST_FOLDER / named).read_text().splitlines()),
         # Cases finish in any order: each case's lines, and the counter counting on.

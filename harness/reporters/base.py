@@ -189,6 +189,9 @@ class Document(Reporter):
     def named(self, suite: str, agent: str) -> None:
         if isinstance(self._render, Streamed):
             self._render.named(suite, agent)
+            # What a worker renders of a case may name them (JUnit's testcase).
+            self.worker_parts = self._render.worker_parts
+            self.takes_passes = self.worker_parts is not None
 
     def case_kept(self, case: CaseReport) -> None:
         if isinstance(self._render, Streamed):

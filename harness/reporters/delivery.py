@@ -59,8 +59,9 @@ class Delivery:
         prerender: Sequence[Any] = (),  # `harness.run.pool_worker.Prerender`s
     ) -> None:
         self._reporters = reporters
-        # Let go of each case once all are told it: one off or broken takes nothing.
-        self._prerender = prerender
+        # What workers render of each case (a pass's parts, in this order); each case let go
+        # of once all are told it: one off or broken takes nothing.
+        self.kinds = prerender
         self._broken: dict[int, str] = {}
         # The case ids in suite order (each once), for `kept` to tell cases in it, whatever
         # order they finish in (several jobs); none: as they come.
@@ -149,28 +150,28 @@ class Delivery:
             if case is None:
                 break
             if told:
-                self._each_case(self._passes_kept, Passes(self._prerender, told))
+                self._each_case(self._passes_kept, Passes(self.kinds, told))
                 told = []
             at += 1
             self._next = at
             self._tell_kept(case)
         self._next = at
         if told:
-            self._each_case(self._passes_kept, Passes(self._prerender, told))
+            self._each_case(self._passes_kept, Passes(self.kinds, told))
 
     def _unordered(self) -> None:
         """Any case still waiting for one before it (a case the run never told) is told
         now: a report that finds its cases not the verdict's renders it whole instead."""
         runs, self._runs = self._runs, {}
         for place in sorted(runs):
-            self._each_case(self._passes_kept, Passes(self._prerender, runs[place]))
+            self._each_case(self._passes_kept, Passes(self.kinds, runs[place]))
         waiting, self._waiting = self._waiting, {}
         for case in waiting.values():
             self._tell_kept(case)
 
     def _tell_kept(self, case: CaseReport) -> None:
         self._each_case(self._kept, case)
-        for each in self._prerender:
+        for each in self.kinds:
             each.drop(case)
 
     def finish(self, report: SuiteReport) -> None:

@@ -34,8 +34,9 @@ stdout.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from harness.io.text import brief, clean, clean_lines, clip, headline, inert_markup, one_line
 from harness.options import Option
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
     from harness.io.atomic import Part
     from harness.verdict.comparison import Overrun
+    from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, RepeatStats, RunReceipt, SuiteReport
 
 OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
@@ -163,6 +165,46 @@ SPOOLED = "zeroclaw-spooled-testcases"
 _BETWEEN = "\n\t\t"  # the indentation between two testcases
 
 
+def _testcase(suite: str, agent: str, case: CaseReport) -> bytes:
+    """`case`'s testcase, serialised and indented as the whole document has it."""
+    from xml.etree.ElementTree import Element, indent, tostring
+
+    label, name = f"{clean(suite)}[{clean(agent)}]", f"{clean(case.id)}[{clean(agent)}]"
+    root = Element("testsuites")
+    _test_case(_child(root, "testsuite"), label, name, case, [])
+    indent(root, space="\t")  # the testcase at the depth it has in the document
+    testcase = root[0][0]
+    testcase.tail = None  # the separator between testcases stands for it
+    return inert_markup(tostring(testcase, encoding="unicode")).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class JunitPart:
+    """A plain pass's testcase and time, rendered by its worker process for the run's
+    suite and agent (`harness.run.pool_worker.Prerender`): used only for a pass that comes
+    without its report (`Passes`); a case that comes with its report is rendered here."""
+
+    suite: str
+    agent: str
+    # Of no use to a case that comes with its report: rendered only when passes come alone.
+    only_for_passes = True
+
+    def render(self, case: CaseReport) -> tuple[bytes, float] | None:
+        return (_testcase(self.suite, self.agent, case), case.duration_ms) if case.plain else None
+
+    @staticmethod
+    def hold(case: CaseReport, parts: object) -> None:
+        pass  # a case with its report is rendered here
+
+    @staticmethod
+    def drop(case: CaseReport) -> None:
+        pass
+
+    @staticmethod
+    def release() -> None:
+        pass
+
+
 class JunitCases:
     """The JUnit document written as its cases are kept (`harness.reporters.streamed`):
     each testcase serialised and indented as the whole document has it."""
@@ -174,25 +216,23 @@ class JunitCases:
         self._named: tuple[str, str] | None = None
         self._time = 0.0
         self._facts = False
+        self.worker_parts: JunitPart | None = None  # once the suite and agent are named
 
     def named(self, suite: str, agent: str) -> None:
         self._named = (suite, agent)
+        self.worker_parts = JunitPart(suite, agent)
 
     def add(self, case: CaseReport) -> None:
-        from xml.etree.ElementTree import Element, indent, tostring
-
         assert self._named is not None, "a run names its suite and agent before any case"
-        suite, agent = self._named
-        label, name = f"{clean(suite)}[{clean(agent)}]", f"{clean(case.id)}[{clean(agent)}]"
-        root = Element("testsuites")
-        _test_case(_child(root, "testsuite"), label, name, case, [])
-        indent(root, space="\t")  # the testcase at the depth it has in the document
-        testcase = root[0][0]
-        testcase.tail = None  # the separator between testcases stands for it
-        part = tostring(testcase, encoding="unicode")
-        self._cases.append(inert_markup(part).encode("utf-8"))
+        self._cases.append(_testcase(*self._named, case))
         self._time += case.duration_ms
         self._facts = self._facts or case.repeat is not None or case.cluster is not None
+
+    def add_passes(self, passes: Passes) -> None:
+        made = cast("list[tuple[bytes, float]]", passes.parts(self.worker_parts))
+        self._cases.extend([part for part, _ in made])
+        for _, duration_ms in made:  # summed in suite order, as `render_junit` sums them
+            self._time += duration_ms
 
     def parts(self, report: SuiteReport) -> Sequence[Part]:
         # A case's testcase says its token and cost gates' overruns, known only once the

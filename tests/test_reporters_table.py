@@ -345,8 +345,9 @@ def test_no_suite_pass_rate_rests_on_no_completed_case() -> None:
 # --- the lines a worker process renders -----------------------------------------------------
 
 
+@pytest.mark.parametrize("colour", [False, True])
 def test_the_table_of_a_run_in_workers_is_the_one_this_process_renders(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, colour: bool
 ) -> None:
     from conftest import echo_fixture, failing_fixture, under_scripted_fixture, write_suite
 
@@ -383,13 +384,14 @@ def test_the_table_of_a_run_in_workers_is_the_one_this_process_renders(
     cases |= {f"{n}b.json": failing_fixture(f"bad-{n}") for n in range(2)}
     cases["9c.json"] = under_scripted_fixture("under")
     suite = write_suite(tmp_path / "suite", cases)
-    ours, theirs = io.StringIO(), io.StringIO()
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    ours, theirs = FakeTty(colour), FakeTty(colour)
     reporters = [TableReporter(ours, jobs=2), Rendered(theirs, jobs=2)]
     report = pipeline.run(pipeline.RunOptions(suite, root=tmp_path, jobs=2), reporters)
     assert len(report.cases) == 7 and (report.totals.failed, report.totals.errors) == (2, 1)
     assert len(taken) == 7  # every case's lines came from its worker
     assert ours.getvalue() == theirs.getvalue()
-    assert "[7/7] " in ours.getvalue()
+    assert "[7/7] " in ours.getvalue() and (ESC in ours.getvalue()) == colour
 
 
 def test_the_lines_a_worker_rendered_for_a_folded_case_are_let_go(
@@ -409,22 +411,27 @@ def test_the_lines_a_worker_rendered_for_a_folded_case_are_let_go(
     assert id(case) not in table._LINES
 
 
-@pytest.mark.parametrize("guard", [False, True])
-def test_plain_passes_told_together_write_what_each_told_alone_writes(guard: bool) -> None:
-    from harness.reporters.table import TableLines
+@pytest.mark.parametrize(("guard", "colour"), [(False, False), (True, False), (False, True)])
+def test_plain_passes_told_together_write_what_each_told_alone_writes(
+    guard: bool, colour: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harness.verdict.kept import Passes
 
+    monkeypatch.delenv("NO_COLOR", raising=False)
     cases = [passing_report(f"case-{n}") for n in range(5)]
-    alone, together = io.StringIO(), io.StringIO()
+    alone, together = FakeTty(colour), FakeTty(colour)
     one, batch = TableReporter(alone, guard, jobs=2), TableReporter(together, guard, jobs=2)
+    lines = one.worker_parts
+    assert lines is batch.worker_parts and one.takes_passes
     for reporter in (one, batch):
         reporter.start(len(cases))
     for case in cases:
-        TableLines.hold(case, TableLines.render(case))
+        lines.hold(case, lines.render(case))
         one.case_done(case)
-    made = [(n, case.id, case.score, (TableLines.render(case),)) for n, case in enumerate(cases)]
-    batch.passes_done(Passes((TableLines,), made[:2]))
-    batch.passes_done(Passes((TableLines,), made[2:]))
+    made = [(n, case.id, case.score, (lines.render(case),)) for n, case in enumerate(cases)]
+    batch.passes_done(Passes((lines,), made[:2]))
+    batch.passes_done(Passes((lines,), made[2:]))
+    assert (ESC in together.getvalue()) == colour
     tokens = re.compile(r"[0-9a-f]{32}")  # each chunk's own token
     assert tokens.sub("T", together.getvalue()) == tokens.sub("T", alone.getvalue())
     assert "[5/5] " in together.getvalue()

@@ -211,10 +211,10 @@ _LINES: dict[int, tuple[CaseReport, str]] = {}
 
 class TableLines:
     """A case's lines rendered by its worker process (`harness.run.pool_worker.Prerender`)
-    for an uncoloured table: the table counts them itself (the counter goes after the
-    two spaces every case's first line starts with, which no workflow command can start
-    or end at). Used only for the report they came with, when no detail of the case is
-    folded into an earlier case's; else the case is rendered here."""
+    for an uncoloured table (`ColourLines`: a coloured one): the table counts them itself
+    (the counter goes after the two spaces every case's first line starts with, which no
+    workflow command can start or end at). Used only for the report they came with, when
+    no detail of the case is folded into an earlier case's; else the case is rendered here."""
 
     @staticmethod
     def render(case: CaseReport) -> str:
@@ -238,6 +238,14 @@ class TableLines:
         return held[1] if held is not None and held[0] is case else None
 
 
+class ColourLines(TableLines):
+    """`TableLines` of a coloured table (on a terminal)."""
+
+    @staticmethod
+    def render(case: CaseReport) -> str:
+        return render_case(case, colour=True)
+
+
 class TableReporter(Reporter):
     order = STDOUT
     whole_cases = False  # each case's line is written as it is done; then the totals
@@ -245,8 +253,9 @@ class TableReporter(Reporter):
     def __init__(self, stream: TextIO, guard: bool = False, jobs: int | None = None) -> None:
         self._stream = stream
         self._colour = use_colour(stream)
-        self.worker_parts = None if self._colour else TableLines
-        self.takes_passes = not self._colour  # a plain pass's lines: its worker's
+        # Each case's lines its worker's, as this table renders them; a plain pass's alone.
+        self.worker_parts = ColourLines if self._colour else TableLines
+        self.takes_passes = True
         self._guard = guard  # on GitHub Actions, whose runner reads stdout for commands
         self._jobs = jobs or 1
         self._total = 0
@@ -260,8 +269,8 @@ class TableReporter(Reporter):
     def case_done(self, case: CaseReport) -> None:
         self._done += 1
         folded = self._changes.fold(case)
-        taken = TableLines.take(case)  # taken even when not used: it is let go now
-        lines = None if folded or self._colour else taken
+        taken = self.worker_parts.take(case)  # taken even when not used: it is let go now
+        lines = None if folded else taken
         if lines is None:
             lines = render_case(case, self._colour, self._counter(), folded)
         elif counter := self._counter():
@@ -270,7 +279,7 @@ class TableReporter(Reporter):
 
     def passes_done(self, passes: Passes) -> None:
         # A plain pass folds nothing (it has no failing check): each its worker's lines.
-        chunks = cast("list[str]", passes.parts(TableLines))
+        chunks = cast("list[str]", passes.parts(self.worker_parts))
         if self._counter():  # `_counter` of each, counted on from here
             total, width = self._total, len(str(self._total))
             chunks = [

@@ -36,12 +36,12 @@ from harness.reporters.streamed import slimmed
 from harness.run.options import RunOptions as RunOptions
 from harness.run.options import admit as admit
 from harness.run.options import load
-from harness.run.pool_worker import Prerendering
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import end_workers_early, run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
 from harness.tracking.baseline import Against, compare, load_baseline
 from harness.tracking.budget_gate import gated
+from harness.verdict.kept import Prerendering
 from harness.verdict.receipts import GitState, suite_hash, suite_receipt
 from harness.verdict.reports import CaseReport, SuiteReport, UnusedSnapshots
 

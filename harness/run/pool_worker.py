@@ -36,7 +36,7 @@ from harness.fixtures.suite import Case, FixtureChanged, admit_slice
 from harness.run.runner import CasePlan, replay_backend
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
-from harness.verdict.kept import SCORES
+from harness.verdict.kept import SCORES, Prerendering
 from harness.verdict.reports import CaseReport
 
 RunCases = Callable[[list[Case], CasePlan, Callable[[CaseReport], None] | None], Any]
@@ -107,16 +107,6 @@ class Prerender(Protocol):
 
     @staticmethod
     def release() -> None: ...
-
-
-@dataclass(frozen=True)
-class Prerendering:
-    """What workers render of each report for this process's reporters (`kinds`), and
-    whether a plain pass goes back as those parts alone (`passes`: its id, fixture and
-    score, no report), for reporters that write a plain pass from its parts."""
-
-    kinds: tuple[Prerender, ...]
-    passes: bool = False
 
 
 @dataclass(frozen=True)

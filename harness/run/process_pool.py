@@ -96,7 +96,7 @@ def start_fork_server(run_module: str, adapter_module: str, workers: int = 0) ->
 
 class WorkerPool:
     """Runs items on up to `size` workers; `on_report` hears each case's report as it
-    comes in, `on_passes` the plain passes sent without one (`pool_worker.Prerendering`),
+    comes in, `on_passes` the plain passes sent without one (`verdict.kept.Prerendering`),
     those of one read of a worker's pipe at once, in the order they were done, and
     `on_death` each case whose worker died under it. `may_start` is asked before
     any case is sent (`--maxfail`); with `stepwise` a case goes only once its worker is

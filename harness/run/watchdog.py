@@ -56,7 +56,7 @@ def run_watched(
 ) -> Sequence[CaseReport]:
     """Every case's report, in fixture order; `on_case` hears each as it finishes, and
     `on_passes` the plain passes workers send without their reports when the plan's
-    `prerender` asks for them (`pool_worker.Prerendering.passes`).
+    `prerender` asks for them (`verdict.kept.Prerendering.passes`).
     `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
     free (`run_batch`). The heap the run starts with is left to the collector's frozen
     generation meanwhile (`heap_frozen`)."""

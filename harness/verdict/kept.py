@@ -15,7 +15,8 @@ parts of it the reporters write (`Passes`): the run then holds it as a byte stra
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar, overload
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -150,6 +151,17 @@ def plain_passes(cases: Sequence[T]) -> tuple[Sequence[T] | Iterator[T], int]:
 # One plain pass as a worker process sends it (`Passes`): the case's place in the suite,
 # its id and score, and the parts of it the worker rendered, one a kind.
 Pass = tuple[int, str, "float | None", tuple[object, ...]]
+
+
+@dataclass(frozen=True)
+class Prerendering:
+    """What workers render of each report for this process's reporters (`kinds`: the
+    `harness.run.pool_worker.Prerender`s), and whether a plain pass goes back as those
+    parts alone (`passes`: its place, id and score, no report, as `Passes` holds it), for
+    reporters that write a plain pass from its parts."""
+
+    kinds: tuple[Any, ...]
+    passes: bool = False
 
 
 class Passes:

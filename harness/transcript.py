@@ -88,17 +88,24 @@ class Transcript:
         (all of them when the agent rewrote its history), and its answer."""
         shown: list[TranscriptStep] = []
         previous: tuple[Message, ...] = ()
+        # A loop mostly offers the very same tools request after request: their names are
+        # one list for all those steps (reports are read-only).
+        tools: object = None
+        offered: list[str] = []
         for exchange, answer in zip(self.exchanges, self.answers, strict=True):
-            messages = exchange.request.messages
+            request = exchange.request
+            messages = request.messages
             grown = messages[: len(previous)] == previous
+            if request.tools is not tools:
+                tools, offered = request.tools, [t.name for t in request.tools]
             shown.append(
                 TranscriptStep(
                     turn=exchange.turn,
                     step=exchange.step,
                     sent=list(messages[len(previous) :] if grown else messages),
-                    tools_offered=[t.name for t in exchange.request.tools],
+                    tools_offered=offered,
                     answer=answer,
-                    agent=exchange.request.agent,
+                    agent=request.agent,
                 )
             )
             previous = messages

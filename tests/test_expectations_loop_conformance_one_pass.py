@@ -223,6 +223,42 @@ def test_a_plain_run_is_judged_at_once_as_the_one_pass_judges_it() -> None:
     assert min(seen.values()) > 200  # both answers, many times over
 
 
+def one_tool_twice(results: tuple[str, str], dispatched: tuple[str, str]) -> Conversation:
+    """A run whose step calls echo twice (ids c1 and c2, arguments "a" and "b"), the loop
+    passing back `results` for c1 and c2 in that order, echo's dispatches recorded with
+    the arguments `dispatched` (each returning its argument)."""
+    one, two = ToolCall("c1", "echo", {"m": "a"}), ToolCall("c2", "echo", {"m": "b"})
+    said = (Message(role="system", content="Be brief."), Message(role="user", content="twice"))
+    asked = Message(role="assistant", tool_calls=(one, two))
+    passed = tuple(
+        Message(role="tool", content=text, tool_call_id=id_)
+        for id_, text in zip(("c1", "c2"), results, strict=True)
+    )
+    return Conversation(
+        user_inputs=("twice",),
+        script=((ModelStep(tool_calls=(one, two)), ModelStep(text="done")),),
+        exchanges=(
+            Exchange(0, 0, 0, ModelRequest(messages=said, tools=ECHO)),
+            Exchange(0, 1, 2, ModelRequest(messages=(*said, asked, *passed), tools=ECHO)),
+        ),
+        calls=tuple(RecordedCall("echo", f'{{"m":"{m}"}}', m, True, 0.1) for m in dispatched),
+    )
+
+
+def test_one_tool_called_twice_in_a_step_is_judged_at_once_as_the_one_pass_judges_it() -> None:
+    """The plain path's shortcut for results passed back in the order of the calls holds
+    for calls of one tool too: each dispatch is then told apart by its arguments, as the
+    one pass tells them apart, whichever order they were recorded in."""
+    verdicts = set()
+    for results in [("a", "b"), ("b", "a"), ("a", "a")]:
+        for dispatched in [("a", "b"), ("b", "a")]:
+            run = one_tool_twice(results, dispatched)
+            clean = not _one_pass(run, RULES)
+            assert plain_conformant(run, RULES) == clean, (results, dispatched)
+            verdicts.add(clean)
+    assert verdicts == {True, False}
+
+
 def test_a_run_that_is_not_plain_is_left_to_the_one_pass() -> None:
     conformant = plain_run()
     approval = Approval(0, "c1", "echo", approved=True)

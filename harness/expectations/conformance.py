@@ -16,6 +16,7 @@ from harness.model_boundary import (
     ModelRequest,
     ModelStep,
     ToolCall,
+    ToolSchema,
     summarize_request,
 )
 from harness.tool_registry import RecordedCall, canonical_arguments
@@ -251,16 +252,62 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
     True only when the one pass would find no violation; False when one of the rules is
     broken, or the conversation is not plain: the one pass then says what, as always
     (so a violation's words are made in one place). Most runs are plain and conform, and
-    for them this is all grading the loop costs."""
+    for them this is all grading the loop costs: one loop, its state in local variables
+    (a walk object's attributes, read and set at every request, cost a third of it)."""
     if not _plain(conversation, rules):
         return False
-    walk = _PlainWalk(conversation, rules)
     exchanges, calls = conversation.exchanges, conversation.calls
-    count = len(exchanges)
+    script, inputs = conversation.script, conversation.user_inputs
+    dispatches, results = "dispatches" in rules, "tool_results" in rules
+    offered, instructions = "offered_tools" in rules, "instructions" in rules
+    last_input = _LastInput(inputs) if "last_user_input" in rules else None
+    history = _History(script, inputs) if "history" in rules else None
+    turns, count = min(len(script), len(inputs)), len(exchanges)
+    first: list[str | None] = []  # the first request's system message, once seen
+    # The tools a request offered (a loop mostly offers the very same ones request after
+    # request): their names, and those of its output tools, whose calls are no dispatch.
+    offer: object = None
+    names: set[str] = set()
+    answers: set[str] = set()
+    # The step that answered the request before, its turn, and the dispatches it made.
+    before: tuple[ToolCall, ...] = ()
+    before_turn = -1
+    before_ran: tuple[RecordedCall, ...] = ()
     for index, exchange in enumerate(exchanges):
-        end = exchanges[index + 1].calls_before if index + 1 < count else len(calls)
-        if not walk.keeps(exchange, calls[exchange.calls_before : end]):
+        request, now = exchange.request, exchange.turn
+        if request.agent is not None or not 0 <= now < turns:
             return False
+        steps = script[now]
+        if exchange.step >= len(steps):
+            return False
+        wanted = steps[exchange.step].tool_calls
+        ran = calls[
+            exchange.calls_before : exchanges[index + 1].calls_before
+            if index + 1 < count
+            else len(calls)
+        ]
+        if wanted and request.tools is not offer:
+            offer = request.tools
+            names, answers = _offered(request.tools)
+        if dispatches and (wanted or ran) and not _dispatched(wanted, ran, answers):
+            return False
+        if offered and wanted and not names.issuperset(map(_NAME, wanted)):
+            return False
+        if (
+            results
+            and before
+            and before_turn == now
+            and not _results_kept(before, before_ran, exchange)
+        ):
+            return False
+        messages = request.messages
+        if history is not None and not history.kept(now, messages):
+            return False
+        if last_input is not None and not last_input.kept(now, messages):
+            return False
+        if instructions and not _instructions_kept(request, first):
+            return False
+        before, before_turn, before_ran = wanted, now, ran
     return True
 
 
@@ -274,79 +321,37 @@ def _plain(conversation: Conversation, rules: Collection[str]) -> bool:
 _NAME = operator.attrgetter("name")
 
 
-class _PlainWalk:
-    """What `plain_conformant` keeps as it goes request by request: the rules it checks,
-    the conversation so far, and what the request before left."""
+def _offered(tools: tuple[ToolSchema, ...]) -> tuple[set[str], set[str]]:
+    """The names of `tools`, and those of its output tools."""
+    names = {t.name for t in tools}
+    return names, {t.name for t in tools if t.output} if any(t.output for t in tools) else set()
 
-    def __init__(self, conversation: Conversation, rules: Collection[str]) -> None:
-        self.dispatches, self.results = "dispatches" in rules, "tool_results" in rules
-        self.history, self.last_input = "history" in rules, "last_user_input" in rules
-        self.offered, self.instructions = "offered_tools" in rules, "instructions" in rules
-        self.script, self.inputs = conversation.script, conversation.user_inputs
-        self.kept: list[tuple[str, str]] = []  # the conversation so far, as `history` keeps it
+
+class _History:
+    """`history` request by request over the one conversation of a plain run: the
+    conversation so far as the rule keeps it, and where the request before held it."""
+
+    __slots__ = ("expected", "inputs", "matched", "position", "script", "seen", "turn")
+
+    def __init__(self, script: tuple[tuple[ModelStep, ...], ...], inputs: tuple[str, ...]) -> None:
+        self.script, self.inputs = script, inputs
+        self.expected: list[tuple[str, str]] = []
         self.turn = -1
         # The messages of the request before, where its history was found, and how many
-        # entries of `kept` it held: a loop's requests mostly grow one from the other.
+        # entries of `expected` it held: a loop's requests mostly grow one from the other.
         self.seen: tuple[Message, ...] = ()
         self.position = self.matched = 0
-        # The first request's system message, when it declares none.
-        self.first: list[str | None] = []
-        self.previous: Exchange | None = None
-        self.previous_step: ModelStep | None = None
-        self.previous_ran: tuple[RecordedCall, ...] = ()
-        # The tools a request offered: their names, and those of its output tools.
-        self.offer: tuple[object, set[str], set[str]] = (None, set(), set())
-        # Per turn, the inputs of the turns before it that differ from its own.
-        self.earlier: dict[int, set[str]] = {}
 
-    def keeps(self, exchange: Exchange, ran: tuple[RecordedCall, ...]) -> bool:
-        """Whether the request of `exchange` (answered by the dispatches `ran`) keeps every
-        rule checked; False too where it is not one a plain run makes."""
-        request, now, script = exchange.request, exchange.turn, self.script
-        if request.agent is not None or not 0 <= now < min(len(script), len(self.inputs)):
-            return False
-        steps = script[now]
-        if exchange.step >= len(steps):
-            return False
-        step = steps[exchange.step]
-        messages, wanted = request.messages, step.tool_calls
-        if wanted and request.tools is not self.offer[0]:
-            # A loop mostly offers the very same tools request after request.
-            tools = request.tools
-            self.offer = (tools, {t.name for t in tools}, {t.name for t in tools if t.output})
-        if self.dispatches and (wanted or ran) and not _dispatched(wanted, ran, self.offer[2]):
-            return False
-        if self.offered and wanted and not self.offer[1].issuperset(map(_NAME, wanted)):
-            return False
-        previous, previous_step = self.previous, self.previous_step
-        if (
-            self.results
-            and previous is not None
-            and previous_step is not None
-            and previous.turn == now
-            and previous_step.tool_calls
-            and not _results_kept(previous_step.tool_calls, self.previous_ran, exchange)
-        ):
-            return False
-        if self.history and not self._history_kept(now, messages):
-            return False
-        if self.last_input and not self._last_input_kept(now, messages):
-            return False
-        if self.instructions and not _instructions_kept(request, self.first):
-            return False
-        self.previous, self.previous_step, self.previous_ran = exchange, step, ran
-        return True
-
-    def _history_kept(self, now: int, messages: tuple[Message, ...]) -> bool:
-        """`history` at one request of the one conversation of a plain run."""
-        kept, script = self.kept, self.script
-        for later in range(self.turn + 1, now + 1):
-            # `final_text`, for a run no tripwire halted.
-            ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
-            if ended is not None and ended.text and not ended.tool_calls:
-                kept.append(("assistant", ended.text))
-            kept.append(("user", self.inputs[later]))
-        self.turn = max(self.turn, now)
+    def kept(self, now: int, messages: tuple[Message, ...]) -> bool:
+        expected, script = self.expected, self.script
+        if now > self.turn:
+            for later in range(self.turn + 1, now + 1):
+                # `final_text`, for a run no tripwire halted.
+                ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
+                if ended is not None and ended.text and not ended.tool_calls:
+                    expected.append(("assistant", ended.text))
+                expected.append(("user", self.inputs[later]))
+            self.turn = now
         seen = self.seen
         # Found in order from the first message on, each where it is first found: a request
         # that begins with the one before's messages holds what that one held where it did,
@@ -355,14 +360,24 @@ class _PlainWalk:
             position, matched = self.position, self.matched
         else:
             position = matched = 0
-        position = _found_in_order(kept, matched, messages, position)
+        position = _found_in_order(expected, matched, messages, position)
         if position < 0:
             return False
-        self.seen, self.position, self.matched = messages, position, len(kept)
+        self.seen, self.position, self.matched = messages, position, len(expected)
         return True
 
-    def _last_input_kept(self, turn: int, messages: tuple[Message, ...]) -> bool:
-        """`last_user_input` at one request of the one conversation of a plain run."""
+
+class _LastInput:
+    """`last_user_input` request by request over the one conversation of a plain run."""
+
+    __slots__ = ("earlier", "inputs")
+
+    def __init__(self, inputs: tuple[str, ...]) -> None:
+        self.inputs = inputs
+        # Per turn, the inputs of the turns before it that differ from its own.
+        self.earlier: dict[int, set[str]] = {}
+
+    def kept(self, turn: int, messages: tuple[Message, ...]) -> bool:
         inputs = self.inputs
         want = inputs[turn]
         for at in range(len(messages) - 1, -1, -1):
@@ -415,10 +430,12 @@ def _results_kept(
 ) -> bool:
     """`tool_results` at one request of a plain run: `results_problems` finds nothing.
     Seen at once where a loop passes the results back as its last messages, in the order
-    of the calls, of tools each called once: each result is then the one its call's id
-    finds, and each call's dispatch the one of its name."""
+    of the calls, each call's id its own: each result is then the one its call's id finds,
+    and each call's dispatch the one in its place, of its name (and, where the step calls
+    one tool more than once, of its arguments: `take_dispatch`'s choice)."""
     messages, n = exchange.request.messages, len(calls)
-    if len(ran) == n <= len(messages) and (n == 1 or _distinct(calls)):
+    if len(ran) == n <= len(messages) and (n == 1 or len({c.id for c in calls}) == n):
+        alike = n > 1 and len(set(map(_NAME, calls))) < n
         for call, result, done in zip(calls, messages[-n:], ran, strict=True):
             if (
                 result.role != "tool"
@@ -426,16 +443,12 @@ def _results_kept(
                 or result.tool_call_id != call.id
                 or done.name != call.name
                 or done.result not in result.content
+                or (alike and done.arguments != canonical_arguments(call.arguments))
             ):
                 break
         else:
             return True
     return next(results_problems(calls, ran, exchange), None) is None
-
-
-def _distinct(calls: tuple[ToolCall, ...]) -> bool:
-    """No two of `calls` share an id or a tool."""
-    return len({c.id for c in calls}) == len(calls) == len(set(map(_NAME, calls)))
 
 
 def _dispatched(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import msgspec
@@ -10,6 +11,8 @@ from harness.approvals import Approval
 from harness.model_boundary import GuardrailRun, Handoff, ModelStep
 from harness.tool_registry import RecordedCall
 from harness.transcript import TranscriptStep
+
+_SUCCESS = operator.attrgetter("success")
 
 
 class RunRecord(msgspec.Struct, kw_only=True, gc=False):
@@ -56,4 +59,4 @@ class RunRecord(msgspec.Struct, kw_only=True, gc=False):
 
     @property
     def all_tools_succeeded(self) -> bool:
-        return all(c.success for c in self.calls)
+        return all(map(_SUCCESS, self.calls))

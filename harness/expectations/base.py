@@ -181,7 +181,7 @@ def clip(text: str, limit: int = 500) -> str:
 def q_list(items: list[str]) -> str:
     if not items:  # what the empty run shows, for every fixture admitted
         return "[]"
-    return "[" + ", ".join(q(clip(i, 200)) for i in items) + "]"
+    return "[" + ", ".join([q(clip(i, 200)) for i in items]) + "]"
 
 
 def finite_json(value: Any) -> bool:

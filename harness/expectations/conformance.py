@@ -322,9 +322,14 @@ _NAME = operator.attrgetter("name")
 
 
 def _offered(tools: tuple[ToolSchema, ...]) -> tuple[set[str], set[str]]:
-    """The names of `tools`, and those of its output tools."""
-    names = {t.name for t in tools}
-    return names, {t.name for t in tools if t.output} if any(t.output for t in tools) else set()
+    """The names of `tools`, and those of its output tools (mostly none)."""
+    names: set[str] = set()
+    answers: set[str] = set()
+    for tool in tools:
+        names.add(tool.name)
+        if tool.output:
+            answers.add(tool.name)
+    return names, answers
 
 
 class _History:

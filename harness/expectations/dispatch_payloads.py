@@ -105,6 +105,11 @@ def _payload_grade(
     if not matching:
         detail = f"{tool} was never called; tools called: {q_list(run.tools_called)}"
         return Grade(check, False, detail, "tool", field)
-    ok = any(expect.needle in p for p in matching)
+    needle = expect.needle
+    ok = False
+    for text in matching:  # not `any` over a generator: every case grades payloads
+        if needle in text:
+            ok = True
+            break
     detail = "found" if ok else f"not found; observed payloads: {q_list(matching)}"
     return Grade(check, ok, detail, "tool", field)

@@ -127,7 +127,7 @@ def render(requests: Iterable[ModelRequest]) -> str:
     keys = _keys(asked)
     # Each agent's distinct surfaces in the order first seen: what the text is made of.
     shown = tuple(
-        dict.fromkeys((r.agent or AGENT_UNDER_TEST, k) for r, k in zip(asked, keys, strict=True))
+        dict.fromkeys([(r.agent or AGENT_UNDER_TEST, k) for r, k in zip(asked, keys, strict=True)])
     )
     if not shown:
         return ""

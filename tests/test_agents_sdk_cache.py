@@ -144,3 +144,77 @@ def test_the_built_in_agent_is_what_building_it_makes_with_lists_of_its_own() ->
     first.handoffs.append(second)
     first.model_settings.temperature = 0.9
     assert second.handoffs == [] and second.model_settings.temperature is None
+
+
+def _case(case_id: str, message: str) -> Any:
+    """A context for the built-in agent whose model calls `echo` with `message` once, waits
+    for `proceed` before answering, and then answers in text."""
+    import asyncio
+
+    from harness.agents.protocol import AgentContext
+    from harness.builtin_toolset import builtin_tools
+    from harness.model_boundary import ModelBoundary, ModelRequest, ModelStep, ToolCall
+    from harness.tool_registry import ToolRegistry
+
+    class Script:
+        def __init__(self) -> None:
+            self.asked = 0
+            self.proceed = asyncio.Event()
+
+        async def respond(self, request: ModelRequest) -> ModelStep:
+            self.asked += 1
+            if self.asked == 1:
+                return ModelStep(
+                    tool_calls=(ToolCall(f"{case_id}-1", "echo", {"message": message}),)
+                )
+            await self.proceed.wait()
+            return ModelStep(text=f"done: {message}")
+
+    script = Script()
+    context = AgentContext(case_id, ModelBoundary(script), ToolRegistry.of(builtin_tools()))
+    return context, script
+
+
+def test_the_built_in_agents_tools_are_made_once_and_record_in_the_case_running_them() -> None:
+    import asyncio
+
+    from harness.agents.frameworks.openai_agents import OpenAIAgentsAdapter
+
+    adapter = OpenAIAgentsAdapter()
+
+    async def both() -> list[str]:
+        (first, one), (second, two) = _case("first", "alpha"), _case("second", "beta")
+        sessions = [adapter.start(first), adapter.start(second)]
+        assert sessions[0]._agent.tools == sessions[1]._agent.tools
+        assert all(a is b for a, b in zip(*(s._agent.tools for s in sessions), strict=True))
+        assert sessions[0]._agent.tools is not sessions[1]._agent.tools  # lists of their own
+        turns = [asyncio.ensure_future(s.run_turn("Echo it")) for s in sessions]
+        # Both cases' tools have run (each turn waits in its second model call) before
+        # either turn ends: their dispatches interleave on the one loop.
+        while one.asked < 2 or two.asked < 2:
+            await asyncio.sleep(0)
+        two.proceed.set()
+        one.proceed.set()
+        answers = list(await asyncio.gather(*turns))
+        for context, message in ((first, "alpha"), (second, "beta")):
+            calls = [(c.name, c.arguments, c.result) for c in context.tools.calls]
+            assert calls == [("echo", f'{{"message":"{message}"}}', message)]
+        return answers
+
+    assert asyncio.run(both()) == ["done: alpha", "done: beta"]
+
+
+def test_a_built_in_tool_run_outside_its_cases_turn_is_refused_not_recorded_elsewhere() -> None:
+    import asyncio
+
+    from agents import FunctionTool
+
+    from harness.agents.sdk_cache import function_tools
+    from harness.errors import HarnessError
+
+    context, _ = _case("lone", "alpha")
+    (echo, *_rest) = function_tools(context.tools)
+    assert isinstance(echo, FunctionTool) and echo.name == "echo"
+    with pytest.raises(HarnessError, match="'echo' was called outside a case's turn"):
+        asyncio.run(echo.on_invoke_tool(None, '{"message": "alpha"}'))  # type: ignore[arg-type]
+    assert context.tools.calls == []

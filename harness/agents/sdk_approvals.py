@@ -18,15 +18,16 @@ from harness.approvals import ApprovalDesk
 
 async def resumed(
     run: Callable[[Any], Awaitable[RunResult]],
-    start: Any,
+    result: RunResult,
     desk: ApprovalDesk,
     *,
     attribute: bool,
 ) -> RunResult:
-    """`run(start)`, then, while the run stops with calls held for approval, each decided
-    on `result.to_state()` and the run resumed from it (the SDK's documented pattern).
-    `attribute`: a graph of several agents, whose approvals name the agent asking."""
-    result = await run(start)
+    """`result` of `run`, and while the run stops with calls held for approval, each
+    decided on `result.to_state()` and the run resumed from it with `run` (the SDK's
+    documented pattern). Called only for a run that stopped: most never do, and pay nothing
+    for the approvals they do not have. `attribute`: a graph of several agents, whose
+    approvals name the agent asking."""
     while result.interruptions:
         state = result.to_state()
         for item in result.interruptions:

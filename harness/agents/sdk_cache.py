@@ -1,22 +1,30 @@
 """What the OpenAI Agents SDK adapter would make again for every case or request, made once:
-the built-in agent, and the model settings a request is sent with as the model boundary keeps
-them (`ModelRequest.settings`: the SDK's traceable fields that are set, as JSON).
+the built-in agent and its function tools, and the model settings a request is sent with as
+the model boundary keeps them (`ModelRequest.settings`: the SDK's traceable fields that are
+set, as JSON).
 
 Building an SDK `Agent` evaluates its dataclass's type hints again (a third of a replayed
 case's own cost), and the SDK serialises settings through a pydantic `TypeAdapter` it builds
 on every call (more than the rest of a replayed request). A case's built-in agent is a copy
-of one built once, with lists of its own; each distinct value of the settings is serialised
-once, and every request gets a dict of its own."""
+of one built once, with lists of its own; its `FunctionTool`s are made once for each of the
+registry's tools (five of them cost what copying the agent costs) and dispatch through the
+registry of the case whose turn runs them (`CASE_TOOLS`); each distinct value of the
+settings is serialised once, and every request gets a dict of its own."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import operator
+from contextvars import ContextVar
 from typing import Any
 
 import agents.model_settings
-from agents import Agent, Model, ModelSettings, Tool
+from agents import Agent, FunctionTool, Model, ModelSettings, Tool
+
+from harness.errors import HarnessError
+from harness.tool_registry import Tool as RegistryTool
+from harness.tool_registry import ToolRegistry
 
 # The fields the SDK traces (its own list: a private name, so every field when it is gone).
 _TRACED: tuple[str, ...] | None = getattr(
@@ -121,3 +129,44 @@ def built_in_agent(name: str, model: Model, tools: list[Tool]) -> Agent[Any]:
         setattr(agent, field, copy.copy(getattr(template, field)))
     agent.name, agent.model, agent.tools = name, model, tools
     return agent
+
+
+# The registry of the case whose turn runs: the built-in agent's tools dispatch through it.
+# Set by the session around each of its runs; the SDK runs a tool in the turn's task or a
+# task it starts from it, which sees the value (another case's turn, on the same loop, its
+# own).
+CASE_TOOLS: ContextVar[ToolRegistry | None] = ContextVar("zeroclaw_sdk_case_tools", default=None)
+# For each registry tool (by identity: the built-in tools are the same objects every case),
+# the SDK tool made for it, with the tool kept so that its id is never another's.
+_tools: dict[int, tuple[RegistryTool, FunctionTool]] = {}
+
+
+def function_tools(registry: ToolRegistry) -> list[Tool]:
+    """The registry's tools as SDK function tools, in its order: each made once (a list of
+    the case's own), each dispatching through `CASE_TOOLS`' registry when the SDK runs it."""
+    made: list[Tool] = []
+    for tool in registry.tools.values():
+        kept = _tools.get(id(tool))
+        if kept is None:
+            if len(_tools) >= _KEPT:
+                for old in list(_tools)[: _KEPT // 2]:
+                    _tools.pop(old, None)  # another thread may have let it go
+            kept = _tools[id(tool)] = (tool, _function_tool(tool.name, tool))
+        made.append(kept[1])
+    return made
+
+
+def _function_tool(name: str, tool: RegistryTool) -> FunctionTool:
+    async def invoke(_context: Any, arguments: str) -> str:
+        registry = CASE_TOOLS.get()
+        if registry is None:  # the agent run outside its case's turn: no case to record in
+            raise HarnessError(f"tool {name!r} was called outside a case's turn")
+        return (await registry.dispatch(name, arguments)).result
+
+    return FunctionTool(
+        name=name,
+        description=tool.description,
+        params_json_schema=tool.parameters,
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )

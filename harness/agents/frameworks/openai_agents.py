@@ -43,7 +43,7 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 
 from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
 from harness.agents.sdk_approvals import resumed
-from harness.agents.sdk_cache import built_in_agent, settings_json
+from harness.agents.sdk_cache import CASE_TOOLS, built_in_agent, function_tools, settings_json
 from harness.agents.sdk_graph import (
     ACTIVE_AGENT,
     GraphCopy,
@@ -72,7 +72,6 @@ from harness.model_boundary import (
     ToolSchema,
     check_offered,
 )
-from harness.tool_registry import Tool, ToolRegistry
 
 
 class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
@@ -105,10 +104,10 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         registry = context.tools
         if self._factory is None:
             model = HarnessModel(context.model)
+            # The tools are made once for the run; each dispatches through the registry
+            # of the case whose turn runs it (`CASE_TOOLS`, set by the session).
             agent = built_in_agent(
-                f"zeroclaw-eval:{context.case_id}",
-                model,
-                [_function_tool(tool, registry) for tool in registry.tools.values()],
+                f"zeroclaw-eval:{context.case_id}", model, function_tools(registry)
             )
             return _Session(agent, _RUN_CONFIG, context, model, None).within(context)
         user = self.build()
@@ -157,6 +156,7 @@ class _Session:
         self._boundary = boundary
         self._graph = graph
         self._approvals = context.approvals
+        self._tools = context.tools
         self._attribute = attribute  # a graph of several: approvals name their agent
         # The SDK's own limit (max_turns, 10 by default) counts model calls per run, that is
         # per turn here; set one above the boundary's, so the harness's limit is the one
@@ -166,7 +166,8 @@ class _Session:
         # The SDK's customer-service pattern: the next turn runs the agent handed to last
         # (the case's `next_turn_agent` "last"); else each turn starts at the first agent.
         self.continue_at_last = False
-        self.servers = CaseServers([])
+        # The user's MCP servers the case connects (None: it has none, and nothing to do).
+        self.servers: CaseServers | None = None
         self._run_context: Any = None
         self._store: Session | None = None
 
@@ -180,17 +181,23 @@ class _Session:
 
     async def aclose(self) -> None:
         """Once the case is over, whatever happened: its MCP servers cleaned up."""
-        await self.servers.close()
+        if self.servers is not None:
+            await self.servers.close()
 
     async def run_turn(self, user_input: str) -> str:
         # Connected in the first turn's task and time, before the agent lists their tools.
-        await self.servers.open()
+        if self.servers is not None:
+            await self.servers.open()
         # The SDK carries a conversation by feeding the previous run's items back in, or,
         # given a session, by the session keeping it: then the turn's input is its own.
         items = [*self._history, {"role": "user", "content": user_input}]
         try:
             if self._graph is None:
-                result = await self._resumed(items if self._store is None else user_input)
+                tools = CASE_TOOLS.set(self._tools)
+                try:
+                    result = await self._resumed(items if self._store is None else user_input)
+                finally:
+                    CASE_TOOLS.reset(tools)
             else:
                 with case_running(self._graph):
                     result = await self._resumed(items if self._store is None else user_input)
@@ -211,7 +218,10 @@ class _Session:
         return output_text(result.final_output)
 
     async def _resumed(self, start: list[Any] | str) -> RunResult:
-        return await resumed(self._run, start, self._approvals, attribute=self._attribute)
+        result = await self._run(start)
+        if not result.interruptions:
+            return result
+        return await resumed(self._run, result, self._approvals, attribute=self._attribute)
 
     async def _run(self, start: Any) -> RunResult:
         try:
@@ -235,19 +245,6 @@ class _Session:
             raise
         self._model.raise_failure()
         return result
-
-
-def _function_tool(tool: Tool, registry: ToolRegistry) -> FunctionTool:
-    async def invoke(_context: Any, arguments: str) -> str:
-        return (await registry.dispatch(tool.name, arguments)).result
-
-    return FunctionTool(
-        name=tool.name,
-        description=tool.description,
-        params_json_schema=tool.parameters,
-        on_invoke_tool=invoke,
-        strict_json_schema=False,
-    )
 
 
 class HarnessModel(Model):

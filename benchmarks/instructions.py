@@ -1,46 +1,51 @@
 """Harness against the bare SDK loop in instructions per case, counted by valgrind: the one
 figure of the harness's own cost that a shared, noisy machine cannot move.
 
-    python benchmarks/instructions.py [-n 120]
+    python benchmarks/instructions.py [-n 120] [--caches]
 
 CPU time on shared cores varies from round to round by more than the harness's whole cost
-(`benchmarks/scale.py` quotes the median of interleaved rounds for that reason). Counting
-instructions instead gives nearly the same number on every run: each side (`run_suite` and
-the bare loop of `benchmarks/overhead.py`, on the same cases) runs under
-`valgrind --tool=cachegrind --cache-sim=no` twice, over n/3 and n cases, and the difference
-of the two counts, per case, is what one more case costs, with start-up, imports and the
-run's fixed costs taken off. The four counts run two at a time. Needs valgrind (Debian's
-`valgrind`); about 50 times slower than native, so a few minutes.
+(`benchmarks/per_case.py` quotes the median of interleaved rounds for that reason). Counting
+instructions instead gives nearly the same number on every run. Each side runs as
+`per_case.py`'s SDK figure runs it, as users run the command: `zeroclaw eval run --agent
+openai-agents --jobs 1` over a suite of the regression fixtures (its request snapshots taken
+once beforehand; its reporters, its last-run report, its snapshot check all in), against the
+bare SDK loop of `benchmarks/overhead.py` over the same fixtures in a process of its own
+(`per_case.py --bare-sdk`). Each runs under `valgrind --tool=cachegrind --cache-sim=no` twice,
+over n/3 and n cases, and the difference of the two counts, per case, is what one more case
+costs, with start-up, imports, the first case's warm-up and the run's fixed costs taken off.
+The four counts run two at a time, after each side ran once natively (so that no count
+includes compiling bytecode). Needs valgrind (Debian's `valgrind`); about 50 times slower
+than native, so a few minutes.
 
 What would move the count between runs of the same code is kept still: one hash seed for
-all (string hashes steer dict and set probing), and the garbage collector off on both sides.
-With it on, whether a full collection falls in one run or the other depends on when the
-harness's watching thread allocates, and one collection more or less moved the harness's
-figure by 3%. Collection is under half a percent of either side's CPU time (the harness
-leaves the heap it started with alone, `harness.runtime.collector`), which `scale.py` measures
-with it on. The temporary paths still differ, by a few tenths of a percent.
+all (string hashes steer dict and set probing). The collector runs as each side has it: the
+harness pauses it while it admits the suite and leaves the heap it started the run with to
+the frozen generation; the bare side does the same (`per_case.bare_sdk`), so neither walks
+its import heap in the middle of one count and not the other's. The temporary paths still
+differ, by a few tenths of a percent. (This module counted `run_suite` in one process once,
+which left out the command's reporters and last-run report: about a twentieth of the
+harness's own work per case.)
 
 Instructions are not time: memory stalls and system calls count for nothing here, so the
 CPU-time ratio can be higher than this one. What this measures is the work the harness adds.
 
 `--caches` also simulates the caches, the last level sized as this machine's L2 (read from
 sysfs; 1 MiB, 8-way when it cannot be read), and counts its misses per case: the stalls the
-instruction count leaves out. Each side's own process pays them on a path it walks again
-for every case, and a run that walks more distinct code and data per case (the harness's
-admission, grading, snapshots and reports beside the SDK's loop) misses more often per
-instruction. On a 2-core AMD EPYC (1 MiB L2) the harness had 1.03x the bare loop's
-instructions per case but 1.53x its L2 misses (27.4 K against 17.9 K), which is where the
-CPU-time ratio's excess over the instruction ratio goes: a miss served by the shared L3
-costs tens of cycles, one that other processes' load pushed out to memory hundreds, so the
-CPU-time ratio also grows with the machine's load. About twice as slow as counting
-instructions alone.
+instruction count leaves out. A run that walks more distinct code and data per case (the
+harness's grading, snapshot check, reports and recording beside the SDK's loop: ~240 of the
+harness's functions a case besides the SDK's ~410) misses more often per instruction: on a
+2-core AMD EPYC (1 MiB L2) the command had 1.03x the bare loop's instructions per case but
+1.43x its L2 misses (28.4 K against 19.9 K), most of them the interpreter reading the
+bytecode and objects of the SDK's own loop again after the harness's work pushed them out.
+That is where the CPU-time ratio's excess over the instruction ratio goes: a miss served by
+the shared L3 costs tens of cycles, one that other processes' load pushed out to memory
+hundreds, so the CPU-time ratio also grows with the machine's load. About twice as slow as
+counting instructions alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import os
 import re
 import shutil
@@ -52,33 +57,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from overhead import SUITE, bare, make_cases, scripted_cases
-
-from harness import run_suite
-
-AGENT = "openai-agents"
-WARM = 21  # one of each regression fixture, run before the counted part (caches, lazy imports)
-
-
-def one_side(side: str, directory: Path, warm: Path) -> None:
-    """What one valgrind run executes: the warm-up, then the side over `directory`'s cases
-    (the bare side makes the same cases in memory: it reads no fixture)."""
-    gc.disable()  # see the module's docstring
-    if side == "bare":
-        cases = scripted_cases(len(list(directory.glob("*.json"))))
-        asyncio.run(bare(scripted_cases(WARM)))
-        if asyncio.run(bare(cases)) != len(cases):
-            sys.exit("the bare loop did not finish every case")
-        return
-    run_suite(warm, agent=AGENT)
-    report = run_suite(directory, agent=AGENT)
-    if report.exit_code() != 0:
-        sys.exit("the harness run did not pass")
-
+from measure import OWN_LOOP, installed
+from per_case import SDK_AGENT, _env, _run, _self, _snapshot, regression_suite
 
 # The counts cachegrind prints: instructions always; the last level's misses (instruction
 # and data) when the caches are simulated.
 _COUNTED = {"instructions": r"I\s+refs:\s+([\d,]+)", "l2_misses": r"LL misses:\s+([\d,]+)"}
+
+
+def command(side: str, directory: Path) -> list[str]:
+    """The command of one side over the suite in `directory`, as `per_case.py` runs it."""
+    return _run(directory, SDK_AGENT) if side == "harness" else _self("bare-sdk", directory)
+
+
+def _environment() -> dict[str, str]:
+    # One hash seed for every run: string hashes steer dict and set probing, which would
+    # move the count between runs of the same code.
+    return {**os.environ, **installed(), **_env(), "PYTHONHASHSEED": "0"}
 
 
 def l2_geometry() -> str:
@@ -98,25 +93,19 @@ def l2_geometry() -> str:
     return "1048576,8,64"
 
 
-def count(side: str, directory: Path, warm: Path, caches: str | None = None) -> dict[str, int]:
-    """Instructions (and, given an L2 geometry as `caches`, L2 misses) of one valgrind run."""
+def count(side: str, directory: Path, caches: str | None = None) -> dict[str, int]:
+    """Instructions (and, given an L2 geometry as `caches`, L2 misses) of one valgrind run of
+    `side` over `directory`, its own process only (a child it starts, such as `git`, runs
+    natively, the same at both sizes)."""
     simulate = ["--cache-sim=yes", f"--LL={caches}"] if caches else ["--cache-sim=no"]
-    command = [
+    argv = [
         "valgrind",
         "--tool=cachegrind",
         *simulate,
         "--cachegrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--side",
-        side,
-        str(directory),
-        str(warm),
+        *command(side, directory),
     ]
-    # One hash seed for every run: string hashes steer dict and set probing, which would
-    # move the count between runs of the same code.
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = subprocess.run(argv, capture_output=True, text=True, env=_environment(), cwd=OWN_LOOP)
     counted: dict[str, int] = {}
     for name, pattern in _COUNTED.items():
         found = re.search(pattern, done.stderr)
@@ -133,32 +122,30 @@ def main() -> None:
     parser.add_argument(
         "--caches", action="store_true", help="also count L2 misses (caches simulated)"
     )
-    parser.add_argument("--side", nargs=3, metavar=("SIDE", "DIR", "WARM"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.side:
-        side, directory, warm = args.side
-        one_side(side, Path(directory), Path(warm))
-        return
     if shutil.which("valgrind") is None:
         sys.exit("needs valgrind (apt-get install valgrind)")
     caches = l2_geometry() if args.caches else None
     large: int = args.n
     small = max(large // 3, 1)
     with tempfile.TemporaryDirectory(prefix="zeroclaw-instructions-") as tmp:
-        warm = Path(tmp, "warm")
-        warm.mkdir()
-        make_cases(WARM, warm, SUITE)
-        suites = {}
-        for n in (small, large):
-            suites[n] = Path(tmp, str(n))
-            suites[n].mkdir()
-            make_cases(n, suites[n], SUITE)
+        suites = {n: regression_suite(Path(tmp, str(n)), n) for n in (small, large)}
+        for directory in suites.values():
+            _snapshot(directory, SDK_AGENT)
+        # Each side once natively first: its bytecode written, so no count compiles it.
+        subprocess.run(
+            command("bare", suites[small]),
+            env=_environment(),
+            cwd=OWN_LOOP,
+            check=True,
+            capture_output=True,
+        )
         runs = [(side, n) for side in ("bare", "harness") for n in (small, large)]
         with ThreadPoolExecutor(2) as pool:
             counted: dict[tuple[str, int], dict[str, int]] = dict(
                 zip(
                     runs,
-                    pool.map(lambda r: count(r[0], suites[r[1]], warm, caches), runs),
+                    pool.map(lambda r: count(r[0], suites[r[1]], caches), runs),
                     strict=True,
                 )
             )

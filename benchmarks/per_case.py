@@ -19,7 +19,9 @@ what is left is what one more case costs.
 * **SDK path** (target <= 1.10): `zeroclaw eval run --agent openai-agents --jobs 1` over N
   of the regression suite's cases (snapshots taken once) against the bare SDK loop of
   `benchmarks/overhead.py` over the same fixtures, offered the same five tools the built-in
-  agent offers, in a process of its own; the ratio of the two marginal CPU costs per case.
+  agent offers, in a process of its own (the collector as the harness has it: paused while
+  the fixtures are read, the heap frozen for the cases); the ratio of the two marginal CPU
+  costs per case, over 3,000 cases (quick: 1,000) in five rounds.
 
 Every size's sides run once per round, interleaved (the order flipping each round), and each
 figure is the median of its per-round values, so drift in the machine's load hits both
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -59,6 +62,11 @@ from measure import (
 OWN_LIMIT_MS = 0.06
 FLAT_LIMIT = 1.25  # the own cost at the largest size over that at the smallest
 SDK_LIMIT = 1.10
+# The SDK figure's cases (quick, full) and rounds. Each side's start-up (1.5-2 s of CPU: the
+# SDK's imports) varies by a tenth of a second from run to run on shared cores, which the
+# marginal cost divides by N: at 300 cases that alone moved the ratio by a tenth.
+SDK_CASES = {True: 1000, False: 3000}
+SDK_ROUNDS = 5
 SDK_AGENT = "openai-agents"
 REGRESSION = ROOT / "evals" / "regression"
 
@@ -98,10 +106,18 @@ def hand_written(directory: Path) -> int:
 
 
 def bare_sdk(directory: Path) -> int:
-    """`benchmarks/overhead.py`'s bare SDK loop over the fixtures of `directory`."""
+    """`benchmarks/overhead.py`'s bare SDK loop over the fixtures of `directory`, with the
+    collector as the harness has it (`harness.runtime.collector`): paused while the SDK is
+    imported and the fixtures read, the heap that leaves frozen while the cases run. Left
+    on, the collector walks the SDK's whole import heap (~0.1 s of CPU) once or not at all
+    in a run, depending on how many fixtures were read before it, which moved this side's
+    per-case figure by a tenth at 300 cases; the harness never walks that heap."""
+    gc.disable()
     from overhead import bare
 
     cases = [json.loads(p.read_text("utf-8")) for p in sorted(directory.glob("*.json"))]
+    gc.freeze()
+    gc.enable()
     return asyncio.run(bare(cases))
 
 
@@ -234,7 +250,7 @@ def targets(quick: bool, rounds: int | None = None) -> list[Target]:
     ns = (1000, 10_000) if quick else (1000, 10_000, 50_000)
     with tempfile.TemporaryDirectory(prefix="zeroclaw-per-case-") as tmp:
         found = own_loop_targets(Path(tmp), ns, rounds)
-        found.append(sdk_target(Path(tmp), 300 if quick else 1000, rounds))
+        found.append(sdk_target(Path(tmp), SDK_CASES[quick], rounds or SDK_ROUNDS))
     return found
 
 
@@ -243,8 +259,10 @@ _SIDES: dict[str, Callable[[Path], int]] = {"hand-written": hand_written, "bare-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1k and 10k cases, 3 rounds")
-    parser.add_argument("--rounds", type=int, help="rounds (default 3 quick, 5 full)")
+    parser.add_argument(
+        "--quick", action="store_true", help="1k and 10k cases, 3 rounds (SDK: 1k, 5 rounds)"
+    )
+    parser.add_argument("--rounds", type=int, help="rounds (default 3 quick, 5 full; SDK 5)")
     for side in _SIDES:
         parser.add_argument(f"--{side}", type=Path, metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -1,6 +1,6 @@
 """The bare OpenAI Agents SDK loop the harness is compared with, and its figure.
 
-    python benchmarks/overhead.py [-n 1000] [--rounds 5]
+    python benchmarks/overhead.py [-n 3000] [--rounds 5]
 
 The bare side is the minimum a scripted test needs: a `Model` that pops canned responses
 and tools that compute results, with the same tool definitions (all five) the harness's
@@ -11,19 +11,25 @@ marginal CPU per case, interleaved rounds): this module's `main` prints that fig
 one figure of the SDK path (target <= 1.10); `benchmarks/instructions.py` counts the same
 two sides in instructions.
 
-Where the harness's extra CPU goes on this path: not into the SDK's loop. Timed per case
-(thread CPU, 900 against 300 cases), the harness's drive of a case's turns (the adapter's
-agent, model and tools around `Runner.run`) costs what the bare loop costs for the whole case,
-within 1%; the rest is the harness's per-case work around the agent (admission, the case's
-start, grading, the snapshot check, results and reports), the same work as an own loop's
-(`per_case.py`'s own cost per case). It adds 3-5% to the bare loop's instructions but runs
-cold: each case walks many functions once, so the harness misses the L2 cache about 1.5 times
-as often per case as the bare loop (`instructions.py --caches`), and its CPU share is several
-times its instruction share, more so when other processes load the shared L3. The two sides
-run the SDK with tracing off alike (`RunConfig(tracing_disabled=True)`: no span is queued and
-no exporter thread starts), on one thread each with no collector cost to speak of (the
-harness freezes the heap it admitted; under 0.05 ms a case), and the harness's watching thread
-sleeps while cases run (it wakes at most once a second).
+Where the harness's extra CPU goes on this path (2-core AMD EPYC, 1 MiB L2 per core; thread
+CPU probes, `strace -c -f`, `/usr/bin/time`, `instructions.py --caches`): not into system
+calls (the command makes about ten more a case than the bare loop: its fixture read again,
+its request snapshot read, the progress line; a hundredth of a millisecond), page faults
+(1.2 minor faults a case against the bare loop's 1.4), the collector (0.02 ms a case against
+0.01), threads (the watching thread sleeps while cases run, with no wake-up per case; no
+other thread runs) or tracing (off on both sides: `RunConfig(tracing_disabled=True)`, no
+span queued, no exporter thread). The SDK's `Runner.run` executes the same instructions on
+both sides. The harness adds about 3% to the bare loop's instructions per case (its case
+start, recording, grading, snapshot check and reports: some 240 of its functions a case
+beside the SDK's ~410), and misses the L2 1.4 times as often per case (28 K against 20 K):
+more distinct code and data a case than 1 MiB holds. Part of that is the SDK's own: the same
+`Runner.run`, the same instructions, takes ~5% more CPU in the harness's process, its
+bytecode and objects pushed out by the harness's work between its calls. A miss served by the shared L3 costs tens of cycles, one that other
+processes' load pushed out to memory hundreds, so the CPU-time ratio is several points above
+the instruction ratio, and more so on a loaded machine. The bare loop, for its part, builds
+its `Agent` per case through the constructor (~0.13 ms, about 5% of its case: the dataclass's
+type hints evaluated again), where the harness copies one built once
+(`harness.agents.sdk_cache`); a bare loop that copied its agent too would cost ~5% less.
 """
 
 from __future__ import annotations
@@ -168,7 +174,7 @@ def time_bare(cases: list[dict[str, Any]]) -> Timing:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-n", type=int, default=1000, help="number of cases (default 1000)")
+    parser.add_argument("-n", type=int, default=3000, help="number of cases (default 3000)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -96,6 +96,30 @@ def test_multi_turn_final_response_is_the_last_turns_and_calls_accumulate(tmp_pa
     )
 
 
+def test_a_turns_items_are_read_for_the_next_turn_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents import RunResult
+
+    read: list[int] = []
+    real = RunResult.to_input_list
+
+    def counted(self: RunResult, *args: Any, **kwargs: Any) -> Any:
+        items = real(self, *args, **kwargs)
+        read.append(len(items))
+        return items
+
+    monkeypatch.setattr(RunResult, "to_input_list", counted)
+    turns = [turn(f"Echo {w}", tool_step(call(f"c{w}", message=w)), text_step(w)) for w in "abc"]
+    data = fixture("three-turns", turns, {"response_contains": ["c"], "exact_tool_calls": 3})
+    (case,) = run(write_suite(tmp_path / "suite", {"t.json": data})).cases
+    assert case.passed, (case.error, failing(case))
+    # The second and third turns start from the turns before (user, call, result, answer
+    # each); the third turn's items are never read.
+    assert read == [4, 8]
+    assert case.record is not None and case.record.turn_responses == ["a", "b", "c"]
+
+
 def test_fail_tool_is_recorded_and_the_loop_continues(tmp_path: Path) -> None:
     data = fixture(
         "fail-then-echo",

@@ -163,6 +163,9 @@ class _Session:
         # that applies, with the same run error as every other agent.
         self._max_turns = boundary.max_calls_per_turn + 1
         self._history: list[TResponseInputItem] = []
+        # The last turn's run, whose items start the next turn's input: read as that turn
+        # starts (the SDK serialises every item), so a case's last turn pays nothing for it.
+        self._last: RunResult | None = None
         # The SDK's customer-service pattern: the next turn runs the agent handed to last
         # (the case's `next_turn_agent` "last"); else each turn starts at the first agent.
         self.continue_at_last = False
@@ -190,6 +193,8 @@ class _Session:
             await self.servers.open()
         # The SDK carries a conversation by feeding the previous run's items back in, or,
         # given a session, by the session keeping it: then the turn's input is its own.
+        if self._last is not None:
+            self._history, self._last = self._last.to_input_list(), None
         items = [*self._history, {"role": "user", "content": user_input}]
         try:
             if self._graph is None:
@@ -209,7 +214,7 @@ class _Session:
             self._history = items  # type: ignore[assignment]
             return ""
         self._model.answered(result.last_agent.name)
-        self._history = result.to_input_list()
+        self._last = result
         if self.continue_at_last:
             # An agent of the case's graph copy (each handoff returns its copy), so the next
             # turn's calls and handoffs are recorded as this turn's were.

@@ -120,6 +120,21 @@ def test_a_turns_items_are_read_for_the_next_turn_only(
     assert case.record is not None and case.record.turn_responses == ["a", "b", "c"]
 
 
+def test_a_session_without_mcp_servers_has_nothing_to_close() -> None:
+    from harness.agents.protocol import AgentContext
+    from harness.builtin_toolset import builtin_tools
+    from harness.model_boundary import ModelBoundary, ModelRequest, ModelStep
+    from harness.tool_registry import ToolRegistry
+
+    class Silent:
+        async def respond(self, request: ModelRequest) -> ModelStep:
+            raise AssertionError("no model is asked")
+
+    adapter = resolve_agent("openai-agents")
+    context = AgentContext("closed", ModelBoundary(Silent()), ToolRegistry.of(builtin_tools()))
+    assert adapter.start(context).aclose() is None  # type: ignore[attr-defined]
+
+
 def test_fail_tool_is_recorded_and_the_loop_continues(tmp_path: Path) -> None:
     data = fixture(
         "fail-then-echo",

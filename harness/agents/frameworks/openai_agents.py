@@ -12,7 +12,7 @@ per case and their tools' calls recorded too (`harness.agents.sdk_mcp`).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 from agents import (
@@ -182,10 +182,10 @@ class _Session:
         self._store = context.sdk_session
         return self
 
-    async def aclose(self) -> None:
-        """Once the case is over, whatever happened: its MCP servers cleaned up."""
-        if self.servers is not None:
-            await self.servers.close()
+    def aclose(self) -> Awaitable[None] | None:
+        """Once the case is over, whatever happened: its MCP servers cleaned up. Nothing to
+        await without servers (the runner then sets no clock on it)."""
+        return None if self.servers is None else self.servers.close()
 
     async def run_turn(self, user_input: str) -> str:
         # Connected in the first turn's task and time, before the agent lists their tools.

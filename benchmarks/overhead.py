@@ -19,17 +19,18 @@ its request snapshot read, the progress line; a hundredth of a millisecond), pag
 0.01), threads (the watching thread sleeps while cases run, with no wake-up per case; no
 other thread runs) or tracing (off on both sides: `RunConfig(tracing_disabled=True)`, no
 span queued, no exporter thread). The SDK's `Runner.run` executes the same instructions on
-both sides. The harness adds about 3% to the bare loop's instructions per case (its case
-start, recording, grading, snapshot check and reports: some 240 of its functions a case
-beside the SDK's ~410), and misses the L2 1.4 times as often per case (28 K against 20 K):
+both sides. The harness adds 2-3% to the bare loop's instructions per case (its case start,
+recording, grading, snapshot check and reports: some 240 of its functions a case beside the
+SDK's ~410), and misses the L2 1.4-1.5 times as often per case (28-29 K against 19-20 K):
 more distinct code and data a case than 1 MiB holds. Part of that is the SDK's own: the same
 `Runner.run`, the same instructions, takes ~5% more CPU in the harness's process, its
-bytecode and objects pushed out by the harness's work between its calls. A miss served by the shared L3 costs tens of cycles, one that other
-processes' load pushed out to memory hundreds, so the CPU-time ratio is several points above
-the instruction ratio, and more so on a loaded machine. The bare loop, for its part, builds
-its `Agent` per case through the constructor (~0.13 ms, about 5% of its case: the dataclass's
-type hints evaluated again), where the harness copies one built once
-(`harness.agents.sdk_cache`); a bare loop that copied its agent too would cost ~5% less.
+bytecode and objects pushed out by the harness's work between its calls. A miss served by
+the shared L3 costs tens of cycles, one that other processes' load pushed out to memory
+hundreds, so the CPU-time ratio is several points above the instruction ratio, and more so
+on a loaded machine. The bare loop, for its part, builds its `Agent` per case through the
+constructor (~0.13 ms, about 5% of its case: the dataclass's type hints evaluated again),
+where the harness copies one built once (`harness.agents.sdk_cache`); a bare loop that
+copied its agent too would cost ~5% less.
 """
 
 from __future__ import annotations

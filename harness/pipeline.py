@@ -249,7 +249,7 @@ def run_cases(
         judge=judge,
         setup=setup,
         snapshots=snapshots,
-        prerender=Prerendering(kinds, passes) if kinds or passes else None,
+        prerender=Prerendering(kinds, passes) if kinds else None,
     )
     delivery.start(len(cases))
 

@@ -119,3 +119,14 @@ class _Whole(Reporter):
 
     def case_done(self, case: CaseReport) -> None:
         pass
+
+
+def test_a_subclass_that_hears_cases_its_own_way_is_sent_every_case_whole() -> None:
+    # It inherits `takes_passes` and the batch hooks, but its `case_done` is its own: plain
+    # passes sent as parts would go to the inherited batch hook, and it would hear none.
+    class Counting(ProgressReporter):
+        def case_done(self, case: CaseReport) -> None:
+            super().case_done(case)
+
+    assert takes_passes([ProgressReporter(io.StringIO())], ())
+    assert not takes_passes([Counting(io.StringIO())], ())

@@ -294,7 +294,7 @@ def test_a_message_the_pipe_will_not_take_now_is_sent_later_whole_and_in_order()
     big = ("spec", b"z" * 4_000_000)  # far more than the pipe holds
     sent = [("run", [1]), big, ("stop",)]
     posting = threading.Thread(
-        target=lambda: [pool_workers.Worker._post(sender, m) for m in sent]  # type: ignore[arg-type]
+        target=lambda: [pool_workers.Worker.post(sender, m) for m in sent]  # type: ignore[arg-type]
     )
     posting.start()
     posting.join(30)
@@ -341,3 +341,19 @@ def test_workers_launched_while_the_server_is_stopped_are_never_waited_for() -> 
         os.kill(server, signal.SIGCONT)
     assert _no_worker_left()
     assert fork_server.pid() == server and fork_server.lost(server) is None
+
+
+def test_a_default_socket_timeout_leaves_a_worker_s_pipe_blocking() -> None:
+    # The descriptor the harness writes a worker's messages through shares its open file
+    # with the one it reads them from: a library's default socket timeout made both
+    # non-blocking, and a report longer than one read was taken for the worker's end.
+    import socket
+
+    socket.setdefaulttimeout(5.0)
+    try:
+        _started_early(1)
+        (worker,) = pool_workers._EARLY
+        assert os.get_blocking(worker.conn.fileno())
+    finally:
+        socket.setdefaulttimeout(None)
+        pool_workers.end_early()

@@ -332,3 +332,52 @@ def test_an_interruption_while_workers_admit_ends_them_with_the_run(
     assert done.returncode == ExitCode.INTERRUPTED
     assert "interrupted by SIGINT" in done.stderr
     assert pool_workers._EARLY == [] and all(_gone(pid) for pid in pids)
+
+
+def test_a_part_answered_with_columns_of_another_size_is_admitted_elsewhere(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    # A worker's word is not taken on trust: an answer whose columns do not cover its part
+    # would shift every later case's file name (or end in a traceback).
+    root = _project(tmp_path, ODD)
+    serial = _run(run_cli, root, agent, "1")
+    guarded = worker_admission._guarded
+    doctored: list[int] = []
+
+    def short(worker: pool_workers.Worker, deadline: float) -> list[Any]:
+        messages = guarded(worker, deadline)
+        if not doctored and messages and messages[0][0] == "admitted":
+            kind, start, part = messages[0]
+            doctored.append(start)
+            messages[0] = (kind, start, part._replace(ids=part.ids[:-1]))
+        return messages
+
+    monkeypatch.setattr(worker_admission, "_guarded", short)
+    assert _run(run_cli, root, agent, "2") == serial
+    assert doctored
+
+
+def test_a_worker_that_cannot_enter_the_harness_s_folder_ends_without_a_traceback(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    root = _project(tmp_path, ODD)
+    serial = _run(run_cli, root, agent, "1")
+    init = worker_admission._Admission.__init__
+
+    def elsewhere(self: Any, *args: Any) -> None:
+        init(self, *args)
+        self._cwd = str(tmp_path / "gone")  # the folder removed under the harness
+
+    monkeypatch.setattr(worker_admission._Admission, "__init__", elsewhere)
+    code, out, err = _run(run_cli, root, agent, "2")
+    assert (code, out) == serial[:2]
+    assert "Traceback" not in err
+    assert sent  # parts went to the workers, which could not admit them there

@@ -38,8 +38,22 @@ def takes_passes(reporters: Sequence[Reporter], kinds: Sequence[object]) -> bool
     return all(
         reporters[index].takes_passes
         and (reporters[index].worker_parts is None or reporters[index].worker_parts in kinds)
+        and _passes_follow(reporters[index])
         for index in told
     )
+
+
+def _passes_follow(reporter: Reporter) -> bool:
+    """Whether its hooks for a batch of passes are as derived as its hooks for a case: a
+    subclass that changed what it does with a case, and not with passes, hears each case."""
+    return all(
+        issubclass(_defined_by(reporter, batch), _defined_by(reporter, one))
+        for one, batch in (("case_done", "passes_done"), ("case_kept", "passes_kept"))
+    )
+
+
+def _defined_by(reporter: Reporter, name: str) -> type:
+    return next(k for k in type(reporter).__mro__ if name in vars(k))
 
 
 def stream_failure(exc: OSError | ValueError) -> str:

@@ -273,25 +273,31 @@ class TableReporter(Reporter):
         lines = None if folded else taken
         if lines is None:
             lines = render_case(case, self._colour, self._counter(), folded)
-        elif counter := self._counter():
-            lines = lines[:2] + counter + lines[2:]
+        else:
+            lines = self._counted(lines)
         self._write(lines)
 
     def passes_done(self, passes: Passes) -> None:
         # A plain pass folds nothing (it has no failing check): each its worker's lines.
         chunks = cast("list[str]", passes.parts(self.worker_parts))
-        if self._counter():  # `_counter` of each, counted on from here
-            total, width = self._total, len(str(self._total))
-            chunks = [
-                f"{lines[:2]}[{done:>{width}}/{total}] {lines[2:]}"
-                for done, lines in enumerate(chunks, self._done + 1)
-            ]
-        self._done += len(chunks)
+        if self._counter():  # each counted on from here
+            counted = []
+            for lines in chunks:
+                self._done += 1
+                counted.append(self._counted(lines))
+            chunks = counted
+        else:
+            self._done += len(chunks)
         if self._guard:  # a token of its own for each case's lines, as they are told
             for chunk in chunks:
                 self._write(chunk)
         else:
             self._write("".join(chunks))
+
+    def _counted(self, lines: str) -> str:
+        """A case's lines as a worker rendered them, with the count in them (if any)."""
+        counter = self._counter()
+        return lines[:2] + counter + lines[2:] if counter else lines
 
     def _counter(self) -> str:
         # With one job and a short run, cases finish in fixture order and are few: the

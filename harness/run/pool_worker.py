@@ -198,7 +198,10 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
             return
         if message[0] == "admit":  # a part of the suite, admitted here before a pool comes
             _, start, cwd, part = message
-            os.chdir(cwd)  # the suite's paths are as the harness spells them
+            try:
+                os.chdir(cwd)  # the suite's paths are as the harness spells them
+            except OSError:  # gone: this worker ends, and the harness admits the part
+                return
             conn.send(("admitted", start, admit_slice(*part)))
             continue
         if message[0] != "spec":

@@ -48,10 +48,10 @@ class Worker:
     and what of its messages its pipe has not taken yet (written by a thread, so this
     side never blocks on a full pipe)."""
 
-    def __init__(self, context: Any, spec: WorkerSpec | None = None) -> None:
-        """Launched, not waited for (`forked`); `spec` None: told what to run by `begin`."""
+    def __init__(self, context: Any) -> None:
+        """Launched, not waited for (`forked`), then told what to run (`begin`)."""
         self.conn, child = context.Pipe()
-        self.process = _process(context, worker_main, (child, spec))
+        self.process = _process(context, worker_main, (child, None))
         try:
             self.process.start()
         except BaseException:
@@ -70,6 +70,9 @@ class Worker:
         # Its own descriptor of the pipe, written without waiting (`MSG_DONTWAIT`); what it
         # does not take goes to the feeding thread, started then, and all after it, in order.
         self._out = socket.socket(fileno=os.dup(self._fd))
+        # One open file with `conn`'s descriptor: a default socket timeout some library
+        # set would make it (and so `conn`'s reads) non-blocking; each send says its own.
+        self._out.setblocking(True)
         self._feeding: queue.SimpleQueue[bytes | None] | None = None
 
     def forked(self, bound: float) -> fork_server.Loss | None:
@@ -96,11 +99,7 @@ class Worker:
 
     def begin(self, spec: WorkerSpec) -> None:
         """A worker launched without a spec told what to run."""
-        self._post(("spec", spec))
-
-    def post(self, message: tuple[Any, ...]) -> None:
-        """`message` sent as it is (a part of the suite to admit, before the spec)."""
-        self._post(message)
+        self.post(("spec", spec))
 
     def started(self) -> bool:
         """Whether the server has forked it (or ended without), asked without waiting."""
@@ -111,9 +110,9 @@ class Worker:
         if not self.sent:
             self.since = time.monotonic()  # an idle worker starts the first case now
         self.sent.extend(item.place for item in items)
-        self._post(("run", items))
+        self.post(("run", items))
 
-    def _post(self, message: tuple[Any, ...]) -> None:
+    def post(self, message: tuple[Any, ...]) -> None:
         """`message` framed as multiprocessing's `Connection.send` frames it, written now
         as far as the pipe takes it; the rest is the feeding thread's."""
         data = _framed(_dumps(message))
@@ -136,7 +135,7 @@ class Worker:
         self._feeding.put(data)
 
     def stop(self) -> None:
-        self._post(("stop",))
+        self.post(("stop",))
         self._unfeed()
 
     def _unfeed(self) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.agents.protocol import AgentSurface
 from harness.fixtures.listing import Listing
-from harness.fixtures.suite import Slice, admit_slice
+from harness.fixtures.suite import Slice, admit_slice, in_one
 from harness.modes import Mode
 from harness.run import pool_workers
 from harness.run.pool_workers import Worker
@@ -56,7 +56,7 @@ def in_workers(listing: Listing, mode: Mode, agent: AgentSurface, jobs: int) -> 
     """The listed suite admitted in parts, as `load_suite` takes them (in order, all of it),
     by the workers started early where it pays, else here."""
     if len(listing) < PARALLEL_FROM or jobs < 2 or not _picklable(agent):
-        return [admit_slice(listing.prefix, listing.names, listing.irregular, mode, agent)]
+        return in_one(listing, mode, agent)
     size = max(PART_MIN, min(PART_MAX, len(listing) // (4 * jobs)))
     return _Admission(listing, mode, agent, size).run()
 
@@ -158,7 +158,7 @@ class _Admission:
         try:
             while held and (not ended or worker.conn.poll()):
                 for message in _guarded(worker, self._since[worker] + _bound(held[0])):
-                    if message[0] != "admitted" or not held or message[1] != held[0][0]:
+                    if not held or not _answers(message, held[0]):
                         raise EOFError  # not what it was asked: taken for broken
                     held.popleft()
                     self._done[message[1]] = message[2]
@@ -179,6 +179,20 @@ class _Admission:
             self._selector.unregister(worker.conn)
             self._selector.unregister(worker.process.sentinel)
         pool_workers.drop_early(worker)
+
+
+def _answers(message: Any, part: tuple[int, int]) -> bool:
+    """Whether `message` is the admission of `part`, a column for each of its fixtures."""
+    if not (
+        isinstance(message, tuple) and len(message) == 3 and message[:2] == ("admitted", part[0])
+    ):
+        return False
+    got = message[2]
+    return (
+        isinstance(got, Slice)
+        and len(got.ids) + len(got.refused) == part[1] - part[0]
+        and len(got.named) == len(got.ids)
+    )
 
 
 def _bound(part: tuple[int, int]) -> float:

@@ -15,7 +15,6 @@ event loop, with one tool that runs in the loop, and touches no file.
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
 import threading
 from pathlib import Path
@@ -27,7 +26,7 @@ from harness.fixtures.schema import parse_fixture
 from harness.fixtures.suite import Case
 from harness.model_boundary import Message, ModelRequest, ToolSchema
 from harness.run.runner import CasePlan, replay_backend, run_case, start_case
-from harness.runtime import event_loop
+from harness.runtime import collector, event_loop
 from harness.verdict.reports import CaseReport
 
 # A tool call and its answer, graded: the path a replayed case takes, start to verdict
@@ -135,7 +134,7 @@ if _imported_by_fork_server():
     # started with) is never garbage: left to the collector's frozen generation, so that
     # the collections the warm-up's case sets off walk only what it made, not the whole
     # framework again (a full collection of the OpenAI Agents SDK's heap is tens of ms).
-    gc.freeze()
+    collector.freeze_for_good()
     with contextlib.suppress(Exception):  # a cold worker is only slower
         # A built-in agent's case runs the harness's own path too: the own loop is
         # needed only where no framework was loaded.

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -32,7 +32,7 @@ import msgspec
 from harness.agents.registry import resolve_within
 from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
-from harness.fixtures.suite import Case, FixtureChanged, admit_slice
+from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice
 from harness.run.runner import CasePlan, replay_backend
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
@@ -62,6 +62,14 @@ class Item(NamedTuple):
         digest = case.digest
         text = case.text if digest is None else None
         return cls(place, case.where, case.id, digest, text, case.canonical)
+
+    @classmethod
+    def at(cls, place: int, cases: Sequence[Case]) -> Item:
+        """The case at `place` of `cases`; of an admitted suite, without making the case."""
+        if isinstance(cases, AdmittedCases):
+            where, case_id, digest, canonical = cases.held_at(place)
+            return cls(place, where, case_id, digest, None, canonical)
+        return cls.of(place, cases[place])
 
     def case(self) -> Case:
         if self.digest is not None:

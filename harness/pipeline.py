@@ -301,6 +301,9 @@ def run_cases(
     except BaseException:  # an interruption: nothing half written stays behind
         delivery.abandon()
         raise
+    finally:
+        if jobs != 1:  # the workers its pool stopped, joined once the reports are written
+            end_workers_early()
     return report
 
 

@@ -357,3 +357,21 @@ def test_a_default_socket_timeout_leaves_a_worker_s_pipe_blocking() -> None:
     finally:
         socket.setdefaulttimeout(None)
         pool_workers.end_early()
+
+
+def test_a_run_through_the_api_leaves_no_stopped_worker_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `run_cases` called as it is (no `run` around it to end the run's workers): the
+    # workers its pool stopped are joined as it returns, their pipes closed.
+    from harness.agents.registry import resolve_within
+    from harness.fixtures.suite import load_suite
+    from harness.pipeline import run_cases
+
+    pool_workers.end_early()
+    adapter, surface = resolve_within(_agent(tmp_path, monkeypatch), 30.0)
+    cases = load_suite(_suite(tmp_path, 4), "replay", surface)
+    report = run_cases(cases, adapter, suite="s", jobs=2, root=tmp_path)
+    assert report.all_passed
+    assert pool_workers._STOPPING == []
+    assert all(_gone(pid, wait=0) for pid in _ran_in(tmp_path))

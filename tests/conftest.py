@@ -19,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -1201,3 +1202,19 @@ def finishes_within(seconds: float, action: Callable[[], Any]) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def process_gone(pid: int, wait: float = 5) -> bool:
+    """Whether process `pid` has ended (a zombie not yet reaped by its server included),
+    waiting up to `wait` seconds for it to."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)

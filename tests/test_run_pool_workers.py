@@ -11,7 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAITHFUL_LOOP, fixture, text_step, turn, write_module, write_suite
+from conftest import (
+    FAITHFUL_LOOP,
+    fixture,
+    process_gone,
+    text_step,
+    turn,
+    write_module,
+    write_suite,
+)
 
 from harness import run_suite
 from harness.run import fork_server, pool_workers, watchdog
@@ -66,22 +74,6 @@ def _started_early(workers: int) -> list[int]:
     return [worker.process.pid for worker in early]
 
 
-def _gone(pid: int, wait: float = 5) -> bool:
-    """Whether process `pid` has ended (a zombie not yet reaped by its server included),
-    waiting up to `wait` seconds for it to."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-
-
 def _ran_in(tmp_path: Path) -> set[int]:
     return {int(line) for line in (tmp_path / "pids").read_text().split()}
 
@@ -97,7 +89,7 @@ def test_a_run_s_cases_go_to_the_workers_started_before_it(
     assert pool_workers._EARLY == []
     # Stopped as the pool ended, and joined as the run ended: none outlives it.
     assert pool_workers._STOPPING == []
-    assert all(_gone(pid, wait=0) for pid in early)
+    assert all(process_gone(pid, wait=0) for pid in early)
 
 
 def test_a_worker_started_early_that_the_run_has_no_use_for_is_ended_with_it(
@@ -110,7 +102,7 @@ def test_a_worker_started_early_that_the_run_has_no_use_for_is_ended_with_it(
     (used,) = _ran_in(tmp_path)
     (unused,) = set(early) - {used}
     assert pool_workers._EARLY == []
-    assert _gone(unused)
+    assert process_gone(unused)
 
 
 def test_a_worker_started_early_that_died_is_handed_no_case(
@@ -119,7 +111,7 @@ def test_a_worker_started_early_that_died_is_handed_no_case(
     agent = _agent(tmp_path, monkeypatch)
     dead, alive = _started_early(2)
     os.kill(dead, signal.SIGKILL)
-    assert _gone(dead)
+    assert process_gone(dead)
     report = run_suite(_suite(tmp_path, 6), agent=agent, jobs=2)
     # Every case passed: none was blamed on the dead worker, or lost with it.
     assert report.all_passed and len(report.cases) == 6
@@ -374,4 +366,4 @@ def test_a_run_through_the_api_leaves_no_stopped_worker_behind(
     report = run_cases(cases, adapter, suite="s", jobs=2, root=tmp_path)
     assert report.all_passed
     assert pool_workers._STOPPING == []
-    assert all(_gone(pid, wait=0) for pid in _ran_in(tmp_path))
+    assert all(process_gone(pid, wait=0) for pid in _ran_in(tmp_path))

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAITHFUL_LOOP, Cli, fixture, text_step, turn, write_module, write_suite
+from conftest import (
+    FAITHFUL_LOOP,
+    Cli,
+    fixture,
+    process_gone,
+    text_step,
+    turn,
+    write_module,
+    write_suite,
+)
 
 from harness import pipeline
 from harness.agents.registry import surface_within
@@ -241,7 +250,7 @@ def test_a_worker_that_stalls_admitting_is_ended_and_its_part_admitted_elsewhere
         assert _run(run_cli, root, agent, "2") == serial
         assert time.monotonic() - started < 30
         assert pid in {p for _, p in sent}
-        assert stalled not in pool_workers._EARLY and _gone(pid)
+        assert stalled not in pool_workers._EARLY and process_gone(pid)
     finally:
         with contextlib.suppress(ProcessLookupError):  # ended already, as it should be
             os.kill(pid, signal.SIGCONT)
@@ -283,21 +292,6 @@ def test_the_json_report_of_a_suite_admitted_by_workers_is_that_of_one_admitted_
     assert sent and reports[0] == reports[1]
 
 
-def _gone(pid: int) -> bool:
-    """Whether process `pid` has ended (a zombie not yet reaped included), waiting a few
-    seconds for it to."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def _timeless(value: Any) -> Any:
     """A report without what differs from run to run (timings, the run's moment)."""
     if isinstance(value, dict):
@@ -331,7 +325,7 @@ def test_an_interruption_while_workers_admit_ends_them_with_the_run(
     done = run_cli("eval", "run", "--suite", SUITE, "--agent", agent, "--jobs", "2", cwd=root)
     assert done.returncode == ExitCode.INTERRUPTED
     assert "interrupted by SIGINT" in done.stderr
-    assert pool_workers._EARLY == [] and all(_gone(pid) for pid in pids)
+    assert pool_workers._EARLY == [] and all(process_gone(pid) for pid in pids)
 
 
 def test_a_part_answered_with_columns_of_another_size_is_admitted_elsewhere(

@@ -392,7 +392,7 @@ def test_what_workers_rendered_for_a_case_is_let_go_once_the_case_is_told(
             self.stale: list[str] = []
 
         def case_kept(self, case: CaseReport) -> None:
-            held = json_report._HELD.keys() | table._LINES.keys()
+            held = json_report.WorkerParts._held.keys() | table.TableLines._held.keys()
             self.stale += [told.id for told in self.told if id(told) in held]
             self.told.append(case)
 

@@ -408,7 +408,7 @@ def test_the_lines_a_worker_rendered_for_a_folded_case_are_let_go(
     TableLines.hold(case, TableLines.render(case))
     reporter.start(1)
     reporter.case_done(case)
-    assert id(case) not in table._LINES
+    assert id(case) not in table.TableLines._held
 
 
 @pytest.mark.parametrize(("guard", "colour"), [(False, False), (True, False), (False, True)])

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
 from harness.io.atomic import Part, ReportFiles, ReportWriteError, write_parts
 from harness.io.files import why
@@ -241,6 +241,29 @@ class Document(Reporter):
         except (OSError, ValueError) as exc:  # a closed pipe, a full disk; ValueError: closed
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ReportWriteError(f"stdout: cannot write the report: {why}") from None
+
+
+class HeldParts:
+    """The store of a reporter's worker parts (`harness.run.pool_worker.Prerender`): what a
+    worker rendered of each report, held by the report's identity with the report itself
+    (so a later report at the same address is never taken for it) until it is used or let
+    go. A subclass says what it renders and holds; its class holds the store (`_held`)."""
+
+    _held: ClassVar[dict[int, tuple[Any, ...]]]
+
+    @classmethod
+    def drop(cls, case: CaseReport) -> None:
+        cls._held.pop(id(case), None)  # held, `case` is alive: no other report has its id
+
+    @classmethod
+    def release(cls) -> None:
+        cls._held.clear()
+
+    @classmethod
+    def held(cls, case: CaseReport, take: bool = False) -> tuple[Any, ...] | None:
+        """What is held for `case` (taken out with `take`): its parts after the report."""
+        held = cls._held.pop(id(case), None) if take else cls._held.get(id(case))
+        return held[1:] if held is not None and held[0] is case else None
 
 
 class Rendered:

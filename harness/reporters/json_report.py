@@ -23,12 +23,12 @@ import secrets
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO, cast
+from typing import IO, TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 from harness.io.atomic import FILE_MODE, Part, ReportFiles, ReportWriteError, own_folder
 from harness.io.text import json_safe, without_surrogates
 from harness.options import Option
-from harness.reporters.base import COMMIT, FILES, Output, Reporter, documents, say
+from harness.reporters.base import COMMIT, FILES, HeldParts, Output, Reporter, documents, say
 from harness.runtime import interrupts
 
 if TYPE_CHECKING:
@@ -139,13 +139,7 @@ def _transcript_line(case: CaseReport) -> bytes | None:
     return inert_json(encoded_json(kept)) + b"\n"
 
 
-# Reports whose parts a worker rendered, by identity, until their part is written: the
-# report itself (so its identity is not another's), its transcript line, its part, and
-# whether the part is that of the report with its transcript dropped.
-_HELD: dict[int, tuple[CaseReport, bytes | None, bytes, bool]] = {}
-
-
-class WorkerParts:
+class WorkerParts(HeldParts):
     """What a worker process renders of each report for the last run kept for `show` and
     the JSON report (`harness.run.pool_worker.Prerender`), in a run that drops a passing
     case's transcript once its `case_done` is told (`pipeline`): the case's transcript
@@ -154,6 +148,9 @@ class WorkerParts:
 
     # A run that keeps passing transcripts (a report shows them) would use none of them.
     only_when_transcripts_dropped = True
+    # Each report's transcript line, its part, and whether the part is that of the report
+    # with its transcript dropped.
+    _held: ClassVar[dict[int, tuple[Any, ...]]] = {}
 
     @staticmethod
     def render(case: CaseReport) -> tuple[bytes | None, bytes, bool]:
@@ -167,35 +164,25 @@ class WorkerParts:
             kept, dropped = msgspec.structs.replace(case, record=plain), True
         return line, _formatted(kept), dropped
 
-    @staticmethod
-    def hold(case: CaseReport, parts: object) -> None:
+    @classmethod
+    def hold(cls, case: CaseReport, parts: object) -> None:
         made = cast("tuple[bytes | None, bytes, bool]", parts)  # what `render` made
-        _HELD[id(case)] = (case, *made)
+        cls._held[id(case)] = (case, *made)
 
-    @staticmethod
-    def drop(case: CaseReport) -> None:
-        _HELD.pop(id(case), None)  # held, `case` is alive: no other report has its id
+    @classmethod
+    def line(cls, case: CaseReport) -> bytes | None:
+        held = cls.held(case)
+        return cast("bytes | None", held[0]) if held is not None else _transcript_line(case)
 
-    @staticmethod
-    def release() -> None:
-        _HELD.clear()
-
-    @staticmethod
-    def line(case: CaseReport) -> bytes | None:
-        held = _HELD.get(id(case))
-        if held is not None and held[0] is case:
-            return held[1]
-        return _transcript_line(case)
-
-    @staticmethod
-    def part(case: CaseReport) -> bytes | None:
-        held = _HELD.pop(id(case), None)
-        if held is None or held[0] is not case:
+    @classmethod
+    def part(cls, case: CaseReport) -> bytes | None:
+        held = cls.held(case, take=True)
+        if held is None:
             return None
         record = case.record
-        if held[3] and (record is None or record.transcript is not None):
+        if held[2] and (record is None or record.transcript is not None):
             return None  # rendered with the transcript dropped, which this run kept
-        return held[2]
+        return cast(bytes, held[1])
 
 
 _last_part: tuple[CaseReport, bytes] | None = None

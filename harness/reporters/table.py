@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 from harness.io.text import clean, clean_lines, command_token, inert, stop_commands
-from harness.reporters.base import STDOUT, Output, Reporter
+from harness.reporters.base import STDOUT, HeldParts, Output, Reporter
 from harness.snapshots.groups import Changes, unfolded
 from harness.verdict.kept import plain_passes
 
@@ -204,38 +204,29 @@ def render_table(report: SuiteReport, colour: bool = False) -> str:
     )
 
 
-# Each case's lines as a worker rendered them (uncoloured, uncounted), by the identity of
-# the report they came with, until the case is told.
-_LINES: dict[int, tuple[CaseReport, str]] = {}
-
-
-class TableLines:
+class TableLines(HeldParts):
     """A case's lines rendered by its worker process (`harness.run.pool_worker.Prerender`)
     for an uncoloured table (`ColourLines`: a coloured one): the table counts them itself
     (the counter goes after the two spaces every case's first line starts with, which no
     workflow command can start or end at). Used only for the report they came with, when
     no detail of the case is folded into an earlier case's; else the case is rendered here."""
 
+    # Each case's lines as its worker rendered them (uncoloured, uncounted), until the case
+    # is told; a coloured table's too (`ColourLines` shares the store).
+    _held: ClassVar[dict[int, tuple[Any, ...]]] = {}
+
     @staticmethod
     def render(case: CaseReport) -> str:
         return render_case(case)
 
-    @staticmethod
-    def hold(case: CaseReport, lines: object) -> None:
-        _LINES[id(case)] = (case, cast(str, lines))
+    @classmethod
+    def hold(cls, case: CaseReport, lines: object) -> None:
+        cls._held[id(case)] = (case, cast(str, lines))
 
-    @staticmethod
-    def drop(case: CaseReport) -> None:
-        _LINES.pop(id(case), None)  # held, `case` is alive: no other report has its id
-
-    @staticmethod
-    def release() -> None:
-        _LINES.clear()
-
-    @staticmethod
-    def take(case: CaseReport) -> str | None:
-        held = _LINES.pop(id(case), None)
-        return held[1] if held is not None and held[0] is case else None
+    @classmethod
+    def take(cls, case: CaseReport) -> str | None:
+        held = cls.held(case, take=True)
+        return cast(str, held[0]) if held is not None else None
 
 
 class ColourLines(TableLines):

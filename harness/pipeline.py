@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from harness.defaults import (
 from harness.errors import UsageError
 from harness.expectations.judge import Judge
 from harness.fixtures.selection import Selection, choose
-from harness.fixtures.suite import AdmittedCases, Case, display_path
+from harness.fixtures.suite import Case, display_path, id_at, where_at
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
 from harness.reporters.delivery import Delivery, takes_passes
@@ -118,7 +118,7 @@ def _unused(
     """The snapshots no case of the suite uses, found (and, updating, removed) before any
     case runs; None: there are none. Only a run of the whole suite may say so: a filtered
     run did not pick the others, which are no less used."""
-    found = unused(plan, options.suite, _wheres(admitted))
+    found = unused(plan, options.suite, (where_at(admitted, i) for i in range(len(admitted))))
     if not found:
         return None
     if plan.update:
@@ -128,20 +128,6 @@ def _unused(
         removed=plan.update,
         fails=options.unused_snapshots == "fail",
     )
-
-
-def _ids(cases: Sequence[Case]) -> list[str]:
-    """The cases' ids, in order (a suite's held as it holds them, no case made for each)."""
-    if isinstance(cases, AdmittedCases):
-        return [cases.id_of(index) for index in range(len(cases))]
-    return [case.id for case in cases]
-
-
-def _wheres(cases: Sequence[Case]) -> Iterator[str]:
-    """The cases' paths as text, in order (a suite's held as it holds them)."""
-    if isinstance(cases, AdmittedCases):
-        return (cases.where_of(index) for index in range(len(cases)))
-    return (case.where for case in cases)
 
 
 def _against(options: RunOptions) -> Against | None:
@@ -207,7 +193,7 @@ def run_cases(
         backend = replay_backend
     wanted = any(r.wants_transcripts for r in reporters)
     streamed = any(r.streams_transcripts for r in reporters)
-    order = _ids(cases)
+    order = [id_at(cases, index) for index in range(len(cases))]
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
         order = []
     delivery = Delivery(reporters, order)

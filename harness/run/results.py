@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.expectations.base import Grade
-from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, display_path
+from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, display_path, id_at
 from harness.run.progress import internal_error
 from harness.run.repeats import combine, runs_of
 from harness.run.runner import CasePlan, sealed
@@ -50,10 +50,6 @@ class _Begun:
 
 
 _NO_GRADES: list[Grade] = []  # shared by every plain pass made again: read-only, as reports are
-
-
-def _slim(case_id: str, fixture: str, score: float | None) -> CaseReport:
-    return CaseReport(id=case_id, fixture=fixture, passed=True, score=score, grades=_NO_GRADES)
 
 
 class Results:
@@ -102,11 +98,13 @@ class Results:
     def _plain_pass(self, index: int, score: float | None) -> CaseReport:
         """The report of the plain pass at `index`, as `on_case` slimmed it (a suite's case
         is not made to say its id and fixture: a verdict's reader makes thousands)."""
-        return _slim(self._id(index), self.shown(index), score)
+        fixture = self.shown(index)
+        return CaseReport(
+            id=self._id(index), fixture=fixture, passed=True, score=score, grades=_NO_GRADES
+        )
 
     def _id(self, index: int) -> str:
-        cases = self._cases
-        return cases.id_of(index) if isinstance(cases, AdmittedCases) else cases[index].id
+        return id_at(self._cases, index)
 
     def shown(self, index: int, case: Case | None = None) -> str:
         """The fixture of the case at `index` (`case`, when at hand) as reports show it:

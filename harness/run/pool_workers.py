@@ -63,6 +63,8 @@ class Worker:
         self.launched = time.monotonic()
         self.sent: deque[int] = deque()
         self.ready = False
+        self.told = False  # told to stop: it is sent nothing more
+        self.used: float | None = None  # the CPU seconds it said it used, once told to stop
         self.since = time.monotonic()  # when it last did something
         self.hung_up: float | None = None  # when its pipe ended, if it has
         self._fd = self.conn.fileno()
@@ -135,7 +137,11 @@ class Worker:
         self._feeding.put(data)
 
     def stop(self) -> None:
-        self.post(("stop",))
+        """Told to stop once the cases sent to it are done: it says the CPU it used (`used`,
+        read with its reports), and ends."""
+        if not self.told:
+            self.told = True
+            self.post(("stop",))
         self._unfeed()
 
     def _unfeed(self) -> None:
@@ -146,29 +152,34 @@ class Worker:
         """Every whole message one read of its pipe gives: many reports in one read, where
         `recv` took two reads each. Like `recv`, it blocks until at least one message is
         whole (a large one is read on until it is). `EOFError` once the pipe has ended (a
-        message it was writing is lost with it), or a frame is corrupt (`BadFrame`)."""
+        message it was writing is lost with it), or a frame is corrupt (`BadFrame`). Its
+        word of the CPU it used is kept (`used`), not listed: none may be, then."""
         unread = self._unread
         found: list[Any] = []
-        while not found:
+        at = 0
+        while not at:
             data = os.read(self._fd, min(max(_READ_SIZE, _missing(unread)), _READ_CAP))
             if not data:
                 raise EOFError
             unread += data
-            at = 0
             while (frame := _frame(unread, at)) is not None:
                 head, size = frame
-                found.append(pickle.loads(unread[at + head : at + head + size]))
+                message = pickle.loads(unread[at + head : at + head + size])
                 at += head + size
-            del unread[:at]
+                if message[0] == "cpu":
+                    self.used = float(message[1])
+                else:
+                    found.append(message)
+        del unread[:at]
         return found
 
     def cpu(self, deadline: float) -> float | None:
-        """The CPU time it used, as it said once told to stop (None: it did not, in time)."""
+        """The CPU time it used, as it said once told to stop (None: it did not, in time,
+        or it said something else first)."""
         with contextlib.suppress(EOFError, OSError):
-            if self.hung_up is None and self.conn.poll(left(deadline)):
-                message = self.messages()[0]  # never none: it blocks until one is whole
-                return float(message[1]) if message[0] == "cpu" else None
-        return None
+            if self.used is None and self.hung_up is None and self.conn.poll(left(deadline)):
+                self.messages()
+        return self.used
 
     def kill(self) -> None:
         self._unfeed()

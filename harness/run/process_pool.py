@@ -111,6 +111,7 @@ class WorkerPool:
         self._wanted = size  # less each worker that ends before it is ready
         self._context = fork_server.context(spec.run.__module__, adapter_module)
         self._workers: list[Worker] = []
+        self._watched: list[Worker] = []  # every worker it watched, those gone included
         self._pending: deque[Item] = deque()
         self._again: deque[Item] = deque()  # in flight when the fork server was lost
         self._alone: int | None = None  # the one of them running now, by itself
@@ -148,7 +149,9 @@ class WorkerPool:
             for each in self._prerender:
                 each.release()
             end_early()
-        used = stop(self._workers, 1.0)
+        # What workers that ended meanwhile said they used (told to stop, `_feed`), too.
+        gone = [worker for worker in self._watched if worker not in self._workers]
+        used = stop(self._workers, 1.0) + sum(worker.used or 0.0 for worker in gone)
         with _CPU_LOCK:
             _CPU[0] += used
 
@@ -190,16 +193,23 @@ class WorkerPool:
         return True
 
     def _replenish(self) -> None:
-        """As many workers as there is work for, up to the pool's size."""
+        """As many workers as there is work for, up to the pool's size. One told to stop
+        (`_feed`) takes no more, and counts only while it has cases to finish: the cases a
+        death puts back then go to a fresh worker, never to this process."""
         busy = sum(1 for worker in self._workers if worker.sent)
         work = busy + len(self._again) + (len(self._pending) if self._may_start() else 0)
-        while len(self._workers) < min(self._wanted, work):
+        while self._running() < min(self._wanted, work):
             self._start()
-        if work and not self._workers:
+        if work and not self._running():
             # None started (or the one replacing a dead worker did not): never looping on
             # a start that fails, the caller runs what is left itself.
             reason = self._failures[-1] if self._failures else self._ended_as
             raise PoolUnavailable(f"no worker process could start: {reason}")
+
+    def _running(self) -> int:
+        """The workers that count towards the pool's size: all but those told to stop
+        that have no case left."""
+        return sum(1 for worker in self._workers if worker.sent or not worker.told)
 
     def _start(self) -> None:
         """One more worker (one launched early, if there is one); a fork server lost as it
@@ -230,13 +240,14 @@ class WorkerPool:
 
     def _watch(self, worker: Worker) -> None:
         self._workers.append(worker)
+        self._watched.append(worker)
         # One selector for the whole run: waiting costs nothing per look at them.
         self._selector.register(worker.conn, selectors.EVENT_READ)
         self._selector.register(worker.process.sentinel, selectors.EVENT_READ)
 
     def _feed(self, worker: Worker) -> None:
-        if self._alone is not None:
-            return  # a case runs by itself
+        if self._alone is not None or worker.told:
+            return  # a case runs by itself; or the worker is ending
         if self._again:  # once nothing else runs, the first of them goes, alone
             if not any(w.sent for w in self._workers):
                 item = self._again.popleft()
@@ -252,6 +263,12 @@ class WorkerPool:
         if len(worker.sent) >= (1 if self._stepwise else 2 * batch):
             return  # busy enough: one batch running, one waiting
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
+        if not self._pending:
+            # Told now, not once its last report is in: its word of the CPU it used comes
+            # with its reports, and it ends beside the last cases, not after a round trip.
+            # (Cases that a worker's death puts back go to a fresh worker: `_replenish`.)
+            for each in self._workers:
+                each.stop()
 
     def _quick(self) -> bool:
         """Whether the cases have gone by at under `QUICK_SECS` each so far (a worker's

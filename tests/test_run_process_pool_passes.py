@@ -29,14 +29,13 @@ class Decodes:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = process_pool._DECODE
+        real = process_pool._decode
 
-        class Counting:
-            def decode(inner, payload: bytes) -> CaseReport:
-                self.count += 1
-                return real.decode(payload)
+        def counting(payload: bytes) -> CaseReport:
+            self.count += 1
+            return real(payload)
 
-        monkeypatch.setattr(process_pool, "_DECODE", Counting())
+        monkeypatch.setattr(process_pool, "_decode", counting)
 
 
 class Listener(Reporter):

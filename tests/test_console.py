@@ -409,6 +409,47 @@ def test_the_agent_runs_with_the_garbage_collector_on(tmp_path: Path, jobs: str)
     assert seen.read_text(encoding="utf-8").split() == ["True", "True"]
 
 
+# The `zeroclaw` process with a watch on the collector: each collection that would walk an
+# object the start-up made (while the collector was paused) is written down. The start-up's
+# objects live as long as the process: no young collection should walk them only for them
+# to survive it.
+WATCHED_START_UP = """
+import gc, os, sys
+gc.disable()  # as the console script does, before the command's modules import
+import harness.cli
+made = harness.cli.Invocation.begins
+def watch(phase, info):
+    if phase == 'start' and any(
+        o is made for g in range(info['generation'] + 1) for o in gc.get_objects(generation=g)
+    ):
+        with open(os.environ['WALKED'], 'a') as walked:
+            walked.write(f"generation {info['generation']}\\n")
+gc.callbacks.append(watch)
+sys.argv = ['zeroclaw', 'eval', 'run', '--jobs', '1']
+from harness.console import main
+main()
+"""
+
+
+def test_no_young_collection_walks_what_the_start_up_made(tmp_path: Path) -> None:
+    root = green_project(tmp_path)
+    walked = tmp_path / "walked.txt"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment.update(PYTHONPATH=str(REPO), WALKED=str(walked))
+    result = subprocess.run(
+        [sys.executable, "-c", WATCHED_START_UP],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2/2 cases passed" in result.stdout
+    assert not walked.exists(), walked.read_text(encoding="utf-8")
+
+
 def test_version(tmp_path: Path) -> None:
     result = run_process("--version", cwd=tmp_path)
     assert result.returncode == 0

@@ -10,7 +10,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -39,11 +39,13 @@ from harness.run.options import load
 from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import end_workers_early, run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
-from harness.tracking.baseline import Against, compare, load_baseline
-from harness.tracking.budget_gate import gated
 from harness.verdict.kept import Prerendering
 from harness.verdict.receipts import GitState, suite_hash, suite_receipt
 from harness.verdict.reports import CaseReport, SuiteReport, UnusedSnapshots
+
+if TYPE_CHECKING:
+    # A run against a baseline imports these as it reads it (`_against`): the rest never do.
+    from harness.tracking.baseline import Against
 
 
 def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
@@ -138,6 +140,8 @@ def _against(options: RunOptions) -> Against | None:
                 "a case could have regressed from"
             )
         return None
+    from harness.tracking.baseline import Against, load_baseline
+
     return Against(
         load_baseline(options.baseline),
         str(options.baseline),
@@ -278,6 +282,9 @@ def run_cases(
             unused_snapshots=unused_snapshots,
         )
         if against is not None:
+            from harness.tracking.baseline import compare
+            from harness.tracking.budget_gate import gated
+
             # Built into the verdict before any reporter sees it, never patched afterwards.
             comparison = compare(against.baseline, report, against.level, against.shown)
             if against.gates is not None:

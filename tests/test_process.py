@@ -243,8 +243,8 @@ def test_check_and_list_import_no_run_machinery(tmp_path: Path) -> None:
 
 # What a replay run with an own loop has no use for, even with a judge configured (its
 # replies replayed, no case judged): the HTTP client and the live backend that would send,
-# the judge's prompt, and `importlib.metadata` (the receipt's versions are read from the
-# `.dist-info` itself).
+# the judge's prompt, the baseline's comparison (no baseline given), and `importlib.metadata`
+# (the receipt's versions are read from the `.dist-info` itself).
 NOT_FOR_A_REPLAY = (
     "httpx",
     "importlib.metadata",
@@ -253,6 +253,8 @@ NOT_FOR_A_REPLAY = (
     "harness.live.provider_limiter",
     "harness.live.provider_settings",
     "harness.judge.prompt",
+    # no baseline: nothing to compare the run with, or to gate on
+    "harness.tracking",
     # one job: no worker pool
     "harness.run.process_pool",
     "harness.run.pool_worker",

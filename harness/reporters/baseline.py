@@ -71,11 +71,11 @@ class BaselineSummary(Reporter):
         self._stderr = stderr
 
     def finish(self, report: SuiteReport) -> None:
-        from harness.tracking.baseline import summary
-
         comparison = report.baseline
         if comparison is None:
             return
+        from harness.tracking.baseline import summary
+
         # Case ids and file names are the user's text: shown inert, as every message.
         for note in [*comparison.notes, *comparison.budget_notes]:
             print(f"zeroclaw eval: baseline: {inert(clean(note))}", file=self._stderr)

@@ -351,6 +351,13 @@ REPORTER_HELPERS = {
 }
 
 
+def test_the_registry_skips_the_reporter_helpers_alone() -> None:
+    # Skipped unimported: none of them may declare a reporter, or it would go unfound.
+    assert REPORTER_HELPERS - {"__init__"} == reporters.HELPERS
+    for helper in sorted(reporters.HELPERS):
+        assert not hasattr(importlib.import_module(f"harness.reporters.{helper}"), "REPORTER")
+
+
 def test_every_reporter_module_is_registered() -> None:
     names = {spec.name for spec in reporters.SPECS}
     modules = {m.stem for m in (PACKAGE / "reporters").glob("*.py")} - REPORTER_HELPERS

@@ -9,14 +9,29 @@ import pkgutil
 from harness.options import Option
 from harness.reporters.base import Commit, Output, Reporter, ReporterSpec
 
-_NOT_REPORTERS = frozenset({"atomic", "base", "registry", "text"})
+# What reporters share and what shows a case for a person, which declare no `REPORTER`:
+# not imported to find that out (a run imports the ones its reporters use).
+HELPERS = frozenset(
+    {
+        "base",
+        "registry",
+        "case_view",
+        "claims",
+        "html_transcript",
+        "html_checks",
+        "html_page",
+        "last_run",
+        "streamed",
+        "delivery",
+    }
+)
 
 
 def _discover() -> tuple[ReporterSpec, ...]:
     package = importlib.import_module(__package__ or "harness.reporters")
     specs: list[ReporterSpec] = []
     for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if module_info.name in _NOT_REPORTERS:
+        if module_info.name in HELPERS:
             continue
         module = importlib.import_module(f"{package.__name__}.{module_info.name}")
         spec = getattr(module, "REPORTER", None)

@@ -255,6 +255,8 @@ NOT_FOR_A_REPLAY = (
     "harness.judge.prompt",
     # no baseline: nothing to compare the run with, or to gate on
     "harness.tracking",
+    # every snapshot holds: no diff to show
+    "difflib",
     # one job: no worker pool
     "harness.run.process_pool",
     "harness.run.pool_worker",

@@ -13,7 +13,6 @@ snapshots runs as before until they are taken."""
 from __future__ import annotations
 
 import bisect
-import difflib
 import functools
 import os
 import re
@@ -200,6 +199,8 @@ def _shown(path: Path, root: Path) -> str:
 
 def unified_diff(kept: str, now: str, shown: str) -> str:
     """The change from the snapshot to this run, as a unified diff of lines made safe."""
+    import difflib  # a changed snapshot's alone: a run whose snapshots all hold has no use
+
     lines = difflib.unified_diff(
         kept.splitlines(), now.splitlines(), f"{shown} (snapshot)", "this run", lineterm="", n=2
     )

@@ -15,7 +15,7 @@ from conftest import Cli, project, run_limited, says
 
 from harness.io import tail_lines
 from harness.io.atomic import ReportWriteError
-from harness.io.files import InputError, decode_json, open_regular, read_bounded
+from harness.io.files import InputError, decode_json, open_regular, read_bounded, read_known
 from harness.reporters.history import append_history
 from harness.verdict.reports import CaseReport, SuiteReport
 
@@ -181,6 +181,37 @@ def test_a_file_is_read_whole_however_its_size_changed_since_it_was_checked(
         assert _read_whole(reader, size, limit) == read
     finally:
         os.close(reader)
+
+
+# --- read_known: bytes read once to be compared with bytes known beforehand -----------------
+
+
+def test_read_known_gives_a_file_s_bytes_up_to_its_size_and_nothing_past_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"x" * 10)
+    assert read_known(str(path), 10) == b"x" * 10
+    assert read_known(str(path)) == b"x" * 10
+    assert read_known(str(path), 9) is None  # holds more than asked for: not those bytes
+    assert read_known(str(tmp_path / "gone")) is None
+    assert read_known(str(tmp_path)) is None  # a directory cannot be read
+    assert read_known("a\0b") is None
+
+
+@FIFO
+@BOUNDED
+def test_read_known_of_a_fifo_neither_blocks_nor_gives_bytes(tmp_path: Path) -> None:
+    # What it gives is compared with the bytes expected, which are never none at all.
+    fifo = fifo_at(tmp_path / "f")
+    code = f"from harness.io.files import read_known\nprint(read_known({str(fifo)!r}, 10))\n"
+    result = run_limited("-c", code, cwd=tmp_path)
+    assert result.stdout == "b''\n", result.stderr
+
+
+@DEV_ZERO
+def test_read_known_of_a_device_that_never_ends_reads_one_past_its_size() -> None:
+    assert read_known("/dev/zero", 10) is None
 
 
 # --- decode_json ---------------------------------------------------------------------------

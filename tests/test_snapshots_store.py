@@ -284,6 +284,10 @@ def test_a_snapshot_is_read_as_it_is_now_whatever_its_folder_held_when_first_lis
     os.mkfifo(plan.path_of(second))  # opened without blocking, refused as it is
     fifo = check(plan, second, "two", tmp_path)
     assert fifo is not None and "not a regular file (FIFO)" in fifo.detail
+    # A run that asked its model nothing renders nothing, which a FIFO reads as too:
+    # still refused as what it is.
+    nothing = check(plan, second, "", tmp_path)
+    assert nothing is not None and "not a regular file (FIFO)" in nothing.detail
 
     # The listing stays with the process that made it.
     copied = pickle.loads(pickle.dumps(plan))

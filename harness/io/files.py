@@ -144,6 +144,31 @@ def file_kind(mode: int) -> str:
     return "special file"
 
 
+# What `read_known` reads at most: a fixture or snapshot is a few KB.
+_KNOWN_CHUNK = 1 << 16
+
+
+def read_known(path: str, size: int = _KNOWN_CHUNK - 1) -> bytes | None:
+    """The bytes of `path` when they are to be compared with bytes known beforehand (a
+    digest, a text), read without `read_bounded`'s checks: opened as it opens (never
+    blocking), read once, up to one past `size` bytes. None: it cannot be opened or read,
+    or holds more. Only ever a shortcut: what it gives is trusted only if it is exactly
+    what was expected (no FIFO, directory or device gives the expected bytes: nothing, an
+    error, or other bytes), else the caller reads the file as `read_bounded` does, which
+    says what is wrong. Spares the `fstat` of a file read once a case."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        data = os.read(fd, size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= size else None
+
+
 def decode_json(data: bytes | str, type: Any = Any) -> Any:
     """The JSON document `data` (as `type`, by msgspec's strict decoding, when given).
 

@@ -62,11 +62,30 @@ class ToolOutcome:
 
 def canonical_arguments(arguments: Any) -> str:
     """Compact JSON with sorted keys and non-ASCII kept, the recorded form of arguments."""
+    try:
+        if _spelt_alike(arguments):
+            return _SORTED(arguments).decode("utf-8")
+    except (UnicodeEncodeError, RecursionError):  # a lone surrogate; nesting past the limit
+        pass
     return _CANONICAL.encode(arguments)
 
 
 # `json.dumps` with these options builds an encoder on every call: made once instead.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# msgspec spells these arguments byte for byte as `_CANONICAL` does, in a tenth of the time.
+_SORTED = msgspec.json.Encoder(order="sorted").encode
+
+
+def _spelt_alike(value: Any) -> bool:
+    """Whether msgspec spells `value` as `json` does: text, whole numbers, booleans and
+    null, in objects with text keys and arrays, exactly those types. Not floats (their
+    digits differ), tuples, sets, subclasses or anything `json` refuses and msgspec knows."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is dict:
+        return all(type(key) is str for key in value) and all(map(_spelt_alike, value.values()))
+    return kind is list and all(map(_spelt_alike, value))
 
 
 def canonical_text(arguments: str) -> str:

@@ -147,7 +147,7 @@ class _Level(enum.IntEnum):
     [
         {"message": "hello", "count": 2, "on": True, "off": None},
         {"z": [1, "a", [None, {"y": False}]], "A": {"b": 2, "B": "é\u2028😀"}},
-        {"controls": "".join(map(chr, range(32))) + "\x7f\"\\/", "": 10**40},
+        {"controls": "".join(map(chr, range(32))) + '\x7f"\\/', "": 10**40},
         {"float": 0.00001, "nan": float("nan"), "inf": float("inf")},
         {"tuple": (1, 2), "level": _Level.LOW, "text": type("Text", (str,), {})("t")},
         {2: "int keys", 1: "spelt as text"},

@@ -493,7 +493,7 @@ def test_a_suite_s_cases_keep_neither_text_nor_trace_and_read_them_again(tmp_pat
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-@pytest.mark.parametrize("change", ["edited", "removed"])
+@pytest.mark.parametrize("change", ["edited", "removed", "fifo"])
 def test_a_fixture_changed_after_admission_is_that_case_s_run_error(
     tmp_path: Path, change: str, jobs: int
 ) -> None:
@@ -510,12 +510,18 @@ def test_a_fixture_changed_after_admission_is_that_case_s_run_error(
         target.write_text(target.read_text("utf-8").replace('"b"', '"b2"'), "utf-8")
     else:
         target.unlink()
+    if change == "fifo":  # read at once as a fixture is: neither blocking nor taken for it
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("needs os.mkfifo")
+        os.mkfifo(target)
     adapter = resolve_agent("openai-agents")
     report = run_cases(cases, adapter, suite="s", jobs=jobs, root=tmp_path)
     assert [c.passed for c in report.cases] == [True, False, True]
     error = report.cases[1].error
     said = "changed after it was admitted" if change == "edited" else "can no longer be read"
     assert error is not None and f"b.json: the {'' if change == 'edited' else 'admitted '}" in error
+    if change == "fifo":
+        assert error.endswith("can no longer be read: not a regular file (FIFO)")
     assert said in error and "internal error" not in error and report.cases[1].traceback is None
     assert int(report.exit_code()) == 1
 

@@ -15,7 +15,7 @@ from harness.io.problems import escaped, unsafe_name_problem
 from harness.io.validation import Fault, closest, did_you_mean
 from harness.modes import Mode
 from harness.run_record import RunRecord
-from harness.transcript import Conversation
+from harness.transcript import Conversation, quick_init
 from harness.workspace import WorkspaceView
 
 Category = Literal[
@@ -88,6 +88,7 @@ class Grade(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return not self.passed and self.gates
 
 
+@quick_init
 @dataclass(frozen=True)
 class Evidence:
     """What a run left for grading: its record, a read-only view of its workspace (None:

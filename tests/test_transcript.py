@@ -1,0 +1,74 @@
+"""`harness.transcript`: the frozen records made for every request and case (`Exchange`,
+`Conversation`, and grading's `Evidence`) are made by `quick_init`'s `__init__`, which must
+be the dataclass's own in all but its cost."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pickle
+from typing import Any
+
+import pytest
+
+from harness.expectations.base import Evidence
+from harness.model_boundary import ModelRequest
+from harness.run_record import RunRecord
+from harness.transcript import Conversation, Exchange, quick_init
+
+
+def _plain_twin(cls: type) -> type:
+    """`cls` as `@dataclass(frozen=True)` alone makes it: same fields, same defaults."""
+    fields = [
+        (f.name, f.type, f.default if f.default is not dataclasses.MISSING else dataclasses.MISSING)
+        for f in dataclasses.fields(cls)
+    ]
+    spec = [
+        (name, kind)
+        if default is dataclasses.MISSING
+        else (name, kind, dataclasses.field(default=default))
+        for name, kind, default in fields
+    ]
+    return dataclasses.make_dataclass(cls.__name__, spec, frozen=True)
+
+
+@pytest.mark.parametrize("cls", [Exchange, Conversation, Evidence])
+def test_quick_init_takes_what_the_dataclass_s_own_takes(cls: type) -> None:
+    twin = _plain_twin(cls)
+    assert str(inspect.signature(cls)) == str(inspect.signature(twin))
+
+
+def test_a_quickly_made_exchange_is_the_dataclass_it_was() -> None:
+    request = ModelRequest(messages=())
+    exchange = Exchange(1, 2, 3, request)
+    assert (exchange.turn, exchange.step, exchange.calls_before) == (1, 2, 3)
+    assert exchange.request is request
+    assert exchange == Exchange(turn=1, step=2, calls_before=3, request=request)
+    assert dataclasses.replace(exchange, step=5) == Exchange(1, 5, 3, request)
+    assert pickle.loads(pickle.dumps(exchange)) == exchange
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        exchange.step = 4  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Exchange(1, 2, 3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Exchange(1, 2, 3, request, nope=1)  # type: ignore[call-arg]
+
+
+def test_a_quickly_made_conversation_keeps_its_defaults_and_cached_answers() -> None:
+    conversation = Conversation(user_inputs=("hi",), script=((),), exchanges=(), calls=())
+    assert (
+        conversation.scripted is True and conversation.handoffs == () and conversation.answers == ()
+    )
+    assert conversation.unapproved == frozenset()  # a cached property: its dict is writable
+    evidence = Evidence(RunRecord(), conversation=conversation)
+    assert (evidence.workspace, evidence.agent_tools, evidence.judged) == (None, None, None)
+    assert evidence.conversation is conversation
+
+
+def test_quick_init_refuses_a_class_whose_init_does_more() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Made:
+        items: list[Any] = dataclasses.field(default_factory=list)
+
+    with pytest.raises(AssertionError):
+        quick_init(Made)

@@ -42,9 +42,12 @@ def quick_init(cls: C) -> C:
     For classes of a few plain fields made for every request or case; no field may have a
     default factory or a `__post_init__`."""
     fields = dataclasses.fields(cls)
-    assert not any(f.default_factory is not dataclasses.MISSING for f in fields)
-    assert not hasattr(cls, "__post_init__") and all(f.init for f in fields)
-    assert all(f.name.isidentifier() for f in fields)  # field names: nothing else is run
+    if (
+        hasattr(cls, "__post_init__")
+        or any(f.default_factory is not dataclasses.MISSING or not f.init for f in fields)
+        or not all(f.name.isidentifier() for f in fields)  # field names: nothing else is run
+    ):
+        raise TypeError(f"{cls.__name__}: its __init__ does more than set its fields")
     defaults = {f"_{f.name}": f.default for f in fields if f.default is not dataclasses.MISSING}
     parameters = ", ".join(
         f.name if f.default is dataclasses.MISSING else f"{f.name}=_{f.name}" for f in fields
@@ -58,7 +61,8 @@ def quick_init(cls: C) -> C:
     )
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__annotations__ = dict(cls.__init__.__annotations__)
+    init.__module__ = cls.__module__
+    init.__annotations__ = dict(vars(cls)["__init__"].__annotations__)
     setattr(cls, "__init__", init)  # noqa: B010 (the dataclass's own, replaced)
     return cls
 

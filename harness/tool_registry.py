@@ -112,8 +112,13 @@ class ToolRegistry:
     @classmethod
     def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
         registry = cls()
-        for tool in tools:
-            registry.add(tool)
+        tools = list(tools)
+        # Made at once for every case: one by one (`add`) only to say which name repeats.
+        registry.tools = {tool.name: tool for tool in tools}
+        if len(registry.tools) != len(tools):
+            registry.tools = {}
+            for tool in tools:
+                registry.add(tool)
         return registry
 
     def add(self, tool: Tool) -> None:

@@ -1,13 +1,18 @@
-"""What crosses to a worker process: a case as a worker gets it (`Item`)."""
+"""What crosses to a worker process: a case as a worker gets it (`Item`), and what it sends
+back of its plain passes (`_Sender`): spooled as each is done, sent a run at once."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from conftest import BUILTIN_SURFACE, replay_trace, write_fixture
+from conftest import BUILTIN_SURFACE, failing_report, passing_report, replay_trace, write_fixture
 
 from harness.fixtures.suite import load_suite
-from harness.run.pool_worker import Item
+from harness.run.pool_worker import Item, _Sender
+from harness.run.spools import spooled
+from harness.verdict.kept import SCORES, Passes, Prerendering
+from harness.verdict.reports import CaseReport
 
 
 def test_a_case_of_an_admitted_suite_is_sent_as_the_case_made_from_it_is(tmp_path: Path) -> None:
@@ -22,3 +27,137 @@ def test_a_case_of_an_admitted_suite_is_sent_as_the_case_made_from_it_is(tmp_pat
         assert item.digest is not None and item.case().id == f"c{place}"
     cases = list(suite)  # any other sequence of cases: each made, as before
     assert Item.at(2, cases) == Item.of(2, cases[2])
+
+
+def test_the_cases_sent_are_plain_tuples_of_what_each_item_holds(tmp_path: Path) -> None:
+    for n in range(3):
+        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
+    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    for cases in (suite, list(suite)):
+        sent = Item.all_at([2, 0], cases)
+        assert [type(item) for item in sent] == [tuple, tuple]  # no class to pickle by name
+        assert sent == [tuple(Item.at(2, cases)), tuple(Item.at(0, cases))]
+        assert Item._make(sent[0]).case().id == "c2"
+
+
+class Sent:
+    """A worker's pipe: what was sent on it, in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[Any, ...]] = []
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self.messages.append(message)
+
+
+class Part:
+    """A worker part (`Prerender`): the case's id, as its reporter would write it."""
+
+    @staticmethod
+    def render(report: CaseReport) -> object:
+        return f"part of {report.id}"
+
+
+def test_plain_passes_are_spooled_as_each_is_done_and_sent_a_run_at_once(tmp_path: Path) -> None:
+    pipe, spool = Sent(), str(tmp_path / "spool")
+    send = _Sender(pipe, Prerendering((Part,), passes=True), spool)
+    send.index_of = {name: place for place, name in enumerate(["a", "b", "c", "d", "e"])}
+    for name in ("a", "b", "c"):
+        send(passing_report(name))
+    # Nothing sent yet; should the next case kill the worker, the harness reads them here.
+    assert pipe.messages == []
+    assert [(place, name) for place, name, _, _ in spooled(spool)] == [(0, "a"), (1, "b"), (2, "c")]
+    assert [parts for _, _, _, parts in spooled(spool)] == [
+        ("part of a",),
+        ("part of b",),
+        ("part of c",),
+    ]
+    send(failing_report("d"))  # any other message goes after the passes before it
+    assert [message[0] for message in pipe.messages] == ["run", "report"]
+    assert pipe.messages[0] == (
+        "run",
+        0,
+        bytes([SCORES[1.0]] * 3),
+        [["part of a", "part of b", "part of c"]],
+        {},
+    )
+    assert spooled(spool) == []  # sent: the spool starts again
+    send(passing_report("e"))
+    send.flush()  # the batch is done
+    assert pipe.messages[-1] == ("run", 4, bytes([SCORES[1.0]]), [["part of e"]], {})
+
+
+def test_a_pass_that_does_not_follow_on_starts_a_run_of_its_own(tmp_path: Path) -> None:
+    pipe = Sent()
+    send = _Sender(pipe, Prerendering((Part,), passes=True), str(tmp_path / "spool"))
+    send.index_of = {"a": 0, "c": 2}
+    send(passing_report("a"))
+    send(passing_report("c"))
+    send.flush()
+    assert [message[:2] for message in pipe.messages] == [("run", 0), ("run", 2)]
+
+
+def test_a_spool_cut_short_as_its_worker_died_gives_the_whole_passes_before(tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    send = _Sender(Sent(), Prerendering((Part,), passes=True), str(spool))
+    send.index_of = {"a": 0, "b": 1}
+    send(passing_report("a"))
+    send(passing_report("b"))
+    spool.write_bytes(spool.read_bytes()[:-3])  # the second, written in part
+    assert [name for _, name, _, _ in spooled(str(spool))] == ["a"]
+    assert spooled(str(tmp_path / "none")) == []
+
+
+class Streamed:
+    """A worker part written into files of its worker's own (`streams`): the case's id,
+    and its name where it has one (a second stream, joined by a separator)."""
+
+    streams = (b"", b"|")
+
+    @staticmethod
+    def render(report: CaseReport) -> object:
+        return (b"id " + report.id.encode(), b"named" if report.id != "b" else None)
+
+    @staticmethod
+    def spill(parts: Any) -> tuple[bytes | None, ...]:
+        return parts[1], parts[0]
+
+    @staticmethod
+    def unspill(streams: tuple[bytes | None, ...]) -> object:
+        return (streams[1], streams[0])
+
+
+def test_parts_a_worker_writes_into_files_of_its_own_are_read_back_as_rendered(
+    tmp_path: Path,
+) -> None:
+    pipe, spool = Sent(), str(tmp_path / "spool")
+    send = _Sender(pipe, Prerendering((Part, Streamed), passes=True), spool)
+    send.index_of = {name: place for place, name in enumerate("abcde")}
+    for name in "abc":
+        send(passing_report(name))
+    send.flush()
+    send(passing_report("e"))  # a run of its own, after the first
+    send.flush()
+    runs = []
+    files = [Path(f"{spool}.1.{n}").open("rb") for n in range(2)]  # noqa: SIM115 (read below)
+    for _, first, codes, columns, spilled in pipe.messages:
+        assert columns[1] is None and list(spilled) == [1]  # none of it in the message
+        streams = tuple([(files[n], *where)] for n, where in enumerate(spilled[1]))
+        runs.append(Passes.run((Part, Streamed), first, codes, columns, None, {1: streams}))
+    rendered = [Streamed.render(passing_report(name)) for name in "abce"]
+    assert runs[0].spilled(Streamed) is not None
+    joined = Passes.joined(runs[:1]).parts(Streamed) + runs[1].parts(Streamed)
+    assert joined == rendered
+    second = runs[1].spilled(Streamed)
+    assert second is None  # read: held from now on
+    assert Path(f"{spool}.1.1").read_bytes() == b"id a|id b|id cid e"  # runs, each joined
+    for file in files:
+        file.close()
+
+
+def test_a_worker_that_cannot_spool_sends_each_pass_with_its_report(tmp_path: Path) -> None:
+    pipe = Sent()
+    send = _Sender(pipe, Prerendering((Part,), passes=True), str(tmp_path / "gone" / "spool"))
+    send.index_of = {"a": 0}
+    send(passing_report("a"))  # never held: nothing would find it should the worker die
+    assert [message[:2] for message in pipe.messages] == [("report", 0)]

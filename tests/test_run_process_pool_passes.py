@@ -138,3 +138,30 @@ def test_a_case_that_kills_its_worker_among_plain_passes_is_its_own_run_error(
         document["cases"][0]["record"] is not None
     )  # each pass written whole, as its worker had it
     assert len(written["transcripts"]) == 7 and written["counted"] == list(range(1, 9))
+
+
+def test_passes_come_a_run_at_once_and_those_a_dying_worker_never_sent_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch's passes go as one message; the case that kills its worker in the middle of
+    # a batch leaves those before it unsent, which the harness reads from the worker's spool.
+    agent = hostile_agent(tmp_path, monkeypatch)
+    cases: dict[str, Any] = {f"{n:02}.json": says_hi(f"case-{n}") for n in range(40)}
+    cases["03.json"] = says_hi("case-3", "exit now")
+    suite = write_suite(tmp_path / "suite", cases)
+    handed: list[int] = []
+    real = process_pool.WorkerPool._passes
+
+    def counted(pool: process_pool.WorkerPool, passes: Any) -> None:
+        handed.append(len(passes))
+        real(pool, passes)
+
+    monkeypatch.setattr(process_pool.WorkerPool, "_passes", counted)
+    report, written = run(suite, tmp_path / "work", agent)
+    by_id = {case.id: case for case in report.cases}
+    assert by_id["case-3"].error == "the worker running the case died (exit code 3)"
+    assert all(by_id[f"case-{n}"].passed for n in range(40) if n != 3)
+    assert sum(handed) == 39 and len(handed) < 39  # runs of passes, not one a message
+    document = json.loads(written["json"])
+    assert [case["id"] for case in document["cases"]] == [f"case-{n}" for n in range(40)]
+    assert len(written["transcripts"]) == 39 and written["counted"] == list(range(1, 41))

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 from conftest import errored_report, failing_report, passing_report, suite_report
 
-from harness.verdict.kept import KeptCases, plain_passes
+from harness.verdict.kept import SCORES, KeptCases, Passes, plain_passes
 from harness.verdict.reports import CaseReport, SuiteReport
 
 
@@ -137,3 +137,52 @@ def test_a_kept_verdict_says_its_cases_ids_without_making_a_pass_again() -> None
     ids = [report.id for report in reports]
     assert list(kept.ids(lambda case: case.id)) == ids
     assert list(slim.ids(lambda case: case.id)) == ids  # no `named`: each made again
+
+
+def test_a_run_of_plain_passes_is_held_at_once_unless_one_of_them_is_in() -> None:
+    made = [passing_report(f"p{n}") for n in range(5)]
+
+    def remake(index: int, score: float | None) -> CaseReport:
+        return msgspec.structs.replace(_slim(made[index]), score=score)
+
+    kept: KeptCases[CaseReport] = KeptCases(5, remake)
+    kept.keep(4, made[4])
+    assert not kept.drop_run(3, bytes([SCORES[1.0]] * 2))  # the case at 4 is in
+    assert not kept.has(3) and kept.passes == 0
+    assert kept.drop_run(0, bytes([SCORES[1.0], SCORES[None], SCORES[1.0]]))
+    assert kept.passes == 3 and [kept.has(n) for n in range(5)] == [True, True, True, False, True]
+    assert kept[1].score is None and kept[0] == _slim(made[0])
+
+
+def test_passes_held_as_columns_read_as_the_entries_they_were_made_of() -> None:
+    entries = [
+        (n, f"p{n}", 1.0 if n != 3 else None, (f"line {n}", f"part {n}")) for n in (1, 2, 3, 6)
+    ]
+    kinds = ("lines", "parts")
+    passes = Passes(kinds, entries)
+    assert len(passes) == 4 and passes.ids() == ["p1", "p2", "p3", "p6"]
+    assert passes.parts("parts") == ["part 1", "part 2", "part 3", "part 6"]
+    assert passes.scores() == [1.0, 1.0, None, 1.0]
+    runs = passes.runs()  # one after another in the suite
+    assert [list(run.places) for run in runs] == [[1, 2, 3], [6]]
+    assert [run.parts("lines") for run in runs] == [["line 1", "line 2", "line 3"], ["line 6"]]
+    picked = passes.picked([0, 3])
+    assert list(picked.places) == [1, 6] and picked.ids() == ["p1", "p6"]
+    with pytest.raises(ValueError):
+        passes.parts("neither")
+
+
+def test_runs_one_after_another_join_as_one_named_from_the_suite() -> None:
+    kinds = ("parts",)
+    ones = Passes.run(kinds, 2, bytes([SCORES[1.0]] * 2), [["part 2", "part 3"]])
+    more = Passes.run(kinds, 4, bytes([SCORES[None]]), [["part 4"]])
+    with pytest.raises(ValueError):
+        ones.ids()  # a worker's run is named by the suite, not by its worker
+    suite = [f"c{n}" for n in range(6)]
+    joined = Passes.joined([ones, more], suite[2:5])
+    assert joined.places == range(2, 5) and joined.ids() == ["c2", "c3", "c4"]
+    assert joined.parts("parts") == ["part 2", "part 3", "part 4"]
+    assert joined.scores() == [1.0, 1.0, None]
+    assert ones.parts("parts") == ["part 2", "part 3"]  # the runs joined are as they were
+    more.named(suite)
+    assert more.ids() == ["c4"]

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import IO, BinaryIO, cast
 
 import msgspec
 
@@ -186,9 +185,16 @@ class Spool:
         if handle is None:
             return
         handle.flush()
-        handle.seek(0)
-        shutil.copyfileobj(handle, out, 1 << 20)
-        handle.seek(0, os.SEEK_END)
+        copy_into(out, handle.fileno(), 0, self.size)
+
+    def copy_in(self, fd: int, offset: int, length: int) -> None:
+        """`length` bytes of the file `fd` from `offset` on, written as `write` writes."""
+        if length <= 0:
+            return
+        self.write(b"")  # made, if it is not yet
+        assert self._handle is not None
+        copy_into(self._handle, fd, offset, length)
+        self.size += length
 
     def slices(self, ranges: Sequence[tuple[int, int]]) -> Slices:
         """The (offset, length) ranges of what was written, in this order, as one part."""
@@ -214,6 +220,33 @@ class Spool:
         if handle is not None:
             with contextlib.suppress(OSError):
                 handle.close()
+
+
+def copy_into(out: IO[bytes], fd: int, offset: int, length: int) -> None:
+    """`length` bytes of the file `fd` from `offset` on, appended to `out` (a buffered file,
+    flushed first) by the kernel where it can (`os.copy_file_range`: no byte through this
+    process), else read and written."""
+    out.flush()
+    try:
+        at, into = out.tell(), out.fileno()
+    except (OSError, ValueError):  # not a file (`io.UnsupportedOperation` is both)
+        at = into = -1
+    if at >= 0:
+        began = at
+        with contextlib.suppress(OSError):  # not a regular file, another file system
+            while length > 0:
+                done = os.copy_file_range(fd, into, length, offset, at)
+                if done <= 0:
+                    break
+                offset, at, length = offset + done, at + done, length - done
+        if at != began:
+            out.seek(at)  # where the kernel wrote up to
+    while length > 0:
+        chunk = os.pread(fd, min(length, 1 << 20), offset)
+        if not chunk:
+            raise OSError(f"a spooled part ends {length} byte(s) short")
+        out.write(chunk)
+        offset, length = offset + len(chunk), length - len(chunk)
 
 
 class Slices(msgspec.Struct, frozen=True):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.io.atomic import ReportWriteError
 from harness.reporters.base import Reporter
-from harness.verdict.kept import Pass, Passes
+from harness.verdict.kept import Passes
 
 if TYPE_CHECKING:
     from harness.verdict.reports import CaseReport, SuiteReport
@@ -81,10 +81,10 @@ class Delivery:
         # order they finish in (several jobs); none: as they come.
         self._order = order
         self._next = 0
-        # What waits for a case before it: cases by their ids, plain passes (`Pass`) in runs
-        # by their first one's place.
+        # What waits for a case before it: cases by their ids, plain passes in runs
+        # (`Passes`) by their first one's place.
         self._waiting: dict[str, CaseReport] = {}
-        self._runs: dict[int, list[Pass]] = {}
+        self._runs: dict[int, Passes] = {}
         # The hooks told of every case, of the reporters that have them (the protocol's
         # own does nothing): thousands of cases each call only those.
         self._done = _hooks(reporters, Reporter.case_done)
@@ -139,46 +139,46 @@ class Delivery:
         # A pass's place is its place in the order: a worker's passes, one after another
         # in the suite, wait as one run under the first one's.
         runs = self._runs
-        run: list[Pass] = []
-        for entry in passes.entries:
-            if run and entry[0] != run[-1][0] + 1:
-                runs[run[0][0]] = run
-                run = []
-            run.append(entry)
-        if run:
-            runs[run[0][0]] = run
+        for run in passes.runs():
+            runs[run.places[0]] = run
         self._release()
 
     def _release(self) -> None:
         """What waits and follows on from the cases told, told in order: plain passes one
         after another a batch at once."""
         order, waiting, runs, at = self._order, self._waiting, self._runs, self._next
-        told: list[Pass] = []
+        told: list[Passes] = []
+        begun = at
         while True:
             run = runs.pop(at, None)
             if run is not None:
-                told += run
+                told.append(run)
                 at += len(run)
                 continue
             case = waiting.pop(order[at], None) if at < len(order) else None
             if case is None:
                 break
             if told:
-                self._each_case(self._passes_kept, Passes(self.kinds, told))
+                self._tell_passes(told, begun, at)
                 told = []
             at += 1
-            self._next = at
+            begun = self._next = at
             self._tell_kept(case)
         self._next = at
         if told:
-            self._each_case(self._passes_kept, Passes(self.kinds, told))
+            self._tell_passes(told, begun, at)
+
+    def _tell_passes(self, runs: list[Passes], begun: int, end: int) -> None:
+        """The runs from `begun` to `end` (one after another), named from the order."""
+        self._each_case(self._passes_kept, Passes.joined(runs, self._order[begun:end]))
 
     def _unordered(self) -> None:
         """Any case still waiting for one before it (a case the run never told) is told
         now: a report that finds its cases not the verdict's renders it whole instead."""
         runs, self._runs = self._runs, {}
         for place in sorted(runs):
-            self._each_case(self._passes_kept, Passes(self.kinds, runs[place]))
+            run = runs[place]
+            self._tell_passes([run], place, place + len(run))
         waiting, self._waiting = self._waiting, {}
         for case in waiting.values():
             self._tell_kept(case)

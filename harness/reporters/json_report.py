@@ -25,7 +25,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
-from harness.io.atomic import FILE_MODE, Part, ReportFiles, ReportWriteError, own_folder
+from harness.io.atomic import (
+    FILE_MODE,
+    Part,
+    ReportFiles,
+    ReportWriteError,
+    copy_into,
+    own_folder,
+)
 from harness.io.text import json_safe, without_surrogates
 from harness.options import Option
 from harness.reporters.base import COMMIT, FILES, HeldParts, Output, Reporter, documents, say
@@ -98,6 +105,7 @@ def inert_json(encoded: bytes) -> bytes:
 # Where the cases go in the document rendered without them: the one key at the top level
 # that holds a list (every nested key is indented further, no string holds a raw newline).
 _NO_CASES = b'\n  "cases": [],\n'
+_SEPARATOR = b",\n"  # between two cases of the list
 # A case formatted two lists deep is indented as the document's cases are: what the format
 # puts around it (`[`, `  [`, and their ends) is cut off, the case's own indent kept.
 _AROUND_CASE = (len(b"[\n  [\n"), len(b"\n  ]\n]"))
@@ -148,6 +156,10 @@ class WorkerParts(HeldParts):
 
     # A run that keeps passing transcripts (a report shows them) would use none of them.
     only_when_transcripts_dropped = True
+    # A plain pass's transcript line and part, written by its worker into files of its
+    # own (`harness.run.pool_worker._Streams`), one after another (the parts as the cases'
+    # list joins them), and copied from there into the transcripts and the report.
+    streams = (b"", _SEPARATOR)
     # Each report's transcript line, its part, and whether the part is that of the report
     # with its transcript dropped.
     _held: ClassVar[dict[int, tuple[Any, ...]]] = {}
@@ -163,6 +175,17 @@ class WorkerParts(HeldParts):
             plain = msgspec.structs.replace(record, transcript=None)
             kept, dropped = msgspec.structs.replace(case, record=plain), True
         return line, _formatted(kept), dropped
+
+    @staticmethod
+    def spill(parts: object) -> tuple[bytes | None, bytes]:
+        line, part, _ = cast("tuple[bytes | None, bytes, bool]", parts)  # what `render` made
+        return line, part
+
+    @staticmethod
+    def unspill(streams: tuple[bytes | None, ...]) -> tuple[bytes | None, bytes, bool]:
+        line, part = streams
+        assert part is not None  # every pass has its part
+        return line, part, True  # a plain pass's, rendered with its transcript dropped
 
     @classmethod
     def hold(cls, case: CaseReport, parts: object) -> None:
@@ -197,7 +220,7 @@ class JsonCases:
     def __init__(self, directory: Path | None = None, transcripts: str | None = None) -> None:
         from harness.reporters.streamed import SpooledList
 
-        self._cases = SpooledList(b",\n", directory)
+        self._cases = SpooledList(_SEPARATOR, directory)
         self.transcripts = transcripts  # the last run's report names its transcripts file
 
     def named(self, suite: str, agent: str) -> None:
@@ -207,6 +230,10 @@ class JsonCases:
         self._cases.append(case_part(case))
 
     def add_passes(self, passes: Passes) -> None:
+        spilled = passes.spilled(WorkerParts)
+        if spilled is not None:  # copied from where its workers wrote them
+            self._cases.extend_from(spilled[1])
+            return
         made = cast("list[tuple[bytes | None, bytes, bool]]", passes.parts(WorkerParts))
         self._cases.extend([part for _, part, _ in made])
 
@@ -285,6 +312,14 @@ class LastRun(Reporter):
 
     def passes_done(self, passes: Passes) -> None:
         if self._handle is None:
+            return
+        spilled = passes.spilled(WorkerParts)
+        if spilled is not None:  # copied from where its workers wrote them
+            try:
+                for file, offset, length, _, _ in spilled[0]:
+                    copy_into(self._handle, file.fileno(), offset, length)
+            except OSError as exc:
+                self._give_up(exc)
             return
         made = cast("list[tuple[bytes | None, bytes, bool]]", passes.parts(WorkerParts))
         try:

@@ -21,7 +21,7 @@ from harness.verdict.kept import KeptCases
 
 if TYPE_CHECKING:
     from harness.expectations.base import Grade
-    from harness.verdict.kept import Passes
+    from harness.verdict.kept import Passes, Region
     from harness.verdict.reports import CaseReport, SuiteReport
 
 
@@ -64,7 +64,8 @@ def _id(case: CaseReport) -> str:
 
 
 def _keys(passes: Passes) -> bytes:
-    keys = "".join(f"{case_id}\0" for case_id in passes.ids())
+    ids = passes.ids()
+    keys = "\0".join(ids) + "\0" if len(ids) else ""  # each `_key` one after another
     return keys.encode("utf-8", "surrogatepass")
 
 
@@ -126,9 +127,9 @@ class Streamed:
             # The verdict's cases by their ids (unique in a suite), a plain pass's said
             # without making its report again.
             ids = cases.ids(_id) if isinstance(cases, KeptCases) else map(_id, cases)
-            order = hashlib.blake2b(digest_size=16)
-            for case_id in ids:
-                order.update(_key(case_id))
+            # Each `_key` one after another, hashed at once: the same digest.
+            keys = "\0".join(ids) + "\0" if cases else ""
+            order = hashlib.blake2b(keys.encode("utf-8", "surrogatepass"), digest_size=16)
             if order.digest() == self._order.digest():
                 return self._cases.parts(report)
         return (self._cases.whole(report),)
@@ -151,6 +152,16 @@ class SpooledList:
     def append(self, part: bytes) -> None:
         self.spool.write(part if not self.count else self._separator + part)
         self.count += 1
+
+    def extend_from(self, regions: list[Region]) -> None:
+        """`extend` of the parts a worker wrote into a file, joined by this separator
+        (`Passes.spilled`), copied from there."""
+        for file, offset, length, count, _ in regions:
+            if count:
+                if self.count:
+                    self.spool.write(self._separator)
+                self.spool.copy_in(file.fileno(), offset, length)
+                self.count += count
 
     def extend(self, parts: list[bytes]) -> None:
         """`append` of each, in one write."""

@@ -271,14 +271,14 @@ class TableReporter(Reporter):
     def passes_done(self, passes: Passes) -> None:
         # A plain pass folds nothing (it has no failing check): each its worker's lines.
         chunks = cast("list[str]", passes.parts(self.worker_parts))
-        if self._counter():  # each counted on from here
-            counted = []
-            for lines in chunks:
-                self._done += 1
-                counted.append(self._counted(lines))
-            chunks = counted
-        else:
-            self._done += len(chunks)
+        done, total = self._done, self._total
+        self._done += len(chunks)
+        if self._counter():  # each counted on from here, as `_counted` counts one
+            width = len(str(total))
+            chunks = [
+                f"{lines[:2]}[{count:>{width}}/{total}] {lines[2:]}"
+                for count, lines in zip(range(done + 1, self._done + 1), chunks, strict=True)
+            ]
         if self._guard:  # a token of its own for each case's lines, as they are told
             for chunk in chunks:
                 self._write(chunk)

@@ -5,9 +5,10 @@ object), gets cases by their place in the suite with their fixture text (admissi
 happened in the harness: the worker parses the same text with the same parser, so it runs
 the same case), runs them through the same watched runner with one job (the per-case
 timeout and the watchdog hold in there), and sends each `CaseReport` back encoded with
-msgspec, as it finishes (a plain pass, when all the harness's reporters write of it is what
-the worker rendered for them, as those parts alone: `Prerendering`). It never outlives the
-harness (`orphans`). A worker started early may first be sent parts of a large suite to
+msgspec, as it finishes; a plain pass, when all the harness's reporters write of it is what
+the worker rendered for them (`Prerendering`), is spooled as it finishes and sent as those
+parts alone with the passes after it, a run at once (`_Sender`, `Spools`). It never
+outlives the harness (`orphans`). A worker started early may first be sent parts of a large suite to
 admit (`run/worker_admission.py`), which it does as the harness would, before it is told
 what to run.
 """
@@ -34,15 +35,20 @@ from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice
 from harness.run.runner import CasePlan, replay_backend
+from harness.run.spools import Streams
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
-from harness.verdict.kept import SCORES, Prerendering
+from harness.verdict.kept import SCORES, Pass, Prerendering
 from harness.verdict.reports import CaseReport
 
 RunCases = Callable[[list[Case], CasePlan, Callable[[CaseReport], None] | None], Any]
 # How long past a case's whole allowance (its wall clock, and the agent's start) a worker
 # may stay silent before it is taken for stuck beyond its own watchdog and stopped.
 STALL_GRACE_SECS = 5.0
+# How long a worker may hold plain passes done before it sends them (spooled meanwhile):
+# what the harness hears of a run of quick cases comes a batch at once (on a loaded machine
+# too, where a batch takes several times as long), a slow case's soon.
+FLUSH_SECS = 0.1
 
 
 class Item(NamedTuple):
@@ -71,12 +77,31 @@ class Item(NamedTuple):
             return cls(place, where, case_id, digest, None, canonical)
         return cls.of(place, cases[place])
 
+    @staticmethod
+    def all_at(places: Sequence[int], cases: Sequence[Case]) -> list[Sent]:
+        """`at` of each of `places`, as plain tuples: what crosses to a worker (pickled as
+        a quarter of what an `Item` costs), an `Item` again there."""
+        found: list[Sent] = []
+        if not isinstance(cases, AdmittedCases):
+            for place in places:
+                made = Item.of(place, cases[place])
+                found.append((place, *made[1:]))
+            return found
+        held = cases.held_at
+        for place in places:
+            where, case_id, digest, canonical = held(place)
+            found.append((place, where, case_id, digest, None, canonical))
+        return found
+
     def case(self) -> Case:
         if self.digest is not None:
             return Case.dropped(self.case_id, self.path, self.digest, self.canonical)
         assert self.text is not None
         return Case(parse_admitted(self.text), Path(self.path), self.text)
 
+
+# An `Item` as it is sent: a plain tuple of its fields, in order.
+Sent = tuple[int, str, str, "bytes | None", "str | None", "bytes | None"]
 
 # What a worker builds its plan from as it is; the rest it makes itself (the adapter and
 # backend from their pickles, one job, nothing prepared) or has no use for.
@@ -132,6 +157,10 @@ class WorkerSpec:
     environ: dict[str, str]
     # A judge waits in the harness: a case with rubrics is handed back to run there.
     hand_back_judged: bool = False
+    # The file a worker spools its plain passes in (`_Sender`); None: it sends each. And
+    # where the files it writes parts into begin (`_Streams`); None: beside the spool.
+    spool: str | None = None
+    streams: str | None = None
 
     @property
     def stall(self) -> float:
@@ -226,7 +255,7 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         conn.send(("failed", describe(exc)))
         return
     conn.send(("ready",))
-    send = _Sender(conn, plan.prerender)
+    send = _Sender(conn, plan.prerender, spec.spool, spec.streams)
     while True:
         try:
             message = conn.recv()
@@ -235,8 +264,8 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         if message[0] != "run":
             conn.send(("cpu", time.process_time()))
             return
-        items: list[Item] = message[1]
-        cases = {item.place: item.case() for item in items}
+        items: list[Sent] = message[1]
+        cases = {item[0]: Item._make(item).case() for item in items}
         if spec.hand_back_judged:
             judged = [place for place, case in cases.items() if _judged(case)]
             if judged:  # said before any other case of the batch runs: none is running yet
@@ -245,6 +274,7 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
                     del cases[place]
         send.index_of = {case.id: place for place, case in cases.items()}
         spec.run(list(cases.values()), plan, send)
+        send.flush()  # the batch's last passes: nothing runs now
 
 
 def _judged(case: Case) -> bool:
@@ -262,16 +292,42 @@ class _Sender:
     kill this worker, the harness has every case before it), with the case's place in the
     suite (ids are unique within a suite) and the parts of it rendered here for the
     harness's reporters (`Prerender`), one message at a time whichever thread reports it.
-    A plain pass whose parts are all its reporters write of it (`Prerendering.passes`)
-    goes as a "pass": its id, score and parts, no report to decode."""
 
-    def __init__(self, conn: Any, prerender: Prerendering | None) -> None:
+    A plain pass whose parts are all its reporters write of it (`Prerendering.passes`) is
+    written to this worker's spool file (`WorkerSpec.spool`) as it is in, where the harness
+    finds it should this worker die, and sent with the passes after it, one after another
+    in the suite, as one "run": their first place, each one's score as a byte (`SCORES`)
+    and each kind's parts in a list. A run goes once this worker's batch is done, before
+    any other message, or once it is `FLUSH_SECS` old: the harness reads one message, not
+    one a case. Once sent, the spool starts again (empty)."""
+
+    def __init__(
+        self,
+        conn: Any,
+        prerender: Prerendering | None,
+        spool: str | None,
+        streams: str | None = None,
+    ) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
         kinds = prerender.kinds if prerender is not None else ()
         self._renders = tuple(each.render for each in kinds)
-        self._passes = prerender is not None and prerender.passes
+        self._fd = -1
+        self._streams: list[tuple[int, Streams]] = []
+        if spool is not None and prerender is not None and prerender.passes:
+            streams = streams or spool
+            try:
+                self._fd = os.open(spool, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                self._streams = [
+                    (at, Streams(kind, f"{streams}.{at}"))
+                    for at, kind in enumerate(kinds)
+                    if getattr(kind, "streams", None)
+                ]
+            except OSError:  # no spool: each pass is sent with its report, as it is done
+                self._fd, self._streams = -1, []
+        self._run: list[tuple[int, int, tuple[object, ...]]] = []
+        self._since = 0.0
         self.index_of: dict[str, int] = {}
 
     def __call__(self, report: CaseReport) -> None:
@@ -282,13 +338,54 @@ class _Sender:
             except Exception:  # a part is never needed: the harness renders the case itself
                 parts = None
         place = self.index_of[report.id]
-        message: tuple[Any, ...]
-        if parts is not None and self._passes and report.plain and report.score in SCORES:
-            message = ("pass", place, report.id, report.score, parts)
-        else:
-            message = ("report", place, self._encode(report), parts)
+        if parts is not None and self._fd >= 0 and report.plain and report.score in SCORES:
+            self._spool((place, report.id, report.score, parts))
+            return
+        message = ("report", place, self._encode(report), parts)
         with self._lock:
+            self.flush()
             self._conn.send(message)
+
+    def _spool(self, entry: Pass) -> None:
+        with self._lock:
+            run = self._run
+            if run and run[-1][0] + 1 != entry[0]:
+                self.flush()  # first: the spool then holds this pass, not the run sent
+            if not run:
+                self._since = time.monotonic()
+            for at, streams in self._streams:
+                streams.hold(entry[3][at])
+            record = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
+            run.append((entry[0], SCORES[entry[2]], entry[3]))
+            try:
+                os.write(self._fd, len(record).to_bytes(4, "big") + record)
+            except OSError:  # not spooled (a full disk): sent now instead
+                self.flush()
+            if time.monotonic() - self._since >= FLUSH_SECS:
+                self.flush()
+
+    def flush(self) -> None:
+        """The run held, sent (the lock held, or no thread reporting)."""
+        run = self._run
+        if not run:
+            return
+        codes = bytes([code for _, code, _ in run])
+        try:
+            spilled = {at: streams.taken() for at, streams in self._streams}
+        except OSError:  # not written (a full disk): the parts go in the message
+            spilled = {}
+            for _, streams in self._streams:
+                streams.drop()
+        columns = [
+            None if at in spilled else [parts[at] for _, _, parts in run]
+            for at in range(len(self._renders))
+        ]
+        self._conn.send(("run", run[0][0], codes, columns, spilled))
+        run.clear()
+        # Sent: what the spool held is the harness's; it holds only what comes after.
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+            os.lseek(self._fd, 0, os.SEEK_SET)
 
 
 def _plan(spec: WorkerSpec) -> CasePlan:

@@ -16,21 +16,24 @@ only one process can do; neither does a run whose cases are prepared in this pro
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import selectors
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
 
 from harness.errors import describe
 from harness.run import fork_server
-from harness.run.pool_worker import Item, Prerender, WorkerSpec
+from harness.run.pool_worker import Prerender, Sent, WorkerSpec
 from harness.run.pool_workers import Worker, adopt, end, end_early, left, start_early, stop
-from harness.verdict.kept import Pass
+from harness.run.spools import Spools
+from harness.verdict.kept import Passes
 from harness.verdict.reports import CaseReport
 
 # Cases sent to a worker at once: enough to keep it busy between two looks at its pipe,
@@ -42,6 +45,10 @@ MAX_BATCH = 16
 # the suite drained made 100 own-loop cases 31 batches (19 now).
 MIN_BATCH = 4
 QUICK_SECS = 0.005
+# At most, while the cases are quick: a batch is one message each way (its passes come back
+# as one run, `pool_worker._Sender`), and what this process spends on it is spread over
+# this many cases instead of 16 (still a fortieth of a second of a worker's time at most).
+QUICK_MAX_BATCH = 64
 # How long reports may wait in the workers' pipes while every worker is busy.
 COALESCE_SECS = 0.002
 
@@ -121,8 +128,8 @@ class WorkerPool:
         self._context = fork_server.context(spec.run.__module__, adapter_module)
         self._workers: list[Worker] = []
         self._watched: list[Worker] = []  # every worker it watched, those gone included
-        self._pending: deque[Item] = deque()
-        self._again: deque[Item] = deque()  # in flight when the fork server was lost
+        self._pending: deque[Sent] = deque()
+        self._again: deque[Sent] = deque()  # in flight when the fork server was lost
         self._alone: int | None = None  # the one of them running now, by itself
         self._failures: list[str] = []  # what workers that could not start said
         self._ended_as = "it ended"  # how the last worker that never started ended
@@ -130,18 +137,20 @@ class WorkerPool:
         self._first_sent: float | None = None  # when the first case was sent
         prerender = spec.settings.get("prerender")
         self._prerender: tuple[Prerender, ...] = prerender.kinds if prerender else ()
+        # Where workers spool the plain passes they have yet to send, and write parts.
+        self._spools = Spools(self._prerender) if prerender and prerender.passes else None
 
     def run(
         self,
-        items: Iterable[Item],
+        items: Iterable[Sent],
         on_report: Callable[[int, CaseReport], None],
         on_death: Callable[[int, str], None],
         may_start: Callable[[], bool],
         stepwise: bool = False,
-        on_passes: Callable[[list[Pass]], None] | None = None,
+        on_passes: Callable[[Passes], None] | None = None,
     ) -> None:
         self._pending.extend(items)
-        self._items = {item.place: item for item in self._pending}
+        self._items = {item[0]: item for item in self._pending}
         self._on_report, self._on_death, self._may_start = on_report, on_death, may_start
         self._on_passes = on_passes
         self._stepwise = stepwise
@@ -150,6 +159,9 @@ class WorkerPool:
                 pass
             self._watch_server()  # a server stopped meanwhile would never end
         except BaseException:  # an interruption: nothing is left running, nor stopped
+            for worker in self._workers:
+                worker.kill()
+            self._take_all()
             end(self._workers, 1.0)
             fork_server.end_if_stopped()
             raise
@@ -158,6 +170,8 @@ class WorkerPool:
             for each in self._prerender:
                 each.release()
             end_early()
+            if self._spools is not None:
+                self._spools.close()
         # What workers that ended meanwhile said they used (told to stop, `_feed`), too.
         gone = [worker for worker in self._watched if worker not in self._workers]
         used = stop(self._workers, 1.0) + sum(worker.used or 0.0 for worker in gone)
@@ -167,8 +181,12 @@ class WorkerPool:
     def _step(self) -> bool:
         """Feed the workers, wait for one of them; False once all is done."""
         self._replenish()
-        for worker in self._workers:
-            self._feed(worker)
+        # A batch each, then a second each (one running, one waiting): a batch's passes come
+        # back once it is done, and its worker goes on without waiting for this process.
+        quick = self._quick() if self._pending else False  # asked once a look, not a worker
+        for _ in range(2):
+            for worker in self._workers:
+                self._feed(worker, quick)
         if not any(w.sent for w in self._workers):
             return False
         # Idle workers are watched too: one that dies idle is replaced, blaming no case.
@@ -225,7 +243,7 @@ class WorkerPool:
         is asked for one is replaced, once."""
         early = adopt(self._spec.stall)
         if early is not None:
-            early.begin(self._spec)
+            self._begin(early)
             self._watch(early)
             return
         lost = None
@@ -238,7 +256,7 @@ class WorkerPool:
                 raise PoolUnavailable(f"no worker process could start: {describe(exc)}") from exc
             lost = worker.forked(self._spec.stall)
             if lost is None:
-                worker.begin(self._spec)
+                self._begin(worker)
                 self._watch(worker)
                 return
             end([worker], 1.0)  # launched as the server was killed: it died with it
@@ -247,6 +265,14 @@ class WorkerPool:
         assert lost is not None
         raise PoolUnavailable(f"no worker process could start: the fork server {lost.how}")
 
+    def _begin(self, worker: Worker) -> None:
+        """Told what to run: the spec, with a spool file of its own."""
+        spec = self._spec
+        if self._spools is not None:
+            spool, streams = self._spools.paths(worker)
+            spec = dataclasses.replace(spec, spool=spool, streams=streams)
+        worker.begin(spec)
+
     def _watch(self, worker: Worker) -> None:
         self._workers.append(worker)
         self._watched.append(worker)
@@ -254,21 +280,22 @@ class WorkerPool:
         self._selector.register(worker.conn, selectors.EVENT_READ)
         self._selector.register(worker.process.sentinel, selectors.EVENT_READ)
 
-    def _feed(self, worker: Worker) -> None:
+    def _feed(self, worker: Worker, quick: bool) -> None:
         if self._alone is not None or worker.told:
             return  # a case runs by itself; or the worker is ending
         if self._again:  # once nothing else runs, the first of them goes, alone
             if not any(w.sent for w in self._workers):
                 item = self._again.popleft()
-                self._alone = item.place
+                self._alone = item[0]
                 worker.send([item])
             return
         if not self._pending or not self._may_start():
             return
         per_worker = len(self._pending) // (4 * len(self._workers))
         even = -(-len(self._pending) // len(self._workers))  # what is left, shared out
-        floor = min(MIN_BATCH, even) if self._quick() else 1
-        batch = 1 if self._stepwise else max(floor, min(MAX_BATCH, per_worker))
+        floor = min(MIN_BATCH, even) if quick else 1
+        cap = QUICK_MAX_BATCH if quick else MAX_BATCH
+        batch = 1 if self._stepwise else max(floor, min(cap, per_worker))
         if len(worker.sent) >= (1 if self._stepwise else 2 * batch):
             return  # busy enough: one batch running, one waiting
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
@@ -295,39 +322,47 @@ class WorkerPool:
     def _receive(self, worker: Worker, drain: bool = False) -> None:
         """The messages the selector saw waiting (one read: the selector says when there
         are more, at no cost, where asking the pipe builds a selector each time); with
-        `drain`, every message still in the pipe of a worker that ended."""
+        `drain`, every message still in the pipe of a worker that ended, then the passes
+        its spool holds (done, not sent yet)."""
         while worker.hung_up is None:
             try:
                 if drain and not worker.conn.poll():
-                    return
+                    break
                 messages = worker.messages()
             except (EOFError, OSError):
                 # It ended (its sentinel says how), or closed its pipe: not looked at again.
                 worker.hung_up = time.monotonic()
                 self._selector.unregister(worker.conn)
-                return
+                break
             self._handle_all(worker, messages)
             if not drain:
                 return
+        if drain and self._spools is not None:  # what it did and never sent
+            passes = self._spools.unsent(worker, set(worker.sent))
+            if passes is not None:
+                self._done_all(worker, passes.places)
+                self._passes(passes)
 
     def _handle_all(self, worker: Worker, messages: list[tuple[Any, ...]]) -> None:
-        """The messages of one read, in order; the plain passes among them handed on
-        together (those before each other message first)."""
+        """The messages of one read, in order: each run of plain passes handed on whole."""
         worker.since = time.monotonic()
-        passes: list[Pass] = []
         for message in messages:
-            if message[0] == "pass":
-                self._done(worker, message[1])
-                passes.append(message[1:])
-                continue
-            if passes:
+            if message[0] == "run":
+                assert self._spools is not None  # only a run with them has passes sent so
+                passes = self._spools.run(worker, message)
+                self._done_all(worker, passes.places)
                 self._passes(passes)
-                passes = []
-            self._handle(worker, message)
-        if passes:
-            self._passes(passes)
+            else:
+                self._handle(worker, message)
 
-    def _passes(self, passes: list[Pass]) -> None:
+    def _take_all(self) -> None:
+        """What the workers, ended, had done and this process not read yet: handed on,
+        so that an interrupted run writes every case that finished."""
+        for worker in self._workers:
+            with contextlib.suppress(Exception):
+                self._receive(worker, drain=True)
+
+    def _passes(self, passes: Passes) -> None:
         assert self._on_passes is not None  # asked for by the spec, with somewhere to go
         self._on_passes(passes)
 
@@ -336,6 +371,15 @@ class WorkerPool:
         if worker.sent and worker.sent[0] == index:
             worker.sent.popleft()
         if index == self._alone:
+            self._alone = None
+
+    def _done_all(self, worker: Worker, places: Sequence[int]) -> None:
+        """`_done` of each of `places`, in order."""
+        sent = worker.sent
+        for index in places:
+            if sent and sent[0] == index:
+                sent.popleft()
+        if self._alone in places:
             self._alone = None
 
     def _handle(self, worker: Worker, message: tuple[Any, ...]) -> None:

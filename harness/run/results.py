@@ -15,7 +15,7 @@ from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, display_
 from harness.run.progress import internal_error
 from harness.run.repeats import combine, runs_of
 from harness.run.runner import CasePlan, sealed
-from harness.verdict.kept import SCORES, KeptCases, Pass, Passes
+from harness.verdict.kept import SCORES, KeptCases, Passes
 from harness.verdict.reports import CaseReport
 
 # Hears each case as it is done; what it returns (a slimmer report) the run keeps in the
@@ -83,7 +83,9 @@ class Results:
         )
         # The runs in of each case not complete yet (a complete case's are in `reports`).
         self._partial: dict[int, dict[int, CaseReport]] = {}
-        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass, self._id)
+        # A pass's id read straight from an admitted suite: a verdict's reader asks each.
+        named = cases.id_of if isinstance(cases, AdmittedCases) else self._id
+        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass, named)
         self.failed = 0
         # The cases begun, by any event loop: one in flight beside a run that blocked its
         # loop is begun again on the next, even once the run is stopping.
@@ -160,23 +162,33 @@ class Results:
             self.failed += not case.passed
             return [(unit.index, case)] if self._plan.maxfail is None else self._in_order()
 
-    def passes(self, entries: list[Pass]) -> None:
+    def passes(self, passes: Passes) -> None:
         """Plain passes a worker sent without their reports (`Passes`: only a run with
         `on_passes` and no `--maxfail` asks for them), in the order they were done: each
-        held as a byte, as `on_case` would have had it held, and the batch told to
-        `on_passes` (those in already left out: the first counts). A pass is made again
-        from the suite, its id and fixture: its worker named the case at its place as
-        this process does (`shown`: the same path, from the same root)."""
+        held as a byte, as `on_case` would have had it held (a run of them at once), and
+        the batch told to `on_passes` (those in already left out: the first counts). A pass
+        is made again from the suite, its id and fixture: its worker named the case at its
+        place as this process does (`shown`: the same path, from the same root)."""
         assert self._on_passes is not None and self._plan.maxfail is None
         with self._telling:
             with self._lock:
                 reports = self.reports
-                kept = [entry for entry in entries if not reports.has(entry[0])]
-                for index, _, score, _ in kept:
-                    if not reports.drop(index, score):  # a score no byte stands for
-                        reports.keep(index, self._plain_pass(index, score))
-            if kept:
-                self._on_passes(Passes(self._plan.prerender.kinds, kept))
+                places = passes.places
+                if not (isinstance(places, range) and reports.drop_run(places.start, passes.codes)):
+                    passes = self._kept(passes)
+            if len(passes):
+                self._on_passes(passes)
+
+    def _kept(self, passes: Passes) -> Passes:
+        """Those of `passes` not in yet, each held as a byte."""
+        reports = self.reports
+        fresh = [at for at, index in enumerate(passes.places) if not reports.has(index)]
+        if len(fresh) < len(passes):
+            passes = passes.picked(fresh) if fresh else Passes(passes.kinds, [])
+        for index, score in zip(passes.places, passes.scores(), strict=True):
+            if not reports.drop(index, score):  # a score no byte stands for
+                reports.keep(index, self._plain_pass(index, score))
+        return passes
 
     def _in_order(self) -> list[tuple[int, CaseReport]]:
         """The cases after those reported so far that are in, in fixture order; those past

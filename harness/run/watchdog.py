@@ -178,7 +178,7 @@ def _in_workers(
             Unit(index, 0), errored_report(case, display_path(case.where, plan.root), why, None)
         )
 
-    items = [Item.at(u.index, cases) for u in pending]
+    items = Item.all_at([u.index for u in pending], cases)
     pool = WorkerPool(spec, jobs, type(plan.adapter).__module__)
     try:
         pool.run(

@@ -14,6 +14,8 @@ parts of it the reporters write (`Passes`): the run then holds it as a byte stra
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -69,6 +71,18 @@ class KeptCases(Sequence[T]):
             self.passes += 1
         self._state[index] = state
         self._whole[index] = None
+        return True
+
+    def drop_run(self, first: int, codes: bytes) -> bool:
+        """Hold the cases from `first` on as plain passes, one a byte of `codes` (each a
+        plain pass's: `SCORES`' values), at once; False (nothing held) when any of them is
+        in already."""
+        end = first + len(codes)
+        state = self._state
+        if state.count(_NOT_IN, first, end) != len(codes):
+            return False
+        state[first:end] = codes
+        self.passes += len(codes)
         return True
 
     def has(self, index: int) -> bool:
@@ -164,27 +178,164 @@ class Prerendering:
     passes: bool = False
 
 
+# What a worker wrote of one kind's parts of a run into files of its own, one a stream
+# (`harness.run.pool_worker._Streams`): per stream where it begins, its length, how many
+# passes wrote to it, and each pass's length (-1: none).
+Spilled = tuple[tuple[int, int, int, list[int]], ...]
+# One such stream of one run as this process reads it: the file (open, read-only) too.
+Region = tuple[Any, int, int, int, list[int]]
+
+
 class Passes:
     """Plain passes as worker processes sent them, in the order they were done, without
-    their reports: what the run keeps of each is its place and score, and what its
-    reports write of it the worker rendered (`kinds`: the `Prerender`s, in the order each
-    pass's parts are). A batch of them goes to the reporters at once (`passes_done`,
-    `passes_kept`), not case by case."""
+    their reports, held as columns: each pass's place in the suite (`places`), its score
+    as the byte `KeptCases` holds it by (`codes`), and per kind of part its workers
+    rendered (`kinds`: the `Prerender`s) the list of those parts, one a pass; or, for a
+    kind whose parts a worker wrote into files of its own (`Prerender.streams`), where
+    they are there (`spilled`: a reporter copies them from there), read only when asked
+    for (`parts`). A worker's passes one after another in the suite come as one run
+    (`run`): a run's places are a `range` and its ids are the suite's own (`named`), so
+    that nothing is made per pass to hand them on. A batch goes to the reporters at once
+    (`passes_done`, `passes_kept`).
 
-    __slots__ = ("entries", "kinds")
+    Made from `Pass` entries (`Passes(kinds, entries)`), it holds their ids."""
+
+    __slots__ = ("_columns", "_ids", "_spills", "codes", "kinds", "places")
 
     def __init__(self, kinds: Sequence[object], entries: list[Pass]) -> None:
         self.kinds = kinds
-        self.entries = entries
+        self.places: Sequence[int] = [entry[0] for entry in entries]
+        self.codes = bytes([SCORES[entry[2]] for entry in entries])
+        self._columns: list[list[object] | None] = [
+            [entry[3][at] for entry in entries] for at in range(len(kinds))
+        ]
+        self._ids: Sequence[str] | None = [entry[1] for entry in entries]
+        self._spills: dict[int, tuple[list[Region], ...]] = {}
+
+    @classmethod
+    def run(
+        cls,
+        kinds: Sequence[object],
+        first: int,
+        codes: bytes,
+        columns: Sequence[list[object] | None],
+        ids: Sequence[str] | None = None,
+        spills: dict[int, tuple[list[Region], ...]] | None = None,
+    ) -> Passes:
+        """The passes at `first` and the places after it, one a code of `codes`."""
+        made = cls.__new__(cls)
+        made.kinds, made.codes, made._columns, made._ids = kinds, codes, list(columns), ids
+        made.places = range(first, first + len(codes))
+        made._spills = spills or {}
+        return made
+
+    @classmethod
+    def joined(cls, runs: list[Passes], ids: Sequence[str] | None = None) -> Passes:
+        """Runs one after another in the suite, as one."""
+        first = runs[0]
+        if len(runs) == 1:
+            if ids is not None:
+                first._ids = ids
+            return first
+        columns: list[list[object] | None] = []
+        spills: dict[int, tuple[list[Region], ...]] = {}
+        for at in range(len(first.kinds)):
+            if all(at in each._spills for each in runs):
+                streams = zip(*(each._spills[at] for each in runs), strict=True)
+                spills[at] = tuple(
+                    [region for regions in stream for region in regions] for stream in streams
+                )
+                columns.append(None)
+                continue
+            column: list[object] = []
+            for each in runs:
+                column += each._column(at)
+            columns.append(column)
+        codes = b"".join(each.codes for each in runs)
+        if ids is None and all(each._ids is not None for each in runs):
+            ids = [name for each in runs for name in each.ids()]
+        return cls.run(first.kinds, first.places[0], codes, columns, ids, spills)
+
+    def named(self, ids: Sequence[str]) -> None:
+        """Each pass's id, from the suite's ids in order (`ids[place]`), for a run."""
+        places = self.places
+        if isinstance(places, range):
+            self._ids = ids[places.start : places.stop]
+        else:
+            self._ids = [ids[place] for place in places]
+
+    def runs(self) -> list[Passes]:
+        """These passes as runs of places one after another, in order."""
+        places = self.places
+        if isinstance(places, range):
+            return [self]
+        found, begun = [], 0
+        for at in range(1, len(places) + 1):
+            if at == len(places) or places[at] != places[at - 1] + 1:
+                found.append(self.picked(range(begun, at)))
+                begun = at
+        return found
+
+    def picked(self, positions: Sequence[int]) -> Passes:
+        """The passes at `positions` (of these, in order)."""
+        picked = Passes.run(
+            self.kinds,
+            0,
+            bytes([self.codes[at] for at in positions]),
+            [
+                [column[at] for at in positions]
+                for column in (self._column(n) for n in range(len(self.kinds)))
+            ],
+            None if self._ids is None else [self._ids[at] for at in positions],
+        )
+        places = [self.places[at] for at in positions]
+        contiguous = all(b == a + 1 for a, b in itertools.pairwise(places))
+        picked.places = range(places[0], places[-1] + 1) if contiguous and places else places
+        return picked
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.codes)
 
     def parts(self, kind: object) -> list[object]:
         """Each pass's part of `kind`, in order (`ValueError`: no worker rendered it)."""
-        at = list(self.kinds).index(kind)
-        return [entry[3][at] for entry in self.entries]
+        return self._column(list(self.kinds).index(kind))
 
-    def ids(self) -> list[str]:
+    def spilled(self, kind: object) -> tuple[list[Region], ...] | None:
+        """Where the parts of `kind` are, one list of regions a stream, in order; None:
+        they are held (`parts`)."""
+        return self._spills.get(list(self.kinds).index(kind))
+
+    def _column(self, at: int) -> list[object]:
+        column = self._columns[at]
+        if column is None:  # read from the worker's files, once
+            column = self._columns[at] = _read(self.kinds[at], self._spills.pop(at))
+        return column
+
+    def ids(self) -> Sequence[str]:
         """Each pass's id, in order."""
-        return [entry[1] for entry in self.entries]
+        if self._ids is None:
+            raise ValueError("these passes were not named")
+        return self._ids
+
+    def scores(self) -> list[float | None]:
+        """Each pass's score, in order."""
+        return [_SCORE_OF[code] for code in self.codes]
+
+
+def _read(kind: Any, streams: tuple[list[Region], ...]) -> list[object]:
+    """Each pass's part of `kind`, made again from what its worker wrote of it."""
+    values: list[list[bytes | None]] = []
+    for separator, regions in zip(kind.streams, streams, strict=True):
+        found: list[bytes | None] = []
+        for file, offset, length, _, lengths in regions:
+            data = os.pread(file.fileno(), length, offset) if length else b""
+            at = 0
+            for size in lengths:
+                if size < 0:
+                    found.append(None)
+                    continue
+                skip = len(separator) if at else 0  # the run's first has none before it
+                found.append(data[at + skip : at + size])
+                at += size
+        values.append(found)
+    return [kind.unspill(each) for each in zip(*values, strict=True)]

@@ -1,0 +1,146 @@
+"""Where a worker process keeps the plain passes it has done (`pool_worker._Sender`) and
+how the harness reads them: each spooled as it is done, a record a case, until the run of
+them is sent (a worker that dies has them read there, `spooled`); the parts of a kind with
+`streams` written into files of the worker's own a run at once (`Streams`), copied from
+there into the reports; the harness's side of all of it (`Spools`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from harness.verdict.kept import Pass, Passes, Region, Spilled
+
+# A file system in memory, where most Linux systems have one.
+_SHARED_MEMORY = "/dev/shm"
+
+
+class Streams:
+    """The parts of one kind (a `Prerender` with `streams`) of this worker's plain passes,
+    held until their run is sent, then written into files of their own, one a stream
+    (`spill`: a part as the bytes of each, or None), each pass's after the one before it
+    with the stream's separator between: what the harness copies into its reports a run
+    at once, none of it through its pipe. What a run wrote of each stream (`taken`): where
+    it begins, how long it is, how many passes it holds, and each pass's length (-1: none).
+    Until then the spool holds each pass whole (a worker that dies has written nothing
+    here for it)."""
+
+    def __init__(self, kind: Any, path: str) -> None:
+        self._spill = kind.spill
+        self._separators: tuple[bytes, ...] = kind.streams
+        self._fds = [
+            os.open(f"{path}.{n}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            for n in range(len(self._separators))
+        ]
+        self._ends = [0] * len(self._fds)
+        self._held: list[list[bytes]] = [[] for _ in self._fds]
+        self._lengths: list[list[int]] = [[] for _ in self._fds]
+
+    def hold(self, part: object) -> None:
+        for n, value in enumerate(self._spill(part)):
+            if value is None:
+                self._lengths[n].append(-1)
+                continue
+            held = self._held[n]
+            data = self._separators[n] + value if held else value  # the run's first: none
+            held.append(data)
+            self._lengths[n].append(len(data))
+
+    def taken(self) -> Spilled:
+        """What is held, written (`OSError`: not all of it; then nothing counts)."""
+        made = []
+        for n, fd in enumerate(self._fds):
+            data = b"".join(self._held[n])
+            at = self._ends[n]
+            while at < self._ends[n] + len(data):  # where it goes, whatever a failure left
+                at += os.pwrite(fd, data[at - self._ends[n] :], at)
+            made.append((self._ends[n], len(data), len(self._held[n]), self._lengths[n]))
+        for n, (_, length, _, _) in enumerate(made):
+            self._ends[n] += length
+        self.drop()
+        return tuple(made)
+
+    def drop(self) -> None:
+        """What is held, let go of."""
+        self._held = [[] for _ in self._fds]
+        self._lengths = [[] for _ in self._fds]
+
+
+def spooled(path: str) -> list[Pass]:
+    """The passes a worker's spool file at `path` holds, whole (one it was writing as it
+    died is not); none when it has none."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return []
+    found: list[Pass] = []
+    at = 0
+    while at + 4 <= len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        if at + 4 + size > len(data):
+            break
+        found.append(pickle.loads(data[at + 4 : at + 4 + size]))
+        at += 4 + size
+    return found
+
+
+class Spools:
+    """This process's side of its workers' spools (`_Sender`), in a folder of their own:
+    each worker's file (`path`, by the worker as this process holds it), the plain passes
+    one sent (`run`) or did and never sent (`unsent`), and the files it wrote parts into,
+    each opened once (and closed once nothing reads it: `close` removes the folder)."""
+
+    def __init__(self, kinds: Sequence[Any]) -> None:
+        self._kinds = kinds
+        self._folder = tempfile.mkdtemp(prefix="zeroclaw-passes-")
+        # A pass is spooled as it is done, a write a case: in memory where there is a
+        # file system there for it (no journal a write may wait on), else beside the rest.
+        self._records = self._folder
+        with contextlib.suppress(OSError):
+            self._records = tempfile.mkdtemp(prefix="zeroclaw-passes-", dir=_SHARED_MEMORY)
+        self._paths: dict[object, str] = {}
+        self._files: dict[tuple[object, int, int], Any] = {}
+
+    def paths(self, worker: object) -> tuple[str, str]:
+        """Where `worker` spools its passes, and where the files of its parts begin."""
+        name = str(len(self._paths))
+        path = self._paths[worker] = os.path.join(self._records, name)
+        return path, os.path.join(self._folder, name)
+
+    def run(self, worker: object, message: tuple[Any, ...]) -> Passes:
+        """The passes of a worker's "run" message."""
+        _, first, codes, columns, spilled = message
+        spills = {at: self._regions(worker, at, made) for at, made in spilled.items()}
+        return Passes.run(self._kinds, first, codes, columns, None, spills)
+
+    def unsent(self, worker: object, waiting: set[int]) -> Passes | None:
+        """The passes of `waiting` (the worker's cases not in) its spool holds; None: none."""
+        entries = [entry for entry in spooled(self._paths.get(worker, "")) if entry[0] in waiting]
+        if not entries:
+            return None
+        return Passes(self._kinds, entries)
+
+    def _regions(self, worker: object, at: int, spilled: Spilled) -> tuple[list[Region], ...]:
+        found = []
+        for stream, (offset, length, count, lengths) in enumerate(spilled):
+            key = (worker, at, stream)
+            file = self._files.get(key)
+            if file is None:
+                path = os.path.join(
+                    self._folder, f"{os.path.basename(self._paths[worker])}.{at}.{stream}"
+                )
+                file = self._files[key] = open(path, "rb", buffering=0)  # noqa: SIM115
+            found.append([(file, offset, length, count, lengths)])
+        return tuple(found)
+
+    def close(self) -> None:
+        """The folder removed: what is open is read on, until let go."""
+        for folder in {self._folder, self._records}:
+            shutil.rmtree(folder, ignore_errors=True)
+        self._files.clear()

@@ -12,7 +12,6 @@ server an agent stopped ends with nothing: the pool kills one it finds so, `fork
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -34,6 +33,8 @@ def die_with_the_fork_server() -> bool:
     alive = getattr(server, "_forkserver_alive_fd", None)
     if alive is None:
         return False  # spawned: its parent is the harness itself, which may have threads
+    import ctypes  # here, not at import: the harness's process never asks, a worker once
+
     parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)

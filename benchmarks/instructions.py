@@ -1,7 +1,7 @@
 """Harness against the bare SDK loop in instructions per case, counted by valgrind: the one
 figure of the harness's own cost that a shared, noisy machine cannot move.
 
-    python benchmarks/instructions.py [-n 120] [--caches]
+    python benchmarks/instructions.py [-n 120] [--caches [--functions N]]
 
 CPU time on shared cores varies from round to round by more than the harness's whole cost
 (`benchmarks/per_case.py` quotes the median of interleaved rounds for that reason). Counting
@@ -34,13 +34,21 @@ sysfs; 1 MiB, 8-way when it cannot be read), and counts its misses per case: the
 instruction count leaves out. A run that walks more distinct code and data per case (the
 harness's grading, snapshot check, reports and recording beside the SDK's loop: ~240 of the
 harness's functions a case besides the SDK's ~410) misses more often per instruction: on a
-2-core AMD EPYC (1 MiB L2) the command had 1.03x the bare loop's instructions per case but
-1.43x its L2 misses (28.4 K against 19.9 K), most of them the interpreter reading the
+2-core AMD EPYC (1 MiB L2) the command had 1.006x the bare loop's instructions per case but
+1.41x its L2 misses (27.0 K against 19.1 K), most of them the interpreter reading the
 bytecode and objects of the SDK's own loop again after the harness's work pushed them out.
 That is where the CPU-time ratio's excess over the instruction ratio goes: a miss served by
 the shared L3 costs tens of cycles, one that other processes' load pushed out to memory
 hundreds, so the CPU-time ratio also grows with the machine's load. About twice as slow as
 counting instructions alone.
+
+`--functions N` (with `--caches`) prints the N functions (of the interpreter, its libraries
+and extension modules, as valgrind sees them) with the most L2 misses per case beyond the
+bare loop's. Python code shows as the interpreter's functions that run it: most of the
+excess falls in `_PyEval_EvalFrameDefault` reading bytecode, frames and objects (2.9 K of
+the 8.5 K a case), then in dict and type look-ups (0.6 K), msgspec's structs (0.5 K, the
+harness's alone) and copying (0.2 K), spread thin over the rest: no one function of the
+harness's stands out; each of its functions a case runs is read cold from beyond the L2.
 """
 
 from __future__ import annotations
@@ -93,16 +101,19 @@ def l2_geometry() -> str:
     return "1048576,8,64"
 
 
-def count(side: str, directory: Path, caches: str | None = None) -> dict[str, int]:
+def count(
+    side: str, directory: Path, caches: str | None = None, out: Path | None = None
+) -> dict[str, int]:
     """Instructions (and, given an L2 geometry as `caches`, L2 misses) of one valgrind run of
     `side` over `directory`, its own process only (a child it starts, such as `git`, runs
-    natively, the same at both sizes)."""
+    natively, the same at both sizes); cachegrind's per-function counts written to `out`
+    when given."""
     simulate = ["--cache-sim=yes", f"--LL={caches}"] if caches else ["--cache-sim=no"]
     argv = [
         "valgrind",
         "--tool=cachegrind",
         *simulate,
-        "--cachegrind-out-file=/dev/null",
+        f"--cachegrind-out-file={out or os.devnull}",
         *command(side, directory),
     ]
     done = subprocess.run(argv, capture_output=True, text=True, env=_environment(), cwd=OWN_LOOP)
@@ -116,13 +127,93 @@ def count(side: str, directory: Path, caches: str | None = None) -> dict[str, in
     return counted
 
 
+Counts = dict[tuple[str, str], list[int]]  # (file, function) -> cachegrind's events
+
+
+def functions(out: Path) -> tuple[list[str], Counts]:
+    """Cachegrind's counts in `out` summed per function (its source file's name and the
+    function's), with the names of its events (`Ir`, `DLmr`, ...)."""
+    events: list[str] = []
+    counts: Counts = {}
+    where = ("", "")
+    with out.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("fl="):
+                where = (line[3:].strip().rsplit("/", 1)[-1], where[1])
+            elif line.startswith("fn="):
+                where = (where[0], line[3:].strip())
+            elif line[:1].isdigit():
+                values = line.split()[1:]
+                summed = counts.setdefault(where, [0] * len(events))
+                for at, value in enumerate(values):
+                    summed[at] += int(value)
+    return events, counts
+
+
+def _per_case(
+    small: Path, large: Path, cases: int
+) -> tuple[list[str], dict[tuple[str, str], list[float]]]:
+    events, few = functions(small)
+    _, many = functions(large)
+    zero = [0] * len(events)
+    return events, {
+        name: [
+            (m - f) / cases for m, f in zip(many.get(name, zero), few.get(name, zero), strict=True)
+        ]
+        for name in few.keys() | many.keys()
+    }
+
+
+def excess_by_function(outs: dict[tuple[str, int], Path], small: int, large: int, top: int) -> None:
+    """Print the `top` functions by the L2 misses per case the harness has beyond the bare
+    loop (instruction and data misses, read and written), with each side's misses and
+    instructions: where the harness's extra misses fall. An interpreter's function (say
+    `_PyEval_EvalFrameDefault`) stands for all the Python code it runs."""
+    per_side = {}
+    for side in ("bare", "harness"):
+        events, per_side[side] = _per_case(outs[(side, small)], outs[(side, large)], large - small)
+    misses = [events.index(e) for e in ("ILmr", "DLmr", "DLmw") if e in events]
+    ir = events.index("Ir")
+    zero = [0.0] * len(events)
+
+    def l2(values: list[float]) -> float:
+        return sum(values[at] for at in misses)
+
+    names = per_side["bare"].keys() | per_side["harness"].keys()
+    rows = sorted(
+        names,
+        key=lambda n: l2(per_side["harness"].get(n, zero)) - l2(per_side["bare"].get(n, zero)),
+        reverse=True,
+    )
+    print(
+        f"{'function':<58} {'L2 +':>7} {'harness':>8} {'bare':>7} {'instr. h':>10} {'instr. b':>10}"
+    )
+    for name in rows[:top]:
+        h, b = per_side["harness"].get(name, zero), per_side["bare"].get(name, zero)
+        shown = f"{name[0]}:{name[1]}"[-58:]
+        extra, harness_l2, bare_l2 = l2(h) - l2(b), l2(h), l2(b)
+        print(
+            f"{shown:<58} {extra:7.0f} {harness_l2:8.0f} {bare_l2:7.0f} {h[ir]:10.0f} {b[ir]:10.0f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=120, help="cases of the larger run (default 120)")
     parser.add_argument(
         "--caches", action="store_true", help="also count L2 misses (caches simulated)"
     )
+    parser.add_argument(
+        "--functions",
+        type=int,
+        metavar="N",
+        help="with --caches: the N functions with the most L2 misses beyond the bare loop's",
+    )
     args = parser.parse_args()
+    if args.functions and not args.caches:
+        parser.error("--functions needs --caches")
     if shutil.which("valgrind") is None:
         sys.exit("needs valgrind (apt-get install valgrind)")
     caches = l2_geometry() if args.caches else None
@@ -141,14 +232,17 @@ def main() -> None:
             capture_output=True,
         )
         runs = [(side, n) for side in ("bare", "harness") for n in (small, large)]
+        outs = {run: Path(tmp, f"{run[0]}-{run[1]}.out") for run in runs} if args.functions else {}
         with ThreadPoolExecutor(2) as pool:
             counted: dict[tuple[str, int], dict[str, int]] = dict(
                 zip(
                     runs,
-                    pool.map(lambda r: count(r[0], suites[r[1]], caches), runs),
+                    pool.map(lambda r: count(r[0], suites[r[1]], caches, outs.get(r)), runs),
                     strict=True,
                 )
             )
+        if args.functions:
+            excess_by_function(outs, small, large, args.functions)
 
     def per_case(side: str, name: str) -> float:
         return (counted[(side, large)][name] - counted[(side, small)][name]) / (large - small)

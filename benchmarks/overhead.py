@@ -19,9 +19,10 @@ its request snapshot read, the progress line; a hundredth of a millisecond), pag
 0.01), threads (the watching thread sleeps while cases run, with no wake-up per case; no
 other thread runs) or tracing (off on both sides: `RunConfig(tracing_disabled=True)`, no
 span queued, no exporter thread). The SDK's `Runner.run` executes the same instructions on
-both sides. The harness adds 2-3% to the bare loop's instructions per case (its case start,
-recording, grading, snapshot check and reports: some 240 of its functions a case beside the
-SDK's ~410), and misses the L2 1.4-1.5 times as often per case (28-29 K against 19-20 K):
+both sides. The harness executes 1.006x the bare loop's instructions per case (its case
+start, recording, grading, snapshot check and reports, some 240 of its functions a case
+beside the SDK's ~410, less the `Agent` the bare loop builds), and misses the L2 1.41 times
+as often per case (27.0 K against 19.1 K; `instructions.py --caches --functions N` says where):
 more distinct code and data a case than 1 MiB holds. Part of that is the SDK's own: the same
 `Runner.run`, the same instructions, takes ~5% more CPU in the harness's process, its
 bytecode and objects pushed out by the harness's work between its calls. A miss served by

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any
+from typing import Any, cast
 
 from agents import (
     Agent,
@@ -213,7 +213,8 @@ class _Session:
             self._boundary.halt()
             self._history = items  # type: ignore[assignment]
             return ""
-        self._model.answered(result.last_agent.name)
+        if self._attribute:  # the record names the final agent only in a graph of several
+            self._model.answered(result.last_agent.name)
         self._last = result
         if self.continue_at_last:
             # An agent of the case's graph copy (each handoff returns its copy), so the next
@@ -304,25 +305,25 @@ class HarnessModel(Model):
         conversation_id: str | None = None,
         prompt: Any = None,
     ) -> ModelResponse:
-        schemas = tuple(
-            ToolSchema(t.name, t.description, t.params_json_schema)
-            for t in tools
-            if isinstance(t, FunctionTool)
-        ) + tuple(
+        # Loops, not generators: a request runs cold, between the SDK's own work, and every
+        # code object it reaches is read again from memory.
+        schemas: list[ToolSchema] = []
+        for t in tools:
+            if isinstance(t, FunctionTool):
+                schemas.append(ToolSchema(t.name, t.description, t.params_json_schema))
+        for h in handoffs:
             # The SDK offers the model each handoff as a function tool of its own.
-            ToolSchema(h.tool_name, h.tool_description, h.input_json_schema)
-            for h in handoffs
-            if isinstance(h, Handoff)
-        )
+            if isinstance(h, Handoff):
+                schemas.append(ToolSchema(h.tool_name, h.tool_description, h.input_json_schema))
         active = ACTIVE_AGENT.get()
         late = self._known is not None and active is not None and active not in self._known
         agent = active if self._attribute or late else None
         messages = to_messages(system_instructions, input)
         request = ModelRequest(
             messages=messages,
-            tools=schemas,
+            tools=tuple(schemas),
             agent=agent,
-            output_schema=_output_schema(output_schema),
+            output_schema=None if output_schema is None else _output_schema(output_schema),
             # What the SDK resolved from the agent's `instructions` (a dynamic function was
             # called once, by the SDK, with the run context), to reach `messages`.
             declared_instructions=(system_instructions,) if system_instructions else (),
@@ -402,10 +403,10 @@ class HarnessModel(Model):
         )
 
 
-def _output_schema(schema: AgentOutputSchemaBase | None) -> OutputSchema | None:
+def _output_schema(schema: AgentOutputSchemaBase) -> OutputSchema | None:
     """The agent's `output_type` as the SDK's models send it: the response format of the
     request (named `final_output`, as its Chat Completions model names it)."""
-    if schema is None or schema.is_plain_text():
+    if schema.is_plain_text():
         return None
     return OutputSchema(
         name="final_output", schema=schema.json_schema(), strict=schema.is_strict_json_schema()
@@ -451,7 +452,8 @@ def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tu
         messages.append(Message(role="user", content=items))
         return tuple(messages)
     for item in items:
-        raw: dict[str, Any] = dict(item)
+        # Only read: an item the SDK made as a dict is read as it is, not copied.
+        raw: dict[str, Any] = cast("dict[str, Any]", item) if type(item) is dict else dict(item)
         kind = raw.get("type")
         if kind == "function_call":
             try:

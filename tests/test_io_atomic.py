@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import stat
@@ -11,7 +12,7 @@ import pytest
 from conftest import Cli, green_project
 
 from harness.io import atomic
-from harness.io.atomic import ReportWriteError, write_atomic
+from harness.io.atomic import ReportWriteError, copy_into, write_atomic
 
 # --- atomic report files --------------------------------------------------------------------
 
@@ -274,3 +275,27 @@ def test_a_report_name_holding_a_nul_is_a_usage_error_not_a_traceback(tmp_path: 
     with pytest.raises(atomic.ReportPathError, match="cannot hold a NUL"):
         write_atomic(tmp_path / "a\0b", b"{}")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kernel", [True, False], ids=["copy_file_range", "no copy_file_range"])
+def test_copy_into_appends_the_range_with_or_without_the_kernels_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: bool
+) -> None:
+    # `os.copy_file_range` is Linux's alone: elsewhere every spooled report was a traceback.
+    if not kernel:
+        monkeypatch.delattr(os, "copy_file_range", raising=False)
+    source = tmp_path / "source"
+    source.write_bytes(b"0123456789" * 1000)
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        with (tmp_path / "out").open("wb") as out:
+            out.write(b"head:")
+            copy_into(out, fd, 5, 9990)
+            out.write(b":tail")
+        memory = io.BytesIO(b"head:")
+        memory.seek(0, io.SEEK_END)
+        copy_into(memory, fd, 5, 10)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "out").read_bytes() == b"head:" + source.read_bytes()[5:9995] + b":tail"
+    assert memory.getvalue() == b"head:5678901234"

@@ -3,14 +3,17 @@ back of its plain passes (`_Sender`): spooled as each is done, sent a run at onc
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import BUILTIN_SURFACE, failing_report, passing_report, replay_trace, write_fixture
 
 from harness.fixtures.suite import load_suite
-from harness.run.pool_worker import Item, _Sender
-from harness.run.spools import spooled
+from harness.run import pool_worker
+from harness.run.pool_worker import FLUSH_SECS, Item, _Sender
+from harness.run.spools import Spools, spooled
 from harness.verdict.kept import SCORES, Passes, Prerendering
 from harness.verdict.reports import CaseReport
 
@@ -87,6 +90,28 @@ def test_plain_passes_are_spooled_as_each_is_done_and_sent_a_run_at_once(tmp_pat
     assert pipe.messages[-1] == ("run", 4, bytes([SCORES[1.0]]), [["part of e"]], {})
 
 
+def test_a_pass_done_long_after_the_last_message_is_sent_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Held until the next case ended, a slow case's pass would leave the harness hearing
+    # nothing for two cases' time, and its stall clock (one case's allowance) would blame
+    # the second case for a stall it never had.
+    now = [0.0]
+    monkeypatch.setattr(pool_worker.time, "monotonic", lambda: now[0])
+    pipe = Sent()
+    send = _Sender(pipe, Prerendering((Part,), passes=True), str(tmp_path / "spool"))
+    send.index_of = {"a": 0, "b": 1, "c": 2}
+    now[0] = FLUSH_SECS + 5.0  # the case took its time
+    send(passing_report("a"))
+    assert [message[:2] for message in pipe.messages] == [("run", 0)]
+    now[0] += FLUSH_SECS / 10  # a quick one right after a message: held
+    send(passing_report("b"))
+    assert len(pipe.messages) == 1
+    now[0] += FLUSH_SECS  # then one done a while after the last message: goes with b
+    send(passing_report("c"))
+    assert [message[:2] for message in pipe.messages] == [("run", 0), ("run", 1)]
+
+
 def test_a_pass_that_does_not_follow_on_starts_a_run_of_its_own(tmp_path: Path) -> None:
     pipe = Sent()
     send = _Sender(pipe, Prerendering((Part,), passes=True), str(tmp_path / "spool"))
@@ -161,3 +186,51 @@ def test_a_worker_that_cannot_spool_sends_each_pass_with_its_report(tmp_path: Pa
     send.index_of = {"a": 0}
     send(passing_report("a"))  # never held: nothing would find it should the worker die
     assert [message[:2] for message in pipe.messages] == [("report", 0)]
+
+
+def test_a_record_written_in_part_before_a_whole_one_ends_the_spool_read(tmp_path: Path) -> None:
+    # A full disk cuts a record short and the next lands after it: read on, the reader
+    # would take its bytes for a record and fail the run with an unpickling error.
+    spool = tmp_path / "spool"
+    send = _Sender(Sent(), Prerendering((Part,), passes=True), str(spool))
+    send.index_of = {"a": 0, "b": 1}
+    send(passing_report("a"))
+    whole = spool.read_bytes()
+    send(passing_report("b"))
+    second = spool.read_bytes()[len(whole) :]
+    spool.write_bytes(whole + second[:-3] + second)
+    assert [name for _, name, _, _ in spooled(str(spool))] == ["a"]
+
+
+def test_a_pass_spooled_in_part_is_sent_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipe, spool = Sent(), tmp_path / "spool"
+    send = _Sender(pipe, Prerendering((Part,), passes=True), str(spool))
+    send.index_of = {"a": 0}
+    write = os.write
+    monkeypatch.setattr(pool_worker.os, "write", lambda fd, data: write(fd, data[:5]))
+    send(passing_report("a"))
+    assert [message[:2] for message in pipe.messages] == [("run", 0)]
+    assert spool.read_bytes() == b""  # sent: nothing left half written for a reader
+
+
+def test_a_gone_workers_files_are_let_go_of_and_a_new_one_named_afresh(tmp_path: Path) -> None:
+    spools = Spools((Part, Streamed))
+    try:
+        first, second = object(), object()
+        spool, streams = spools.paths(first)
+        send = _Sender(Sent(), Prerendering((Part, Streamed), passes=True), spool, streams)
+        send.index_of = {"a": 0}
+        send(passing_report("a"))
+        send.flush()
+        [message] = send._conn.messages
+        held = spools.run(first, message)
+        spools.forget(first)
+        assert not [n for n in os.listdir(os.path.dirname(streams)) if n.startswith("0.")]
+        assert not os.path.exists(spool)
+        assert held.parts(Streamed) == [Streamed.render(passing_report("a"))]  # still read
+        named = {spools.paths(object())[0] for _ in range(3)} | {spools.paths(second)[0]}
+        assert spool not in named and len(named) == 4
+    finally:
+        spools.close()

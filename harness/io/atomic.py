@@ -231,11 +231,12 @@ def copy_into(out: IO[bytes], fd: int, offset: int, length: int) -> None:
         at, into = out.tell(), out.fileno()
     except (OSError, ValueError):  # not a file (`io.UnsupportedOperation` is both)
         at = into = -1
-    if at >= 0:
+    copy = getattr(os, "copy_file_range", None)  # Linux's alone
+    if at >= 0 and copy is not None:
         began = at
         with contextlib.suppress(OSError):  # not a regular file, another file system
             while length > 0:
-                done = os.copy_file_range(fd, into, length, offset, at)
+                done = copy(fd, into, length, offset, at)
                 if done <= 0:
                     break
                 offset, at, length = offset + done, at + done, length - done

@@ -273,6 +273,7 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
                 for place in judged:
                     del cases[place]
         send.index_of = {case.id: place for place, case in cases.items()}
+        send.batch_begins()
         spec.run(list(cases.values()), plan, send)
         send.flush()  # the batch's last passes: nothing runs now
 
@@ -327,7 +328,10 @@ class _Sender:
             except OSError:  # no spool: each pass is sent with its report, as it is done
                 self._fd, self._streams = -1, []
         self._run: list[tuple[int, int, tuple[object, ...]]] = []
-        self._since = 0.0
+        # When this worker last told the harness anything: a pass done `FLUSH_SECS` after
+        # that goes at once, so the harness's stall clock never hears nothing for more than
+        # that and one case (a held pass must not make a slow next case look stalled).
+        self._since = time.monotonic()
         self.index_of: dict[str, int] = {}
 
     def __call__(self, report: CaseReport) -> None:
@@ -345,21 +349,28 @@ class _Sender:
         with self._lock:
             self.flush()
             self._conn.send(message)
+            self._since = time.monotonic()
+
+    def batch_begins(self) -> None:
+        """A batch came: the harness's stall clock for it starts about now, not at the
+        last message (an idle worker's first pass need not go at once)."""
+        self._since = time.monotonic()
 
     def _spool(self, entry: Pass) -> None:
         with self._lock:
             run = self._run
             if run and run[-1][0] + 1 != entry[0]:
                 self.flush()  # first: the spool then holds this pass, not the run sent
-            if not run:
-                self._since = time.monotonic()
             for at, streams in self._streams:
                 streams.hold(entry[3][at])
             record = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
+            record = len(record).to_bytes(4, "big") + record
             run.append((entry[0], SCORES[entry[2]], entry[3]))
             try:
-                os.write(self._fd, len(record).to_bytes(4, "big") + record)
-            except OSError:  # not spooled (a full disk): sent now instead
+                written = os.write(self._fd, record)
+            except OSError:
+                written = -1
+            if written != len(record):  # not spooled whole (a full disk): sent now instead
                 self.flush()
             if time.monotonic() - self._since >= FLUSH_SECS:
                 self.flush()
@@ -381,6 +392,7 @@ class _Sender:
             for at in range(len(self._renders))
         ]
         self._conn.send(("run", run[0][0], codes, columns, spilled))
+        self._since = time.monotonic()
         run.clear()
         # Sent: what the spool held is the harness's; it holds only what comes after.
         with contextlib.suppress(OSError):

@@ -485,6 +485,8 @@ class WorkerPool:
             self._selector.unregister(worker.conn)
         self._selector.unregister(worker.process.sentinel)
         self._workers.remove(worker)
+        if self._spools is not None:  # read: its files are let go of (deaths add none)
+            self._spools.forget(worker)
 
     def _blame(self, place: int, why: str) -> None:
         if place == self._alone:

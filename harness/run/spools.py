@@ -7,6 +7,7 @@ there into the reports; the harness's side of all of it (`Spools`)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pickle
 import shutil
@@ -85,7 +86,10 @@ def spooled(path: str) -> list[Pass]:
         size = int.from_bytes(data[at : at + 4], "big")
         if at + 4 + size > len(data):
             break
-        found.append(pickle.loads(data[at + 4 : at + 4 + size]))
+        try:
+            found.append(pickle.loads(data[at + 4 : at + 4 + size]))
+        except Exception:  # a record written in part (a full disk): none after it is whole
+            break
         at += 4 + size
     return found
 
@@ -105,11 +109,12 @@ class Spools:
         with contextlib.suppress(OSError):
             self._records = tempfile.mkdtemp(prefix="zeroclaw-passes-", dir=_SHARED_MEMORY)
         self._paths: dict[object, str] = {}
+        self._named = itertools.count()  # never a name again, a forgotten worker's included
         self._files: dict[tuple[object, int, int], Any] = {}
 
     def paths(self, worker: object) -> tuple[str, str]:
         """Where `worker` spools its passes, and where the files of its parts begin."""
-        name = str(len(self._paths))
+        name = str(next(self._named))
         path = self._paths[worker] = os.path.join(self._records, name)
         return path, os.path.join(self._folder, name)
 
@@ -125,6 +130,19 @@ class Spools:
         if not entries:
             return None
         return Passes(self._kinds, entries)
+
+    def forget(self, worker: object) -> None:
+        """`worker` is gone and read: its files let go of and removed (passes not yet
+        written into the reports hold theirs open), so deaths add no open files."""
+        path = self._paths.pop(worker, None)
+        for key in [key for key in self._files if key[0] is worker]:
+            del self._files[key]
+        if path is None:
+            return
+        prefix = os.path.basename(path) + "."
+        for name in [path, *(n for n in os.listdir(self._folder) if n.startswith(prefix))]:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self._folder, name))  # `path` is whole: joined, itself
 
     def _regions(self, worker: object, at: int, spilled: Spilled) -> tuple[list[Region], ...]:
         found = []

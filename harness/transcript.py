@@ -44,7 +44,10 @@ def quick_init(cls: C) -> C:
     fields = dataclasses.fields(cls)
     if (
         hasattr(cls, "__post_init__")
-        or any(f.default_factory is not dataclasses.MISSING or not f.init for f in fields)
+        or "__slots__" in vars(cls)  # no dict to fill
+        or any(
+            f.default_factory is not dataclasses.MISSING or not f.init or f.kw_only for f in fields
+        )
         or not all(f.name.isidentifier() for f in fields)  # field names: nothing else is run
     ):
         raise TypeError(f"{cls.__name__}: its __init__ does more than set its fields")

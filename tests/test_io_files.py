@@ -333,3 +333,13 @@ def test_history_that_is_a_directory_is_a_report_write_error(tmp_path: Path) -> 
     assert str(caught.value) == (
         f"{tmp_path}: cannot append history: not a regular file (directory)"
     )
+
+
+def test_read_known_never_reads_through_a_link(tmp_path: Path) -> None:
+    # A fixture's name swapped for a link to a terminal after admission would have the
+    # shortcut read what is typed there: a link is read the checked way instead.
+    target = tmp_path / "target"
+    target.write_bytes(b"bytes")
+    (tmp_path / "link").symlink_to(target)
+    assert read_known(str(target)) == b"bytes"
+    assert read_known(str(tmp_path / "link")) is None

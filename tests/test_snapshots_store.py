@@ -310,3 +310,17 @@ def test_a_folder_s_listing_is_held_as_eight_bytes_a_snapshot(tmp_path: Path) ->
     assert not store._holds(listed, "a_folder.snap")
     assert not store._holds(listed, "case_000300.snap")
     assert len(store._regular_files(str(tmp_path / "nowhere"))) == 0
+
+
+def test_a_matching_snapshot_over_the_cap_is_refused_as_its_read_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.snapshots import store
+
+    monkeypatch.setattr(store, "MAX_SNAPSHOT_BYTES", 10)
+    plan = SnapshotPlan("loop:factory")
+    fixture = tmp_path / "case.json"
+    plan.path_of(fixture).parent.mkdir(parents=True)
+    plan.path_of(fixture).write_text("x" * 41, "utf-8")
+    grade = store.check(plan, fixture, "x" * 41, tmp_path)
+    assert grade is not None and "exceeds" in grade.detail

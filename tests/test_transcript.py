@@ -72,3 +72,18 @@ def test_quick_init_refuses_a_class_whose_init_does_more() -> None:
 
     with pytest.raises(TypeError, match="does more than set its fields"):
         quick_init(Made)
+
+
+def test_quick_init_refuses_a_class_its_init_would_not_make_as_the_dataclass_does() -> None:
+    # Keyword-only fields would turn positional, and slots have no dict to fill.
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Named:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Slotted:
+        a: int
+
+    for made in (Named, Slotted):
+        with pytest.raises(TypeError, match="does more than set its fields"):
+            quick_init(made)

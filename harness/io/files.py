@@ -151,11 +151,12 @@ _KNOWN_CHUNK = 1 << 16
 def read_known(path: str, size: int = _KNOWN_CHUNK - 1) -> bytes | None:
     """The bytes of `path` when they are to be compared with bytes known beforehand (a
     digest, a text), read without `read_bounded`'s checks: opened as it opens (the open
-    never blocks; no link is followed), read once, up to one past `size` bytes. None: it cannot be opened or read,
-    or holds more. Only ever a shortcut: what it gives is trusted only if it is exactly
-    what was expected (no FIFO, directory or device gives the expected bytes: nothing, an
-    error, or other bytes), else the caller reads the file as `read_bounded` does, which
-    says what is wrong. Spares the `fstat` of a file read once a case."""
+    never blocks; no link is followed), read once, up to one past `size` bytes. None: it
+    cannot be opened or read, or holds more. Only ever a shortcut: what it gives is
+    trusted only if it is exactly what was expected (no FIFO, directory or device gives
+    the expected bytes: nothing, an error, or other bytes), else the caller reads the file
+    as `read_bounded` does, which says what is wrong. Spares the `fstat` of a file read
+    once a case."""
     try:
         # Not through a link: one swapped in for a terminal's or a device's name would
         # have this read take what is typed or wait on it (a link is read as before).

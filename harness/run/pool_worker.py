@@ -72,10 +72,7 @@ class Item(NamedTuple):
     @classmethod
     def at(cls, place: int, cases: Sequence[Case]) -> Item:
         """The case at `place` of `cases`; of an admitted suite, without making the case."""
-        if isinstance(cases, AdmittedCases):
-            where, case_id, digest, canonical = cases.held_at(place)
-            return cls(place, where, case_id, digest, None, canonical)
-        return cls.of(place, cases[place])
+        return cls._make(cls.all_at([place], cases)[0])
 
     @staticmethod
     def all_at(places: Sequence[int], cases: Sequence[Case]) -> list[Sent]:
@@ -84,8 +81,7 @@ class Item(NamedTuple):
         found: list[Sent] = []
         if not isinstance(cases, AdmittedCases):
             for place in places:
-                made = Item.of(place, cases[place])
-                found.append((place, *made[1:]))
+                found.append(tuple(Item.of(place, cases[place])))
             return found
         held = cases.held_at
         for place in places:

@@ -81,7 +81,8 @@ class Item(NamedTuple):
         found: list[Sent] = []
         if not isinstance(cases, AdmittedCases):
             for place in places:
-                found.append(tuple(Item.of(place, cases[place])))
+                made = Item.of(place, cases[place])
+                found.append((place, *made[1:]))
             return found
         held = cases.held_at
         for place in places:

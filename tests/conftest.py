@@ -807,6 +807,18 @@ def assert_well_formed(command: Command) -> None:
 CI_VARIABLE_PREFIXES = ("GITHUB_", "RUNNER_")
 
 
+def child_environment(**extra: str) -> dict[str, str]:
+    """This process's environment for a child that runs the harness: none of CI's
+    variables, this checkout first on its path, UTF-8 on its pipes, and `extra`."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+    )
+    environment["PYTHONIOENCODING"] = "utf-8"
+    environment.update(extra)
+    return environment
+
+
 def run_process(
     *args: str | Path,
     cwd: Path,
@@ -814,16 +826,10 @@ def run_process(
     timeout: float = 180,
 ) -> subprocess.CompletedProcess[str]:
     """`python -m harness <args>` in a subprocess, as CI runs it."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-    )
-    environment["PYTHONIOENCODING"] = "utf-8"
-    environment.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "harness", *map(str, args)],
         cwd=cwd,
-        env=environment,
+        env=child_environment(**(env or {})),
         capture_output=True,
         text=True,
         encoding="utf-8",

@@ -17,6 +17,7 @@ from conftest import (
     CI_VARIABLE_PREFIXES,
     FAITHFUL_LOOP,
     REPO,
+    child_environment,
     echo_fixture,
     green_project,
     project,
@@ -195,9 +196,7 @@ harness.run.runner.grade = _slow_grade
 
 
 def _start(root: Path, module: str, marker: Path) -> subprocess.Popen[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
-    environment["PYTHONPATH"] = str(REPO)
-    environment["ZC_MARKER"] = str(marker)
+    environment = child_environment(ZC_MARKER=str(marker))
     command = [sys.executable, "-m", "harness", "eval", "run", "--agent", f"{module}:factory"]
     reports = ["--junit-xml", "reports/junit.xml", "--json-report", "reports/report.json"]
     return subprocess.Popen(
@@ -434,12 +433,10 @@ main()
 def test_no_young_collection_walks_what_the_start_up_made(tmp_path: Path) -> None:
     root = green_project(tmp_path)
     walked = tmp_path / "walked.txt"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
-    environment.update(PYTHONPATH=str(REPO), WALKED=str(walked))
     result = subprocess.run(
         [sys.executable, "-c", WATCHED_START_UP],
         cwd=root,
-        env=environment,
+        env=child_environment(WALKED=str(walked)),
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,7 +8,6 @@ JUnit, the last run's) as they were, as any interrupted run does."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -19,9 +18,8 @@ from typing import Any
 
 import pytest
 from conftest import (
-    CI_VARIABLE_PREFIXES,
     FAITHFUL_LOOP,
-    REPO,
+    child_environment,
     fixture,
     project,
     text_step,
@@ -73,8 +71,7 @@ def _says_hi(n: int) -> dict[str, Any]:
 def _eval_run(
     root: Path, agent: str, log: Path, markers: Path | None = None, block_at: int = 0
 ) -> subprocess.Popen[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLE_PREFIXES)}
-    environment.update(PYTHONPATH=str(REPO), PYTHONIOENCODING="utf-8", ZC_LOG=str(log))
+    environment = child_environment(ZC_LOG=str(log))
     if markers is not None:
         environment.update(ZC_MARKERS=str(markers), ZC_BLOCK_AT=str(block_at))
     command = [sys.executable, "-m", "harness", "eval", "run", "--agent", agent, "--jobs", "2"]

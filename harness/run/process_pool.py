@@ -127,7 +127,7 @@ class WorkerPool:
         self._wanted = size  # less each worker that ends before it is ready
         self._context = fork_server.context(spec.run.__module__, adapter_module)
         self._workers: list[Worker] = []
-        self._watched: list[Worker] = []  # every worker it watched, those gone included
+        self._gone_used = 0.0  # what the workers no longer watched said they used
         self._pending: deque[Sent] = deque()
         self._again: deque[Sent] = deque()  # in flight when the fork server was lost
         self._alone: int | None = None  # the one of them running now, by itself
@@ -173,8 +173,7 @@ class WorkerPool:
             if self._spools is not None:
                 self._spools.close()
         # What workers that ended meanwhile said they used (told to stop, `_feed`), too.
-        gone = [worker for worker in self._watched if worker not in self._workers]
-        used = stop(self._workers, 1.0) + sum(worker.used or 0.0 for worker in gone)
+        used = stop(self._workers, 1.0) + self._gone_used
         with _CPU_LOCK:
             _CPU[0] += used
 
@@ -275,7 +274,6 @@ class WorkerPool:
 
     def _watch(self, worker: Worker) -> None:
         self._workers.append(worker)
-        self._watched.append(worker)
         # One selector for the whole run: waiting costs nothing per look at them.
         self._selector.register(worker.conn, selectors.EVENT_READ)
         self._selector.register(worker.process.sentinel, selectors.EVENT_READ)
@@ -366,15 +364,9 @@ class WorkerPool:
         assert self._on_passes is not None  # asked for by the spec, with somewhere to go
         self._on_passes(passes)
 
-    def _done(self, worker: Worker, index: int) -> None:
-        """The case at `index` is in: no longer the worker's, nor running alone."""
-        if worker.sent and worker.sent[0] == index:
-            worker.sent.popleft()
-        if index == self._alone:
-            self._alone = None
-
     def _done_all(self, worker: Worker, places: Sequence[int]) -> None:
-        """`_done` of each of `places`, in order."""
+        """The cases at `places` are in, in order: no longer the worker's, nor running
+        alone."""
         sent = worker.sent
         for index in places:
             if sent and sent[0] == index:
@@ -388,7 +380,7 @@ class WorkerPool:
             worker.ready = True
         elif kind == "report":
             _, index, payload, parts = message
-            self._done(worker, index)
+            self._done_all(worker, (index,))
             report = _decode(payload)
             if parts is not None:
                 for each, part in zip(self._prerender, parts, strict=True):
@@ -485,6 +477,7 @@ class WorkerPool:
             self._selector.unregister(worker.conn)
         self._selector.unregister(worker.process.sentinel)
         self._workers.remove(worker)
+        self._gone_used += worker.used or 0.0
         if self._spools is not None:  # read: its files are let go of (deaths add none)
             self._spools.forget(worker)
 

@@ -108,15 +108,18 @@ class Spools:
         self._records = self._folder
         with contextlib.suppress(OSError):
             self._records = tempfile.mkdtemp(prefix="zeroclaw-passes-", dir=_SHARED_MEMORY)
-        self._paths: dict[object, str] = {}
+        self._paths: dict[object, tuple[str, str]] = {}  # its spool, its parts' prefix
         self._named = itertools.count()  # never a name again, a forgotten worker's included
         self._files: dict[tuple[object, int, int], Any] = {}
 
     def paths(self, worker: object) -> tuple[str, str]:
         """Where `worker` spools its passes, and where the files of its parts begin."""
         name = str(next(self._named))
-        path = self._paths[worker] = os.path.join(self._records, name)
-        return path, os.path.join(self._folder, name)
+        made = self._paths[worker] = (
+            os.path.join(self._records, name),
+            os.path.join(self._folder, name),
+        )
+        return made
 
     def run(self, worker: object, message: tuple[Any, ...]) -> Passes:
         """The passes of a worker's "run" message."""
@@ -126,7 +129,8 @@ class Spools:
 
     def unsent(self, worker: object, waiting: set[int]) -> Passes | None:
         """The passes of `waiting` (the worker's cases not in) its spool holds; None: none."""
-        entries = [entry for entry in spooled(self._paths.get(worker, "")) if entry[0] in waiting]
+        spool = self._paths.get(worker, ("", ""))[0]
+        entries = [entry for entry in spooled(spool) if entry[0] in waiting]
         if not entries:
             return None
         return Passes(self._kinds, entries)
@@ -134,15 +138,16 @@ class Spools:
     def forget(self, worker: object) -> None:
         """`worker` is gone and read: its files let go of and removed (passes not yet
         written into the reports hold theirs open), so deaths add no open files."""
-        path = self._paths.pop(worker, None)
+        paths = self._paths.pop(worker, None)
         for key in [key for key in self._files if key[0] is worker]:
             del self._files[key]
-        if path is None:
+        if paths is None:
             return
-        prefix = os.path.basename(path) + "."
-        for name in [path, *(n for n in os.listdir(self._folder) if n.startswith(prefix))]:
+        spool, parts = paths
+        mine = [os.path.join(self._folder, n) for n in os.listdir(self._folder)]
+        for path in [spool, *(p for p in mine if p.startswith(parts + "."))]:
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self._folder, name))  # `path` is whole: joined, itself
+                os.unlink(path)
 
     def _regions(self, worker: object, at: int, spilled: Spilled) -> tuple[list[Region], ...]:
         found = []
@@ -150,9 +155,7 @@ class Spools:
             key = (worker, at, stream)
             file = self._files.get(key)
             if file is None:
-                path = os.path.join(
-                    self._folder, f"{os.path.basename(self._paths[worker])}.{at}.{stream}"
-                )
+                path = f"{self._paths[worker][1]}.{at}.{stream}"
                 file = self._files[key] = open(path, "rb", buffering=0)  # noqa: SIM115
             found.append([(file, offset, length, count, lengths)])
         return tuple(found)

@@ -134,6 +134,8 @@ def end_workers_early() -> None:
     (or the pytest plugin) the process goes on after the run, and they would idle beside it,
     each with its pipe. Those a pool stopped, joined: they end on their own once they have
     said what they used, and are waited for here, after the run's reports, not before."""
+    if "harness.run.pool_workers" not in sys.modules:
+        return  # no worker was ever started: nothing to end, and no pool to import for it
     from harness.run.pool_workers import end_early
 
     end_early()

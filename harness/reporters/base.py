@@ -176,9 +176,7 @@ class Document(Reporter):
         if isinstance(render, Streamed):
             render.subscribe(self)
             self.whole_cases = False  # each case is written out as it is kept
-            # A plain pass written out as the part its worker rendered of it.
-            self.worker_parts = render.worker_parts
-            self.takes_passes = render.worker_parts is not None
+            self._follow(render)
 
     @classmethod
     def to_stream(cls, render: Rendered | Streamed, stream: TextIO) -> Document:
@@ -189,9 +187,12 @@ class Document(Reporter):
     def named(self, suite: str, agent: str) -> None:
         if isinstance(self._render, Streamed):
             self._render.named(suite, agent)
-            # What a worker renders of a case may name them (JUnit's testcase).
-            self.worker_parts = self._render.worker_parts
-            self.takes_passes = self.worker_parts is not None
+            self._follow(self._render)  # what a worker renders may name them (JUnit's)
+
+    def _follow(self, render: Streamed) -> None:
+        """A plain pass written out as the part its worker renders of it, where it has one."""
+        self.worker_parts = render.worker_parts
+        self.takes_passes = self.worker_parts is not None
 
     def case_kept(self, case: CaseReport) -> None:
         if isinstance(self._render, Streamed):

@@ -314,15 +314,12 @@ class LastRun(Reporter):
         if self._handle is None:
             return
         spilled = passes.spilled(WorkerParts)
-        if spilled is not None:  # copied from where its workers wrote them
-            try:
+        try:
+            if spilled is not None:  # copied from where its workers wrote them
                 for file, offset, length, _, _ in spilled[0]:
                     copy_into(self._handle, file.fileno(), offset, length)
-            except OSError as exc:
-                self._give_up(exc)
-            return
-        made = cast("list[tuple[bytes | None, bytes, bool]]", passes.parts(WorkerParts))
-        try:
+                return
+            made = cast("list[tuple[bytes | None, bytes, bool]]", passes.parts(WorkerParts))
             self._handle.write(b"".join(line for line, _, _ in made if line is not None))
         except OSError as exc:
             self._give_up(exc)

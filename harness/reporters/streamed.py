@@ -12,7 +12,7 @@ own), the document is rendered whole from the verdict instead.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -55,18 +55,15 @@ class RenderedCases(Cases, Protocol):
         """Write the plain passes' parts, as their workers rendered them, in order."""
 
 
-def _key(case_id: str) -> bytes:
-    return f"{case_id}\0".encode("utf-8", "surrogatepass")
-
-
 def _id(case: CaseReport) -> str:
     return case.id
 
 
-def _keys(passes: Passes) -> bytes:
-    ids = passes.ids()
-    keys = "\0".join(ids) + "\0" if len(ids) else ""  # each `_key` one after another
-    return keys.encode("utf-8", "surrogatepass")
+def _keys(ids: Iterable[str]) -> bytes:
+    """What the order digest is fed for `ids`: each id and a NUL, one after another (fed
+    a case at a time or all at once, the same digest)."""
+    listed = list(ids)
+    return ("\0".join(listed) + "\0" if listed else "").encode("utf-8", "surrogatepass")
 
 
 class Streamed:
@@ -97,7 +94,7 @@ class Streamed:
             self._failed = exc
             return
         self._count += 1
-        self._order.update(_key(case.id))
+        self._order.update(_keys((case.id,)))
 
     @property
     def worker_parts(self) -> object:
@@ -114,7 +111,7 @@ class Streamed:
             self._failed = exc
             return
         self._count += len(passes)
-        self._order.update(_keys(passes))  # as each key one after another: the same digest
+        self._order.update(_keys(passes.ids()))
 
     def parts(self, report: SuiteReport) -> Sequence[Part]:
         """The document of `report`: assembled from the spools when they hold its cases,
@@ -127,9 +124,7 @@ class Streamed:
             # The verdict's cases by their ids (unique in a suite), a plain pass's said
             # without making its report again.
             ids = cases.ids(_id) if isinstance(cases, KeptCases) else map(_id, cases)
-            # Each `_key` one after another, hashed at once: the same digest.
-            keys = "\0".join(ids) + "\0" if cases else ""
-            order = hashlib.blake2b(keys.encode("utf-8", "surrogatepass"), digest_size=16)
+            order = hashlib.blake2b(_keys(ids), digest_size=16)
             if order.digest() == self._order.digest():
                 return self._cases.parts(report)
         return (self._cases.whole(report),)

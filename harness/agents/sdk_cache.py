@@ -172,12 +172,14 @@ def function_tools(registry: ToolRegistry) -> list[Tool]:
             if len(_tools) >= _KEPT:
                 for old in list(_tools)[: _KEPT // 2]:
                     _tools.pop(old, None)  # another thread may have let it go
-            kept = _tools[id(tool)] = (tool, _function_tool(tool.name, tool))
+            kept = _tools[id(tool)] = (tool, _function_tool(tool))
         made.append(kept[1])
     return made
 
 
-def _function_tool(name: str, tool: RegistryTool) -> FunctionTool:
+def _function_tool(tool: RegistryTool) -> FunctionTool:
+    name = tool.name
+
     async def invoke(_context: Any, arguments: str) -> str:
         registry = CASE_TOOLS.get()
         if registry is None:  # the agent run outside its case's turn: no case to record in

@@ -99,7 +99,7 @@ REPEAT = Option(
 JOBS = Option(
     "--jobs",
     "run up to N cases (and repetitions) at once: replay in N worker processes, live on "
-    "one event loop; auto: one per core (replay: from 200 cases on) (default: jobs)",
+    "one event loop; auto: one per core (replay: from 500 cases on) (default: jobs)",
     metavar="N|auto",
     type=lambda text: "auto" if text.strip() == "auto" else jobs_count(text),
     config_key="jobs",

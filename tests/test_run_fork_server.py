@@ -144,3 +144,61 @@ def test_the_resource_tracker_is_a_fork_holding_only_its_pipe(tmp_path: Path) ->
     # It did its job: the leaked segment was removed, and said so.
     assert not Path("/dev/shm", segment.lstrip("/")).exists()
     assert "leaked shared_memory" in done.stderr
+
+
+def test_the_server_is_forked_before_the_tracker_with_interrupts_blocked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The server has its warm-up ahead of it, which the workers wait for; the tracker is
+    # needed only once a worker is launched. Interrupts are blocked in the server alone.
+    import signal
+
+    started: list[tuple[str, bool]] = []
+
+    def blocked() -> bool:
+        return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+    def server() -> bool:
+        started.append(("server", blocked()))
+        return True
+
+    def tracker() -> bool:
+        started.append(("tracker", blocked()))
+        return True
+
+    monkeypatch.setattr(fork_server, "_fork_server_from_here", server)
+    monkeypatch.setattr(fork_server, "_tracker_from_here", tracker)
+    fork_server.ensure_running(forked=True)
+    assert started == [("server", True), ("tracker", False)]
+    assert not blocked()
+
+
+NAMED_TRACKER = """
+import time
+from multiprocessing import resource_tracker
+from pathlib import Path
+
+from harness.run import fork_server
+
+assert fork_server._tracker_from_here()
+tracker = resource_tracker._resource_tracker
+for _ in range(500):
+    time.sleep(0.01)
+    if Path(f"/proc/{tracker._pid}/comm").read_text().strip() == "zeroclaw-rtrack":
+        break
+print(Path(f"/proc/{tracker._pid}/comm").read_text().strip())
+print("_ctypes" in Path(f"/proc/{tracker._pid}/maps").read_text())
+"""
+
+
+def test_the_tracker_names_itself_without_loading_ctypes() -> None:
+    # Loading ctypes (and libffi) only to name itself was 3 ms of each run with workers.
+    done = subprocess.run(
+        [sys.executable, "-c", NAMED_TRACKER],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [fork_server.TRACKER_NAME.decode(), "False"]

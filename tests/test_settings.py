@@ -29,3 +29,10 @@ def test_the_judges_flags_are_re_exported() -> None:
     assert settings.RECORD_JUDGE in settings.BESIDE_SUITE
     assert settings.STEP_OPTIONS["probe"][0] is settings.RECORD_JUDGE
     assert set(settings.CALIBRATE_STEPS) == set(settings.STEP_OPTIONS)
+
+
+def test_the_jobs_help_says_where_auto_starts_workers() -> None:
+    # `--help` said 200 while `auto` started workers from 500 cases on.
+    from harness.run.watchdog import AUTO_WORKERS_FROM
+
+    assert f"(replay: from {AUTO_WORKERS_FROM} cases on)" in settings.JOBS.help

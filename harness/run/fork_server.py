@@ -21,7 +21,8 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 # How often a start is looked at, and how long a stop must last to count: a Ctrl-C's
 # SIGTSTP and the SIGCONT after it reach the server a moment apart from the harness.
@@ -35,8 +36,8 @@ _FORKABLE = sys.platform == "linux" and sys.version_info < (3, 13)
 SERVER_NAME = b"zeroclaw-forks"
 # What a forked resource tracker is called.
 TRACKER_NAME = b"zeroclaw-rtrack"
-_PR_SET_NAME = 15
 _MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024
+T = TypeVar("T")
 
 
 class Loss(NamedTuple):
@@ -70,16 +71,23 @@ def ensure_running(forked: bool = False) -> None:
     the workers it starts keep: a Ctrl-C reaches the whole process group, and one that fell
     while the server was still importing printed its traceback. The harness handles the
     interrupt; they end with it. (The resource tracker blocks them itself as it starts, and
-    unblocks them in the caller afterwards: it is started first, so that it is not in the
-    middle.)"""
+    unblocks them in the caller afterwards: it is started outside, so that it is not in the
+    middle.) `forked`: the server is forked from this process where it can be, before the
+    tracker, which the workers need only once they are launched: the server has its
+    warm-up ahead of it, which the workers wait for, and starts it a fork earlier."""
     from multiprocessing import forkserver, resource_tracker
 
+    server = forked and _blocking_interrupts(_fork_server_from_here)
     if not (forked and _tracker_from_here()):
         resource_tracker.ensure_running()
+    if not server:  # (its own start finds the tracker running: it leaves the mask alone)
+        _blocking_interrupts(forkserver.ensure_running)
+
+
+def _blocking_interrupts(start: Callable[[], T]) -> T:
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        if not (forked and _fork_server_from_here()):
-            forkserver.ensure_running()
+        return start()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
@@ -182,11 +190,10 @@ def _track(alive_r: int, main: Any) -> None:
 
 def _name(name: bytes) -> None:
     """This process's name (`/proc/PID/comm`, what `ps -o comm` and `top` show): a forked
-    server's command line is the harness's."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(_PR_SET_NAME, name, 0, 0, 0)
+    server's command line is the harness's. Written there, which sets it as
+    `prctl(PR_SET_NAME)` does, without importing ctypes (3 ms of the tracker's start)."""
+    with contextlib.suppress(OSError), open("/proc/self/comm", "wb", buffering=0) as comm:
+        comm.write(name)
 
 
 def _serve(listener: int, alive_r: int, preload: list[str]) -> None:
@@ -202,6 +209,10 @@ def _serve(listener: int, alive_r: int, preload: list[str]) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         _name(SERVER_NAME)
+        # Imported once here rather than in each worker, which asks the kernel through it
+        # to end with the server (`orphans`).
+        with contextlib.suppress(ImportError):
+            import ctypes  # noqa: F401
         from multiprocessing import forkserver
 
         forkserver._forkserver._lock = threading.Lock()  # type: ignore[attr-defined]

@@ -51,6 +51,9 @@ QUICK_SECS = 0.005
 QUICK_MAX_BATCH = 64
 # How long reports may wait in the workers' pipes while every worker is busy.
 COALESCE_SECS = 0.002
+# Batches a worker holds of quick cases, one running: with one waiting, a batch (1.4 ms)
+# was done before this process, letting reports pile up, sent the next (7 ms idle in all).
+QUICK_DEPTH = 3
 
 
 class PoolUnavailable(Exception):
@@ -97,11 +100,10 @@ def _note(text: str) -> None:
 def start_fork_server(run_module: str, adapter_module: str, workers: int = 0) -> None:
     """The fork server a `WorkerPool(spec, size, adapter_module)` running `run_module`'s
     runner would start, started now (a running one is left as it is), as a fork of this
-    process where it can be: then it imports nothing again. Then `workers` workers are
-    launched from it (never waited for: the server forks them once it has warmed up), which
-    the next pool takes (each then told its spec) instead of starting its own: their start
-    is spent beside this process's admission of the suite. One that pool has no use for is
-    ended with it; should no pool come, the run ends them (`end_early`)."""
+    process where it can be; then `workers` workers launched from it (never waited for:
+    the server forks them once warm), for the next pool to take instead of starting its
+    own: their start is spent beside admission. One that pool has no use for is ended
+    with it; should no pool come, the run ends them (`end_early`)."""
     context = fork_server.context(run_module, adapter_module)
     if context.get_start_method() != "forkserver":
         return  # spawned workers would import everything again, beside admission
@@ -224,8 +226,12 @@ class WorkerPool:
         death puts back then go to a fresh worker, never to this process."""
         busy = sum(1 for worker in self._workers if worker.sent)
         work = busy + len(self._again) + (len(self._pending) if self._may_start() else 0)
-        while self._running() < min(self._wanted, work):
-            self._start()
+        share = min(self._wanted, work)
+        while self._running() < share:
+            worker = self._start()
+            if self._running() < share and len(self._pending) >= 4 * share:
+                # Fed before the next is waited for (the server forks one at a time).
+                self._feed(worker, False, share)
         if work and not self._running():
             # None started (or the one replacing a dead worker did not): never looping on
             # a start that fails, the caller runs what is left itself.
@@ -237,14 +243,12 @@ class WorkerPool:
         that have no case left."""
         return sum(1 for worker in self._workers if worker.sent or not worker.told)
 
-    def _start(self) -> None:
-        """One more worker (one launched early, if there is one); a fork server lost as it
-        is asked for one is replaced, once."""
+    def _start(self) -> Worker:
+        """One more worker (one launched early, if there is one), watched; a fork server
+        lost as it is asked for one is replaced, once."""
         early = adopt(self._spec.stall)
         if early is not None:
-            self._begin(early)
-            self._watch(early)
-            return
+            return self._begin(early)
         lost = None
         for _ in range(2):
             try:
@@ -255,30 +259,28 @@ class WorkerPool:
                 raise PoolUnavailable(f"no worker process could start: {describe(exc)}") from exc
             lost = worker.forked(self._spec.stall)
             if lost is None:
-                self._begin(worker)
-                self._watch(worker)
-                return
+                return self._begin(worker)
             end([worker], 1.0)  # launched as the server was killed: it died with it
             assert worker.server is not None
             self._server_lost(worker.server, lost, killed=True)
         assert lost is not None
         raise PoolUnavailable(f"no worker process could start: the fork server {lost.how}")
 
-    def _begin(self, worker: Worker) -> None:
-        """Told what to run: the spec, with a spool file of its own."""
+    def _begin(self, worker: Worker) -> Worker:
+        """Told what to run (the spec, with a spool file of its own), and watched."""
         spec = self._spec
         if self._spools is not None:
             spool, streams = self._spools.paths(worker)
             spec = dataclasses.replace(spec, spool=spool, streams=streams)
         worker.begin(spec)
-
-    def _watch(self, worker: Worker) -> None:
         self._workers.append(worker)
         # One selector for the whole run: waiting costs nothing per look at them.
         self._selector.register(worker.conn, selectors.EVENT_READ)
         self._selector.register(worker.process.sentinel, selectors.EVENT_READ)
+        return worker
 
-    def _feed(self, worker: Worker, quick: bool) -> None:
+    def _feed(self, worker: Worker, quick: bool, share: int = 0) -> None:
+        """A batch for `worker` unless it is busy enough, sized for `share` workers at least."""
         if self._alone is not None or worker.told:
             return  # a case runs by itself; or the worker is ending
         if self._again:  # once nothing else runs, the first of them goes, alone
@@ -289,13 +291,15 @@ class WorkerPool:
             return
         if not self._pending or not self._may_start():
             return
-        per_worker = len(self._pending) // (4 * len(self._workers))
-        even = -(-len(self._pending) // len(self._workers))  # what is left, shared out
+        workers = max(share, len(self._workers))
+        per_worker = len(self._pending) // (4 * workers)
+        even = -(-len(self._pending) // workers)  # what is left, shared out
         floor = min(MIN_BATCH, even) if quick else 1
         cap = QUICK_MAX_BATCH if quick else MAX_BATCH
         batch = 1 if self._stepwise else max(floor, min(cap, per_worker))
-        if len(worker.sent) >= (1 if self._stepwise else 2 * batch):
-            return  # busy enough: one batch running, one waiting
+        depth = QUICK_DEPTH if quick else 2  # batches running and waiting, at most
+        if len(worker.sent) >= (1 if self._stepwise else depth * batch):
+            return  # busy enough
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
         if not self._pending:
             # Told now, not once its last report is in: its word of the CPU it used comes

@@ -1,0 +1,121 @@
+"""How the pool feeds its workers: how many batches a worker holds, and a worker started
+while the next is still being forked gets its first batch at once.
+
+The pool's bookkeeping is driven here with stand-ins for its workers (a worker as this side
+holds it: the cases sent to it, whether it was told to stop), so that what is sent when is
+exact, whatever the machine's load; the workers' own side is the other pool tests'."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from harness.run.pool_worker import Sent
+from harness.run.process_pool import MIN_BATCH, QUICK_DEPTH, WorkerPool
+
+
+class _Held:
+    """A worker as the pool holds it: what it was sent, in batches."""
+
+    def __init__(self) -> None:
+        self.sent: deque[int] = deque()
+        self.told = False
+        self.batches: list[list[int]] = []
+
+    def send(self, items: list[Sent]) -> None:
+        self.batches.append([item[0] for item in items])
+        self.sent.extend(item[0] for item in items)
+
+    def stop(self) -> None:
+        self.told = True
+
+
+def _items(n: int) -> list[Sent]:
+    return [(place, f"case_{place}.json", f"case-{place}", None, None, None) for place in range(n)]
+
+
+def _pool(cases: int, workers: list[_Held], wanted: int = 2) -> Any:
+    pool: Any = WorkerPool.__new__(WorkerPool)  # its bookkeeping alone: no process started
+    pool._pending = deque(_items(cases))
+    pool._items = {item[0]: item for item in pool._pending}
+    pool._again = deque()
+    pool._alone = None
+    pool._stepwise = False
+    pool._may_start = lambda: True
+    pool._workers = workers
+    pool._wanted = wanted
+    pool._failures = []
+    pool._ended_as = "it ended"
+    return pool
+
+
+def _fed(pool: Any, worker: _Held, quick: bool) -> int:
+    """Batches sent to `worker` feeding it until it is busy enough."""
+    before = len(worker.batches)
+    for _ in range(10):
+        pool._feed(worker, quick)
+    return len(worker.batches) - before
+
+
+def test_a_worker_of_quick_cases_holds_a_batch_running_and_two_waiting() -> None:
+    # With one waiting, a batch of quick cases was done before this process, letting
+    # reports pile up, sent the next: the worker sat idle between its batches.
+    workers = [_Held(), _Held()]
+    pool = _pool(200, workers)
+    assert _fed(pool, workers[0], quick=True) == QUICK_DEPTH == 3
+    done = workers[0].batches[0]
+    for place in done:  # its first batch in: it takes one more, not two
+        workers[0].sent.remove(place)
+    assert _fed(pool, workers[0], quick=True) == 1
+
+
+def test_a_worker_of_slow_cases_holds_one_running_and_one_waiting() -> None:
+    # A slow case keeps what waits behind it from another worker: no more than that waits.
+    workers = [_Held(), _Held()]
+    pool = _pool(200, workers)
+    assert _fed(pool, workers[0], quick=False) == 2
+
+
+def test_the_last_quick_cases_still_go_a_few_at_once() -> None:
+    workers = [_Held(), _Held()]
+    pool = _pool(10, workers)
+    _fed(pool, workers[0], quick=True)
+    assert all(len(batch) >= min(MIN_BATCH, 5) for batch in workers[0].batches[:-1])
+
+
+def test_a_worker_started_while_the_next_is_forked_has_its_first_batch_at_once() -> None:
+    # The server forks the workers one after the other: the first starts its cases while
+    # the pool waits for the second, with a share sized for both.
+    started: list[_Held] = []
+    first_had: list[list[list[int]]] = []
+    pool = _pool(100, [])
+
+    def start() -> _Held:
+        if started:
+            first_had.append(list(started[0].batches))
+        worker = _Held()
+        started.append(worker)
+        pool._workers.append(worker)
+        return worker
+
+    pool._start = start
+    pool._replenish()
+    assert len(started) == 2
+    (held,) = first_had
+    assert [len(batch) for batch in held] == [100 // (4 * 2)]  # its share of two workers'
+    assert started[1].batches == []  # the last one started is fed with the others, after
+
+
+def test_a_single_worker_is_fed_with_the_others_not_as_it_starts() -> None:
+    pool = _pool(100, [], wanted=1)
+    started: list[_Held] = []
+
+    def start() -> _Held:
+        worker = _Held()
+        started.append(worker)
+        pool._workers.append(worker)
+        return worker
+
+    pool._start = start
+    pool._replenish()
+    assert len(started) == 1 and started[0].batches == []

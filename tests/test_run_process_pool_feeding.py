@@ -11,7 +11,7 @@ from collections import deque
 from typing import Any
 
 from harness.run.pool_worker import Sent
-from harness.run.process_pool import MIN_BATCH, QUICK_DEPTH, WorkerPool
+from harness.run.process_pool import DRY_SECS, MIN_BATCH, QUICK_DEPTH, QUICK_SECS, WorkerPool
 
 
 class _Held:
@@ -34,8 +34,11 @@ def _items(n: int) -> list[Sent]:
     return [(place, f"case_{place}.json", f"case-{place}", None, None, None) for place in range(n)]
 
 
-def _pool(cases: int, workers: list[_Held], wanted: int = 2) -> Any:
-    pool: Any = WorkerPool.__new__(WorkerPool)  # its bookkeeping alone: no process started
+def _pool(cases: int, workers: list[_Held], wanted: int = 2, per_case: float = 3e-4) -> Any:
+    """The pool's bookkeeping alone (no process started), its cases found to take a
+    worker `per_case` seconds each (an own loop's: 0.3 ms)."""
+    pool: Any = WorkerPool.__new__(WorkerPool)
+    pool._per_case = per_case
     pool._pending = deque(_items(cases))
     pool._items = {item[0]: item for item in pool._pending}
     pool._again = deque()
@@ -67,6 +70,15 @@ def test_a_worker_of_quick_cases_holds_a_batch_running_and_two_waiting() -> None
     for place in done:  # its first batch in: it takes one more, not two
         workers[0].sent.remove(place)
     assert _fed(pool, workers[0], quick=True) == 1
+
+
+def test_quick_cases_whose_batch_takes_a_while_keep_one_waiting() -> None:
+    # An SDK case takes milliseconds: a batch of them is time enough to send the next, and
+    # more held by one worker would leave the other idle at the end.
+    workers = [_Held(), _Held()]
+    pool = _pool(200, workers, per_case=0.003)
+    assert QUICK_SECS > 0.003 and MIN_BATCH * 0.003 >= DRY_SECS  # quick, yet a while
+    assert _fed(pool, workers[0], quick=True) == 2
 
 
 def test_a_worker_of_slow_cases_holds_one_running_and_one_waiting() -> None:

@@ -51,9 +51,9 @@ QUICK_SECS = 0.005
 QUICK_MAX_BATCH = 64
 # How long reports may wait in the workers' pipes while every worker is busy.
 COALESCE_SECS = 0.002
-# Batches a worker holds of quick cases, one running: with one waiting, a batch (1.4 ms)
-# was done before this process, letting reports pile up, sent the next (7 ms idle in all).
-QUICK_DEPTH = 3
+# Batches a worker holds (one running) of ones done under DRY_SECS: with one waiting, one
+# of 1.4 ms ended before this process, letting reports pile up, sent the next (idle 7 ms).
+QUICK_DEPTH, DRY_SECS = 3, 0.01
 
 
 class PoolUnavailable(Exception):
@@ -137,6 +137,7 @@ class WorkerPool:
         self._ended_as = "it ended"  # how the last worker that never started ended
         self._selector = selectors.DefaultSelector()
         self._first_sent: float | None = None  # when the first case was sent
+        self._per_case = QUICK_SECS  # a worker's seconds a case, as `_quick` last found
         prerender = spec.settings.get("prerender")
         self._prerender: tuple[Prerender, ...] = prerender.kinds if prerender else ()
         # Where workers spool the plain passes they have yet to send, and write parts.
@@ -297,7 +298,7 @@ class WorkerPool:
         floor = min(MIN_BATCH, even) if quick else 1
         cap = QUICK_MAX_BATCH if quick else MAX_BATCH
         batch = 1 if self._stepwise else max(floor, min(cap, per_worker))
-        depth = QUICK_DEPTH if quick else 2  # batches running and waiting, at most
+        depth = QUICK_DEPTH if quick and batch * self._per_case < DRY_SECS else 2
         if len(worker.sent) >= (1 if self._stepwise else depth * batch):
             return  # busy enough
         worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
@@ -319,7 +320,9 @@ class WorkerPool:
             return False
         in_flight = sum(len(worker.sent) for worker in self._workers) + len(self._again)
         done = len(self._items) - len(self._pending) - in_flight
-        return done > 0 and (now - self._first_sent) * len(self._workers) < done * QUICK_SECS
+        if done > 0:
+            self._per_case = (now - self._first_sent) * len(self._workers) / done
+        return done > 0 and self._per_case < QUICK_SECS
 
     def _receive(self, worker: Worker, drain: bool = False) -> None:
         """The messages the selector saw waiting (one read: the selector says when there

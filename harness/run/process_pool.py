@@ -183,8 +183,8 @@ class WorkerPool:
     def _step(self) -> bool:
         """Feed the workers, wait for one of them; False once all is done."""
         self._replenish()
-        # A batch each, then a second each (one running, one waiting): a batch's passes come
-        # back once it is done, and its worker goes on without waiting for this process.
+        # A batch each, then a second each (one running, one or two waiting: `_feed`): a
+        # batch's passes come back once it is done; its worker goes on without waiting.
         quick = self._quick() if self._pending else False  # asked once a look, not a worker
         for _ in range(2):
             for worker in self._workers:

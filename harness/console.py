@@ -48,9 +48,10 @@ def main() -> NoReturn:
     # that live as long as the process and no garbage: the collector would walk them again
     # and again for nothing. The command resumes it as its work begins (`cli.main`).
     gc.disable()
-    from harness.runtime import interrupts
+    from harness.runtime import interrupts, owner
 
     interrupts.install()
+    owner.take()
     code = None
     try:
         from harness import cli  # after the handlers: an interrupt while it imports is said

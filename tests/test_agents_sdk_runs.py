@@ -19,6 +19,7 @@ from conftest import (
     call,
     fixture,
     reported_cases,
+    run_process,
     run_reported,
     text_step,
     tool_step,
@@ -349,3 +350,86 @@ def test_outside_a_case_the_sdks_runs_go_on_unchanged_and_the_runner_is_installe
     result = Runner.run_sync(elsewhere.agent, "hi", run_config=RunConfig(tracing_disabled=True))
     assert result.final_output == "own model"
     assert result.last_agent is elsewhere.agent  # not a copy: no case is running
+
+
+# --- tracing: never built for nothing where the harness owns the process ------------------
+
+# An agent whose tool says whether the SDK's default trace processor (the exporter's HTTP
+# client and all it imports) was built in the process the case runs in.
+TRACE_STATE = """
+from agents import Agent, function_tool
+from agents.tracing import processors
+
+
+@function_tool
+def trace_state() -> str:
+    \"\"\"Say whether the SDK built its default trace processor.\"\"\"
+    return "exporter built" if processors._global_processor is not None else "no exporter"
+
+
+def build_agent():
+    return Agent(name="tracer", instructions="Say how tracing stands.", tools=[trace_state])
+"""
+
+
+def _trace_state_suite(root: Path, expected: str) -> None:
+    (root / "tracer.py").write_text(textwrap.dedent(TRACE_STATE), encoding="utf-8")
+    case = fixture(
+        "m",
+        [turn("How is tracing?", tool_step(call("c1", "trace_state")), text_step("told"))],
+        {"tool_results_contain": [{"tool": "trace_state", "needle": expected}]},
+    )
+    write_suite(root / "evals", {f"case_{k}.json": {**case, "id": f"case-{k}"} for k in range(3)})
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_command_line_runs_the_sdk_without_building_its_trace_exporter(
+    tmp_path: Path, jobs: str
+) -> None:
+    _trace_state_suite(tmp_path, "no exporter")
+    done = run_process(
+        "eval", "run", "--suite", "evals", "--agent", "openai-agents:tracer:build_agent",
+        "--jobs", jobs, "--update-snapshots", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3/3 cases passed" in done.stdout
+
+
+def test_a_session_that_calls_the_harness_keeps_the_sdks_own_tracing(
+    tmp_path: Path, run_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not the harness's process: whatever runs after it finds the SDK's default provider.
+    from agents.tracing import get_trace_provider, processors
+
+    _trace_state_suite(tmp_path, "exporter built")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    done = run_cli(
+        "eval", "run", "--suite", "evals", "--agent", "openai-agents:tracer:build_agent",
+        "--update-snapshots", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert processors._global_processor is not None
+    assert processors._global_processor in get_trace_provider()._multi_processor._processors
+
+
+def test_a_trace_provider_the_users_code_set_is_left_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agents.tracing import setup
+    from agents.tracing.provider import DefaultTraceProvider
+
+    from harness.agents import sdk_runs
+    from harness.runtime import owner
+
+    theirs = DefaultTraceProvider()
+    monkeypatch.setattr(owner, "_OWNED", [True])
+    monkeypatch.setattr(sdk_runs, "_LOOKED", [False])
+    monkeypatch.setattr(setup, "GLOBAL_TRACE_PROVIDER", theirs)
+    sdk_runs.offline_tracing()
+    assert setup.GLOBAL_TRACE_PROVIDER is theirs
+    monkeypatch.setattr(sdk_runs, "_LOOKED", [False])
+    monkeypatch.setattr(setup, "GLOBAL_TRACE_PROVIDER", None)
+    sdk_runs.offline_tracing()
+    made = setup.GLOBAL_TRACE_PROVIDER
+    assert isinstance(made, DefaultTraceProvider) and made is not theirs
+    assert made._multi_processor._processors == ()

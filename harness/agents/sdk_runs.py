@@ -22,8 +22,10 @@ from typing import Any, TypeVar
 
 from agents import Agent
 from agents.run import AgentRunner, get_default_agent_runner, set_default_agent_runner
+from agents.tracing import setup as tracing_setup
 
 from harness.agents.sdk_graph import RUN_CONFIG, GraphCopy
+from harness.runtime import owner
 
 _CASE: ContextVar[GraphCopy | None] = ContextVar("zeroclaw_sdk_case", default=None)
 
@@ -90,3 +92,27 @@ def case_running(case: GraphCopy) -> Iterator[None]:
         yield
     finally:
         _CASE.reset(token)
+
+
+# Whether `offline_tracing` has looked, in this process (a worker sees its server's answer).
+_LOOKED = [False]
+
+
+def offline_tracing() -> None:
+    """In a process the harness owns, the SDK's trace provider made one with no processor,
+    where nothing had made one yet.
+
+    Every run the harness starts has tracing disabled (a harness run stays offline), yet the
+    SDK's first run of a process builds its default provider all the same, and with it the
+    default processor's exporter: an HTTP client, and the connection stack it imports
+    (~70 ms of CPU, on the critical path of every worker pool's start), for spans it is
+    never given. A provider someone set (the user's code, at import) is left as it is, and
+    where the harness does not own the process (a test session calling it) nothing is set:
+    what runs after the harness there finds the SDK's default as it would have."""
+    if _LOOKED[0]:
+        return
+    _LOOKED[0] = True
+    if owner.owned() and getattr(tracing_setup, "GLOBAL_TRACE_PROVIDER", True) is None:
+        from agents.tracing.provider import DefaultTraceProvider
+
+        tracing_setup.set_trace_provider(DefaultTraceProvider())

@@ -57,7 +57,7 @@ from harness.agents.sdk_graph import (
 from harness.agents.sdk_guardrails import TRIPWIRES, guardrail_names
 from harness.agents.sdk_mcp import CaseServers, servers_of
 from harness.agents.sdk_mcp import list_tools as mcp_tools
-from harness.agents.sdk_runs import case_running, install
+from harness.agents.sdk_runs import case_running, install, offline_tracing
 from harness.agents.structured_output import output_text
 from harness.errors import HarnessError
 from harness.model_boundary import (
@@ -101,6 +101,7 @@ class OpenAIAgentsAdapter(FrameworkAdapter[Agent[Any]]):
         )
 
     def start(self, context: AgentContext) -> _Session:
+        offline_tracing()
         registry = context.tools
         if self._factory is None:
             model = HarnessModel(context.model)

@@ -3,17 +3,20 @@ back of its plain passes (`_Sender`): spooled as each is done, sent a run at onc
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import BUILTIN_SURFACE, failing_report, passing_report, replay_trace, write_fixture
 
-from harness.fixtures.suite import load_suite
+from harness.fixtures.suite import AdmittedCases, load_suite
 from harness.run import pool_worker
 from harness.run.pool_worker import FLUSH_SECS, Item, _Sender
 from harness.run.spools import Spools, spooled
+from harness.run.watchdog import run_batch
 from harness.verdict.kept import SCORES, Passes, Prerendering
 from harness.verdict.reports import CaseReport
 
@@ -41,6 +44,47 @@ def test_the_cases_sent_are_plain_tuples_of_what_each_item_holds(tmp_path: Path)
         assert [type(item) for item in sent] == [tuple, tuple]  # no class to pickle by name
         assert sent == [tuple(Item.at(2, cases)), tuple(Item.at(0, cases))]
         assert Item._make(sent[0]).case().id == "c2"
+
+
+def test_an_admitted_suite_goes_to_the_workers_once_and_its_cases_by_their_places(
+    tmp_path: Path,
+) -> None:
+    for n in range(3):
+        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
+    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    spec = pool_worker.WorkerSpec(run_batch, "echo", None, None, {}, "", [], {})
+    with_suite = dataclasses.replace(spec, suite=pickle.dumps(suite))
+    assert pool_worker.crossing(with_suite, [2, 0], suite) == [2, 0]
+    held = pickle.loads(with_suite.suite or b"")
+    # The worker makes each case from the suite it holds: the case an `Item` would make.
+    made = pool_worker._cases([2, 0], held)
+    expected = pool_worker._cases(Item.all_at([2, 0], suite), None)
+    assert list(made) == list(expected) == [2, 0]
+    for place in (2, 0):
+        assert made[place] == expected[place] == suite[place]
+        assert made[place].digest == expected[place].digest is not None
+        assert made[place].canonical == expected[place].canonical
+    # Any other sequence of cases is sent case by case, as before.
+    assert pool_worker.crossing(spec, [2, 0], list(suite)) == Item.all_at([2, 0], list(suite))
+
+
+def test_a_suite_pickled_for_the_workers_is_its_columns_alone(tmp_path: Path) -> None:
+    for n in range(3):
+        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
+    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    suite[1].trace  # noqa: B018 (a case made and read: not sent along)
+    # An id holding the separator the ids are pickled joined by: sent as a list.
+    odd = AdmittedCases(str(tmp_path) + os.sep)
+    for n, case_id in enumerate(["c0", "with\0nul", ""]):
+        odd.append(str(tmp_path / f"f{n}.json"), case_id, bytes(32), None)
+    for cases in (suite, suite.picked([0, 2]), suite.picked([]), odd):
+        again = pickle.loads(pickle.dumps(cases))
+        assert again._last is None  # before anything reads a case of it
+        assert len(again) == len(cases) and again.ids() == cases.ids()
+        assert [again.held_at(i) for i in range(len(again))] == [
+            cases.held_at(i) for i in range(len(cases))
+        ]
+    assert pickle.loads(pickle.dumps(suite)) == suite
 
 
 class Sent:

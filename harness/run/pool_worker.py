@@ -158,6 +158,9 @@ class WorkerSpec:
     # where the files it writes parts into begin (`_Streams`); None: beside the spool.
     spool: str | None = None
     streams: str | None = None
+    # The admitted suite's columns (`AdmittedCases`), pickled once for every worker: its
+    # cases are then sent by their places alone (`crossing`), not each as an `Item`.
+    suite: bytes | None = None
 
     @property
     def stall(self) -> float:
@@ -165,9 +168,15 @@ class WorkerSpec:
         return float(settings["timeout"] + settings["case_wall_clock"]) + STALL_GRACE_SECS
 
 
-def worker_spec(plan: CasePlan, run: RunCases, hand_back_judged: bool = False) -> WorkerSpec | str:
+def worker_spec(
+    plan: CasePlan,
+    run: RunCases,
+    hand_back_judged: bool = False,
+    cases: Sequence[Case] = (),
+) -> WorkerSpec | str:
     """The spec of workers running `plan`'s cases, or why they cannot (then the cases run
-    in this process); with `hand_back_judged`, they run none that has rubrics."""
+    in this process); with `hand_back_judged`, they run none that has rubrics. `cases`, an
+    admitted suite's, go with it whole (`WorkerSpec.suite`)."""
     if plan.mode != "replay":
         return "live cases share one provider limiter, which only one process can hold"
     if plan.prepare is not None:
@@ -196,7 +205,18 @@ def worker_spec(plan: CasePlan, run: RunCases, hand_back_judged: bool = False) -
         sys_path=list(sys.path),
         environ=dict(os.environ),
         hand_back_judged=hand_back_judged,
+        suite=(
+            pickle.dumps(cases, pickle.HIGHEST_PROTOCOL)
+            if isinstance(cases, AdmittedCases)
+            else None
+        ),
     )
+
+
+def crossing(spec: WorkerSpec, places: list[int], cases: Sequence[Case]) -> list[Any]:
+    """What is sent to a worker of `spec` for the cases at `places` of `cases`: the places
+    alone when it holds the suite (`WorkerSpec.suite`), else each case as an `Item`."""
+    return places if spec.suite is not None else Item.all_at(places, cases)
 
 
 def worker_main(conn: Any, spec: WorkerSpec | None) -> None:
@@ -253,6 +273,7 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         return
     conn.send(("ready",))
     send = _Sender(conn, plan.prerender, spec.spool, spec.streams)
+    suite: AdmittedCases | None = None if spec.suite is None else pickle.loads(spec.suite)
     while True:
         try:
             message = conn.recv()
@@ -261,8 +282,7 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         if message[0] != "run":
             conn.send(("cpu", time.process_time()))
             return
-        items: list[Sent] = message[1]
-        cases = {item[0]: Item._make(item).case() for item in items}
+        cases = _cases(message[1], suite)
         if spec.hand_back_judged:
             judged = [place for place, case in cases.items() if _judged(case)]
             if judged:  # said before any other case of the batch runs: none is running yet
@@ -273,6 +293,14 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         send.batch_begins()
         spec.run(list(cases.values()), plan, send)
         send.flush()  # the batch's last passes: nothing runs now
+
+
+def _cases(sent: list[Any], suite: AdmittedCases | None) -> dict[int, Case]:
+    """The cases of a batch by their places: made from the suite held (the places alone
+    were sent), else from their `Item`s."""
+    if suite is not None:
+        return {place: suite[place] for place in sent}
+    return {item[0]: Item._make(item).case() for item in sent}
 
 
 def _judged(case: Case) -> bool:

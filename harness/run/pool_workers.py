@@ -25,7 +25,7 @@ from collections import deque
 from typing import Any
 
 from harness.run import fork_server
-from harness.run.pool_worker import Sent, WorkerSpec, worker_main
+from harness.run.pool_worker import WorkerSpec, worker_main
 
 # What one read of a worker's pipe takes at most: many reports, under what malloc would map
 # for each read (and give back after it).
@@ -108,10 +108,11 @@ class Worker:
         launch = getattr(self.process, "_popen", None)
         return not isinstance(launch, _Launch) or launch.known(0)
 
-    def send(self, items: list[Sent]) -> None:
+    def send(self, places: list[int], items: list[Any]) -> None:
+        """The cases at `places`, sent as `items` (`pool_worker.crossing`)."""
         if not self.sent:
             self.since = time.monotonic()  # an idle worker starts the first case now
-        self.sent.extend(item[0] for item in items)
+        self.sent.extend(places)
         self.post(("run", items))
 
     def post(self, message: tuple[Any, ...]) -> None:

@@ -29,8 +29,9 @@ from typing import Any
 import msgspec
 
 from harness.errors import describe
+from harness.fixtures.suite import Case
 from harness.run import fork_server
-from harness.run.pool_worker import Prerender, Sent, WorkerSpec
+from harness.run.pool_worker import Prerender, WorkerSpec, crossing
 from harness.run.pool_workers import Worker, adopt, end, end_early, left, start_early, stop
 from harness.run.spools import Spools
 from harness.verdict.kept import Passes
@@ -130,8 +131,8 @@ class WorkerPool:
         self._context = fork_server.context(spec.run.__module__, adapter_module)
         self._workers: list[Worker] = []
         self._gone_used = 0.0  # what the workers no longer watched said they used
-        self._pending: deque[Sent] = deque()
-        self._again: deque[Sent] = deque()  # in flight when the fork server was lost
+        self._pending: deque[int] = deque()  # the places of the cases yet to go
+        self._again: deque[int] = deque()  # in flight when the fork server was lost
         self._alone: int | None = None  # the one of them running now, by itself
         self._failures: list[str] = []  # what workers that could not start said
         self._ended_as = "it ended"  # how the last worker that never started ended
@@ -145,15 +146,17 @@ class WorkerPool:
 
     def run(
         self,
-        items: Iterable[Sent],
+        places: Iterable[int],
+        cases: Sequence[Case],
         on_report: Callable[[int, CaseReport], None],
         on_death: Callable[[int, str], None],
         may_start: Callable[[], bool],
         stepwise: bool = False,
         on_passes: Callable[[Passes], None] | None = None,
     ) -> None:
-        self._pending.extend(items)
-        self._items = {item[0]: item for item in self._pending}
+        self._pending.extend(places)
+        self._cases = cases
+        self._total = len(self._pending)
         self._on_report, self._on_death, self._may_start = on_report, on_death, may_start
         self._on_passes = on_passes
         self._stepwise = stepwise
@@ -286,9 +289,8 @@ class WorkerPool:
             return  # a case runs by itself; or the worker is ending
         if self._again:  # once nothing else runs, the first of them goes, alone
             if not any(w.sent for w in self._workers):
-                item = self._again.popleft()
-                self._alone = item[0]
-                worker.send([item])
+                self._alone = self._again.popleft()
+                self._send(worker, [self._alone])
             return
         if not self._pending or not self._may_start():
             return
@@ -301,13 +303,17 @@ class WorkerPool:
         depth = QUICK_DEPTH if quick and batch * self._per_case < DRY_SECS else 2
         if len(worker.sent) >= (1 if self._stepwise else depth * batch):
             return  # busy enough
-        worker.send([self._pending.popleft() for _ in range(min(batch, len(self._pending)))])
+        pending = self._pending
+        self._send(worker, [pending.popleft() for _ in range(min(batch, len(pending)))])
         if not self._pending:
             # Told now, not once its last report is in: its word of the CPU it used comes
             # with its reports, and it ends beside the last cases, not after a round trip.
             # (Cases that a worker's death puts back go to a fresh worker: `_replenish`.)
             for each in self._workers:
                 each.stop()
+
+    def _send(self, worker: Worker, places: list[int]) -> None:  # as `crossing` says
+        worker.send(places, crossing(self._spec, places, self._cases))
 
     def _quick(self) -> bool:
         """Whether the cases have gone by at under `QUICK_SECS` each so far (a worker's
@@ -319,7 +325,7 @@ class WorkerPool:
             self._first_sent = now
             return False
         in_flight = sum(len(worker.sent) for worker in self._workers) + len(self._again)
-        done = len(self._items) - len(self._pending) - in_flight
+        done = self._total - len(self._pending) - in_flight
         if done > 0:
             self._per_case = (now - self._first_sent) * len(self._workers) / done
         return done > 0 and self._per_case < QUICK_SECS
@@ -459,7 +465,7 @@ class WorkerPool:
             else:
                 again.append(first)
             self._requeue(places)
-        self._again.extend(self._items[place] for place in again)
+        self._again.extend(again)
         more = f"; {len(again)} case(s) in flight run again, one at a time" if again else ""
         _note(f"the workers' fork server {loss.how}{more}")
 
@@ -495,6 +501,6 @@ class WorkerPool:
 
     def _requeue(self, places: list[int]) -> None:
         if self._alone in places:  # it was not begun, so it has yet to run alone
-            self._again.appendleft(self._items[places.pop(places.index(self._alone))])
+            self._again.appendleft(places.pop(places.index(self._alone)))
             self._alone = None
-        self._pending.extendleft(reversed([self._items[place] for place in places]))
+        self._pending.extendleft(reversed(places))

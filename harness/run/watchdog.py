@@ -163,13 +163,15 @@ def _in_workers(
 ) -> list[Unit]:
     """Run `pending` (one run per case: replay) in worker processes; the runs left for
     this process (none, unless no worker could run them: then it says why)."""
-    from harness.run.pool_worker import Item, worker_spec
+    from harness.run.pool_worker import worker_spec
     from harness.run.process_pool import PoolUnavailable, WorkerPool
 
     jobs = jobs_of(plan.jobs)
     # The judge stays in this process: workers hand back the cases with rubrics for it
     # (they read the fixtures; this process reads none again), which run here afterwards.
-    spec = worker_spec(dataclasses.replace(plan, judge=None), run_batch, plan.judge is not None)
+    spec = worker_spec(
+        dataclasses.replace(plan, judge=None), run_batch, plan.judge is not None, cases
+    )
     if isinstance(spec, str):
         _note(jobs, spec)
         return pending
@@ -180,11 +182,11 @@ def _in_workers(
             Unit(index, 0), errored_report(case, display_path(case.where, plan.root), why, None)
         )
 
-    items = Item.all_at([u.index for u in pending], cases)
     pool = WorkerPool(spec, jobs, type(plan.adapter).__module__)
     try:
         pool.run(
-            items,
+            [u.index for u in pending],
+            cases,
             lambda index, report: results.add(Unit(index, 0), report),
             died,
             lambda: not results.stopping,

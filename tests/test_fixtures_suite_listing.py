@@ -28,7 +28,7 @@ def refused(directory: Path) -> list[str]:
 def listed_as_regular(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every entry listed as a regular file: as if each were swapped for what it is now
     between the listing and the reading."""
-    monkeypatch.setattr(listing, "_regular", lambda entry: True)
+    monkeypatch.setattr(listing, "_irregular", lambda entries: set())
 
 
 @FIFO
@@ -91,3 +91,24 @@ def test_problems_name_each_fixture_as_its_path_is_written(
     [problem] = refused(suite_dir)
     assert problem.startswith(f"{broken}: $: not valid JSON")
     assert str(broken) in ("b.json", os.path.join("suite", "b.json"))
+
+
+class _Entry:
+    """A listed entry whose type the listing could not say without a `stat`, which fails
+    for one of them."""
+
+    def __init__(self, name: str, regular: bool | None) -> None:
+        self.name, self._regular = name, regular
+
+    def is_file(self, follow_symlinks: bool = True) -> bool:
+        if self._regular is None:
+            raise PermissionError("stat refused")
+        return self._regular
+
+
+def test_an_entry_whose_type_cannot_be_asked_is_listed_as_not_regular() -> None:
+    # One failing `stat` spoils no other entry's answer: each is asked again on its own.
+    found = listing._irregular(
+        [_Entry("a.json", True), _Entry("b.json", None), _Entry("c.json", False)]  # type: ignore[list-item]
+    )
+    assert found == {"b.json", "c.json"}

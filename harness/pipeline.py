@@ -7,6 +7,7 @@ fixture → admission → run → record → grades → verdict → reporters (�
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from harness.defaults import (
 from harness.errors import UsageError
 from harness.expectations.judge import Judge
 from harness.fixtures.selection import Selection, choose
-from harness.fixtures.suite import Case, display_path, id_at, where_at
+from harness.fixtures.suite import AdmittedCases, Case, display_path, ids_of, where_at
 from harness.modes import Mode, SuiteKind, resolve_kind
 from harness.reporters.base import Reporter
 from harness.reporters.delivery import Delivery, takes_passes
@@ -120,7 +121,11 @@ def _unused(
     """The snapshots no case of the suite uses, found (and, updating, removed) before any
     case runs; None: there are none. Only a run of the whole suite may say so: a filtered
     run did not pick the others, which are no less used."""
-    found = unused(plan, options.suite, (where_at(admitted, i) for i in range(len(admitted))))
+    if isinstance(admitted, AdmittedCases):  # a listed suite's names, read at once
+        names = admitted.names()
+    else:
+        names = [os.path.basename(where_at(admitted, i)) for i in range(len(admitted))]
+    found = unused(plan, options.suite, names)
     if not found:
         return None
     if plan.update:
@@ -197,7 +202,7 @@ def run_cases(
         backend = replay_backend
     wanted = any(r.wants_transcripts for r in reporters)
     streamed = any(r.streams_transcripts for r in reporters)
-    order = [id_at(cases, index) for index in range(len(cases))]
+    order = ids_of(cases)
     if len(set(order)) != len(order):  # ids told twice cannot be put in order
         order = []
     delivery = Delivery(reporters, order)

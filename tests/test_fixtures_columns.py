@@ -64,3 +64,17 @@ def test_digests_extended_packed_read_back_with_their_nones() -> None:
     assert [digests[i] for i in range(len(digests))] == [b"abcd", b"efgh", None, b"ijkl"]
     with pytest.raises(ValueError, match="7 bytes for 2 digests of 4"):
         digests.extend(b"1234567", b"\x01\x01")
+
+
+@pytest.mark.parametrize(
+    "appended",
+    [
+        [],
+        ["case-000001", "", "b.json"],
+        ["case-000001", "", "façade ünïcode", "emoji 🧪", "lone \ud800 surrogate", "z"],
+    ],
+)
+def test_texts_read_at_once_are_those_read_one_by_one(appended: list[str]) -> None:
+    texts = Texts()
+    texts.extend(appended)
+    assert texts.all() == [texts[i] for i in range(len(texts))] == appended

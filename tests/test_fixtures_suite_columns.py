@@ -15,6 +15,7 @@ from harness.fixtures.suite import (
     AdmittedCases,
     FixtureChanged,
     display_path,
+    ids_of,
     load_case,
     load_suite,
 )
@@ -123,3 +124,14 @@ def test_a_case_asked_for_again_at_once_is_the_one_made(tmp_path: Path) -> None:
     assert other is not first and other.id == "façade 🧪"
     again = cases[1]
     assert again is not first and again == first  # made again: only the last is kept
+
+
+def test_a_suites_ids_and_file_names_read_at_once_are_its_cases_own(tmp_path: Path) -> None:
+    suite = load_suite(_suite(tmp_path), "replay", BUILTIN_SURFACE)
+    assert isinstance(suite, AdmittedCases)
+    cases = list(suite)
+    assert suite.ids() == ids_of(suite) == ids_of(cases) == [case.id for case in cases]
+    assert suite.names() == [case.path.name for case in cases]
+    picked = suite.picked([3, 1])
+    assert picked.ids() == [cases[3].id, cases[1].id]
+    assert picked.names() == [cases[3].path.name, cases[1].path.name]

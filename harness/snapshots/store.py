@@ -262,12 +262,14 @@ def snapshot_grades(
 
 def unused(plan: SnapshotPlan, suite: Path, fixtures: Iterable[str]) -> list[Path]:
     """The snapshots of `plan`'s agent setting in the suite's folder that no fixture of
-    `fixtures` (the whole suite) uses, sorted: a deleted or renamed fixture's, as syrupy and
-    Jest report theirs. Snapshots of other agent settings are theirs to judge: this run
-    cannot tell whether that agent still runs the suite."""
+    `fixtures` (the file names of the whole suite) uses, sorted: a deleted or renamed
+    fixture's, as syrupy and Jest report theirs. Snapshots of other agent settings are
+    theirs to judge: this run cannot tell whether that agent still runs the suite."""
     folder = plan.path_of(suite / "x.json").parent
-    # By name alone (no path object per fixture): a suite is one flat directory.
-    used = {_stem(os.path.basename(path)) + SUFFIX for path in fixtures}
+    # By name alone (no path object, nor a call, per fixture): a suite is one flat folder.
+    used = {
+        name[:-5] + SUFFIX if name.endswith(".json") else _stem(name) + SUFFIX for name in fixtures
+    }
     try:
         with os.scandir(folder) as entries:
             found = [

@@ -299,3 +299,39 @@ def test_copy_into_appends_the_range_with_or_without_the_kernels_copy(
         os.close(fd)
     assert (tmp_path / "out").read_bytes() == b"head:" + source.read_bytes()[5:9995] + b":tail"
     assert memory.getvalue() == b"head:5678901234"
+
+
+def test_a_spool_holds_bytes_of_other_files_where_they_are_and_copies_them_in_order(
+    tmp_path: Path,
+) -> None:
+    worker = tmp_path / "parts"
+    worker.write_bytes(b"xxAAAAyyBBBzz")
+    spool = atomic.Spool(tmp_path)
+    with open(worker, "rb", buffering=0) as held:
+        spool.write(b"head,")
+        spool.refer(held, 2, 4)
+        spool.write(b",")
+        spool.refer(held, 8, 3)
+        spool.refer(held, 0, 0)  # nothing: nothing held
+        spool.write(b",tail")
+        worker.unlink()  # its files go at the end of the pool: the spool holds them open
+        assert spool.size == len(b"head,AAAA,BBB,tail")
+        # Nothing of them copied into the spool's own file on the way.
+        assert spool._own == len(b"head,,,tail")
+        with pytest.raises(ValueError, match="copied whole"):
+            spool.slices([(0, 4)])
+        for _ in range(2):  # copied again, the same
+            out = io.BytesIO()
+            spool.copy_to(out)  # type: ignore[arg-type]  # a binary stream, as a file is
+            assert out.getvalue() == b"head,AAAA,BBB,tail"
+        copied = tmp_path / "report"
+        with open(copied, "wb") as file:
+            atomic.write_parts(file, [b"[", spool, b"]"])
+        assert copied.read_bytes() == b"[head,AAAA,BBB,tail]"
+        only_held = atomic.Spool(tmp_path)
+        only_held.refer(held, 2, 4)
+        out = io.BytesIO()
+        only_held.copy_to(out)  # type: ignore[arg-type]
+        assert out.getvalue() == b"AAAA"
+    spool.close()
+    only_held.close()

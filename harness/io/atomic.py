@@ -161,12 +161,18 @@ _SPOOL_BUFFER = 1 << 16
 class Spool:
     """What a report holds of every case, written out as the cases finish rather than held:
     an anonymous temporary file (gone with the process, however it ends), copied into the
-    report when the report's head, which needs the run's totals, is known."""
+    report when the report's head, which needs the run's totals, is known. Bytes already
+    in a file of their own (a worker's) are held there (`refer`), copied into the report
+    from there, once: not into the spool first."""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
         self._handle: BinaryIO | None = None
-        self.size = 0
+        self.size = 0  # every byte it stands for, those held elsewhere included
+        self._own = 0  # those written into its own file
+        # What `refer` was given, in order: where it stands among the bytes written here,
+        # the file (held open), where in it, how long.
+        self._held: list[tuple[int, IO[bytes], int, int]] = []
 
     def write(self, data: bytes) -> None:
         if self._handle is None:
@@ -178,26 +184,36 @@ class Spool:
             self._handle = cast(BinaryIO, handle)  # binary: the stubs lose it with a buffer
         self._handle.write(data)
         self.size += len(data)
+        self._own += len(data)
 
     def copy_to(self, out: BinaryIO) -> None:
         """Every byte written so far, appended to `out` (the spool can be copied again)."""
         handle = self._handle
-        if handle is None:
-            return
-        handle.flush()
-        copy_into(out, handle.fileno(), 0, self.size)
+        if handle is not None:
+            handle.flush()
+        begun = 0
+        for at, file, offset, length in self._held:
+            if at > begun:
+                assert handle is not None  # bytes were written before this
+                copy_into(out, handle.fileno(), begun, at - begun)
+            copy_into(out, file.fileno(), offset, length)
+            begun = at
+        if self._own > begun:
+            assert handle is not None
+            copy_into(out, handle.fileno(), begun, self._own - begun)
 
-    def copy_in(self, fd: int, offset: int, length: int) -> None:
-        """`length` bytes of the file `fd` from `offset` on, written as `write` writes."""
-        if length <= 0:
-            return
-        self.write(b"")  # made, if it is not yet
-        assert self._handle is not None
-        copy_into(self._handle, fd, offset, length)
-        self.size += length
+    def refer(self, file: IO[bytes], offset: int, length: int) -> None:
+        """`length` bytes of `file` (a regular file, kept open, never written again where
+        they are) from `offset` on, as if written now: held where they are."""
+        if length > 0:
+            self._held.append((self._own, file, offset, length))
+            self.size += length
 
     def slices(self, ranges: Sequence[tuple[int, int]]) -> Slices:
-        """The (offset, length) ranges of what was written, in this order, as one part."""
+        """The (offset, length) ranges of what was written, in this order, as one part
+        (of a spool that holds nothing elsewhere)."""
+        if self._held:
+            raise ValueError("a spool holding bytes of other files is copied whole")
         return Slices(self, ranges)
 
     def copy_range(self, out: BinaryIO, offset: int, length: int) -> None:
@@ -216,6 +232,7 @@ class Spool:
         handle.seek(0, os.SEEK_END)
 
     def close(self) -> None:
+        self._held = []
         handle, self._handle = self._handle, None
         if handle is not None:
             with contextlib.suppress(OSError):

@@ -150,12 +150,12 @@ class SpooledList:
 
     def extend_from(self, regions: list[Region]) -> None:
         """`extend` of the parts a worker wrote into a file, joined by this separator
-        (`Passes.spilled`), copied from there."""
+        (`Passes.spilled`), held there: copied into the document from there, once."""
         for file, offset, length, count, _ in regions:
             if count:
                 if self.count:
                     self.spool.write(self._separator)
-                self.spool.copy_in(file.fileno(), offset, length)
+                self.spool.refer(file, offset, length)
                 self.count += count
 
     def extend(self, parts: list[bytes]) -> None:

@@ -47,9 +47,11 @@ MAX_BATCH = 16
 MIN_BATCH = 4
 QUICK_SECS = 0.005
 # At most, while the cases are quick: a batch is one message each way (its passes come back
-# as one run, `pool_worker._Sender`), and what this process spends on it is spread over
-# this many cases instead of 16 (still a fortieth of a second of a worker's time at most).
-QUICK_MAX_BATCH = 64
+# as one run, `pool_worker._Sender`, at least every tenth of a second), and what this
+# process spends on it (a look at the pipes, a run handed to the reporters, its parts
+# copied) is spread over this many cases instead of 16: a twelfth of a second of an own
+# loop's cases, whose share of this process's CPU it was a third of at 64.
+QUICK_MAX_BATCH = 256
 # How long reports may wait in the workers' pipes while every worker is busy.
 COALESCE_SECS = 0.002
 # Batches a worker holds (one running) of ones done under DRY_SECS: with one waiting, one

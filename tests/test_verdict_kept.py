@@ -146,11 +146,15 @@ def test_a_run_of_plain_passes_is_held_at_once_unless_one_of_them_is_in() -> Non
         return msgspec.structs.replace(_slim(made[index]), score=score)
 
     kept: KeptCases[CaseReport] = KeptCases(5, remake)
+    assert kept.missing() == 5
     kept.keep(4, made[4])
     assert not kept.drop_run(3, bytes([SCORES[1.0]] * 2))  # the case at 4 is in
-    assert not kept.has(3) and kept.passes == 0
+    assert not kept.has(3) and kept.passes == 0 and kept.missing() == 4
     assert kept.drop_run(0, bytes([SCORES[1.0], SCORES[None], SCORES[1.0]]))
     assert kept.passes == 3 and [kept.has(n) for n in range(5)] == [True, True, True, False, True]
+    assert kept.missing() == 1
+    kept.drop(3, 1.0)
+    assert kept.missing() == 0
     assert kept[1].score is None and kept[0] == _slim(made[0])
 
 

@@ -61,9 +61,9 @@ def run_watched(
     free (`run_batch`). The heap the run starts with is left to the collector's frozen
     generation meanwhile (`heap_frozen`)."""
     results = _Results(cases, plan, on_case, on_passes)
-    pending = results.units()
-    if _pays_for_workers(plan, len(pending)):
-        pending = _in_workers(cases, plan, results, pending)
+    # Workers run replay cases, one run each: no unit is made for each of them.
+    workers = _pays_for_workers(plan, sum(results.runs))
+    pending = _in_workers(cases, plan, results) if workers else results.units()
     # Each case puts back the working directory its agent changed; one abandoned never
     # gets to, and the cases after it would read their fixtures from wherever it went.
     cwd = os.getcwd()
@@ -158,11 +158,9 @@ def run_batch(
     return run_watched(cases, plan, on_case, reuse_thread=True)
 
 
-def _in_workers(
-    cases: Sequence[Case], plan: CasePlan, results: _Results, pending: list[Unit]
-) -> list[Unit]:
-    """Run `pending` (one run per case: replay) in worker processes; the runs left for
-    this process (none, unless no worker could run them: then it says why)."""
+def _in_workers(cases: Sequence[Case], plan: CasePlan, results: _Results) -> list[Unit]:
+    """Run the cases (one run each: replay) in worker processes; the runs left for this
+    process (none, unless no worker could run them: then it says why)."""
     from harness.run.pool_worker import worker_spec
     from harness.run.process_pool import PoolUnavailable, WorkerPool
 
@@ -174,7 +172,7 @@ def _in_workers(
     )
     if isinstance(spec, str):
         _note(jobs, spec)
-        return pending
+        return results.units()
 
     def died(index: int, why: str) -> None:
         case = cases[index]
@@ -185,7 +183,7 @@ def _in_workers(
     pool = WorkerPool(spec, jobs, type(plan.adapter).__module__)
     try:
         pool.run(
-            [u.index for u in pending],
+            range(len(cases)),
             cases,
             lambda index, report: results.add(Unit(index, 0), report),
             died,
@@ -198,7 +196,10 @@ def _in_workers(
         _note(jobs, str(exc))
     if results.stopping:
         return []  # the rest never start
-    return [u for u in pending if not results.has(u)]
+    reports = results.reports
+    if not reports.missing():
+        return []
+    return [Unit(index, 0) for index in range(len(cases)) if not reports.has(index)]
 
 
 def _note(jobs: int, why: str) -> None:

@@ -88,6 +88,10 @@ class KeptCases(Sequence[T]):
     def has(self, index: int) -> bool:
         return self._state[index] != _NOT_IN
 
+    def missing(self) -> int:
+        """How many cases are not in yet (counted at once)."""
+        return self._state.count(_NOT_IN)
+
     def ids(self, id_of: Callable[[T], str]) -> Iterator[str]:
         """Each case's id, in fixture order (`id_of` a report held whole), a plain pass's
         without making its report again when `named` says it."""

@@ -114,3 +114,22 @@ def test_a_filtered_run_neither_says_nor_removes_them(
     assert result.returncode == 0, result.stdout
     assert "request snapshot(s)" not in result.stdout
     assert (support / STALE).is_file()
+
+
+def test_a_folder_named_as_a_snapshot_is_none_but_a_link_to_one_is(tmp_path: Path) -> None:
+    from harness.snapshots.store import plan_for, unused
+
+    suite = tmp_path / "evals"
+    suite.mkdir()
+    plan = plan_for("auto", "regression", "loop:factory", update=False)
+    assert plan is not None
+    folder = plan.path_of(suite / "x.json").parent
+    folder.mkdir(parents=True)
+    (folder / "kept.snap").write_text("used", "utf-8")
+    (folder / "gone.snap").write_text("a deleted fixture's", "utf-8")
+    (folder / "odd.snap").mkdir()
+    (folder / "linked.snap").symlink_to(folder / "odd.snap")
+    (folder / "notes.txt").write_text("not a snapshot", "utf-8")
+    found = unused(plan, suite, ["kept.json", "other.json"])
+    assert found == [folder / "gone.snap", folder / "linked.snap"]
+    assert unused(plan, tmp_path / "nowhere", ["kept.json"]) == []

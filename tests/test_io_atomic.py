@@ -335,3 +335,30 @@ def test_a_spool_holds_bytes_of_other_files_where_they_are_and_copies_them_in_or
         assert out.getvalue() == b"AAAA"
     spool.close()
     only_held.close()
+
+
+def test_a_suite_is_listed_for_its_fixtures_only_when_a_planned_report_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = tmp_path / "evals"
+    suite.mkdir()
+    (suite / "case.json").write_text("{}", "utf-8")
+    listed: list[Path] = []
+    real = atomic._fixture_identities
+
+    def listing(path: Path) -> set[tuple[int, int] | None]:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(atomic, "_fixture_identities", listing)
+    inputs = [atomic.RunInput(suite, "a fixture of the suite", suite=True)]
+    files = atomic.ReportFiles()
+    files.plan(tmp_path / "new.json")
+    files.refuse_inputs(inputs)  # a file still to be made is no fixture
+    assert listed == []
+    files = atomic.ReportFiles()
+    os.link(suite / "case.json", tmp_path / "linked.json")
+    files.plan(tmp_path / "linked.json")
+    with pytest.raises(atomic.ReportPathError, match="which the run reads"):
+        files.refuse_inputs(inputs)
+    assert listed == [suite]

@@ -335,8 +335,13 @@ class ReportFiles(msgspec.Struct):
         a hard link too), or a new `.json` file among a suite's fixtures, before the run:
         the report would overwrite what the run read, or be a case of the next run."""
         planned = {key: _identity(Path(key)) for key in self.planned}
+        # A report file that does not exist yet is no input: the suite's fixtures are
+        # listed (tens of thousands of them) only when one that does might be one.
+        existing = any(found is not None for found in planned.values())
         for item in inputs:
-            if item.suite:
+            if not existing:
+                identities: set[tuple[int, int] | None] = set()
+            elif item.suite:
                 identities = _fixture_identities(item.path)
             else:
                 identities = {_identity(item.path)} - {None}

@@ -190,3 +190,37 @@ def test_runs_one_after_another_join_as_one_named_from_the_suite() -> None:
     assert ones.parts("parts") == ["part 2", "part 3"]  # the runs joined are as they were
     more.named(suite)
     assert more.ids() == ["c4"]
+
+
+def test_every_id_at_once_is_each_id_read_one_by_one() -> None:
+    made = [passing_report(f"p{n}") for n in range(6)]
+    every = [f"p{n}" for n in range(6)]
+
+    def remake(index: int, score: float | None) -> CaseReport:
+        return msgspec.structs.replace(_slim(made[index]), score=score)
+
+    def id_of(report: CaseReport) -> str:
+        return report.id
+
+    asked: list[int] = []
+
+    def ids() -> list[str]:
+        asked.append(1)
+        return list(every)
+
+    kept: KeptCases[CaseReport] = KeptCases(6, remake, every.__getitem__, ids)
+    kept.keep(0, msgspec.structs.replace(made[0], id="whole first"))
+    assert kept.drop_run(1, bytes([SCORES[1.0]] * 3))
+    with pytest.raises(IndexError):  # a case not in yet, as `ids` says
+        kept.all_ids(id_of)
+    kept.keep(5, msgspec.structs.replace(made[5], id="whole last"))
+    kept.drop(4, None)
+    assert (
+        kept.all_ids(id_of)
+        == list(kept.ids(id_of))
+        == ["whole first", "p1", "p2", "p3", "p4", "whole last"]
+    )
+    assert asked == [1]  # once, not a case at a time
+    plain: KeptCases[CaseReport] = KeptCases(2, remake)  # no ids at hand: made again
+    plain.drop_run(0, bytes([SCORES[1.0]] * 2))
+    assert plain.all_ids(id_of) == ["p0", "p1"]

@@ -123,7 +123,7 @@ class Streamed:
         if self._count == len(cases):
             # The verdict's cases by their ids (unique in a suite), a plain pass's said
             # without making its report again.
-            ids = cases.ids(_id) if isinstance(cases, KeptCases) else map(_id, cases)
+            ids = cases.all_ids(_id) if isinstance(cases, KeptCases) else map(_id, cases)
             order = hashlib.blake2b(_keys(ids), digest_size=16)
             if order.digest() == self._order.digest():
                 return self._cases.parts(report)

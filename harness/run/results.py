@@ -85,7 +85,8 @@ class Results:
         self._partial: dict[int, dict[int, CaseReport]] = {}
         # A pass's id read straight from an admitted suite: a verdict's reader asks each.
         named = cases.id_of if isinstance(cases, AdmittedCases) else self._id
-        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass, named)
+        every = cases.ids if isinstance(cases, AdmittedCases) else None
+        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass, named, every)
         self.failed = 0
         # The cases begun, by any event loop: one in flight beside a run that blocked its
         # loop is begun again on the next, even once the run is stopping.
@@ -220,7 +221,9 @@ class Results:
         stopped early) as not run."""
         with self._telling:
             with self._lock:
-                unrun = [i for i in range(len(self._cases)) if not self.reports.has(i)]
+                reports = self.reports
+                missing = range(len(self._cases)) if reports.missing() else ()
+                unrun = [i for i in missing if not reports.has(i)]
                 for index in unrun:
                     self.reports.keep(index, self._unrun(index))
                 ordered = self._plan.maxfail is not None

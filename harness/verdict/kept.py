@@ -38,16 +38,18 @@ class KeptCases(Sequence[T]):
     gives the report of a plain pass held as a byte, `named(index)` its id; a case not in
     yet reads as an `IndexError` (a verdict is read once every case is in)."""
 
-    __slots__ = ("_named", "_remake", "_state", "_whole", "passes")
+    __slots__ = ("_every", "_named", "_remake", "_state", "_whole", "passes")
 
     def __init__(
         self,
         count: int,
         remake: Callable[[int, float | None], T],
         named: Callable[[int], str] | None = None,
+        every: Callable[[], list[str]] | None = None,
     ) -> None:
         self._remake = remake
         self._named = named
+        self._every = every  # `named` of every case at once, in order
         self._state = bytearray(count)
         # One slot a case, filled only for those held whole: a pointer each, not a dict's
         # entry and key.
@@ -103,6 +105,19 @@ class KeptCases(Sequence[T]):
                 raise IndexError(f"case {index} is not in yet")
             else:
                 yield named(index) if named else id_of(self._remake(index, _SCORE_OF[state]))
+
+    def all_ids(self, id_of: Callable[[T], str]) -> list[str]:
+        """`ids`, as a list: with every case in and the cases' ids at hand at once
+        (`every`), those of the plain passes are not read one by one."""
+        state = self._state
+        if self._every is None or _NOT_IN in state:
+            return list(self.ids(id_of))
+        found, whole = self._every(), self._whole
+        at = state.find(_WHOLE)
+        while at >= 0:
+            found[at] = id_of(whole[at])  # type: ignore[arg-type]  # held whole: never None
+            at = state.find(_WHOLE, at + 1)
+        return found
 
     def whole(self) -> Iterator[T]:
         """The reports held whole, in fixture order (the plain passes left out)."""

@@ -178,6 +178,27 @@ def test_a_worker_that_exits_is_that_case_s_run_error_and_the_suite_goes_on(
     assert [c.id for c in report.cases] == [f"case-{n}" for n in range(6)]
 
 
+def test_a_death_amid_batches_sent_as_places_loses_no_case_nor_tells_one_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Enough quick cases for batches of many, each sent as its places alone (the workers
+    # hold the suite's columns): the cases after the one that kills its worker, sent with
+    # it, go back to the queue and run in a fresh worker, every one once, in suite order.
+    spec = hostile_agent(tmp_path, monkeypatch)
+    cases: dict[str, dict[str, Any] | str] = {
+        f"{n:03d}.json": says_hi(f"case-{n:03d}") for n in range(300)
+    }
+    cases["150.json"] = says_hi("case-150", "exit now")
+    suite = write_suite(tmp_path / "suite", cases)
+    heard: list[str] = []
+    report = run_suite(suite, agent=spec, jobs=2, on_case=lambda c: heard.append(c.id))
+    assert [c.id for c in report.cases] == [f"case-{n:03d}" for n in range(300)]
+    failed = [c.id for c in report.cases if not c.passed]
+    assert failed == ["case-150"]
+    assert report.cases[150].error == "the worker running the case died (exit code 3)"
+    assert sorted(heard) == [c.id for c in report.cases]  # each told once
+
+
 def test_a_segfault_is_that_case_s_run_error_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

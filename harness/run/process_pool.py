@@ -46,11 +46,8 @@ MAX_BATCH = 16
 # the suite drained made 100 own-loop cases 31 batches (19 now).
 MIN_BATCH = 4
 QUICK_SECS = 0.005
-# At most, while the cases are quick: a batch is one message each way (its passes come back
-# as one run, `pool_worker._Sender`, at least every tenth of a second), and what this
-# process spends on it (a look at the pipes, a run handed to the reporters, its parts
-# copied) is spread over this many cases instead of 16: a twelfth of a second of an own
-# loop's cases, whose share of this process's CPU it was a third of at 64.
+# At most, while the cases are quick: what this process spends on a batch and its runs of
+# passes (a look at the pipes, a run told to the reporters) is spread over this many cases.
 QUICK_MAX_BATCH = 256
 # How long reports may wait in the workers' pipes while every worker is busy.
 COALESCE_SECS = 0.002
@@ -133,7 +130,6 @@ class WorkerPool:
         self._context = fork_server.context(spec.run.__module__, adapter_module)
         self._workers: list[Worker] = []
         self._gone_used = 0.0  # what the workers no longer watched said they used
-        self._pending: deque[int] = deque()  # the places of the cases yet to go
         self._again: deque[int] = deque()  # in flight when the fork server was lost
         self._alone: int | None = None  # the one of them running now, by itself
         self._failures: list[str] = []  # what workers that could not start said
@@ -156,9 +152,8 @@ class WorkerPool:
         stepwise: bool = False,
         on_passes: Callable[[Passes], None] | None = None,
     ) -> None:
-        self._pending.extend(places)
-        self._cases = cases
-        self._total = len(self._pending)
+        self._pending = list(places)[::-1]  # the places of the cases yet to go, the next last
+        self._cases, self._total = cases, len(self._pending)
         self._on_report, self._on_death, self._may_start = on_report, on_death, may_start
         self._on_passes = on_passes
         self._stepwise = stepwise
@@ -292,7 +287,7 @@ class WorkerPool:
         if self._again:  # once nothing else runs, the first of them goes, alone
             if not any(w.sent for w in self._workers):
                 self._alone = self._again.popleft()
-                self._send(worker, [self._alone])
+                worker.send([self._alone], crossing(self._spec, [self._alone], self._cases))
             return
         if not self._pending or not self._may_start():
             return
@@ -305,17 +300,15 @@ class WorkerPool:
         depth = QUICK_DEPTH if quick and batch * self._per_case < DRY_SECS else 2
         if len(worker.sent) >= (1 if self._stepwise else depth * batch):
             return  # busy enough
-        pending = self._pending
-        self._send(worker, [pending.popleft() for _ in range(min(batch, len(pending)))])
+        taken = self._pending[: -min(batch, len(self._pending)) - 1 : -1]  # the next ones
+        del self._pending[-len(taken) :]
+        worker.send(taken, crossing(self._spec, taken, self._cases))
         if not self._pending:
             # Told now, not once its last report is in: its word of the CPU it used comes
             # with its reports, and it ends beside the last cases, not after a round trip.
             # (Cases that a worker's death puts back go to a fresh worker: `_replenish`.)
             for each in self._workers:
                 each.stop()
-
-    def _send(self, worker: Worker, places: list[int]) -> None:  # as `crossing` says
-        worker.send(places, crossing(self._spec, places, self._cases))
 
     def _quick(self) -> bool:
         """Whether the cases have gone by at under `QUICK_SECS` each so far (a worker's
@@ -380,8 +373,7 @@ class WorkerPool:
         self._on_passes(passes)
 
     def _done_all(self, worker: Worker, places: Sequence[int]) -> None:
-        """The cases at `places` are in, in order: no longer the worker's, nor running
-        alone."""
+        """The cases at `places` are in, in order: no longer the worker's, nor running alone."""
         sent = worker.sent
         for index in places:
             if sent and sent[0] == index:
@@ -505,4 +497,4 @@ class WorkerPool:
         if self._alone in places:  # it was not begun, so it has yet to run alone
             self._again.appendleft(places.pop(places.index(self._alone)))
             self._alone = None
-        self._pending.extendleft(reversed(places))
+        self._pending.extend(reversed(places))

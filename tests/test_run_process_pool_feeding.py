@@ -8,9 +8,9 @@ exact, whatever the machine's load; the workers' own side is the other pool test
 from __future__ import annotations
 
 from collections import deque
+from types import SimpleNamespace
 from typing import Any
 
-from harness.run.pool_worker import Sent
 from harness.run.process_pool import DRY_SECS, MIN_BATCH, QUICK_DEPTH, QUICK_SECS, WorkerPool
 
 
@@ -22,16 +22,13 @@ class _Held:
         self.told = False
         self.batches: list[list[int]] = []
 
-    def send(self, items: list[Sent]) -> None:
-        self.batches.append([item[0] for item in items])
-        self.sent.extend(item[0] for item in items)
+    def send(self, places: list[int], items: list[Any]) -> None:
+        assert items == places  # the workers hold the suite: its places alone are sent
+        self.batches.append(list(places))
+        self.sent.extend(places)
 
     def stop(self) -> None:
         self.told = True
-
-
-def _items(n: int) -> list[Sent]:
-    return [(place, f"case_{place}.json", f"case-{place}", None, None, None) for place in range(n)]
 
 
 def _pool(cases: int, workers: list[_Held], wanted: int = 2, per_case: float = 3e-4) -> Any:
@@ -39,8 +36,9 @@ def _pool(cases: int, workers: list[_Held], wanted: int = 2, per_case: float = 3
     worker `per_case` seconds each (an own loop's: 0.3 ms)."""
     pool: Any = WorkerPool.__new__(WorkerPool)
     pool._per_case = per_case
-    pool._pending = deque(_items(cases))
-    pool._items = {item[0]: item for item in pool._pending}
+    pool._spec = SimpleNamespace(suite=b"the suite's columns")
+    pool._pending = list(range(cases))[::-1]  # the next last
+    pool._cases, pool._total = [], cases
     pool._again = deque()
     pool._alone = None
     pool._stepwise = False

@@ -30,16 +30,22 @@ class ReplayBackend:
         # Every turn's scripted steps as the model boundary's steps, made once: the
         # conversation graders read holds the same (`runner.conversation_of`).
         script: list[tuple[ModelStep, ...]] = []
-        # Each turn's steps not yet taken: (index in the turn, agent named, step).
-        self._queues: list[deque[_Scripted]] = []
+        # A turn naming no agent (most) is taken in order: where its next step is. One
+        # naming an agent holds the steps not yet taken: (index in the turn, agent named,
+        # step), made once that turn starts.
+        self._next: list[int] = []
+        self._queues: list[deque[_Scripted] | None] = []
+        self._named: list[tuple[str | None, ...] | None] = []
         # The turns scripted with no steps: a case may script one only for a guardrail it
         # names to stop the turn before the model is asked; a request in one means it did not.
         self._stopped: set[int] = set()
         for index, turn in enumerate(trace.turns):
             scripted = turn.steps or ()
-            steps = tuple([to_step(step.response) for step in scripted])
-            script.append(steps)
-            self._queues.append(deque([(i, s.agent, steps[i]) for i, s in enumerate(scripted)]))
+            script.append(tuple([to_step(step.response) for step in scripted]))
+            self._next.append(0)
+            self._queues.append(None)
+            agents = tuple([step.agent for step in scripted])
+            self._named.append(agents if any(a is not None for a in agents) else None)
             if turn.steps == []:
                 self._stopped.add(index)
         self.script: tuple[tuple[ModelStep, ...], ...] = tuple(script)
@@ -47,41 +53,58 @@ class ReplayBackend:
         self.on_take: Callable[[int], None] | None = None
         self._turn = -1
         self._last: ModelStep | None = None  # the step last answered in this turn
+        self._asked = 0  # requests of the turn so far: a step of another index is out of order
 
     async def respond(self, request: ModelRequest) -> ModelStep:
-        if not 0 <= self._turn < len(self._queues):
+        turn = self._turn
+        asked = self._asked
+        self._asked = asked + 1
+        if 0 <= turn < len(self.script) and self._queues[turn] is None:
+            steps, at = self.script[turn], self._next[turn]
+            if at < len(steps):  # the next step, in order: the one of its place
+                self._next[turn] = at + 1
+                self._last = step = steps[at]
+                if at != asked and self.on_take is not None:
+                    self.on_take(at)
+                return step
+        if not 0 <= turn < len(self.script):
             raise ReplayDivergence(
                 f"case {self._case!r}: model requested outside any scripted turn",
                 show_request=False,
             )
-        queue = self._queues[self._turn]
-        if not queue and self._turn in self._stopped and self._last is None:
+        if not self._left(turn) and turn in self._stopped and self._last is None:
             named = ", ".join(repr(name) for name in self._guardrails) or "none"
             raise ReplayDivergence(
-                f"case {self._case!r}: turn {self._turn} scripts no steps, for a guardrail to "
+                f"case {self._case!r}: turn {turn} scripts no steps, for a guardrail to "
                 f"stop it before the model is asked (guardrails_tripped: {named}), but the "
                 "agent asked the model: no guardrail stopped the turn"
             )
-        if not queue:
+        queue = self._queues[turn]
+        if queue is None or not queue:
             last = f" after {describe_step(self._last)}" if self._last else ""
             raise ReplayDivergence(
-                f"case {self._case!r}: turn {self._turn} requested more model responses than "
+                f"case {self._case!r}: turn {turn} requested more model responses than "
                 f"the trace scripts; the script has no step{last}"
             )
-        self._last = self._take(queue, request.agent)
+        self._last = self._take(queue, request.agent, asked)
         return self._last
 
-    def _take(self, queue: deque[_Scripted], agent: str | None) -> ModelStep:
+    def _left(self, turn: int) -> int:
+        """How many steps of `turn` are not yet taken."""
+        queue = self._queues[turn]
+        return len(self.script[turn]) - self._next[turn] if queue is None else len(queue)
+
+    def _take(self, queue: deque[_Scripted], agent: str | None, asked: int) -> ModelStep:
         """The step answering a request of `agent`: the next one, unless it names another
         agent, then the first of the turn naming `agent`."""
         index, named, head = queue[0]
         if named is None or named == agent:
             queue.popleft()
-            return self._taken(index, head)
+            return self._taken(index, head, asked)
         for i, (index, other, step) in enumerate(queue):
             if other is not None and other == agent:
                 del queue[i]
-                return self._taken(index, step)
+                return self._taken(index, step, asked)
         asking = f"agent {agent!r}" if agent is not None else "the agent under test"
         raise ReplayDivergence(
             f"case {self._case!r}: turn {self._turn}: {asking} requested a model response, "
@@ -89,32 +112,46 @@ class ReplayBackend:
             f"{describe_step(head)} for agent {named!r}"
         )
 
-    def _taken(self, index: int, step: ModelStep) -> ModelStep:
-        if self.on_take is not None:
+    def _taken(self, index: int, step: ModelStep, asked: int) -> ModelStep:
+        if index != asked and self.on_take is not None:
             self.on_take(index)
         return step
 
     def start_turn(self, index: int) -> None:
-        if index != self._turn + 1 or index >= len(self._queues):
+        if index != self._turn + 1 or index >= len(self.script):
             raise ReplayDivergence(
                 f"case {self._case!r}: turn {index} started out of order "
-                f"(replay cursor at turn {self._turn}, {len(self._queues)} turn(s) scripted)",
+                f"(replay cursor at turn {self._turn}, {len(self.script)} turn(s) scripted)",
                 show_request=False,
             )
-        self._turn, self._last = index, None
+        self._turn, self._last, self._asked = index, None, 0
+        named = self._named[index]
+        if named is not None and self._queues[index] is None:
+            steps = self.script[index]
+            self._queues[index] = deque(
+                [(i, agent, steps[i]) for i, agent in enumerate(named) if i >= self._next[index]]
+            )
 
     def stop_turn(self, index: int) -> None:
         """The framework ended the turn early (a guardrail's tripwire): the steps it left
         were never asked for, as a real model would never have been."""
-        self._queues[index].clear()
+        queue = self._queues[index]
+        if queue is None:
+            self._next[index] = len(self.script[index])
+        else:
+            queue.clear()
 
     def end_turn(self, index: int) -> None:
-        queue = self._queues[index]
-        if queue:
-            _, named, step = queue[0]
+        left = self._left(index)
+        if left:
+            queue = self._queues[index]
+            if queue is None:
+                named, step = None, self.script[index][self._next[index]]
+            else:
+                _, named, step = queue[0]
             by = f" of agent {named!r}" if named is not None else ""
             raise ReplayDivergence(
-                f"case {self._case!r}: turn {index} scripted {len(queue)} step(s) the agent never "
+                f"case {self._case!r}: turn {index} scripted {left} step(s) the agent never "
                 "requested (the trace over-specifies this turn); the script expected next "
                 f"{describe_step(step)}{by}"
             )

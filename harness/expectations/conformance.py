@@ -259,11 +259,9 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
     exchanges, calls = conversation.exchanges, conversation.calls
     script, inputs = conversation.script, conversation.user_inputs
     dispatches, results = "dispatches" in rules, "tool_results" in rules
-    offered, instructions = "offered_tools" in rules, "instructions" in rules
-    last_input = _LastInput(inputs) if "last_user_input" in rules else None
-    history = _History(script, inputs) if "history" in rules else None
+    offered = "offered_tools" in rules
+    said = _Said(conversation, rules)
     turns, count = min(len(script), len(inputs)), len(exchanges)
-    first: list[str | None] = []  # the first request's system message, once seen
     # The tools a request offered (a loop mostly offers the very same ones request after
     # request): their names, and those of its output tools, whose calls are no dispatch.
     offer: object = None
@@ -300,14 +298,57 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
             and not _results_kept(before, before_ran, exchange)
         ):
             return False
-        messages = request.messages
+        if not said.kept(now, request):
+            return False
+        before, before_turn, before_ran = wanted, now, ran
+    return True
+
+
+class _Said:
+    """`history`, `last_user_input` and `instructions` (those of them asked) request by
+    request over the one conversation of a plain run. A request of the turn of the one
+    before that holds that one's messages and adds no user message (a loop passing tool
+    results back) keeps what that one kept, as each rule would find: the history and the
+    last input where they were, the system messages all there. Only what neither declared
+    instructions for: the rule reads a declaring request otherwise."""
+
+    __slots__ = ("first", "history", "instructions", "last_input", "messages", "turn")
+
+    def __init__(self, conversation: Conversation, rules: Collection[str]) -> None:
+        script, inputs = conversation.script, conversation.user_inputs
+        self.history = _History(script, inputs) if "history" in rules else None
+        self.last_input = _LastInput(inputs) if "last_user_input" in rules else None
+        self.instructions = "instructions" in rules
+        self.first: list[str | None] = []  # the first request's system message, once seen
+        # The messages of the request before, when it declared no instructions, and its turn.
+        self.messages: tuple[Message, ...] | None = None
+        self.turn = -1
+
+    def kept(self, now: int, request: ModelRequest) -> bool:
+        messages, seen = request.messages, self.messages
+        if request.declared_instructions:
+            self.messages = None
+        else:
+            self.messages = messages
+            if seen is not None and now == self.turn and _grown_unsaid(seen, messages):
+                return True
+        self.turn = now
+        history, last_input = self.history, self.last_input
         if history is not None and not history.kept(now, messages):
             return False
         if last_input is not None and not last_input.kept(now, messages):
             return False
-        if instructions and not _instructions_kept(request, first):
+        return not self.instructions or _instructions_kept(request, self.first)
+
+
+def _grown_unsaid(seen: tuple[Message, ...], messages: tuple[Message, ...]) -> bool:
+    """Whether `messages` begins with `seen` and adds no user message to it."""
+    count = len(seen)
+    if len(messages) < count or messages[:count] != seen:
+        return False
+    for message in messages[count:]:
+        if message.role == "user":
             return False
-        before, before_turn, before_ran = wanted, now, ran
     return True
 
 

@@ -84,7 +84,17 @@ def _spelt_alike(value: Any) -> bool:
     if kind is str or kind is int or kind is bool or value is None:
         return True
     if kind is dict:
-        return all(type(key) is str for key in value) and all(map(_spelt_alike, value.values()))
+        # Mostly a flat object of text and numbers: its values told apart here, without a
+        # call for each.
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            held = type(item)
+            if not (
+                held is str or held is int or held is bool or item is None or _spelt_alike(item)
+            ):
+                return False
+        return True
     return kind is list and all(map(_spelt_alike, value))
 
 
@@ -237,8 +247,10 @@ class ToolRegistry:
     async def _dispatch(self, name: str, arguments: str | dict[str, Any]) -> ToolOutcome:
         start = time.perf_counter()
         parsed: Any = arguments
-        recorded = arguments if isinstance(arguments, str) else canonical_arguments(arguments)
-        if isinstance(arguments, str):
+        if not isinstance(arguments, str):
+            recorded = canonical_arguments(arguments)
+        else:
+            recorded = arguments
             try:
                 parsed = json.loads(arguments) if arguments.strip() else {}
                 recorded = canonical_arguments(parsed)

@@ -197,11 +197,29 @@ def _graded(expects: Expects) -> list[Kind]:
     those that grade every case (`Kind.graded_unset`); an unset kind of any other grades
     nothing, and is not asked."""
     values = msgspec.structs.astuple(expects)
-    changed = _changed(values)
-    return [
-        _LAYOUT[i].build(values) if i in changed else _LAYOUT[i].unset
-        for i in sorted(changed.keys() | _GRADED_UNSET)
-    ]
+    # The spans of the fields off their default (a span once per field): a suite's
+    # fixtures set a few shapes of `expects`, each worked out once.
+    changed = tuple(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+    order = _ORDERS.get(changed)
+    if order is None:
+        order = _order(changed)
+    return [span.build(values) if built else span.unset for span, built in order]
+
+
+# Per set of spans an `expects` changes: the spans it is graded by, in order, and whether
+# each is built from its values (else it is the shared unset view). Bounded: a suite of
+# every shape there is forgets them now and then, and works them out again.
+_ORDERS: dict[tuple[int, ...], tuple[tuple[_Span, bool], ...]] = {}
+_MAX_ORDERS = 4096
+
+
+def _order(changed: tuple[int, ...]) -> tuple[tuple[_Span, bool], ...]:
+    set_ = set(changed)
+    order = tuple((_LAYOUT[i], i in set_) for i in sorted(set_ | _GRADED_UNSET))
+    if len(_ORDERS) >= _MAX_ORDERS:
+        _ORDERS.clear()
+    _ORDERS[changed] = order
+    return order
 
 
 def _numbered(grades: list[Grade]) -> list[Grade]:

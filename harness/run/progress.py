@@ -78,7 +78,8 @@ class CaseProgress:
             return await within(allowed, work)
         if not self._phased:
             return await watched.within(allowed, work)
-        watched.start(allowed)  # in `driven`'s scope: the phase only moves its due time
+        # In `driven`'s scope: the phase only moves its due time, from the phase's start.
+        watched.start(allowed, self.started)
         result = await work
         watched.stop()
         return result

@@ -355,10 +355,11 @@ async def _drive(
         return await session if inspect.isawaitable(session) else session
 
     session = progress.session = await progress.within(timeout, start())
+    paces = context.model.paces
     for index, turn in enumerate(progress.trace.turns):
         # A pause the provider asked for delays the turn instead of using up its time: it
         # is waited out before the turn's clock starts, within the case's wall clock.
-        if context.model.paces:
+        if paces:
             await context.model.ready(progress.allowance(math.inf))
         progress.transcript.start_turn(index)
         context.model.start_turn(index)

@@ -165,10 +165,11 @@ class WatchedDeadline:
             raise DeadlineExceeded
         return result
 
-    def start(self, seconds: float) -> None:
-        """A phase of `over`'s work starts now, due in `seconds`."""
+    def start(self, seconds: float, now: float | None = None) -> None:
+        """A phase of `over`'s work starts now, due in `seconds` (from `now`, when the
+        caller read the clock already)."""
         assert self._scope is not None, "a phase outside `over`"
-        due = time.monotonic() + seconds
+        due = (time.monotonic() if now is None else now) + seconds
         self._current = (None, self._scope[1], due)
         if self._on_start is not None:
             self._on_start(due)

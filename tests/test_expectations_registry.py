@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import msgspec
+import pytest
 from conftest import echo_call, expects, only, record, strict_expects, two_echoes
 
 from harness.expectations.base import Evidence
@@ -252,3 +253,48 @@ def test_a_kind_left_unset_is_graded_only_when_it_grades_every_case() -> None:
             record, tools = evidence.record, evidence.agent_tools
             got = grade(block, record, evidence.workspace, tools, evidence.conversation)
             assert got == (named or got[:1]), data
+
+
+def _graded_field_by_field(block: object) -> list[object]:
+    """The views `grade` asks, as the field-by-field comparison with every default says."""
+    from harness.expectations.registry import _LAYOUT, KINDS
+
+    values = msgspec.structs.astuple(block)
+    return [
+        span.build(values) if values[span.start : span.end] != span.defaults else span.unset
+        for span in _LAYOUT
+        if values[span.start : span.end] != span.defaults or KINDS[_LAYOUT.index(span)].graded_unset
+    ]
+
+
+# Values off their default that are false all the same: each must still count as set.
+FALSE_BUT_SET = {
+    "max_tool_calls": 0,
+    "min_tool_calls": 0,
+    "exact_tool_calls": 0,
+    "approvals_requested": [],
+    "all_tools_succeeded": False,
+    "handoffs": [],
+    "guardrails_tripped": [],
+    "final_agent": "",
+}
+
+
+@pytest.mark.parametrize("by_truth", [True, False])
+def test_the_kinds_graded_are_those_off_their_default_however_told(
+    by_truth: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_graded` tells the fields off their default by truth (every default is None or
+    empty), or field by field where a default would not allow it: either way the kinds it
+    asks, and their values, are those a comparison with every default gives, for a false
+    value given as much as a true one, and for a shape seen before as for a new one."""
+    from harness.expectations import registry
+
+    monkeypatch.setattr(registry, "_BY_TRUTH", by_truth)
+    monkeypatch.setattr(registry, "_ORDERS", {})
+    blocks = [*_blocks(), *({name: value} for name, value in FALSE_BUT_SET.items())]
+    blocks.append(FALSE_BUT_SET)
+    for data in blocks * 2:  # twice: the second time, each shape is known
+        block = expects(**data)
+        assert registry._graded(block) == _graded_field_by_field(block), data
+    assert registry._ORDERS

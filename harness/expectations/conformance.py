@@ -346,7 +346,7 @@ def _grown_unsaid(seen: tuple[Message, ...], messages: tuple[Message, ...]) -> b
     count = len(seen)
     if len(messages) < count or messages[:count] != seen:
         return False
-    for message in messages[count:]:
+    for message in messages[count:]:  # noqa: SIM110 (`all` of a generator costs more)
         if message.role == "user":
             return False
     return True

@@ -219,14 +219,12 @@ _BY_TRUTH = all(d is None or (type(d) in (list, dict) and not d) for d in _DEFAU
 _NONE_FIELDS = tuple(i for i, default in enumerate(_DEFAULTS) if default is None)
 _NONE_SPANS = tuple(_FIELD_SPANS[i] for i in _NONE_FIELDS)
 _NONES = (None,) * len(_NONE_FIELDS)
-
-
-def _NONE_VALUES(values: tuple[Any, ...]) -> tuple[Any, ...]:  # noqa: N802 (made below)
-    return tuple(values[i] for i in _NONE_FIELDS)
-
-
-if len(_NONE_FIELDS) > 1:  # a tuple of them at once, in C (itemgetter of one gives it bare)
-    _NONE_VALUES = operator.itemgetter(*_NONE_FIELDS)  # type: ignore[assignment]  # noqa: F811
+# Their values, a tuple at once in C (an itemgetter of one field gives it bare).
+_NONE_VALUES: Callable[[tuple[Any, ...]], tuple[Any, ...]] = (
+    operator.itemgetter(*_NONE_FIELDS)
+    if len(_NONE_FIELDS) > 1
+    else lambda values: tuple(values[i] for i in _NONE_FIELDS)
+)
 
 
 # Per set of spans an `expects` changes: the spans it is graded by, in order, and whether

@@ -280,17 +280,14 @@ FALSE_BUT_SET = {
 }
 
 
-@pytest.mark.parametrize("by_truth", [True, False])
-def test_the_kinds_graded_are_those_off_their_default_however_told(
-    by_truth: bool, monkeypatch: pytest.MonkeyPatch
+def test_the_kinds_graded_are_those_off_their_default_for_a_shape_seen_or_new(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`_graded` tells the fields off their default by truth (every default is None or
-    empty), or field by field where a default would not allow it: either way the kinds it
+    """`_graded` works out which kinds a shape of `expects` is graded by once: the kinds it
     asks, and their values, are those a comparison with every default gives, for a false
     value given as much as a true one, and for a shape seen before as for a new one."""
     from harness.expectations import registry
 
-    monkeypatch.setattr(registry, "_BY_TRUTH", by_truth)
     monkeypatch.setattr(registry, "_ORDERS", {})
     blocks = [*_blocks(), *({name: value} for name, value in FALSE_BUT_SET.items())]
     blocks.append(FALSE_BUT_SET)

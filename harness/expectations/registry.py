@@ -197,34 +197,13 @@ def _graded(expects: Expects) -> list[Kind]:
     those that grade every case (`Kind.graded_unset`); an unset kind of any other grades
     nothing, and is not asked."""
     values = msgspec.structs.astuple(expects)
-    # The spans of the fields off their default: a suite's fixtures set a few shapes of
-    # `expects`, each worked out once.
-    if _BY_TRUTH:
-        # Every default is None or an empty list or dict: a field is off it where its value
-        # is true, or not None where None is its default (a 0, a false, an empty list
-        # given), told in C for every field at once, not compared field by field.
-        nones = map(operator.is_not, _NONE_VALUES(values), _NONES)
-        key = (*compress(_FIELD_SPANS, values), -1, *compress(_NONE_SPANS, nones))
-    else:
-        key = tuple(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
+    # The spans of the fields off their default (a span once per field): a suite's
+    # fixtures set a few shapes of `expects`, each worked out once.
+    key = tuple(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
     order = _ORDERS.get(key)
     if order is None:
         order = _order(key)
     return [span.build(values) if built else span.unset for span, built in order]
-
-
-# How `_graded` finds the fields off their default: by truth, where every default allows
-# it (the fields whose default is None, and None for each); else one by one.
-_BY_TRUTH = all(d is None or (type(d) in (list, dict) and not d) for d in _DEFAULTS)
-_NONE_FIELDS = tuple(i for i, default in enumerate(_DEFAULTS) if default is None)
-_NONE_SPANS = tuple(_FIELD_SPANS[i] for i in _NONE_FIELDS)
-_NONES = (None,) * len(_NONE_FIELDS)
-# Their values, a tuple at once in C (an itemgetter of one field gives it bare).
-_NONE_VALUES: Callable[[tuple[Any, ...]], tuple[Any, ...]] = (
-    operator.itemgetter(*_NONE_FIELDS)
-    if len(_NONE_FIELDS) > 1
-    else lambda values: tuple(values[i] for i in _NONE_FIELDS)
-)
 
 
 # Per set of spans an `expects` changes: the spans it is graded by, in order, and whether
@@ -235,8 +214,8 @@ _MAX_ORDERS = 4096
 
 
 def _order(key: tuple[int, ...]) -> tuple[tuple[_Span, bool], ...]:
-    """The kinds graded for `key`, the spans of fields off their default (-1 apart)."""
-    changed = set(key) - {-1}
+    """The kinds graded for `key`, the spans of the fields off their default."""
+    changed = set(key)
     order = tuple((_LAYOUT[i], i in changed) for i in sorted(changed | _GRADED_UNSET))
     if len(_ORDERS) >= _MAX_ORDERS:
         _ORDERS.clear()

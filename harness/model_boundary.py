@@ -223,6 +223,17 @@ def check_offered(step: ModelStep, request: ModelRequest) -> None:
             )
 
 
+class Observer(Protocol):
+    """What sees every request and its answer, told which request an answer is to (the
+    runner's transcript): `observed(request)` gives the request's index, and
+    `answered_at(index, step)` is told the step that answered it. Agents asking at the same
+    time each get the answer to their own request, whatever order they come back in."""
+
+    def observed(self, request: ModelRequest) -> int: ...
+
+    def answered_at(self, index: int, step: ModelStep) -> None: ...
+
+
 class ModelBoundary:
     """The one object adapters talk to; meters every step, keeps the last request, and
     refuses the model call that would pass `max_calls_per_turn` in one turn (calls made
@@ -238,6 +249,7 @@ class ModelBoundary:
         max_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
         on_step: Callable[[ModelStep], None] | None = None,
         max_tool_calls_per_step: int = DEFAULT_MAX_TOOL_CALLS_PER_STEP,
+        observer: Observer | None = None,
     ) -> None:
         if max_calls_per_turn < 1:
             raise ValueError(f"max_calls_per_turn must be at least 1, not {max_calls_per_turn}")
@@ -248,6 +260,7 @@ class ModelBoundary:
         self._backend = backend
         self._on_request = on_request
         self._on_step = on_step
+        self._observer = observer
         # Frameworks read it to set their own limits above it, so this one is what applies.
         self.max_calls_per_turn = max_calls_per_turn
         self.max_tool_calls_per_step = max_tool_calls_per_step
@@ -341,6 +354,9 @@ class ModelBoundary:
         self.last_request = request
         if self._on_request is not None:
             self._on_request(request)
+        observer = self._observer
+        if observer is not None:
+            at = observer.observed(request)
         try:
             step = await self._backend.respond(request)
         except Divergence as exc:
@@ -365,6 +381,8 @@ class ModelBoundary:
         answer = step if self.rewrite_step is None else self.rewrite_step(step)
         if self._on_step is not None:
             self._on_step(answer)  # what the agent got
+        if observer is not None:
+            observer.answered_at(at, answer)
         return answer
 
     @property

@@ -95,16 +95,34 @@ class Transcript:
     def start_turn(self, index: int) -> None:
         self.turn, self._step = index, 0
 
+    # The exchange of the request last observed (`observed`): a replay backend takes the
+    # step answering it before anything else runs (`answered_by`). None: observed the
+    # older way (`observe`), which keeps it per task.
+    _taking: int | None = None
+
     def observe(self, request: ModelRequest) -> None:
         _IN_FLIGHT.set((self, len(self.exchanges)))
         self.exchanges.append(Exchange(self.turn, self._step, len(self.tools.calls), request))
         self.answers.append(None)
         self._step += 1
 
+    def observed(self, request: ModelRequest) -> int:
+        """`observe`, for a model boundary that keeps the index it returns and tells the
+        answer with it (`answered_at`): no variable of the task set for each request."""
+        exchanges = self.exchanges
+        at = self._taking = len(exchanges)
+        exchanges.append(Exchange(self.turn, self._step, len(self.tools.calls), request))
+        self.answers.append(None)
+        self._step += 1
+        return at
+
+    def answered_at(self, index: int, step: ModelStep) -> None:
+        self.answers[index] = step
+
     def answered_by(self, index: int) -> None:
         """The request in progress is answered by step `index` of the turn's script: not
         the one of its place when steps naming agents were taken out of order."""
-        at = self._in_flight()
+        at = self._taking if self._taking is not None else self._in_flight()
         if at is not None and self.exchanges[at].step != index:
             self.exchanges[at] = dataclasses.replace(self.exchanges[at], step=index)
 
@@ -179,8 +197,10 @@ _IN_FLIGHT: ContextVar[tuple[Transcript, int] | None] = ContextVar("_IN_FLIGHT",
 
 
 def forget_in_flight() -> None:
-    """No request in flight in this context: a run over, whose task runs the next case."""
-    _IN_FLIGHT.set(None)
+    """No request in flight in this context: a run over, whose task runs the next case.
+    Set only when it is not so already (most runs never set it: `Transcript.observed`)."""
+    if _IN_FLIGHT.get() is not None:
+        _IN_FLIGHT.set(None)
 
 
 @quick_init

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from harness.fixtures.schema import LlmTrace, Response, TextResponse
+import msgspec
+
+from harness.fixtures.schema import LlmTrace, Response, Step, TextResponse
 from harness.model_boundary import Divergence, ModelRequest, ModelStep, ToolCall
 
 
@@ -23,32 +25,26 @@ class ReplayBackend:
 
     Its divergence errors name the case and the turn; the model boundary adds the last
     request the agent made. `on_take`, when set, is told the index in the turn of each step
-    taken: a step taken out of order answers a request other than the one of its index."""
+    taken out of order: it answers a request other than the one of its index (the turn's
+    requests counted as they come; a step taken in its place is told nothing)."""
 
     def __init__(self, trace: LlmTrace) -> None:
         self._case = trace.case_id
         # Every turn's scripted steps as the model boundary's steps, made once: the
         # conversation graders read holds the same (`runner.conversation_of`).
-        script: list[tuple[ModelStep, ...]] = []
+        turns = trace.turns
+        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(
+            [tuple([to_step(step.response) for step in turn.steps or ()]) for turn in turns]
+        )
         # A turn naming no agent (most) is taken in order: where its next step is. One
         # naming an agent holds the steps not yet taken: (index in the turn, agent named,
         # step), made once that turn starts.
-        self._next: list[int] = []
-        self._queues: list[deque[_Scripted] | None] = []
-        self._named: list[tuple[str | None, ...] | None] = []
+        self._next = [0] * len(turns)
+        self._queues: list[deque[_Scripted] | None] = [None] * len(turns)
+        self._named = [_agents(turn.steps) for turn in turns]
         # The turns scripted with no steps: a case may script one only for a guardrail it
         # names to stop the turn before the model is asked; a request in one means it did not.
-        self._stopped: set[int] = set()
-        for index, turn in enumerate(trace.turns):
-            scripted = turn.steps or ()
-            script.append(tuple([to_step(step.response) for step in scripted]))
-            self._next.append(0)
-            self._queues.append(None)
-            agents = tuple([step.agent for step in scripted])
-            self._named.append(agents if any(a is not None for a in agents) else None)
-            if turn.steps == []:
-                self._stopped.add(index)
-        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(script)
+        self._stopped = {index for index, turn in enumerate(turns) if turn.steps == []}
         self._guardrails = getattr(trace.expects, "guardrails_tripped", None) or []
         self.on_take: Callable[[int], None] | None = None
         self._turn = -1
@@ -160,6 +156,14 @@ class ReplayBackend:
 _Scripted = tuple[int, str | None, ModelStep]
 
 
+def _agents(steps: list[Step] | msgspec.UnsetType | None) -> tuple[str | None, ...] | None:
+    """The agent each step names, where one names any; None: none does."""
+    if not steps:
+        return None
+    agents = [step.agent for step in steps]
+    return tuple(agents) if agents.count(None) != len(agents) else None
+
+
 def to_step(response: Response) -> ModelStep:
     if isinstance(response, TextResponse):
         return ModelStep(
@@ -168,7 +172,7 @@ def to_step(response: Response) -> ModelStep:
             output_tokens=response.output_tokens,
         )
     return ModelStep(
-        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in response.tool_calls),
+        tool_calls=tuple([ToolCall(c.id, c.name, c.arguments) for c in response.tool_calls]),
         input_tokens=response.input_tokens,
         output_tokens=response.output_tokens,
     )

@@ -162,10 +162,9 @@ def start_case(case: Case, plan: CasePlan, fixture: str) -> CaseProgress:
     boundary = ModelBoundary(
         backend,
         keep_steps=plan.mode == "live",
-        on_request=transcript.observe,
-        on_step=transcript.answered,
         max_calls_per_turn=plan.max_model_calls_per_turn,
         max_tool_calls_per_step=plan.max_tool_calls_per_step,
+        observer=transcript,
     )
     setup = trace.setup
     decisions = decisions_of(trace.turns)

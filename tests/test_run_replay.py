@@ -368,3 +368,51 @@ def test_a_run_matches_steps_to_agents_and_names_the_agent_no_step_answers(
         'left answers it; the script expected next a step answering "Refunded" for agent '
         "'triage'"
     )
+
+
+def test_a_step_taken_out_of_its_place_is_told_and_one_in_its_place_is_not() -> None:
+    """`on_take` hears of a step only when it answers a request other than the one of its
+    index (the turn's requests counted as they come): a turn naming no agent never, and a
+    turn naming agents for each step an agent took out of order, turn by turn."""
+    script = turn(
+        "one",
+        for_agent("triage", text_step("triage's")),
+        for_agent("guard", text_step("guard's")),
+        for_agent("triage", text_step("triage's second")),
+    )
+    plain = turn("two", text_step("a"), text_step("b"))
+    backend = ReplayBackend(trace_of(fixture("told", [script, plain, script], EXPECT)))
+    b = ModelBoundary(backend)
+    told: list[int] = []
+    backend.on_take = told.append
+    for index, order in enumerate([["guard", "triage", "triage"], [None, None], ["triage"] * 2]):
+        b.start_turn(index)
+        for agent in order:
+            respond(b, asks(agent))
+        told.append(-1)
+        if index == 2:
+            respond(b, asks("guard"))
+        b.end_turn(index)
+    # Turn 0: guard took step 1 as the first request, triage step 0 as the second; turn
+    # 1 in order; turn 2: triage took 0 and 2 as requests 0 and 1, guard 1 as request 2.
+    assert told == [1, 0, -1, -1, 2, -1, 1]
+
+
+def test_a_plain_turn_left_short_or_stopped_is_told_as_before() -> None:
+    """A turn naming no agent keeps only where its next step is: what is left of it is
+    still over-specification, and a turn a tripwire stopped leaves nothing to take."""
+    b = boundary_for(turn("one", text_step("a"), text_step("b"), text_step("c")), name="short")
+    b.start_turn(0)
+    respond(b)
+    with pytest.raises(ReplayDivergence) as info:
+        b.end_turn(0)
+    assert str(info.value).startswith(
+        "case 'short': turn 0 scripted 2 step(s) the agent never requested (the trace "
+        'over-specifies this turn); the script expected next a step answering "b"'
+    )
+    backend = ReplayBackend(trace_of(fixture("stopped", [turn("one", text_step("a"))], EXPECT)))
+    backend.start_turn(0)
+    backend.stop_turn(0)
+    backend.end_turn(0)  # nothing left over
+    with pytest.raises(ReplayDivergence, match="requested more model responses than the trace"):
+        asyncio.run(backend.respond(user()))

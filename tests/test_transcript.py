@@ -87,3 +87,50 @@ def test_quick_init_refuses_a_class_its_init_would_not_make_as_the_dataclass_doe
     for made in (Named, Slotted):
         with pytest.raises(TypeError, match="does more than set its fields"):
             quick_init(made)
+
+
+def test_agents_asking_at_once_each_have_their_own_answer_recorded() -> None:
+    """A model boundary with the transcript as its observer tells each answer with the
+    index of the request it answers: two agents whose requests are answered in the other
+    order (each in a task of its own) each have their own answer, and the step a replay
+    took out of its place for the request just observed is the one recorded for it."""
+    import asyncio
+
+    from harness.model_boundary import Message, ModelBoundary, ModelStep
+    from harness.tool_registry import ToolRegistry
+    from harness.transcript import Transcript
+
+    class Backend:
+        """Answers `first` only once `second` has been answered."""
+
+        def __init__(self) -> None:
+            self.second_done = asyncio.Event()
+
+        async def respond(self, request: ModelRequest) -> ModelStep:
+            agent = request.agent
+            if agent == "first":
+                await self.second_done.wait()
+            else:
+                self.second_done.set()
+            return ModelStep(text=f"to {agent}")
+
+    async def run() -> Transcript:
+        transcript = Transcript(ToolRegistry())
+        boundary = ModelBoundary(Backend(), observer=transcript)
+        transcript.start_turn(0)
+        boundary.start_turn(0)
+
+        def asks(agent: str) -> ModelRequest:
+            return ModelRequest(messages=(Message(role="user", content="hi"),), agent=agent)
+
+        await asyncio.gather(boundary.respond(asks("first")), boundary.respond(asks("second")))
+        return transcript
+
+    transcript = asyncio.run(run())
+    asked = [e.request.agent for e in transcript.exchanges]
+    assert asked == ["first", "second"]
+    assert [a.text if a else None for a in transcript.answers] == ["to first", "to second"]
+    # A step taken out of its place, told as it is taken: the request just observed.
+    transcript.observed(ModelRequest(messages=()))
+    transcript.answered_by(5)
+    assert [e.step for e in transcript.exchanges] == [0, 1, 5]

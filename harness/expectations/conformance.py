@@ -480,7 +480,17 @@ def _results_kept(
     and each call's dispatch the one in its place, of its name (and, where the step calls
     one tool more than once, of its arguments: `take_dispatch`'s choice)."""
     messages, n = exchange.request.messages, len(calls)
-    if len(ran) == n <= len(messages) and (n == 1 or len({c.id for c in calls}) == n):
+    if n == 1 and len(ran) == 1 and messages:  # mostly: one call, its result passed back last
+        call, result, done = calls[0], messages[-1], ran[0]
+        if (
+            result.role == "tool"
+            and call.id
+            and result.tool_call_id == call.id
+            and done.name == call.name
+            and done.result in result.content
+        ):
+            return True
+    elif len(ran) == n <= len(messages) and len({c.id for c in calls}) == n:
         alike = n > 1 and len(set(map(_NAME, calls))) < n
         for call, result, done in zip(calls, messages[-n:], ran, strict=True):
             if (

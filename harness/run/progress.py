@@ -72,14 +72,19 @@ class CaseProgress:
 
     async def within(self, timeout: float, work: Awaitable[T]) -> T:
         """`await work` as the phase starting now, bounded by its `allowance`."""
-        allowed = self.allowance(timeout)
         watched = self.watched
-        if watched is None:
-            return await within(allowed, work)
-        if not self._phased:
+        if watched is None or not self._phased:
+            allowed = self.allowance(timeout)
+            if watched is None:
+                return await within(allowed, work)
             return await watched.within(allowed, work)
-        # In `driven`'s scope: the phase only moves its due time, from the phase's start.
-        watched.start(allowed, self.started)
+        # In `driven`'s scope (most phases): the phase only moves its due time, from its
+        # start; its allowance worked out here.
+        now = self.started = time.monotonic()
+        left = self.wall_clock - (now - self.began)
+        binds = self._wall_clock_binds = left < timeout
+        allowed = self._allowed = (left if left > 0.0 else 0.0) if binds else timeout
+        watched.start(allowed, now)
         result = await work
         watched.stop()
         return result

@@ -14,8 +14,8 @@ import msgspec
 
 from harness.approvals import Approval
 from harness.expectations.base import Evidence
-from harness.expectations.conformance import plain_conformant
 from harness.expectations.loop_conformance import RULES, LoopConformance, _one_pass
+from harness.expectations.plain_conformance import plain_conformant
 from harness.model_boundary import (
     Handoff,
     Message,
@@ -271,7 +271,7 @@ def test_a_run_that_is_not_plain_is_left_to_the_one_pass() -> None:
 
 
 def test_a_rule_the_plain_path_does_not_know_is_left_to_the_one_pass() -> None:
-    from harness.expectations.conformance import PLAIN_RULES
+    from harness.expectations.plain_conformance import PLAIN_RULES
 
     assert set(RULES) == PLAIN_RULES  # every rule there is, checked at once on a plain run
     assert plain_conformant(plain_run(), [*RULES, "a_new_rule"]) is False

@@ -5,18 +5,15 @@ order, a nested handoff's summary, and how a violation names the request that br
 from __future__ import annotations
 
 import json
-import operator
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 
 from harness.expectations.base import clip, q
 from harness.io.text import clean
 from harness.model_boundary import (
     Handoff,
     Message,
-    ModelRequest,
     ModelStep,
     ToolCall,
-    ToolSchema,
     summarize_request,
 )
 from harness.tool_registry import RecordedCall, canonical_arguments
@@ -207,7 +204,7 @@ def first_missing(
     expected: list[tuple[str, str]], messages: tuple[Message, ...]
 ) -> tuple[str, str] | None:
     """The first expected (role, content) not found, in order, among `messages`."""
-    index, _ = _in_order(expected, 0, messages, 0)
+    index, _ = in_order(expected, 0, messages, 0)
     return expected[index] if index < len(expected) else None
 
 
@@ -236,224 +233,7 @@ def lost_instructions(declared: tuple[str, ...], system: list[str]) -> str | Non
     return None
 
 
-# The rules `plain_conformant` checks: a rule of `loop_conformance` not among them sends
-# every run through the one pass, until it is checked here too.
-PLAIN_RULES = frozenset(
-    {"dispatches", "tool_results", "history", "last_user_input", "offered_tools", "instructions"}
-)
-
-
-def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool:
-    """Whether a plain conversation keeps every rule named in `rules`, checked at once
-    request by request: what each rule of `loop_conformance` checks, in the case where
-    most of them has nothing to check (one agent, one conversation: no handoff, no
-    guardrail, no approval, every request answered by a step of its turn's script).
-
-    True only when the one pass would find no violation; False when one of the rules is
-    broken, or the conversation is not plain: the one pass then says what, as always
-    (so a violation's words are made in one place). Most runs are plain and conform, and
-    for them this is all grading the loop costs: one loop, its state in local variables
-    (a walk object's attributes, read and set at every request, cost a third of it)."""
-    if not _plain(conversation, rules):
-        return False
-    exchanges, calls = conversation.exchanges, conversation.calls
-    script, inputs = conversation.script, conversation.user_inputs
-    dispatches, results = "dispatches" in rules, "tool_results" in rules
-    offered = "offered_tools" in rules
-    said = _Said(conversation, rules)
-    turns, count = min(len(script), len(inputs)), len(exchanges)
-    # The tools a request offered (a loop mostly offers the very same ones request after
-    # request): their names, and those of its output tools, whose calls are no dispatch.
-    offer: object = None
-    names: set[str] = set()
-    answers: set[str] = set()
-    # The step that answered the request before, its turn, and the dispatches it made.
-    before: tuple[ToolCall, ...] = ()
-    before_turn = -1
-    before_ran: tuple[RecordedCall, ...] = ()
-    for index, exchange in enumerate(exchanges):
-        request, now = exchange.request, exchange.turn
-        if request.agent is not None or not 0 <= now < turns:
-            return False
-        steps = script[now]
-        if exchange.step >= len(steps):
-            return False
-        wanted = steps[exchange.step].tool_calls
-        ran = calls[
-            exchange.calls_before : exchanges[index + 1].calls_before
-            if index + 1 < count
-            else len(calls)
-        ]
-        if wanted and request.tools is not offer:
-            offer = request.tools
-            names, answers = _offered(request.tools)
-        if dispatches and (wanted or ran) and not _dispatched(wanted, ran, answers):
-            return False
-        if offered and wanted and not names.issuperset(map(_NAME, wanted)):
-            return False
-        if (
-            results
-            and before
-            and before_turn == now
-            and not _results_kept(before, before_ran, exchange)
-        ):
-            return False
-        if not said.kept(now, request):
-            return False
-        before, before_turn, before_ran = wanted, now, ran
-    return True
-
-
-class _Said:
-    """`history`, `last_user_input` and `instructions` (those of them asked) request by
-    request over the one conversation of a plain run. A request of the turn of the one
-    before that holds that one's messages and adds no user message (a loop passing tool
-    results back) keeps what that one kept, as each rule would find: the history and the
-    last input where they were, the system messages all there. Only what neither declared
-    instructions for: the rule reads a declaring request otherwise."""
-
-    __slots__ = ("first", "history", "instructions", "last_input", "messages", "turn")
-
-    def __init__(self, conversation: Conversation, rules: Collection[str]) -> None:
-        script, inputs = conversation.script, conversation.user_inputs
-        self.history = _History(script, inputs) if "history" in rules else None
-        self.last_input = _LastInput(inputs) if "last_user_input" in rules else None
-        self.instructions = "instructions" in rules
-        self.first: list[str | None] = []  # the first request's system message, once seen
-        # The messages of the request before, when it declared no instructions, and its turn.
-        self.messages: tuple[Message, ...] | None = None
-        self.turn = -1
-
-    def kept(self, now: int, request: ModelRequest) -> bool:
-        messages, seen = request.messages, self.messages
-        if request.declared_instructions:
-            self.messages = None
-        else:
-            self.messages = messages
-            if seen is not None and now == self.turn and _grown_unsaid(seen, messages):
-                return True
-        self.turn = now
-        history, last_input = self.history, self.last_input
-        if history is not None and not history.kept(now, messages):
-            return False
-        if last_input is not None and not last_input.kept(now, messages):
-            return False
-        return not self.instructions or _instructions_kept(request, self.first)
-
-
-def _grown_unsaid(seen: tuple[Message, ...], messages: tuple[Message, ...]) -> bool:
-    """Whether `messages` begins with `seen` and adds no user message to it."""
-    count = len(seen)
-    if len(messages) < count or messages[:count] != seen:
-        return False
-    for message in messages[count:]:  # noqa: SIM110 (`all` of a generator costs more)
-        if message.role == "user":
-            return False
-    return True
-
-
-def _plain(conversation: Conversation, rules: Collection[str]) -> bool:
-    """Whether nothing but one agent's loop touched the conversation, and every rule of
-    `rules` is checked here (any other, the one pass checks)."""
-    touched = conversation.handoffs or conversation.guardrails or conversation.approvals
-    return not touched and PLAIN_RULES.issuperset(rules)
-
-
-_NAME = operator.attrgetter("name")
-
-
-def _offered(tools: tuple[ToolSchema, ...]) -> tuple[set[str], set[str]]:
-    """The names of `tools`, and those of its output tools (mostly none)."""
-    names: set[str] = set()
-    answers: set[str] = set()
-    for tool in tools:
-        names.add(tool.name)
-        if tool.output:
-            answers.add(tool.name)
-    return names, answers
-
-
-class _History:
-    """`history` request by request over the one conversation of a plain run: the
-    conversation so far as the rule keeps it, and where the request before held it."""
-
-    __slots__ = ("expected", "inputs", "matched", "position", "script", "seen", "turn")
-
-    def __init__(self, script: tuple[tuple[ModelStep, ...], ...], inputs: tuple[str, ...]) -> None:
-        self.script, self.inputs = script, inputs
-        self.expected: list[tuple[str, str]] = []
-        self.turn = -1
-        # The messages of the request before, where its history was found, and how many
-        # entries of `expected` it held: a loop's requests mostly grow one from the other.
-        self.seen: tuple[Message, ...] = ()
-        self.position = self.matched = 0
-
-    def kept(self, now: int, messages: tuple[Message, ...]) -> bool:
-        expected, script = self.expected, self.script
-        if now > self.turn:
-            for later in range(self.turn + 1, now + 1):
-                # `final_text`, for a run no tripwire halted.
-                ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
-                if ended is not None and ended.text and not ended.tool_calls:
-                    expected.append(("assistant", ended.text))
-                expected.append(("user", self.inputs[later]))
-            self.turn = now
-        seen = self.seen
-        # Found in order from the first message on, each where it is first found: a request
-        # that begins with the one before's messages holds what that one held where it did,
-        # so only what was kept since is looked for, after it.
-        if seen and messages[: len(seen)] == seen:
-            position, matched = self.position, self.matched
-        else:
-            position = matched = 0
-        position = _found_in_order(expected, matched, messages, position)
-        if position < 0:
-            return False
-        self.seen, self.position, self.matched = messages, position, len(expected)
-        return True
-
-
-class _LastInput:
-    """`last_user_input` request by request over the one conversation of a plain run."""
-
-    __slots__ = ("earlier", "inputs")
-
-    def __init__(self, inputs: tuple[str, ...]) -> None:
-        self.inputs = inputs
-        # Per turn, the inputs of the turns before it that differ from its own.
-        self.earlier: dict[int, set[str]] = {}
-
-    def kept(self, turn: int, messages: tuple[Message, ...]) -> bool:
-        inputs = self.inputs
-        want = inputs[turn]
-        for at in range(len(messages) - 1, -1, -1):
-            message = messages[at]
-            if message.role == "user" and want in message.content:
-                break
-        else:
-            return False
-        if not turn:
-            return True
-        earlier = self.earlier.get(turn)
-        if earlier is None:
-            earlier = self.earlier[turn] = set(inputs[:turn]) - {want}
-        if not earlier:
-            return True
-        return not any(
-            m.role == "user" and any(e in m.content for e in earlier) for m in messages[at + 1 :]
-        )
-
-
-def _found_in_order(
-    expected: list[tuple[str, str]], start: int, messages: tuple[Message, ...], position: int
-) -> int:
-    """`first_missing` of `expected[start:]` among `messages` from `position` on: the
-    position after the last one found; -1 where one is missing."""
-    index, position = _in_order(expected, start, messages, position)
-    return position if index == len(expected) else -1
-
-
-def _in_order(
+def in_order(
     expected: list[tuple[str, str]], start: int, messages: tuple[Message, ...], position: int
 ) -> tuple[int, int]:
     """`expected[start:]` looked for in order among `messages` from `position` on: the
@@ -469,77 +249,3 @@ def _in_order(
         else:
             return index, position
     return len(expected), position
-
-
-def _results_kept(
-    calls: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], exchange: Exchange
-) -> bool:
-    """`tool_results` at one request of a plain run: `results_problems` finds nothing.
-    Seen at once where a loop passes the results back as its last messages, in the order
-    of the calls, each call's id its own: each result is then the one its call's id finds,
-    and each call's dispatch the one in its place, of its name (and, where the step calls
-    one tool more than once, of its arguments: `take_dispatch`'s choice)."""
-    messages, n = exchange.request.messages, len(calls)
-    if n == 1 and len(ran) == 1 and messages:  # mostly: one call, its result passed back last
-        call, result, done = calls[0], messages[-1], ran[0]
-        if (
-            result.role == "tool"
-            and call.id
-            and result.tool_call_id == call.id
-            and done.name == call.name
-            and done.result in result.content
-        ):
-            return True
-    elif len(ran) == n <= len(messages) and len({c.id for c in calls}) == n:
-        alike = n > 1 and len(set(map(_NAME, calls))) < n
-        for call, result, done in zip(calls, messages[-n:], ran, strict=True):
-            if (
-                result.role != "tool"
-                or not call.id
-                or result.tool_call_id != call.id
-                or done.name != call.name
-                or done.result not in result.content
-                or (alike and done.arguments != canonical_arguments(call.arguments))
-            ):
-                break
-        else:
-            return True
-    return next(results_problems(calls, ran, exchange), None) is None
-
-
-def _dispatched(
-    wanted: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], answers: set[str]
-) -> bool:
-    """`dispatches` at one request of a plain run: what ran is what the step asked for
-    (`answers`: the output tools its request offered, whose calls are no dispatch)."""
-    if (
-        len(ran) == len(wanted)
-        and not answers
-        and list(map(_NAME, ran)) == list(map(_NAME, wanted))
-    ):
-        return True  # in the order asked, even
-    asked = sorted(c.name for c in wanted if c.name not in answers)
-    return sorted(map(_NAME, ran)) == asked
-
-
-def _instructions_kept(request: ModelRequest, first: list[str | None]) -> bool:
-    """`instructions` at one request of a plain run (`first`: its first request's system
-    message, once that request is seen)."""
-    messages = request.messages
-    if first and not request.declared_instructions:
-        kept = first[0]
-        # Mostly the loop's first message, as it was: said without listing the others.
-        if kept is None or (
-            messages and messages[0].role == "system" and messages[0].content == kept
-        ):
-            return True
-    system = [m.content for m in messages if m.role == "system"]
-    if lost_instructions(request.declared_instructions, system) is not None:
-        return False
-    if request.declared_instructions:
-        return True
-    if not first:
-        first.append(system[0] if system else None)
-        return True
-    kept = first[0]
-    return kept is None or kept in system

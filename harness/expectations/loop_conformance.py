@@ -28,7 +28,6 @@ from harness.expectations.conformance import (
     missing_problem,
     names_of,
     own_input,
-    plain_conformant,
     request_of,
     results_asked,
     results_problems,
@@ -37,6 +36,7 @@ from harness.expectations.conformance import (
     step_at,
     summary_problems,
 )
+from harness.expectations.plain_conformance import plain_conformant
 from harness.io.json_paths import child_path
 from harness.io.text import clean
 from harness.io.validation import Fault, closest

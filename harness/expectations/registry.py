@@ -32,7 +32,7 @@ from harness.run_record import RunRecord
 from harness.transcript import Conversation
 from harness.workspace import DirectoryView, FilesView, WorkspaceView
 
-_NOT_KINDS = frozenset({"base", "registry", "conformance"})
+_NOT_KINDS = frozenset({"base", "registry", "conformance", "plain_conformance"})
 
 
 def _discover() -> tuple[type[Kind], ...]:

@@ -42,10 +42,12 @@ class _Turn(Protocol):
 def decisions_of(turns: Sequence[_Turn]) -> tuple[dict[str, Decision], ...]:
     """The human decisions of each turn, keyed as the fixture keys them."""
     return tuple(
-        {key: Decision(d.approve, d.reason) for key, d in turn.approvals.items()}
-        if turn.approvals
-        else {}
-        for turn in turns
+        [
+            {key: Decision(d.approve, d.reason) for key, d in turn.approvals.items()}
+            if turn.approvals
+            else {}
+            for turn in turns
+        ]
     )
 
 

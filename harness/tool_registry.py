@@ -121,10 +121,9 @@ class ToolRegistry:
 
     @classmethod
     def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
-        registry = cls()
         tools = list(tools)
         # Made at once for every case: one by one (`add`) only to say which name repeats.
-        registry.tools = {tool.name: tool for tool in tools}
+        registry = cls({tool.name: tool for tool in tools})
         if len(registry.tools) != len(tools):
             registry.tools = {}
             for tool in tools:

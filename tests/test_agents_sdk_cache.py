@@ -218,3 +218,78 @@ def test_a_built_in_tool_run_outside_its_cases_turn_is_refused_not_recorded_else
     with pytest.raises(HarnessError, match="'echo' was called outside a case's turn"):
         asyncio.run(echo.on_invoke_tool(None, '{"message": "alpha"}'))  # type: ignore[arg-type]
     assert context.tools.calls == []
+
+
+def test_settings_with_nothing_set_are_what_the_sdk_traces_without_serialising(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _traced(ModelSettings()) == {}
+    made = _serialised(monkeypatch)
+    first = settings_json(ModelSettings())
+    assert first == {}
+    first["temperature"] = 2.0  # the caller's own dict
+    assert settings_json(ModelSettings()) == {}
+    # Only a provider extra set, which the trace leaves out: nothing set either.
+    assert settings_json(ModelSettings(extra_headers={"x": "y"})) == {}
+    assert made == []
+    # A traced field set, or settings of a subclass (which may serialise itself otherwise):
+    # asked of the SDK as before.
+    assert settings_json(ModelSettings(tool_choice="auto")) == {"tool_choice": "auto"}
+
+    class Mine(ModelSettings):
+        pass
+
+    assert settings_json(Mine()) == {}
+    assert len(made) == 2
+
+
+def _function_tool(name: str, description: str, schema: dict[str, Any]) -> Any:
+    from agents import FunctionTool
+
+    async def invoke(_context: Any, arguments: str) -> str:
+        return arguments
+
+    return FunctionTool(name, description, schema, invoke, strict_json_schema=False)
+
+
+def test_requests_offering_the_same_tools_share_one_tuple_of_their_schemas() -> None:
+    from agents import WebSearchTool
+
+    from harness.agents.sdk_cache import tool_schemas
+    from harness.model_boundary import ToolSchema
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    echo, find = (
+        _function_tool("echo", "Echo it.", {"type": "object"}),
+        _function_tool("find", "Find it.", schema),
+    )
+    first = tool_schemas([echo, WebSearchTool(), find])
+    assert first == (
+        ToolSchema("echo", "Echo it.", {"type": "object"}),
+        ToolSchema("find", "Find it.", schema),
+    )
+    assert first[1].parameters is schema
+    # A list made anew, of the same tools or of copies alike (a case's copy of an agent):
+    # the same tuple.
+    assert tool_schemas([echo, find]) is first
+    assert tool_schemas([_function_tool("echo", "Echo it.", echo.params_json_schema), find]) is (
+        first
+    )
+    # Anything a schema shows changed, or the order: schemas of their own.
+    find.description = "Find it fast."
+    changed = tool_schemas([echo, find])
+    assert changed[1] == ToolSchema("find", "Find it fast.", schema)
+    assert tool_schemas([find, echo]) == (changed[1], changed[0])
+    other = {"type": "object"}  # equal, but another object: it may change apart
+    assert tool_schemas([_function_tool("echo", "Echo it.", other)])[0].parameters is other
+    assert tool_schemas([]) == ()
+
+
+def test_the_tool_schemas_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.agents.sdk_cache import tool_schemas
+
+    monkeypatch.setattr(sdk_cache, "_schemas", {})
+    for n in range(200):
+        (made,) = tool_schemas([_function_tool(f"t{n}", "A tool.", {"type": "object"})])
+        assert made.name == f"t{n}"
+    assert len(sdk_cache._schemas) <= sdk_cache._KEPT

@@ -1,6 +1,7 @@
 """What the OpenAI Agents SDK adapter would make again for every case or request, made once:
-the built-in agent and its function tools, and the model settings a request is sent with as
-the model boundary keeps them (`ModelRequest.settings`: the SDK's traceable fields that are
+the built-in agent and its function tools, the tools a request offers as the model boundary
+shows them (`ModelRequest.tools`), and the model settings a request is sent with as the
+model boundary keeps them (`ModelRequest.settings`: the SDK's traceable fields that are
 set, as JSON).
 
 Building an SDK `Agent` evaluates its dataclass's type hints again (a third of a replayed
@@ -8,8 +9,11 @@ case's own cost), and the SDK serialises settings through a pydantic `TypeAdapte
 on every call (more than the rest of a replayed request). A case's built-in agent is a copy
 of one built once, with lists of its own; its `FunctionTool`s are made once for each of the
 registry's tools (five of them cost what copying the agent costs) and dispatch through the
-registry of the case whose turn runs them (`CASE_TOOLS`); each distinct value of the
-settings is serialised once, and every request gets a dict of its own."""
+registry of the case whose turn runs them (`CASE_TOOLS`); the schemas of the function tools
+a request offers are one tuple for every request offering the same tools (what keys a
+request by its tools' identity, the snapshot check and the transcript, finds the tuple of
+the request before); each distinct value of the settings is serialised once (settings with
+nothing set, most agents', not even once), and every request gets a dict of its own."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import agents.model_settings
 from agents import Agent, FunctionTool, Model, ModelSettings, Tool
 
 from harness.errors import HarnessError
+from harness.model_boundary import ToolSchema
 from harness.tool_registry import Tool as RegistryTool
 from harness.tool_registry import ToolRegistry
 
@@ -40,6 +45,8 @@ def settings_json(settings: ModelSettings) -> dict[str, Any]:
     the provider extras (headers, query, body), where a key could be. A dict of the
     caller's own (made once for each value of the settings, and copied)."""
     key = _key(settings)
+    if key is _NOTHING_SET:
+        return {}
     if key is None:
         return _made_now(settings)
     made = _made.get(key)
@@ -64,6 +71,11 @@ _PLAIN = frozenset({type(None), bool, int, str})
 # asks for its settings' key, and reading twenty fields one by one cost more than the rest
 # of the adapter's work on a request.
 _TRACED_VALUES = operator.attrgetter(*_TRACED) if _TRACED and len(_TRACED) > 1 else None
+# Every traced field unset: what the SDK serialises as nothing at all (`_present` of all
+# None), known without a look-up; `_key`'s answer for such settings of the SDK's own type
+# (a subclass may serialise itself otherwise).
+_UNSET = (None,) * len(_TRACED) if _TRACED else ()
+_NOTHING_SET: tuple[Any, ...] = ("nothing set",)
 
 
 def _key(settings: ModelSettings) -> tuple[Any, ...] | None:
@@ -78,6 +90,8 @@ def _key(settings: ModelSettings) -> tuple[Any, ...] | None:
         except AttributeError:  # a field the SDK lists but this object lacks: read each
             read = None
         if read is not None:
+            if read == _UNSET and type(settings) is ModelSettings:
+                return _NOTHING_SET
             kinds = tuple(map(type, read))
             # Values that are themselves keys (no float, nothing mutable), with their types:
             # the common case, a key in one step. It starts with a string where the
@@ -174,6 +188,34 @@ def function_tools(registry: ToolRegistry) -> list[Tool]:
                     _tools.pop(old, None)  # another thread may have let it go
             kept = _tools[id(tool)] = (tool, _function_tool(tool))
         made.append(kept[1])
+    return made
+
+
+# The schemas of each list of function tools a request offered, by what each schema is
+# made of: its name, its description and its JSON schema's identity (the cached schema
+# holds that object, so no other can take its id while the entry is kept).
+_schemas: dict[tuple[Any, ...], tuple[ToolSchema, ...]] = {}
+
+
+def tool_schemas(tools: list[Tool]) -> tuple[ToolSchema, ...]:
+    """The function tools of `tools` as the model boundary shows them, in order: the same
+    tuple for every request offering tools of the same names, descriptions and schemas
+    (the SDK lists an agent's tools anew for each request, the same objects)."""
+    key: list[Any] = []
+    for tool in tools:
+        if isinstance(tool, FunctionTool):
+            key += (tool.name, tool.description, id(tool.params_json_schema))
+    found = tuple(key)
+    made = _schemas.get(found)
+    if made is None:
+        schemas: list[ToolSchema] = []
+        for tool in tools:
+            if isinstance(tool, FunctionTool):
+                schemas.append(ToolSchema(tool.name, tool.description, tool.params_json_schema))
+        if len(_schemas) >= _KEPT:
+            for old in list(_schemas)[: _KEPT // 2]:
+                _schemas.pop(old, None)  # another thread may have let it go
+        made = _schemas[found] = tuple(schemas)
     return made
 
 

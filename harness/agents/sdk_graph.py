@@ -237,7 +237,7 @@ def tool_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(_part_text(part) for part in content)
+        return "".join([_part_text(part) for part in content])
     if isinstance(content, dict) or hasattr(content, "text"):
         return _part_text(content)
     return "" if content is None else str(content)

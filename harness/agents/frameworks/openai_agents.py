@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, cast
+from typing import Any
 
 from agents import (
     Agent,
-    FunctionTool,
     Handoff,
     Model,
     ModelBehaviorError,
@@ -43,7 +42,13 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 
 from harness.agents.protocol import AgentContext, AgentGraph, FrameworkAdapter
 from harness.agents.sdk_approvals import resumed
-from harness.agents.sdk_cache import CASE_TOOLS, built_in_agent, function_tools, settings_json
+from harness.agents.sdk_cache import (
+    CASE_TOOLS,
+    built_in_agent,
+    function_tools,
+    settings_json,
+    tool_schemas,
+)
 from harness.agents.sdk_graph import (
     ACTIVE_AGENT,
     GraphCopy,
@@ -308,21 +313,22 @@ class HarnessModel(Model):
     ) -> ModelResponse:
         # Loops, not generators: a request runs cold, between the SDK's own work, and every
         # code object it reaches is read again from memory.
-        schemas: list[ToolSchema] = []
-        for t in tools:
-            if isinstance(t, FunctionTool):
-                schemas.append(ToolSchema(t.name, t.description, t.params_json_schema))
-        for h in handoffs:
-            # The SDK offers the model each handoff as a function tool of its own.
-            if isinstance(h, Handoff):
-                schemas.append(ToolSchema(h.tool_name, h.tool_description, h.input_json_schema))
+        offered = tool_schemas(tools)
+        if handoffs:
+            # The SDK offers the model each handoff as a function tool of its own (made
+            # anew for each request, so never among the tuples kept).
+            schemas = list(offered)
+            for h in handoffs:
+                if isinstance(h, Handoff):
+                    schemas.append(ToolSchema(h.tool_name, h.tool_description, h.input_json_schema))
+            offered = tuple(schemas)
         active = ACTIVE_AGENT.get()
         late = self._known is not None and active is not None and active not in self._known
         agent = active if self._attribute or late else None
         messages = to_messages(system_instructions, input)
         request = ModelRequest(
             messages=messages,
-            tools=tuple(schemas),
+            tools=offered,
             agent=agent,
             output_schema=None if output_schema is None else _output_schema(output_schema),
             # What the SDK resolved from the agent's `instructions` (a dynamic function was
@@ -453,8 +459,9 @@ def to_messages(system: str | None, items: str | list[TResponseInputItem]) -> tu
         messages.append(Message(role="user", content=items))
         return tuple(messages)
     for item in items:
-        # Only read: an item the SDK made as a dict is read as it is, not copied.
-        raw: dict[str, Any] = cast("dict[str, Any]", item) if type(item) is dict else dict(item)
+        # Only read: an item the SDK made as a dict is read as it is, not copied (typed
+        # by annotation, not `cast`: a call for each item of each request).
+        raw: Any = item if type(item) is dict else dict(item)
         kind = raw.get("type")
         if kind == "function_call":
             try:

@@ -34,8 +34,8 @@ sysfs; 1 MiB, 8-way when it cannot be read), and counts its misses per case: the
 instruction count leaves out. A run that walks more distinct code and data per case (the
 harness's grading, snapshot check, reports and recording beside the SDK's loop: ~240 of the
 harness's functions a case besides the SDK's ~410) misses more often per instruction: on a
-2-core AMD EPYC (1 MiB L2) the command had 1.006x the bare loop's instructions per case but
-1.41x its L2 misses (27.0 K against 19.1 K), most of them the interpreter reading the
+2-core AMD EPYC (1 MiB L2) the command had 0.997x the bare loop's instructions per case but
+1.45x its L2 misses (26.8 K against 18.5 K), most of them the interpreter reading the
 bytecode and objects of the SDK's own loop again after the harness's work pushed them out.
 That is where the CPU-time ratio's excess over the instruction ratio goes: a miss served by
 the shared L3 costs tens of cycles, one that other processes' load pushed out to memory

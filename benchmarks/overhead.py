@@ -19,19 +19,26 @@ its request snapshot read, the progress line; a hundredth of a millisecond), pag
 0.01), threads (the watching thread sleeps while cases run, with no wake-up per case; no
 other thread runs) or tracing (off on both sides: `RunConfig(tracing_disabled=True)`, no
 span queued, no exporter thread). The SDK's `Runner.run` executes the same instructions on
-both sides. The harness executes 1.006x the bare loop's instructions per case (its case
-start, recording, grading, snapshot check and reports, some 240 of its functions a case
-beside the SDK's ~410, less the `Agent` the bare loop builds), and misses the L2 1.41 times
-as often per case (27.0 K against 19.1 K; `instructions.py --caches --functions N` says where):
+both sides. The harness executes 0.997x the bare loop's instructions per case (14.82 M
+against 14.87 M: its case start, recording, grading, snapshot check and reports, some 240 of
+its functions a case beside the SDK's ~410, less what the bare loop builds per case, below),
+and misses the L2 1.45 times as often per case (26.8 K against 18.5 K; `instructions.py
+--caches --functions N` says where):
 more distinct code and data a case than 1 MiB holds. Part of that is the SDK's own: the same
 `Runner.run`, the same instructions, takes ~5% more CPU in the harness's process, its
 bytecode and objects pushed out by the harness's work between its calls. A miss served by
 the shared L3 costs tens of cycles, one that other processes' load pushed out to memory
 hundreds, so the CPU-time ratio is several points above the instruction ratio, and more so
-on a loaded machine. The bare loop, for its part, builds its `Agent` per case through the
-constructor (~0.13 ms, about 5% of its case: the dataclass's type hints evaluated again),
-where the harness copies one built once (`harness.agents.sdk_cache`); a bare loop that
-copied its agent too would cost ~5% less.
+on a loaded machine. The bare loop, for its part, builds its `Agent` and its five
+`FunctionTool`s per case through their constructors (0.89 M instructions a case, 6% of its
+case: the dataclass's type hints evaluated again, the default model settings deep-copied),
+where the harness copies an agent built once and makes its tools once
+(`harness.agents.sdk_cache`); and it serialises each case's last turn's items
+(`to_input_list`), which the harness reads only for a next turn (0.12 M, 0.8%). A bare loop
+doing neither counts 13.86 M instructions a case (14.6 K L2 misses): against it the
+harness's ratio would be about 7 points higher. The loop here stays as it was (an agent a
+case, as the harness has, made with the SDK's public constructors); the figure is to be read
+with that difference in mind.
 """
 
 from __future__ import annotations

@@ -260,8 +260,10 @@ def test_a_case_is_formatted_once_for_the_json_report_and_the_last_run_kept(
     real = json_report.encoded_json
 
     def counted(value: object) -> bytes:
-        if isinstance(value, CaseReport):
-            encoded.append(value.id)
+        # Cases are encoded a list of them at once.
+        for case in value if isinstance(value, list) else [value]:
+            if isinstance(case, CaseReport):
+                encoded.append(case.id)
         return real(value)
 
     monkeypatch.setattr(json_report, "encoded_json", counted)
@@ -286,7 +288,7 @@ def test_a_part_a_worker_formatted_is_used_only_for_its_report_in_the_state_it_w
 ) -> None:
     from harness.reporters import json_report
 
-    monkeypatch.setattr(json_report, "_last_part", None)
+    monkeypatch.setattr(json_report, "_last_batch", None)
     case = passing_report("held")
     assert case.record is not None
     case.record.transcript = []
@@ -306,7 +308,7 @@ def test_a_part_a_worker_formatted_is_used_only_for_its_report_in_the_state_it_w
     assert json_report.case_part(case) != b"its part"  # its transcript was kept here
     json_report.WorkerParts.hold(case, (b"its line", b"its part", True))
     case.record.transcript = None
-    json_report._last_part = None
+    json_report._last_batch = None
     assert json_report.case_part(case) == b"its part"
     json_report.WorkerParts.release()
 

@@ -294,3 +294,38 @@ def test_snapshot_changes_are_numbered_and_linked_as_the_whole_page_has_them(
     assert page == (out / "whole.html").read_text("utf-8")
     assert "snapshot change 2" in page and "snapshot change 3" not in page
     assert (out / "streamed.xml").read_bytes() == (out / "whole.xml").read_bytes()
+
+
+def test_cases_formatted_a_few_at_once_are_each_as_formatted_alone(
+    tmp_path: Path, own_loop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JSON reports and the last run's transcripts format their cases a batch at once:
+    with batches of two over five cases (one left over, passes and failures mixed), every
+    document is still the whole rendering, and each transcript line the case's alone."""
+
+    class Lines(Reporter):
+        whole_cases = False
+
+        def __init__(self) -> None:
+            self.lines: list[bytes] = []
+
+        def case_done(self, case: CaseReport) -> None:
+            line = json_report._transcript_line(case)  # before the run drops it
+            if line is not None:
+                self.lines.append(line)
+
+    monkeypatch.setattr(json_report, "BATCH", 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    told = Lines()
+    reporters, _ = streamed(out)
+    reporters += [told, Whole(json_report.render_json, out / "whole.json")]
+    report = run(pipeline.RunOptions(mixed_suite(tmp_path / "suite"), "openai-agents"), reporters)
+
+    assert (out / "streamed.json").read_bytes() == (out / "whole.json").read_bytes()
+    last = out / LAST_FOLDER / LAST_NAME
+    named = json.loads(last.read_bytes())["transcripts"]
+    assert last.read_bytes() == json_report.render_json(report, named)
+    assert len(told.lines) == 3  # the three passes, in the order they were done
+    assert (out / LAST_FOLDER / named).read_bytes() == b"".join(told.lines)

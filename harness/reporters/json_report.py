@@ -18,6 +18,7 @@ said. Under `--jobs N` each case's part and transcript line come formatted by it
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import secrets
 import tempfile
@@ -39,6 +40,7 @@ from harness.reporters.base import COMMIT, FILES, HeldParts, Output, Reporter, d
 from harness.runtime import interrupts
 
 if TYPE_CHECKING:
+    from harness.reporters.last_run import KeptTranscript
     from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, SuiteReport
 
@@ -112,39 +114,67 @@ _AROUND_CASE = (len(b"[\n  [\n"), len(b"\n  ]\n]"))
 
 
 def case_part(case: CaseReport) -> bytes:
-    """`case` as the JSON report's cases list holds it, formatted and indented. The last
-    case's part is kept: the report for `show` and `--json-report` each write the case,
-    and the case is formatted once for both; a worker process may have formatted it
-    (`WorkerParts`)."""
-    global _last_part
-    last = _last_part
-    if last is not None and last[0] is case:
-        return last[1]
+    """`case` as the JSON report's cases list holds it, formatted and indented (a worker
+    process may have formatted it: `WorkerParts`)."""
     part = WorkerParts.part(case)
-    if part is None:
-        part = _formatted(case)
-    _last_part = (case, part)
-    return part
+    return _formatted(case) if part is None else part
 
 
 def _formatted(case: CaseReport) -> bytes:
+    return _formatted_all([case])
+
+
+# Cases (and transcript lines) formatted together, this many at most: one encoding and
+# one format of the lot, where a call of each per case cost as much again as the bytes.
+BATCH = 64
+
+
+def _formatted_all(cases: list[CaseReport]) -> bytes:
+    """`cases`' parts joined as the cases' list joins them (`_SEPARATOR`): one format of
+    them all, two lists deep, as each is alone. The last batch's is kept: the report for
+    `show` and `--json-report` each write the same cases, formatted once for both."""
     import msgspec
 
+    global _last_batch
+    last = _last_batch
+    if last is not None and len(last[0]) == len(cases) and all(map(operator.is_, last[0], cases)):
+        return last[1]
     head, tail = _AROUND_CASE
-    formatted = msgspec.json.format(b"[[" + encoded_json(case) + b"]]", indent=2)
-    return inert_json(formatted[head:-tail])
+    formatted = msgspec.json.format(b"[" + encoded_json(cases) + b"]", indent=2)
+    # The separator and the indent between two cases are ASCII without `#`: what
+    # `inert_json` escapes in the lot is what it escapes in each.
+    part = inert_json(formatted[head:-tail])
+    _last_batch = (tuple(cases), part)
+    return part
 
 
 def _transcript_line(case: CaseReport) -> bytes | None:
     """A passing case's transcript as the last run keeps it beside its report, one JSON
     line; None for a case that keeps none there."""
+    kept = _kept_transcript(case)
+    return None if kept is None else _lines([kept])
+
+
+def _kept_transcript(case: CaseReport) -> KeptTranscript | None:
     record = case.record
     if not case.passed or record is None or record.transcript is None:
         return None
     from harness.reporters.last_run import KeptTranscript
 
-    kept = KeptTranscript(id=case.id, fixture=case.fixture, transcript=record.transcript)
-    return inert_json(encoded_json(kept)) + b"\n"
+    return KeptTranscript(id=case.id, fixture=case.fixture, transcript=record.transcript)
+
+
+def _lines(kept: list[KeptTranscript]) -> bytes:
+    """The lines of `kept`, one after another: one encoding of them all."""
+    import msgspec
+
+    try:
+        encoded = msgspec.json.Encoder().encode_lines(kept)
+    except UnicodeEncodeError:  # a lone surrogate somewhere: each as it is alone
+        encoded = b"".join(encoded_json(one) + b"\n" for one in kept)
+    # A line starts with `{` and ends with `}`: what `inert_json` escapes in the lines is
+    # what it escapes in each.
+    return inert_json(encoded)
 
 
 class WorkerParts(HeldParts):
@@ -208,7 +238,7 @@ class WorkerParts(HeldParts):
         return cast(bytes, held[1])
 
 
-_last_part: tuple[CaseReport, bytes] | None = None
+_last_batch: tuple[tuple[CaseReport, ...], bytes] | None = None
 
 
 class JsonCases:
@@ -222,14 +252,32 @@ class JsonCases:
 
         self._cases = SpooledList(_SEPARATOR, directory)
         self.transcripts = transcripts  # the last run's report names its transcripts file
+        # The cases kept and not yet formatted (`BATCH` at most): formatted together.
+        self._pending: list[CaseReport] = []
 
     def named(self, suite: str, agent: str) -> None:
         pass  # a case's JSON does not name them
 
     def add(self, case: CaseReport) -> None:
-        self._cases.append(case_part(case))
+        part = WorkerParts.part(case)
+        if part is not None:
+            self._format()
+            self._cases.append(part)
+            return
+        pending = self._pending
+        pending.append(case)
+        if len(pending) >= BATCH:
+            self._format()
+
+    def _format(self) -> None:
+        """The cases pending formatted into the spool, after those before them."""
+        pending = self._pending
+        if pending:
+            self._pending = []  # a new list: the last batch formatted is kept as it is
+            self._cases.append(_formatted_all(pending))
 
     def add_passes(self, passes: Passes) -> None:
+        self._format()
         spilled = passes.spilled(WorkerParts)
         if spilled is not None:  # copied from where its workers wrote them
             self._cases.extend_from(spilled[1])
@@ -238,6 +286,7 @@ class JsonCases:
         self._cases.extend([part for _, part, _ in made])
 
     def parts(self, report: SuiteReport) -> Sequence[Part]:
+        self._format()
         empty = _render(report, self.transcripts, [])
         if not self._cases.count:
             return (empty,)
@@ -248,6 +297,7 @@ class JsonCases:
         return render_json(report, self.transcripts)
 
     def close(self) -> None:
+        self._pending = []
         self._cases.spool.close()
 
     def spool_in(self, directory: Path) -> None:
@@ -274,6 +324,8 @@ class LastRun(Reporter):
         self._staged: Path | None = None  # the transcripts as they are written
         self._handle: IO[bytes] | None = None
         self._placed: Path | None = None  # put in place, its report not yet
+        # Passing cases' transcripts not yet written (`_write_lines`).
+        self._lines: list[KeptTranscript] = []
         self._off = False
         from harness.reporters.streamed import Streamed
 
@@ -302,19 +354,39 @@ class LastRun(Reporter):
     def case_done(self, case: CaseReport) -> None:
         if self._handle is None:
             return
-        line = WorkerParts.line(case)
+        held = WorkerParts.held(case)
+        if held is None:
+            kept = _kept_transcript(case)
+            if kept is not None:
+                # Encoded with those after it (`BATCH` at most): one encoding of them all.
+                pending = self._lines
+                pending.append(kept)
+                if len(pending) >= BATCH:
+                    self._write_lines()
+            return
+        line = cast("bytes | None", held[0])
         if line is None:
             return
         try:
+            self._write_lines()
             self._handle.write(line)
         except OSError as exc:
             self._give_up(exc)
+
+    def _write_lines(self) -> None:
+        """The lines pending written, after those before them (`OSError` when they cannot
+        be: the caller gives up)."""
+        pending, handle = self._lines, self._handle
+        if pending and handle is not None:
+            self._lines = []
+            handle.write(_lines(pending))
 
     def passes_done(self, passes: Passes) -> None:
         if self._handle is None:
             return
         spilled = passes.spilled(WorkerParts)
         try:
+            self._write_lines()
             if spilled is not None:  # copied from where its workers wrote them
                 for file, offset, length, _, _ in spilled[0]:
                     copy_into(self._handle, file.fileno(), offset, length)
@@ -366,6 +438,11 @@ class LastRun(Reporter):
         handle, staged = self._handle, self._staged
         if handle is None or staged is None:
             return None
+        try:
+            self._write_lines()
+        except OSError as exc:  # as a case's line that could not be written is
+            self._give_up(exc)
+            return None
         handle.flush()
         os.fsync(handle.fileno())
         handle.close()
@@ -397,6 +474,7 @@ class LastRun(Reporter):
     def _discard(self) -> None:
         """Nothing of this run's state stays behind: the previous run's is as it was."""
         handle, self._handle = self._handle, None
+        self._lines = []
         if handle is not None:
             with contextlib.suppress(OSError):
                 handle.close()

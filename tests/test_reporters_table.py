@@ -69,6 +69,27 @@ def test_table_lines() -> None:
     ]
 
 
+def test_a_passing_case_still_shows_its_warnings_and_diagnostic_judge_grades() -> None:
+    from harness.expectations.base import JudgeNote
+
+    note = JudgeNote(rubric="tone", threshold=0.5, score=0.9, gated=False)
+    grades = [
+        Grade('tools_used("echo")', True, "called", "tool"),
+        Grade("request_snapshot", True, "as taken", "snapshot", warn=True),
+        Grade("judge(tone)", True, "score 0.9", "judge", judge=note),
+    ]
+    # A warning that passed, a diagnostic judge grade: each shown under the passing case.
+    said = [
+        "      ~ request_snapshot (warning): as taken",
+        "      ~ judge(tone) (diagnostic): score 0.9",
+    ]
+    for shown, under in ((grades[:2], said[0]), (grades[::2], said[1])):
+        case = CaseReport.graded("ok", "evals/ok.json", shown, RunRecord())
+        assert render_case(case).splitlines() == ["  ✓ ok (evals/ok.json)  2/2 checks", under]
+    plain = CaseReport.graded("ok", "evals/ok.json", grades[:1], RunRecord())
+    assert render_case(plain, counter="[1/2] ") == "  [1/2] ✓ ok (evals/ok.json)  1/1 checks\n"
+
+
 def test_table_summary_when_green() -> None:
     text = render_summary(suite_report("regression", passing_report("a"), passing_report("b")))
     assert "2/2 cases passed  ✓" in text

@@ -105,6 +105,14 @@ def _repeat_lines(stats: RepeatStats, checks_follow: bool) -> list[str]:
     return lines
 
 
+def _all_passed(case: CaseReport) -> bool:
+    """Whether `case` passed a single run (no error) with every check it has, each of them
+    deciding it: its line says so and nothing goes under it."""
+    if not case.passed or case.repeat is not None or case.error is not None or case.not_run:
+        return False
+    return all(g.passed and not g.warn and g.judge is None for g in case.grades)
+
+
 def render_case(
     case: CaseReport,
     colour: bool = False,
@@ -114,6 +122,9 @@ def render_case(
     """A case's lines; `counter` (`[3/20] `) starts the first; `folded`: what to say in
     place of a detail an earlier case showed (a shared snapshot change)."""
     head = f"  {counter}{_icon(case, colour)} {clean(case.id)} ({clean(case.fixture)})"
+    if _all_passed(case):  # most cases: one line, no check to list under it
+        checks = len(case.grades)
+        return inert(f"{head}  {checks}/{checks} checks") + "\n"
     if case.not_run is not None:
         return inert(f"{head}  not run: {clean(case.not_run)}") + "\n"
     stats = case.repeat

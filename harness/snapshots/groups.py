@@ -39,6 +39,8 @@ class Changes:
         detail and what to say in its place."""
         folded = {}
         for grade in case.grades:
+            if grade.passed:  # no change to fold (`change_key`), asked of every case's
+                continue
             key = change_key(grade)
             if key is None:
                 continue

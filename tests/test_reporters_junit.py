@@ -880,3 +880,21 @@ def test_a_run_errors_frames_follow_it_in_the_error_body() -> None:
         "  ::error::x\\u000a##[error]y.py:2 in f\\u001b[31m"
     ), body
     assert runner_commands(data.decode("utf-8")) == []
+
+
+@pytest.mark.parametrize("line", [None, 7])
+def test_a_plain_pass_is_written_without_a_tree_as_the_tree_writes_it(
+    line: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.reporters import junit
+
+    odd = "a&b <\"c\"> 'd' ##[x] ::e"
+    case = msgspec.structs.replace(passing_report(odd), fixture=f"evals/{odd}\t.json", line=line)
+    bare = junit._bare_testcase("s&[a]", f"{odd}[a]", case)
+    warned = Grade("request_snapshot", True, "as taken", "snapshot", warn=True)
+    with_warning = msgspec.structs.replace(case, grades=[*case.grades, warned])
+    assert bare is not None  # written without a tree...
+    assert junit._bare_testcase("s&[a]", f"{odd}[a]", with_warning) is None  # (its system-out)
+    assert bare == junit._testcase("s&", "a", case)
+    monkeypatch.setattr(junit, "_bare_testcase", lambda *args: None)
+    assert bare == junit._testcase("s&", "a", case)  # ...as the tree writes it

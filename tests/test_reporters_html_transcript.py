@@ -168,3 +168,42 @@ def test_each_dispatch_is_shown_once_under_the_answer_that_asked_for_it() -> Non
         "never asked for"
     )
     assert len(re.findall("second one", document)) == 1
+
+
+# --- what the page makes of a text, made once ------------------------------------------------
+
+
+def test_arguments_made_once_are_each_the_arguments_own() -> None:
+    """The indented arguments are kept by their text (a dict's: its compact JSON), so that
+    arguments equal to others in Python but written otherwise (1, 1.0, true) are each their
+    own, and the same arguments show the same whether made or kept."""
+    from harness.reporters import html_transcript
+
+    shown = [html_transcript.arguments({"x": value}) for value in (1, 1.0, True, 1, "1")]
+    said = [re.search(r"&quot;x&quot;: (.*)\n", s) for s in shown]
+    assert [found.group(1) if found else None for found in said] == [
+        "1",
+        "1.0",
+        "true",
+        "1",
+        "&quot;1&quot;",
+    ]
+    assert html_transcript.arguments('{"x": 1.0}') == shown[1]
+    assert html_transcript.arguments("not json <b>") == "<pre>\nnot json &lt;b&gt;</pre>"
+
+
+def test_the_texts_kept_are_few_and_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.reporters import html_transcript
+
+    monkeypatch.setattr(html_transcript, "_SHOWN_MAX", 8)
+    texts = html_transcript._TEXTS
+    for n in range(50):
+        assert html_transcript.text(f"<{n}>") == f"&lt;{n}&gt;"
+        assert len(texts) <= 8
+    long = "x" * 300
+    assert html_transcript.text(long) == long and long not in texts
+
+    class Odd(str):
+        pass
+
+    assert html_transcript.text(Odd("<odd>")) == "&lt;odd&gt;" and "<odd>" not in texts

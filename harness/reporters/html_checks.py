@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.io.text import clean_lines
-from harness.reporters.html_transcript import row, table
+from harness.reporters.html_transcript import Shown, row, table
 from harness.reporters.html_transcript import text as _t
 from harness.snapshots.groups import change_key
 
@@ -69,7 +69,14 @@ def _diff_html(diff: str) -> str:
 def _lines(detail: str) -> str:
     """A check's detail with its own lines kept as lines (what it quotes of the run has its
     newlines escaped already), each cleaned and escaped."""
+    return _DETAILS[detail]
+
+
+def _detail(detail: str) -> str:
     return f'<span class="lines">{html.escape(clean_lines(detail))}</span>'
+
+
+_DETAILS = Shown(_detail, 4096)
 
 
 class Checks:

@@ -34,13 +34,41 @@ if TYPE_CHECKING:
 BLOCK_LIMIT = 20_000  # characters one text block shows; the JSON report keeps them all
 
 
-def text(untrusted: str) -> str:
-    """Untrusted text on one line, escaped (quotes too: safe in an attribute)."""
+class Shown(dict[Any, str]):
+    """What the page made of a text, by the text: a run's cases say the same things again
+    and again (roles, tool names, instructions, checks, the same arguments), each made
+    once. Only short texts are kept, and only so many: the page's memory stays flat."""
+
+    def __init__(self, make: Any, longest: int) -> None:
+        super().__init__()
+        self._make = make
+        self._longest = longest
+
+    def __missing__(self, key: Any) -> str:
+        return self.keep(key, self._make(*key) if type(key) is tuple else self._make(key))
+
+    def keep(self, key: Any, made: str) -> str:
+        # Only of a text itself (a subclass could hash or compare otherwise).
+        if type(key[0] if type(key) is tuple else key) is str and len(made) <= self._longest:
+            if len(self) >= _SHOWN_MAX:
+                self.clear()
+            self[key] = made
+        return made
+
+
+_SHOWN_MAX = 1024  # texts each memo keeps
+
+
+def _text(untrusted: str) -> str:
     return html.escape(clean(untrusted))
 
 
 def block(untrusted: str, css: str = "") -> str:
     """Untrusted text as a `<pre>` block, its lines kept, clipped."""
+    return _BLOCKS[untrusted, css]
+
+
+def _block(untrusted: str, css: str) -> str:
     shown = clean_lines(untrusted)
     if len(shown) > BLOCK_LIMIT:
         more = len(shown) - BLOCK_LIMIT
@@ -52,12 +80,32 @@ def block(untrusted: str, css: str = "") -> str:
 
 def arguments(sent: str | dict[str, Any]) -> str:
     """Tool arguments, indented when they are JSON (shown as sent when they are not)."""
+    if type(sent) is str:
+        return _ARGUMENTS[sent]
+    try:
+        # The same tokens as the indented form, in the same order: it says which that is.
+        compact = json.dumps(sent, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return _arguments(sent)
+    shown = _INDENTED.get(compact)
+    return shown if shown is not None else _INDENTED.keep(compact, _arguments(sent))
+
+
+def _arguments(sent: str | dict[str, Any]) -> str:
     try:
         value = json.loads(sent) if isinstance(sent, str) else sent
         indented = json.dumps(value, indent=2, ensure_ascii=False)
     except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
         return block(str(sent))
     return block(indented)
+
+
+_TEXTS = Shown(_text, 256)
+# Untrusted text on one line, escaped (quotes too: safe in an attribute): `_text`, looked up.
+text = _TEXTS.__getitem__
+_BLOCKS = Shown(_block, 4096)
+_ARGUMENTS = Shown(_arguments, 4096)
+_INDENTED = Shown(_arguments, 4096)  # of arguments as a dict, by their compact JSON
 
 
 def row(*cells: str, css: str = "") -> str:

@@ -102,6 +102,41 @@ def test_a_state_that_cannot_be_written_is_said_once_and_fails_nothing(
     assert str(root / LAST_FOLDER) in said and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("batch", [1, 64])
+def test_transcripts_that_cannot_be_written_are_said_and_the_report_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """A full disk under the transcripts, whether a batch of them is written as cases are
+    done or the last few at the end: said once, the report kept naming none."""
+    import errno
+
+    from harness.reporters import json_report
+
+    class Full(io.BytesIO):
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(json_report, "BATCH", batch)
+    started = LastRun.start
+
+    def start(self: LastRun, total: int) -> None:
+        started(self, total)
+        assert self._handle is not None
+        self._handle.close()
+        self._handle = Full()  # where the transcripts go, full
+
+    monkeypatch.setattr(LastRun, "start", start)
+    said = io.StringIO()
+    report = run(RunOptions(suite_of(tmp_path, 3), root=tmp_path), [LastRun(said)])
+    assert len(report.cases) == 4
+    assert said.getvalue().count("transcripts were not kept for `show`: ") == 1
+    assert "No space left on device" in said.getvalue()
+    document = json.loads((tmp_path / LAST_FOLDER / "last-report.json").read_text("utf-8"))
+    assert document["transcripts"] is None and len(document["cases"]) == 4
+    assert [p.name for p in (tmp_path / LAST_FOLDER).iterdir() if "transcripts" in p.name] == []
+
+
 # --- reading it back ---------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -236,9 +236,7 @@ class HtmlCases:
 
 
 def _case(case: CaseReport, checks: Checks) -> str:
-    from harness.tracking.history import verdict_of
-
-    verdict = verdict_of(case)
+    verdict = _verdict_of()(case)
     where = f"{case.fixture}:{case.line}" if case.line else case.fixture
     flaky = ' <span class="badge b-flaky">flaky</span>' if case.flaky else ""
     why = "" if case.passed else _t(one_line(case.first_failure(), 160))
@@ -258,6 +256,13 @@ def _case(case: CaseReport, checks: Checks) -> str:
             "</div></details></li>",
         ]
     )
+
+
+@functools.cache  # imported once, not at every case
+def _verdict_of() -> Callable[[CaseReport], str]:
+    from harness.tracking.history import verdict_of
+
+    return verdict_of
 
 
 def _problem(case: CaseReport) -> list[str]:

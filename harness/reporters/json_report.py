@@ -3,13 +3,13 @@
 It keeps the exact text of the run, escaped: only a lone surrogate (which UTF-8 cannot
 encode) becomes U+FFFD, and what a terminal or a GitHub runner would act on (C1 controls,
 bidirectional formatting, `##[`) is written as a JSON escape (`text.json_safe`). A run
-writes each case out as it is kept (`JsonCases`, `harness.reporters.streamed`), never the
-whole document in memory: the same bytes.
+writes its cases out as they are kept, `BATCH` formatted at once (`JsonCases`,
+`harness.reporters.streamed`), never the whole document in memory: the same bytes.
 
 Every run also keeps its report for `show` (`LastRun`), with its passing cases' transcripts
-beside it, written out as each case is done, one JSON line a case, to a file staged in the
-same folder. At the end that file is put in place as `transcripts-<token>.jsonl`, then the
-report naming it (`$.transcripts`) replaces the previous one, and the earlier runs'
+beside it, written out as cases are done (`BATCH` at once), one JSON line a case, to a file
+staged in the same folder. At the end that file is put in place as `transcripts-<token>.jsonl`,
+then the report naming it (`$.transcripts`) replaces the previous one, and the earlier runs'
 transcripts are removed (`harness.reporters.last_run` reads them back). An interrupted run
 leaves the previous run's as they were. Keeping them never fails a run: a failure to is
 said. Under `--jobs N` each case's part and transcript line come formatted by its worker
@@ -18,6 +18,7 @@ said. Under `--jobs N` each case's part and transcript line come formatted by it
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 import os
 import secrets
@@ -159,9 +160,14 @@ def _kept_transcript(case: CaseReport) -> KeptTranscript | None:
     record = case.record
     if not case.passed or record is None or record.transcript is None:
         return None
+    return _kept_type()(id=case.id, fixture=case.fixture, transcript=record.transcript)
+
+
+@functools.cache  # imported once, not at every case (`--help` imports this module)
+def _kept_type() -> type[KeptTranscript]:
     from harness.reporters.last_run import KeptTranscript
 
-    return KeptTranscript(id=case.id, fixture=case.fixture, transcript=record.transcript)
+    return KeptTranscript
 
 
 def _lines(kept: list[KeptTranscript]) -> bytes:
@@ -172,9 +178,7 @@ def _lines(kept: list[KeptTranscript]) -> bytes:
         encoded = msgspec.json.Encoder().encode_lines(kept)
     except UnicodeEncodeError:  # a lone surrogate somewhere: each as it is alone
         encoded = b"".join(encoded_json(one) + b"\n" for one in kept)
-    # A line starts with `{` and ends with `}`: what `inert_json` escapes in the lines is
-    # what it escapes in each.
-    return inert_json(encoded)
+    return inert_json(encoded)  # lines start with `{`, end with `}`: as each alone
 
 
 class WorkerParts(HeldParts):
@@ -355,21 +359,17 @@ class LastRun(Reporter):
         if self._handle is None:
             return
         held = WorkerParts.held(case)
-        if held is None:
-            kept = _kept_transcript(case)
-            if kept is not None:
-                # Encoded with those after it (`BATCH` at most): one encoding of them all.
-                pending = self._lines
-                pending.append(kept)
-                if len(pending) >= BATCH:
-                    self._write_lines()
-            return
-        line = cast("bytes | None", held[0])
-        if line is None:
+        kept = _kept_transcript(case) if held is None else None
+        if kept is not None:  # encoded with those after it (`BATCH` at most), at once
+            self._lines.append(kept)
+            if len(self._lines) < BATCH:
+                return
+        elif held is None or held[0] is None:
             return
         try:
             self._write_lines()
-            self._handle.write(line)
+            if held is not None:
+                self._handle.write(held[0])
         except OSError as exc:
             self._give_up(exc)
 

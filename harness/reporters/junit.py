@@ -33,7 +33,9 @@ stdout.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+import importlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -58,14 +60,8 @@ MAX_NAMED = 50  # cases the suite's output names per snapshot change
 # Surefire's order of a testcase's children (its schema is a sequence; Jenkins' a choice,
 # which any order satisfies): written in this order, the document is valid under both.
 _ORDER = (
-    "failure",
-    "rerunFailure",
-    "flakyFailure",
-    "skipped",
-    "error",
-    "rerunError",
-    "flakyError",
-    "system-out",
+    *("failure", "rerunFailure", "flakyFailure", "skipped"),
+    *("error", "rerunError", "flakyError", "system-out"),
 )
 
 
@@ -167,12 +163,12 @@ _BETWEEN = "\n\t\t"  # the indentation between two testcases
 
 def _testcase(suite: str, agent: str, case: CaseReport) -> bytes:
     """`case`'s testcase, serialised and indented as the whole document has it."""
-    from xml.etree.ElementTree import Element, indent, tostring
-
     label, name = f"{clean(suite)}[{clean(agent)}]", f"{clean(case.id)}[{clean(agent)}]"
     bare = _bare_testcase(label, name, case)
     if bare is not None:
         return bare
+    from xml.etree.ElementTree import Element, indent, tostring
+
     root = Element("testsuites")
     _test_case(_child(root, "testsuite"), label, name, case, [])
     indent(root, space="\t")  # the testcase at the depth it has in the document
@@ -184,16 +180,18 @@ def _testcase(suite: str, agent: str, case: CaseReport) -> bytes:
 def _bare_testcase(label: str, name: str, case: CaseReport) -> bytes | None:
     """The testcase of a pass of one run, every check deciding it (nothing under it), as
     ElementTree writes it, by its own escape, without a tree for each; else None."""
-    from xml.etree import ElementTree
-
-    escape = getattr(ElementTree, "_escape_attrib", None)
-    bare = case.passed and case.error is None and case.not_run is None and case.repeat is None
-    if escape is None or not bare or case.cluster is not None:
+    escape, bare = _escape(), case.passed and case.error is None and case.not_run is None
+    if escape is None or not bare or case.repeat or case.cluster is not None:
         return None
     if not all(g.gates for g in case.grades):
         return None
     said = "".join(f' {k}="{escape(v)}"' for k, v in _attributes(label, name, case).items())
     return inert_markup(f"<testcase{said} />").encode("utf-8")
+
+
+@functools.cache  # looked up once, not at every case (`--help` imports this module)
+def _escape() -> Callable[[str], str] | None:
+    return getattr(importlib.import_module("xml.etree.ElementTree"), "_escape_attrib", None)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ reporters stream still counts every pass it dropped and writes each one out whol
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -68,6 +69,24 @@ def test_a_slimmed_pass_is_held_as_a_byte_and_read_back_as_slimmed(tmp_path: Pat
         _slim(whole["hi-case"]),
     ]
     assert whole["bad-case"].grades and whole["bad-case"].record is not None  # in full
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_cases_kept_whole_share_their_grades_strings(tmp_path: Path, jobs: int) -> None:
+    """Two failing cases kept whole (in this process, or each sent whole by a worker) hold
+    one copy of each string their grades repeat; a plain pass kept as a byte needs none."""
+    suite = write_suite(
+        tmp_path / "suite",
+        {"a.json": failing_fixture("bad-a"), "b.json": failing_fixture("bad-b")},
+    )
+    cases = load_suite(suite, "replay", BUILTIN_SURFACE)
+    plan = dataclasses.replace(_plan(tmp_path), jobs=jobs)
+    first, second = run_watched(cases, plan, None)
+    assert first.grades and len(first.grades) == len(second.grades)
+    for one, other in zip(first.grades, second.grades, strict=True):
+        assert (one.check, one.detail, one.field) == (other.check, other.detail, other.field)
+        assert one.check is other.check and one.detail is other.detail
+        assert one.field is other.field
 
 
 def test_a_slimmer_report_that_cannot_be_made_again_is_kept_as_returned(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from harness.run.progress import internal_error
 from harness.run.repeats import combine, runs_of
 from harness.run.runner import CasePlan, sealed
 from harness.verdict.kept import SCORES, KeptCases, Passes
-from harness.verdict.reports import CaseReport
+from harness.verdict.reports import CaseReport, share_strings
 
 # Hears each case as it is done; what it returns (a slimmer report) the run keeps in the
 # case's place, None: the case as it is.
@@ -232,11 +232,13 @@ class Results:
         return self.reports
 
     def _tell(self, reports: list[tuple[int, CaseReport]]) -> None:
-        if self._on_case is not None:
-            for index, report in reports:
-                kept = self._on_case(report)
-                if kept is not None:
-                    self._keep(index, kept)
+        on_case = self._on_case
+        for index, report in reports:
+            kept = None if on_case is None else on_case(report)
+            if kept is not None:
+                self._keep(index, kept)
+            else:  # kept whole, as it is
+                share_strings(report.grades)
 
     def _keep(self, index: int, kept: CaseReport) -> None:
         """Hold `kept` (`on_case`'s slimmer report) as the case at `index`: as a byte when
@@ -244,4 +246,5 @@ class Results:
         if kept.passed and kept.score in SCORES and kept == self._plain_pass(index, kept.score):
             self.reports.drop(index, kept.score)
         else:
+            share_strings(kept.grades)
             self.reports.keep(index, kept)

@@ -46,9 +46,11 @@ class ErrorFrame(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         return f"{self.file}:{self.line} in {self.function}"
 
 
-def _shared(grades: list[Grade]) -> None:
-    """`grades` holding the one copy of each of their strings: a run keeps every case's
-    grades, and across cases most of them repeat (fields, check names, `found`)."""
+def share_strings(grades: list[Grade]) -> None:
+    """`grades` holding the one copy of each of their strings: a run keeps the grades of
+    every case it keeps whole, and across cases most of them repeat (fields, check names,
+    `found`). Done as a case is kept whole (`harness.run.results`), not for a plain pass
+    kept as a byte."""
     intern, set_field = sys.intern, msgspec.structs.force_setattr
     for g in grades:
         # Set only where another copy is the one kept (a field's text mostly is it).
@@ -125,7 +127,6 @@ class CaseReport(msgspec.Struct, kw_only=True, frozen=True, gc=False):
         # found once for both.
         gating = [g for g in grades if g.gates]
         passed = passes(gating)
-        _shared(grades)
         return cls(
             id=id,
             fixture=fixture,

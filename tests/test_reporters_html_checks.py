@@ -156,3 +156,24 @@ def test_overruns_show_per_case_and_for_the_suite() -> None:
     )
     assert parsed.shown.count("over budget") == 1
     assert "FAILED (exit 1)" in parsed.shown
+
+
+def test_a_passing_checks_row_is_its_own_whether_made_or_kept() -> None:
+    from harness.reporters import html_checks
+    from harness.run_record import RunRecord
+    from harness.verdict.reports import CaseReport
+
+    grades = [
+        Grade("response_contains(<x>)", True, "found", "response", "$.expects.a"),
+        Grade("response_contains(<x>)", True, "found it", "response", "$.expects.a"),
+        Grade("response_contains(<x>)", True, "found", "tool", "$.expects.a"),
+        Grade("response_contains(<x>)", True, "found", "response", "$.expects.b"),
+    ]
+    case = CaseReport.graded("ok", "ok.json", grades, RunRecord())
+    rows = html_checks.Checks().case(case)
+    html_checks._PASSED.clear()
+    assert html_checks.Checks().case(case) == rows  # made again: the same
+    table = rows[-1]
+    assert table.count("<tr") == 5 and "response_contains(&lt;x&gt;)" in table
+    for said in ("found it", "tool", "$.expects.b"):
+        assert table.count(said) == 1

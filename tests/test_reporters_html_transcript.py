@@ -207,3 +207,22 @@ def test_the_texts_kept_are_few_and_short(monkeypatch: pytest.MonkeyPatch) -> No
         pass
 
     assert html_transcript.text(Odd("<odd>")) == "&lt;odd&gt;" and "<odd>" not in texts
+
+
+def test_messages_made_once_are_each_the_messages_own() -> None:
+    """A message without tool calls is kept by all it says: its role, its text and the
+    call it answers each tell it apart; kept or made, the same."""
+    from harness.reporters import html_transcript
+
+    said = [
+        Message(role="user", content="hi <b>"),
+        Message(role="system", content="hi <b>"),
+        Message(role="tool", content="hi <b>", tool_call_id="call_1"),
+        Message(role="tool", content="hi <b>", tool_call_id="call_2"),
+        Message(role="user", content="hi <b>"),
+    ]
+    shown = [html_transcript._message(m) for m in said]
+    assert len(set(shown)) == 4 and shown[0] == shown[4]
+    assert "call_2" in shown[3] and "call_1" not in shown[3]
+    html_transcript._MESSAGES.clear()
+    assert [html_transcript._message(m) for m in reversed(said)] == shown[::-1]

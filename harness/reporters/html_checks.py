@@ -79,6 +79,20 @@ def _detail(detail: str) -> str:
 _DETAILS = Shown(_detail, 4096)
 
 
+def _passed(check: str, detail: str, category: str, field: str) -> str:
+    return row(
+        "✓",
+        f"<code>{_t(check)}</code>",
+        _lines(detail),
+        _t(category),
+        f"<code>{_t(field)}</code>",
+        css="pass",
+    )
+
+
+_PASSED = Shown(_passed, 4096)  # a passing check's row, by what it says
+
+
 class Checks:
     """What a report's cases' checks show: each case's table as it is rendered, and after
     them the snapshot changes those tables link to; the overruns of the suite's gates."""
@@ -108,13 +122,15 @@ class Checks:
         if not case.grades:
             return lines
         rows = [
-            row(
-                "✓" if g.passed else "✗",
+            _PASSED[g.check, g.detail, g.category, g.field]
+            if g.passed  # no snapshot change to link (`change_key`): by what it says
+            else row(
+                "✗",
                 f"<code>{_t(g.check)}</code>",
                 self._observed(case.id, g),
                 _t(g.category),
                 f"<code>{_t(g.field)}</code>",
-                css="pass" if g.passed else "fail",
+                css="fail",
             )
             for g in case.grades
         ]

@@ -48,8 +48,9 @@ class Shown(dict[Any, str]):
         return self.keep(key, self._make(*key) if type(key) is tuple else self._make(key))
 
     def keep(self, key: Any, made: str) -> str:
-        # Only of a text itself (a subclass could hash or compare otherwise).
-        if type(key[0] if type(key) is tuple else key) is str and len(made) <= self._longest:
+        # Only of texts themselves (a subclass could hash or compare otherwise).
+        texts = key if type(key) is tuple else (key,)
+        if all(type(one) is str for one in texts) and len(made) <= self._longest:
             if len(self) >= _SHOWN_MAX:
                 self.clear()
             self[key] = made
@@ -229,14 +230,17 @@ def _tool_calls(calls: tuple[ToolCall, ...]) -> str:
 
 
 def _message(message: Message) -> str:
-    of = (
-        f' <span class="sub">for {text(message.tool_call_id)}</span>'
-        if message.tool_call_id
-        else ""
-    )
-    content = block(message.content) if message.content else ""
-    calls = _tool_calls(message.tool_calls)
-    return f'<li><span class="role">{text(message.role)}</span>{of}{content}{calls}</li>'
+    said = (message.role, message.content, message.tool_call_id or "")
+    return _message_of(*said, message.tool_calls) if message.tool_calls else _MESSAGES[said]
+
+
+def _message_of(role: str, content: str, call_id: str, calls: tuple[ToolCall, ...] = ()) -> str:
+    of = f' <span class="sub">for {text(call_id)}</span>' if call_id else ""
+    shown = block(content) if content else ""
+    return f'<li><span class="role">{text(role)}</span>{of}{shown}{_tool_calls(calls)}</li>'
+
+
+_MESSAGES = Shown(_message_of, 4096)  # a message without tool calls, by what it says
 
 
 def _answer(answer: ModelStep) -> str:

@@ -428,10 +428,10 @@ def _as_found(
     # Callbacks queued to run next (a `call_soon` of the task's cancel, say): the first
     # turn of the next run would run them. A loop without the queue: never the same task.
     ready = getattr(loop, "_ready", None)
-    if ready is None or any(not handle.cancelled() for handle in ready):
+    if ready is None or (ready and any(not handle.cancelled() for handle in ready)):
         return False
     timers = getattr(loop, "_scheduled", None)
-    if timers is None or any(not timer.cancelled() for timer in timers):
+    if timers is None or (timers and any(not timer.cancelled() for timer in timers)):
         return False
     # This one and `_run_all`'s; every task made that is still held counted first (3.11's
     # weak set of them: all_tasks would list them to find the pending ones).

@@ -128,16 +128,22 @@ os.waitpid(tracker._pid, 0)
 """
 
 
-def test_the_resource_tracker_is_a_fork_holding_only_its_pipe(tmp_path: Path) -> None:
-    # Spawned, it is a fresh interpreter: 30 ms of CPU every run with workers pays.
+def _python(source: str) -> subprocess.CompletedProcess[str]:
+    """`source` run by a Python of its own with this checkout on its path, which succeeded."""
     done = subprocess.run(
-        [sys.executable, "-c", TRACKER],
+        [sys.executable, "-c", source],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_the_resource_tracker_is_a_fork_holding_only_its_pipe(tmp_path: Path) -> None:
+    # Spawned, it is a fresh interpreter: 30 ms of CPU every run with workers pays.
+    done = _python(TRACKER)
     name, fds, segment = done.stdout.split("\n")[:3]
     assert name == fork_server.TRACKER_NAME.decode()
     assert len(json.loads(fds)) == 4  # standard streams and its pipe, as a spawned one
@@ -193,12 +199,5 @@ print("_ctypes" in Path(f"/proc/{tracker._pid}/maps").read_text())
 
 def test_the_tracker_names_itself_without_loading_ctypes() -> None:
     # Loading ctypes (and libffi) only to name itself was 3 ms of each run with workers.
-    done = subprocess.run(
-        [sys.executable, "-c", NAMED_TRACKER],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = _python(NAMED_TRACKER)
     assert done.stdout.split() == [fork_server.TRACKER_NAME.decode(), "False"]

@@ -337,6 +337,39 @@ def test_a_spool_holds_bytes_of_other_files_where_they_are_and_copies_them_in_or
     only_held.close()
 
 
+def test_a_spool_holds_few_files_open_and_copies_in_the_bytes_of_any_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every worker a death brings writes files of its own: held open for the run, a suite
+    # whose cases kill their workers would run out of file descriptors.
+    monkeypatch.setattr(atomic, "REFERRED_FILES", 3)
+    spool = atomic.Spool(tmp_path)
+    files, expected = [], b""
+    for k in range(6):
+        path = tmp_path / f"parts-{k}"
+        path.write_bytes(b"..%d%d%d.." % (k, k, k))
+        files.append(open(path, "rb", buffering=0))  # noqa: SIM115 (closed below)
+        spool.refer(files[-1], 2, 3)
+        spool.refer(files[-1], 3, 1)  # a file held already stays held
+        spool.write(b",")
+        expected += b"%d%d%d%d," % (k, k, k, k)
+    held = {id(file) for _, file, _, _ in spool._held}
+    assert held == {id(f) for f in files[:3]}
+    assert spool.size == len(expected)
+    for file in files[3:]:
+        file.close()  # the bytes of the files past the first three were copied in already
+    out = io.BytesIO()
+    spool.copy_to(out)  # type: ignore[arg-type]
+    assert out.getvalue() == expected
+    for file in files[:3]:
+        file.close()
+    spool.close()
+    assert (spool.size, spool._held) == (0, [])
+    out = io.BytesIO()
+    spool.copy_to(out)  # type: ignore[arg-type]  # closed, it holds nothing
+    assert out.getvalue() == b""
+
+
 def test_a_suite_is_listed_for_its_fixtures_only_when_a_planned_report_exists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -156,6 +156,8 @@ def _fixture_name(report: Path, suite: Path) -> bool:
 
 
 _SPOOL_BUFFER = 1 << 16
+# The other files one spool holds bytes of at most (`Spool.refer`), each held open.
+REFERRED_FILES = 64
 
 
 class Spool:
@@ -173,18 +175,20 @@ class Spool:
         # What `refer` was given, in order: where it stands among the bytes written here,
         # the file (held open), where in it, how long.
         self._held: list[tuple[int, IO[bytes], int, int]] = []
+        self._files: set[int] = set()  # the files `_held` holds open
 
     def write(self, data: bytes) -> None:
+        self._opened().write(data)
+        self.size += len(data)
+        self._own += len(data)
+
+    def _opened(self) -> BinaryIO:
         if self._handle is None:
             # Beside the report when it has a place: the same file system it is copied to.
             # A buffer of many cases: one write a case is a system call every case or two.
-            handle = tempfile.TemporaryFile(  # noqa: SIM115 (kept open)
-                "w+b", _SPOOL_BUFFER, dir=self.directory
-            )
+            handle = tempfile.TemporaryFile("w+b", _SPOOL_BUFFER, dir=self.directory)  # noqa: SIM115
             self._handle = cast(BinaryIO, handle)  # binary: the stubs lose it with a buffer
-        self._handle.write(data)
-        self.size += len(data)
-        self._own += len(data)
+        return self._handle
 
     def copy_to(self, out: BinaryIO) -> None:
         """Every byte written so far, appended to `out` (the spool can be copied again)."""
@@ -205,9 +209,15 @@ class Spool:
     def refer(self, file: IO[bytes], offset: int, length: int) -> None:
         """`length` bytes of `file` (a regular file, kept open, never written again where
         they are) from `offset` on, as if written now: held where they are."""
-        if length > 0:
+        if length <= 0:
+            return
+        self.size += length
+        if id(file) in self._files or len(self._files) < REFERRED_FILES:
+            self._files.add(id(file))  # alive while `_held` holds it: its id is its own
             self._held.append((self._own, file, offset, length))
-            self.size += length
+        else:  # each worker a death brings has files: past a few, deaths add no open file
+            copy_into(self._opened(), file.fileno(), offset, length)
+            self._own += length
 
     def slices(self, ranges: Sequence[tuple[int, int]]) -> Slices:
         """The (offset, length) ranges of what was written, in this order, as one part
@@ -232,7 +242,8 @@ class Spool:
         handle.seek(0, os.SEEK_END)
 
     def close(self) -> None:
-        self._held = []
+        # Empty again, as it began: nothing held, nothing written.
+        self._held, self._files, self.size, self._own = [], set(), 0, 0
         handle, self._handle = self._handle, None
         if handle is not None:
             with contextlib.suppress(OSError):

@@ -77,7 +77,10 @@ def test_a_suite_pickled_for_the_workers_is_its_columns_alone(tmp_path: Path) ->
     odd = AdmittedCases(str(tmp_path) + os.sep)
     for n, case_id in enumerate(["c0", "with\0nul", ""]):
         odd.append(str(tmp_path / f"f{n}.json"), case_id, bytes(32), None)
-    for cases in (suite, suite.picked([0, 2]), suite.picked([]), odd):
+    # One case whose id is empty joins to the text no case does: a case all the same.
+    blank = AdmittedCases(str(tmp_path) + os.sep)
+    blank.append(str(tmp_path / "f0.json"), "", bytes(32), None)
+    for cases in (suite, suite.picked([0, 2]), suite.picked([]), odd, blank):
         again = pickle.loads(pickle.dumps(cases))
         assert again._last is None  # before anything reads a case of it
         assert len(again) == len(cases) and again.ids() == cases.ids()

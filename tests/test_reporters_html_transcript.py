@@ -207,6 +207,10 @@ def test_the_texts_kept_are_few_and_short(monkeypatch: pytest.MonkeyPatch) -> No
         pass
 
     assert html_transcript.text(Odd("<odd>")) == "&lt;odd&gt;" and "<odd>" not in texts
+    # Arguments whose indented form is short but which are long themselves: not kept.
+    padded = "{}" + " " * 5000
+    assert html_transcript.arguments(padded) == html_transcript.arguments("{}")
+    assert padded not in html_transcript._ARGUMENTS and "{}" in html_transcript._ARGUMENTS
 
 
 def test_messages_made_once_are_each_the_messages_own() -> None:

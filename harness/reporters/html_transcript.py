@@ -48,9 +48,12 @@ class Shown(dict[Any, str]):
         return self.keep(key, self._make(*key) if type(key) is tuple else self._make(key))
 
     def keep(self, key: Any, made: str) -> str:
-        # Only of texts themselves (a subclass could hash or compare otherwise).
+        # Only of texts themselves (a subclass could hash or compare otherwise), short as
+        # what is made of them: a long text can make a short one ("{}" and a megabyte of
+        # spaces), and the memo outlives the run.
         texts = key if type(key) is tuple else (key,)
-        if all(type(one) is str for one in texts) and len(made) <= self._longest:
+        longest = self._longest
+        if len(made) <= longest and all(type(t) is str and len(t) <= longest for t in texts):
             if len(self) >= _SHOWN_MAX:
                 self.clear()
             self[key] = made

@@ -1,10 +1,13 @@
 """`harness.run.watchdog`: cases run up to `jobs` at once, reported as they finish and kept in
 fixture order; a blocked run is abandoned without taking the others with it; `maxfail`
-stops the run early and the cases never started are reported as not run."""
+stops the run early and the cases never started are reported as not run; a run in flight
+when its suite is interrupted never moves the process to its directory afterwards."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import signal
 import threading
 import time
 from pathlib import Path
@@ -260,3 +263,71 @@ def test_live_runs_going_at_once_start_spaced_not_in_one_burst(
     assert all(r.passed for r in reports), [r.first_failure() for r in reports]
     gaps = [later - earlier for earlier, later in itertools.pairwise(started)]
     assert len(gaps) == 4 and min(gaps) >= 0.04, gaps
+
+
+# A loop whose turn waits, without blocking its thread, until the test lets it go.
+WAITING_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import threading
+
+STARTED = threading.Event()
+RELEASE = threading.Event()
+
+
+class Waiting(Session):
+    async def run_turn(self, user_input):
+        STARTED.set()
+        while not RELEASE.is_set():
+            await asyncio.sleep(0.01)
+        return await super().run_turn(user_input)
+
+
+def waiting(ctx):
+    return Waiting(ctx)
+"""
+)
+
+
+class _Interrupted(Exception):
+    """What a signal handler raises in the main thread (as pytest-timeout's does)."""
+
+
+def test_a_run_in_flight_when_its_suite_is_interrupted_never_moves_the_process_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run the interruption abandoned goes on, on its own thread, after its suite has
+    # returned; had it put back the working directory it started in, it would move a later
+    # suite of the same process (run from elsewhere) into that one, to admit its fixtures.
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir()
+    later.mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = write_module(tmp_path, WAITING_LOOP)
+    loop = importlib.import_module(name)
+    write_suite(first / "suite", {"a.json": says_hi("case-a")})
+
+    def interrupt() -> None:
+        if loop.STARTED.wait(30):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
+
+    def raised(signum: int, frame: object) -> None:
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGUSR1, raised)
+    before = set(threading.enumerate())
+    monkeypatch.chdir(first)
+    try:
+        interrupter = threading.Thread(target=interrupt, daemon=True)
+        interrupter.start()
+        with pytest.raises(_Interrupted):
+            run_suite("suite", agent=f"{name}:waiting")
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    monkeypatch.chdir(later)
+    loop.RELEASE.set()
+    for thread in set(threading.enumerate()) - before:
+        thread.join(10)
+        assert not thread.is_alive(), thread
+    assert Path.cwd() == later

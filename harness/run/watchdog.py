@@ -68,11 +68,14 @@ def run_watched(
     # gets to, and the cases after it would read their fixtures from wherever it went.
     cwd = os.getcwd()
     while pending:
-        worker = _SuiteWorker(cases, pending, plan, results, reuse_thread, cwd)
+        worker = _SuiteWorker(cases, pending, plan, results, cwd)
         try:
+            # Started in here: an interruption as soon as its runs begin abandons them too.
+            worker.start(reuse_thread)
             stuck = worker.watch()
         except BaseException:  # an interruption: the runs in flight leave nothing behind
             worker.abandon()
+            restore_cwd(cwd)
             raise
         if stuck is None:
             break
@@ -215,7 +218,6 @@ class _SuiteWorker:
         pending: list[Unit],
         plan: CasePlan,
         results: _Results,
-        reuse_thread: bool,
         cwd: str,
     ) -> None:
         self._cases = cases
@@ -231,6 +233,10 @@ class _SuiteWorker:
         self.running: dict[Unit, CaseProgress] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._units: dict[asyncio.Task[None], Unit] = {}
+
+    def start(self, reuse_thread: bool) -> None:
+        """Its runs begun, on a thread of their own (`reuse_thread`: one an earlier worker
+        ran its runs on, when it is free)."""
         if reuse_thread:
             _CaseThread.run(self._main)
         else:
@@ -263,6 +269,7 @@ class _SuiteWorker:
                 self._abandoned = True
                 for other in self.running.values():
                     if other is not progress:
+                        other.abandoned = True  # its cwd is put back here, now
                         other.context.remove_workspace()
                     # Should the loop run again, its runs end at once (they are run again
                     # elsewhere, and nothing watches this loop's clocks any more).
@@ -278,10 +285,16 @@ class _SuiteWorker:
             return [p.watched for p in self.running.values() if p.watched is not None]
 
     def abandon(self) -> None:
-        """Give up every run in flight, removing their workspaces."""
+        """Give up every run in flight, removing their workspaces. Each goes on on its
+        thread after the caller has gone on (in another directory, maybe, in a process that
+        runs suite after suite): marked abandoned, it does not put back the working
+        directory it started in when it ends (the caller does, now), which would move the
+        whole process there under whatever runs then."""
         with self._lock:
             self._abandoned = True
             running = list(self.running.values())
+            for progress in running:
+                progress.abandoned = True
         for progress in running:
             progress.context.remove_workspace()
 
@@ -395,6 +408,8 @@ class _SuiteWorker:
             progress.watched = self.clock.deadline()
             with self._lock:
                 self.running[unit] = progress
+                # Begun as the loop was given up: as abandoned as the runs `abandon` saw.
+                progress.abandoned = self._abandoned
             report = await run_case(progress, plan, self._cwd)
         with self._lock:
             if self._abandoned:

@@ -93,12 +93,11 @@ def test_the_last_quick_cases_still_go_a_few_at_once() -> None:
     assert all(len(batch) >= min(MIN_BATCH, 5) for batch in workers[0].batches[:-1])
 
 
-def test_a_worker_started_while_the_next_is_forked_has_its_first_batch_at_once() -> None:
-    # The server forks the workers one after the other: the first starts its cases while
-    # the pool waits for the second, with a share sized for both.
+def _started(pool: Any) -> tuple[list[_Held], list[list[list[int]]]]:
+    """The workers `pool` starts as it is replenished, and, as each after the first starts,
+    the batches the first one held then."""
     started: list[_Held] = []
     first_had: list[list[list[int]]] = []
-    pool = _pool(100, [])
 
     def start() -> _Held:
         if started:
@@ -110,6 +109,14 @@ def test_a_worker_started_while_the_next_is_forked_has_its_first_batch_at_once()
 
     pool._start = start
     pool._replenish()
+    return started, first_had
+
+
+def test_a_worker_started_while_the_next_is_forked_has_its_first_batch_at_once() -> None:
+    # The server forks the workers one after the other: the first starts its cases while
+    # the pool waits for the second, with a share sized for both.
+    pool = _pool(100, [])
+    started, first_had = _started(pool)
     assert len(started) == 2
     (held,) = first_had
     assert [len(batch) for batch in held] == [100 // (4 * 2)]  # its share of two workers'
@@ -117,15 +124,5 @@ def test_a_worker_started_while_the_next_is_forked_has_its_first_batch_at_once()
 
 
 def test_a_single_worker_is_fed_with_the_others_not_as_it_starts() -> None:
-    pool = _pool(100, [], wanted=1)
-    started: list[_Held] = []
-
-    def start() -> _Held:
-        worker = _Held()
-        started.append(worker)
-        pool._workers.append(worker)
-        return worker
-
-    pool._start = start
-    pool._replenish()
+    started, _ = _started(_pool(100, [], wanted=1))
     assert len(started) == 1 and started[0].batches == []

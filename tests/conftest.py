@@ -838,6 +838,25 @@ def run_process(
     )
 
 
+def start_reported_run(
+    root: Path, agent: str, *extra: str, env: dict[str, str]
+) -> subprocess.Popen[str]:
+    """`python -m harness eval run --agent AGENT EXTRA` started in `root` as CI starts it,
+    writing `reports/junit.xml` and `reports/report.json`, with `env` added (not waited for:
+    the caller interrupts or reads it)."""
+    command = [sys.executable, "-m", "harness", "eval", "run", "--agent", agent, *extra]
+    reports = ["--junit-xml", "reports/junit.xml", "--json-report", "reports/report.json"]
+    return subprocess.Popen(
+        [*command, *reports, "--timeout", "300"],
+        cwd=root,
+        env=child_environment(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+
+
 def run_limited(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`python <argv>` in a subprocess that can neither hang (timeout) nor take more than
     1 GiB (a reader of /dev/zero would otherwise take all there is)."""

@@ -22,6 +22,7 @@ from conftest import (
     green_project,
     project,
     run_process,
+    start_reported_run,
     write_module,
 )
 
@@ -196,17 +197,7 @@ harness.run.runner.grade = _slow_grade
 
 
 def _start(root: Path, module: str, marker: Path) -> subprocess.Popen[str]:
-    environment = child_environment(ZC_MARKER=str(marker))
-    command = [sys.executable, "-m", "harness", "eval", "run", "--agent", f"{module}:factory"]
-    reports = ["--junit-xml", "reports/junit.xml", "--json-report", "reports/report.json"]
-    return subprocess.Popen(
-        [*command, *reports, "--timeout", "300"],
-        cwd=root,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_reported_run(root, f"{module}:factory", env={"ZC_MARKER": str(marker)})
 
 
 def _wait_for(marker: Path, process: subprocess.Popen[str]) -> None:

@@ -6,15 +6,12 @@ import hashlib
 import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import (
     BUILTIN_SURFACE,
-    REPO,
     SHARED_FIXTURES,
     Cli,
     echo_fixture,
@@ -22,6 +19,7 @@ from conftest import (
     lines,
     project,
     replay_trace,
+    run_process,
     write_fixture,
     write_suite,
 )
@@ -419,19 +417,7 @@ def test_fifo_fixture_with_annotations_is_refused_without_blocking(
 ) -> None:
     root = project(tmp_path, {"a.json": replay_trace(model_name="a")})
     os.mkfifo(root / "evals" / "regression" / "b.json")
-    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "harness", "eval", *args],
-        cwd=root,
-        env={**environment, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_process("eval", *args, cwd=root, env=env, timeout=60)
     assert result.returncode == 1, result.stderr
     assert "evals/regression/b.json: $: not a regular file (FIFO)" in result.stderr
     assert "Traceback" not in result.stderr

@@ -11,7 +11,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,9 @@ from typing import Any
 import pytest
 from conftest import (
     FAITHFUL_LOOP,
-    child_environment,
     fixture,
     project,
+    start_reported_run,
     text_step,
     turn,
     write_module,
@@ -71,20 +70,10 @@ def _says_hi(n: int) -> dict[str, Any]:
 def _eval_run(
     root: Path, agent: str, log: Path, markers: Path | None = None, block_at: int = 0
 ) -> subprocess.Popen[str]:
-    environment = child_environment(ZC_LOG=str(log))
+    environment = {"ZC_LOG": str(log)}
     if markers is not None:
         environment.update(ZC_MARKERS=str(markers), ZC_BLOCK_AT=str(block_at))
-    command = [sys.executable, "-m", "harness", "eval", "run", "--agent", agent, "--jobs", "2"]
-    reports = ["--junit-xml", "reports/junit.xml", "--json-report", "reports/report.json"]
-    return subprocess.Popen(
-        [*command, *reports, "--timeout", "300"],
-        cwd=root,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-    )
+    return start_reported_run(root, agent, "--jobs", "2", env=environment)
 
 
 def _finished(log: Path, block_at: int) -> set[str]:

@@ -328,3 +328,34 @@ def test_a_long_plain_run_is_judged_at_once_as_the_one_pass_judges_it() -> None:
     broken = dataclasses.replace(conformant, exchanges=tuple(exchanges))
     assert "history" in _one_pass(broken, RULES)
     assert not plain_conformant(broken, RULES) and not plain_conformant(broken, ["history"])
+
+
+def offering(run: Conversation, tools: tuple[ToolSchema, ...]) -> Conversation:
+    """`run` with every request offering `tools` (new schema objects each time)."""
+    exchanges = tuple(
+        dataclasses.replace(e, request=msgspec.structs.replace(e.request, tools=tools))
+        for e in run.exchanges
+    )
+    return dataclasses.replace(run, exchanges=exchanges)
+
+
+def test_runs_one_after_another_are_each_judged_by_the_tools_they_offered() -> None:
+    """The tools a run offered are worked out once for runs offering equal ones: a run
+    after one offering other tools (as many, of other names, or an output tool) is judged
+    by its own, as the one pass judges it."""
+    run = plain_run()
+    schema = {"type": "object"}
+    offers = [
+        (ToolSchema("echo", "", dict(schema)), ToolSchema("fail", "", dict(schema))),
+        (ToolSchema("echo", "", dict(schema)), ToolSchema("fails", "", dict(schema))),
+        (ToolSchema("echo", "", dict(schema)), ToolSchema("fail", "", dict(schema))),
+        (ToolSchema("echo", "", dict(schema)), ToolSchema("fail", "", {}, output=True)),
+        (ToolSchema("echo", "", dict(schema)), ToolSchema("fail", "", dict(schema))),
+    ]
+    verdicts = []
+    for tools in offers:
+        each = offering(run, tools)
+        clean = not _one_pass(each, RULES)
+        assert plain_conformant(each, RULES) == clean, tools
+        verdicts.append(clean)
+    assert verdicts == [True, False, True, False, True]

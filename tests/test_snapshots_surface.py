@@ -111,3 +111,34 @@ def test_requests_showing_the_very_same_tools_still_differ_by_what_else_they_sho
         text = render([base, other, base])
         assert "(surface 2 of 2)" in text and text == render([base, other])
     assert render([base, ModelRequest(messages=(SYSTEM,), tools=tools)]) == render([base])
+
+
+def test_a_run_showing_one_surface_after_another_gets_its_own_text() -> None:
+    """The text of a run showing one surface is kept for the next run showing an equal
+    one: a run showing other tools, the same tools under another agent, or the same tools
+    changed in place since, gets the text rendering it afresh would give."""
+    from harness.snapshots import surface
+
+    def afresh(requests: list[ModelRequest]) -> str:
+        surface._TEXTS.clear()
+        surface._RENDERED.clear()
+        surface._LAST[0] = (b"", "")
+        return render(requests)
+
+    parameters: dict[str, object] = {"type": "object"}
+    echo = ToolSchema("echo", "Echo.", parameters)
+    runs = [
+        [request(SYSTEM, tools=(echo,)), request(SYSTEM, tools=(echo,))],
+        [request(SYSTEM, tools=(ToolSchema("echo", "Echo.", {"type": "object"}),))],
+        [request(SYSTEM, tools=(echo,), agent="helper")],
+        [request(SYSTEM, tools=(echo,), agent="")],
+        [request(SYSTEM, tools=(echo, FAIL))],
+        [request(SYSTEM, tools=(echo,))],
+    ]
+    expected = [afresh(run) for run in runs]
+    assert [render(run) for run in runs] == expected
+    assert expected[0] == expected[1] == expected[3] == expected[5]
+    assert "=== agent: helper" in expected[2] and "--- tool: fail" in expected[4]
+    parameters["required"] = ["m"]
+    changed = render(runs[-1])
+    assert changed == afresh(runs[-1]) and '"required"' in changed

@@ -46,8 +46,8 @@ def plain_conformant(conversation: Conversation, rules: Collection[str]) -> bool
     # The tools a request offered (a loop mostly offers the very same ones request after
     # request): their names, and those of its output tools, whose calls are no dispatch.
     offer: object = None
-    names: set[str] = set()
-    answers: set[str] = set()
+    names: frozenset[str] = frozenset()
+    answers: frozenset[str] = frozenset()
     # The step that answered the request before, its turn, and the dispatches it made.
     before: tuple[ToolCall, ...] = ()
     before_turn = -1
@@ -143,15 +143,26 @@ def _plain(conversation: Conversation, rules: Collection[str]) -> bool:
 _NAME = operator.attrgetter("name")
 
 
-def _offered(tools: tuple[ToolSchema, ...]) -> tuple[set[str], set[str]]:
+Offer = tuple[frozenset[str], frozenset[str]]
+# The tools the run before offered last, and `_offered` of them: a suite's runs mostly offer
+# equal tools (schemas are frozen: equal ones have equal names, and output tools alike).
+_LAST_OFFER: list[tuple[tuple[ToolSchema, ...], Offer]] = [((), (frozenset(), frozenset()))]
+
+
+def _offered(tools: tuple[ToolSchema, ...]) -> Offer:
     """The names of `tools`, and those of its output tools (mostly none)."""
+    last = _LAST_OFFER[0]
+    if last[0] == tools:
+        return last[1]
     names: set[str] = set()
     answers: set[str] = set()
     for tool in tools:
         names.add(tool.name)
         if tool.output:
             answers.add(tool.name)
-    return names, answers
+    offer = frozenset(names), frozenset(answers)
+    _LAST_OFFER[0] = (tools, offer)
+    return offer
 
 
 class _History:
@@ -187,8 +198,9 @@ class _History:
             position, matched = self.position, self.matched
         else:
             position = matched = 0
-        position = _found_in_order(expected, matched, messages, position)
-        if position < 0:
+        # Found in order from `matched` on: the position after the last one found.
+        index, position = in_order(expected, matched, messages, position)
+        if index != len(expected):
             return False
         self.seen, self.position, self.matched = messages, position, len(expected)
         return True
@@ -223,15 +235,6 @@ class _LastInput:
         return not any(
             m.role == "user" and any(e in m.content for e in earlier) for m in messages[at + 1 :]
         )
-
-
-def _found_in_order(
-    expected: list[tuple[str, str]], start: int, messages: tuple[Message, ...], position: int
-) -> int:
-    """`first_missing` of `expected[start:]` among `messages` from `position` on: the
-    position after the last one found; -1 where one is missing."""
-    index, position = in_order(expected, start, messages, position)
-    return position if index == len(expected) else -1
 
 
 def _results_kept(
@@ -271,7 +274,7 @@ def _results_kept(
 
 
 def _dispatched(
-    wanted: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], answers: set[str]
+    wanted: tuple[ToolCall, ...], ran: tuple[RecordedCall, ...], answers: frozenset[str]
 ) -> bool:
     """`dispatches` at one request of a plain run: what ran is what the step asked for
     (`answers`: the output tools its request offered, whose calls are no dispatch)."""
@@ -297,10 +300,8 @@ def _instructions_kept(request: ModelRequest, first: list[str | None]) -> bool:
         ):
             return True
     system = [m.content for m in messages if m.role == "system"]
-    if lost_instructions(request.declared_instructions, system) is not None:
-        return False
     if request.declared_instructions:
-        return True
+        return lost_instructions(request.declared_instructions, system) is None
     if not first:
         first.append(system[0] if system else None)
         return True

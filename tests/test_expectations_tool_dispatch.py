@@ -38,6 +38,16 @@ def test_tools_used_fails_on_a_run_without_calls() -> None:
     assert "[]" in g.detail
 
 
+def test_the_calls_a_count_names_are_each_quoted_and_a_long_name_clipped() -> None:
+    long = "x" * 250
+    calls = [recorded("echo"), recorded(long), recorded('say "hi"')]
+    g = only(grade(expects(exact_tool_calls=3), record(calls=calls)))
+    clipped = f'"{"x" * 200}… (250 chars)"'
+    assert g.detail == f'3 tool call(s): ["echo", {clipped}, "say \\"hi\\""]'
+    short = only(grade(expects(exact_tool_calls=1), record(calls=[recorded('say "hi"')])))
+    assert short.detail == '1 tool call(s): ["say \\"hi\\""]'
+
+
 def test_tools_not_used_both_polarities() -> None:
     ok = only(grade(expects(tools_not_used=["fail"]), record(calls=[echo_call("a")])))
     assert ok.passed

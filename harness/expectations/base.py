@@ -182,6 +182,8 @@ def clip(text: str, limit: int = 500) -> str:
 def q_list(items: list[str]) -> str:
     if not items:  # what the empty run shows, for every fixture admitted
         return "[]"
+    if max(map(len, items)) <= 200:  # mostly: each as it is, quoted in C
+        return "[" + ", ".join(map(q, items)) + "]"
     return "[" + ", ".join([q(clip(i, 200)) for i in items]) + "]"
 
 

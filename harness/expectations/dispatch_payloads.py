@@ -67,7 +67,12 @@ class DispatchPayloads(Kind):
             yield _payload_grade("tool_results_contain", i, payload, run, "result")
         if self.all_tools_succeeded is not None:
             actual = run.all_tools_succeeded
-            failed = [f"{c.name}: {clip(c.result, 200)}" for c in run.calls if not c.success]
+            # None failed where all succeeded: only then are they looked for.
+            failed = (
+                []
+                if actual
+                else [f"{c.name}: {clip(c.result, 200)}" for c in run.calls if not c.success]
+            )
             detail = f"actual all_tools_succeeded = {str(actual).lower()}"
             if failed:
                 detail += f"; failed calls: {q_list(failed)}"

@@ -200,27 +200,45 @@ def _graded(expects: Expects) -> list[Kind]:
     # The spans of the fields off their default (a span once per field): a suite's
     # fixtures set a few shapes of `expects`, each worked out once.
     key = tuple(compress(_FIELD_SPANS, map(operator.ne, values, _DEFAULTS)))
-    order = _ORDERS.get(key)
-    if order is None:
-        order = _order(key)
-    return [span.build(values) if built else span.unset for span, built in order]
+    views = _ORDERS.get(key)
+    if views is None:
+        views = _order(key)
+    return views(values)
 
 
-# Per set of spans an `expects` changes: the spans it is graded by, in order, and whether
-# each is built from its values (else it is the shared unset view). Bounded: a suite of
-# every shape there is forgets them now and then, and works them out again.
-_ORDERS: dict[tuple[int, ...], tuple[tuple[_Span, bool], ...]] = {}
+# Per set of spans an `expects` changes: the views it is graded by, in order, made from
+# its values in one call. Bounded: a suite of every shape there is forgets them now and
+# then, and works them out again.
+_ORDERS: dict[tuple[int, ...], Callable[[tuple[Any, ...]], list[Kind]]] = {}
 _MAX_ORDERS = 4096
 
 
-def _order(key: tuple[int, ...]) -> tuple[tuple[_Span, bool], ...]:
-    """The kinds graded for `key`, the spans of the fields off their default."""
+def _order(key: tuple[int, ...]) -> Callable[[tuple[Any, ...]], list[Kind]]:
+    """The views graded for `key`, the spans of the fields off their default: those of the
+    kinds it sets built from its values, the shared unset one of each kind that grades every
+    case (`Kind.graded_unset`) it leaves unset, in grading order. One list display of them
+    all, keywords spelt out (as `_builder`'s): a call for each view built cost as much as
+    building it."""
     changed = set(key)
-    order = tuple((_LAYOUT[i], i in changed) for i in sorted(changed | _GRADED_UNSET))
+    parts: list[str] = []
+    names: dict[str, Any] = {}
+    for i in sorted(changed | _GRADED_UNSET):
+        span = _LAYOUT[i]
+        if i in changed:
+            assert all(name.isidentifier() for name in span.names)  # nothing else is run
+            names[f"kind_{i}"] = span.kind
+            arguments = ", ".join(f"{n}=values[{span.start + j}]" for j, n in enumerate(span.names))
+            parts.append(f"kind_{i}({arguments})")
+        else:
+            names[f"unset_{i}"] = span.unset
+            parts.append(f"unset_{i}")
+    views: Callable[[tuple[Any, ...]], list[Kind]] = eval(
+        f"lambda values: [{', '.join(parts)}]", names
+    )
     if len(_ORDERS) >= _MAX_ORDERS:
         _ORDERS.clear()
-    _ORDERS[key] = order
-    return order
+    _ORDERS[key] = views
+    return views
 
 
 def _numbered(grades: list[Grade]) -> list[Grade]:

@@ -92,7 +92,7 @@ class ToolDispatch(Kind):
             yield Grade(f"tools_not_used({q(name)})", ok, detail, "tool", field)
         if (bound := self.max_tool_calls) is not None:
             yield Grade(f"max_tool_calls({bound})", count <= bound, calls, "tool", _MAX)
-        if (bound := self.effective_min) is not None:
+        if bound := self.min_tool_calls:  # `effective_min`, without a call for every case
             yield Grade(f"min_tool_calls({bound})", count >= bound, calls, "tool", _MIN)
         if (bound := self.exact_tool_calls) is not None:
             yield Grade(f"exact_tool_calls({bound})", count == bound, calls, "tool", _EXACT)

@@ -13,7 +13,7 @@ from harness.expectations.conformance import (
     lost_instructions,
     results_problems,
 )
-from harness.model_boundary import Message, ModelRequest, ModelStep, ToolCall, ToolSchema
+from harness.model_boundary import Message, ModelRequest, ToolCall, ToolSchema
 from harness.tool_registry import RecordedCall, canonical_arguments
 from harness.transcript import Conversation, Exchange
 
@@ -91,19 +91,45 @@ class _Said:
     before that holds that one's messages and adds no user message (a loop passing tool
     results back) keeps what that one kept, as each rule would find: the history and the
     last input where they were, the system messages all there. Only what neither declared
-    instructions for: the rule reads a declaring request otherwise."""
+    instructions for: the rule reads a declaring request otherwise. One object for the
+    three rules' state: most runs are plain, and each object made is a cost of every run."""
 
-    __slots__ = ("first", "history", "instructions", "last_input", "messages", "turn")
+    __slots__ = (
+        "earlier",
+        "expected",
+        "first",
+        "history",
+        "inputs",
+        "instructions",
+        "last_input",
+        "matched",
+        "messages",
+        "position",
+        "script",
+        "seen",
+        "told",
+        "turn",
+    )
 
     def __init__(self, conversation: Conversation, rules: Collection[str]) -> None:
-        script, inputs = conversation.script, conversation.user_inputs
-        self.history = _History(script, inputs) if "history" in rules else None
-        self.last_input = _LastInput(inputs) if "last_user_input" in rules else None
+        self.script, self.inputs = conversation.script, conversation.user_inputs
+        self.history = "history" in rules
+        self.last_input = "last_user_input" in rules
         self.instructions = "instructions" in rules
         self.first: list[str | None] = []  # the first request's system message, once seen
         # The messages of the request before, when it declared no instructions, and its turn.
         self.messages: tuple[Message, ...] | None = None
         self.turn = -1
+        # `history`: the conversation so far as the rule keeps it, and the last turn told it.
+        self.expected: list[tuple[str, str]] = []
+        self.told = -1
+        # The messages of the request before, where its history was found, and how many
+        # entries of `expected` it held: a loop's requests mostly grow one from the other.
+        self.seen: tuple[Message, ...] = ()
+        self.position = self.matched = 0
+        # `last_user_input`: per turn, the inputs of the turns before it that differ from
+        # its own (made for a turn after the first, when it is asked).
+        self.earlier: dict[int, set[str]] | None = None
 
     def kept(self, now: int, request: ModelRequest) -> bool:
         messages, seen = request.messages, self.messages
@@ -114,12 +140,60 @@ class _Said:
             if seen is not None and now == self.turn and _grown_unsaid(seen, messages):
                 return True
         self.turn = now
-        history, last_input = self.history, self.last_input
-        if history is not None and not history.kept(now, messages):
+        if self.history and not self._history_kept(now, messages):
             return False
-        if last_input is not None and not last_input.kept(now, messages):
+        if self.last_input and not self._last_input_kept(now, messages):
             return False
         return not self.instructions or _instructions_kept(request, self.first)
+
+    def _history_kept(self, now: int, messages: tuple[Message, ...]) -> bool:
+        """`history` at one request: the conversation so far found in order in it."""
+        expected, script = self.expected, self.script
+        if now > self.told:
+            for later in range(self.told + 1, now + 1):
+                # `final_text`, for a run no tripwire halted.
+                ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
+                if ended is not None and ended.text and not ended.tool_calls:
+                    expected.append(("assistant", ended.text))
+                expected.append(("user", self.inputs[later]))
+            self.told = now
+        seen = self.seen
+        # Found in order from the first message on, each where it is first found: a request
+        # that begins with the one before's messages holds what that one held where it did,
+        # so only what was kept since is looked for, after it.
+        if seen and messages[: len(seen)] == seen:
+            position, matched = self.position, self.matched
+        else:
+            position = matched = 0
+        # Found in order from `matched` on: the position after the last one found.
+        index, position = in_order(expected, matched, messages, position)
+        if index != len(expected):
+            return False
+        self.seen, self.position, self.matched = messages, position, len(expected)
+        return True
+
+    def _last_input_kept(self, turn: int, messages: tuple[Message, ...]) -> bool:
+        """`last_user_input` at one request of `turn`."""
+        inputs = self.inputs
+        want = inputs[turn]
+        for at in range(len(messages) - 1, -1, -1):
+            message = messages[at]
+            if message.role == "user" and want in message.content:
+                break
+        else:
+            return False
+        if not turn:
+            return True
+        if self.earlier is None:
+            self.earlier = {}
+        earlier = self.earlier.get(turn)
+        if earlier is None:
+            earlier = self.earlier[turn] = set(inputs[:turn]) - {want}
+        if not earlier:
+            return True
+        return not any(
+            m.role == "user" and any(e in m.content for e in earlier) for m in messages[at + 1 :]
+        )
 
 
 def _grown_unsaid(seen: tuple[Message, ...], messages: tuple[Message, ...]) -> bool:
@@ -163,78 +237,6 @@ def _offered(tools: tuple[ToolSchema, ...]) -> Offer:
     offer = frozenset(names), frozenset(answers)
     _LAST_OFFER[0] = (tools, offer)
     return offer
-
-
-class _History:
-    """`history` request by request over the one conversation of a plain run: the
-    conversation so far as the rule keeps it, and where the request before held it."""
-
-    __slots__ = ("expected", "inputs", "matched", "position", "script", "seen", "turn")
-
-    def __init__(self, script: tuple[tuple[ModelStep, ...], ...], inputs: tuple[str, ...]) -> None:
-        self.script, self.inputs = script, inputs
-        self.expected: list[tuple[str, str]] = []
-        self.turn = -1
-        # The messages of the request before, where its history was found, and how many
-        # entries of `expected` it held: a loop's requests mostly grow one from the other.
-        self.seen: tuple[Message, ...] = ()
-        self.position = self.matched = 0
-
-    def kept(self, now: int, messages: tuple[Message, ...]) -> bool:
-        expected, script = self.expected, self.script
-        if now > self.turn:
-            for later in range(self.turn + 1, now + 1):
-                # `final_text`, for a run no tripwire halted.
-                ended = script[later - 1][-1] if later > 0 and script[later - 1] else None
-                if ended is not None and ended.text and not ended.tool_calls:
-                    expected.append(("assistant", ended.text))
-                expected.append(("user", self.inputs[later]))
-            self.turn = now
-        seen = self.seen
-        # Found in order from the first message on, each where it is first found: a request
-        # that begins with the one before's messages holds what that one held where it did,
-        # so only what was kept since is looked for, after it.
-        if seen and messages[: len(seen)] == seen:
-            position, matched = self.position, self.matched
-        else:
-            position = matched = 0
-        # Found in order from `matched` on: the position after the last one found.
-        index, position = in_order(expected, matched, messages, position)
-        if index != len(expected):
-            return False
-        self.seen, self.position, self.matched = messages, position, len(expected)
-        return True
-
-
-class _LastInput:
-    """`last_user_input` request by request over the one conversation of a plain run."""
-
-    __slots__ = ("earlier", "inputs")
-
-    def __init__(self, inputs: tuple[str, ...]) -> None:
-        self.inputs = inputs
-        # Per turn, the inputs of the turns before it that differ from its own.
-        self.earlier: dict[int, set[str]] = {}
-
-    def kept(self, turn: int, messages: tuple[Message, ...]) -> bool:
-        inputs = self.inputs
-        want = inputs[turn]
-        for at in range(len(messages) - 1, -1, -1):
-            message = messages[at]
-            if message.role == "user" and want in message.content:
-                break
-        else:
-            return False
-        if not turn:
-            return True
-        earlier = self.earlier.get(turn)
-        if earlier is None:
-            earlier = self.earlier[turn] = set(inputs[:turn]) - {want}
-        if not earlier:
-            return True
-        return not any(
-            m.role == "user" and any(e in m.content for e in earlier) for m in messages[at + 1 :]
-        )
 
 
 def _results_kept(

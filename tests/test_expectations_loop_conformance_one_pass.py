@@ -359,3 +359,20 @@ def test_runs_one_after_another_are_each_judged_by_the_tools_they_offered() -> N
         assert plain_conformant(each, RULES) == clean, tools
         verdicts.append(clean)
     assert verdicts == [True, False, True, False, True]
+
+
+def test_equal_tools_nested_past_the_recursion_limit_are_judged_without_comparing_them() -> None:
+    """Runs offering equal tools are not told apart by comparing their schemas: two runs
+    offering equal but separate schemas nested past Python's recursion limit are judged
+    as the one pass judges them, not ended by a RecursionError."""
+    run = plain_run()
+
+    def deep() -> dict[str, object]:
+        schema: dict[str, object] = {"type": "object"}
+        for _ in range(5_000):
+            schema = {"type": "object", "properties": {"x": schema}}
+        return schema
+
+    for _ in range(2):
+        each = offering(run, (ToolSchema("echo", "", deep()), ToolSchema("fail", "", deep())))
+        assert plain_conformant(each, RULES) == (not _one_pass(each, RULES))

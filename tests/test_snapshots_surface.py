@@ -122,7 +122,6 @@ def test_a_run_showing_one_surface_after_another_gets_its_own_text() -> None:
     def afresh(requests: list[ModelRequest]) -> str:
         surface._TEXTS.clear()
         surface._RENDERED.clear()
-        surface._LAST[0] = (b"", "")
         return render(requests)
 
     parameters: dict[str, object] = {"type": "object"}

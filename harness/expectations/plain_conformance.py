@@ -219,14 +219,16 @@ _NAME = operator.attrgetter("name")
 
 Offer = tuple[frozenset[str], frozenset[str]]
 # The tools the run before offered last, and `_offered` of them: a suite's runs mostly offer
-# equal tools (schemas are frozen: equal ones have equal names, and output tools alike).
+# the very same schemas (frozen: the same ones have the same names, and output tools alike).
+# Compared one by one by identity, never by value: equal schemas nested deep enough would
+# exhaust the recursion limit comparing their parameters.
 _LAST_OFFER: list[tuple[tuple[ToolSchema, ...], Offer]] = [((), (frozenset(), frozenset()))]
 
 
 def _offered(tools: tuple[ToolSchema, ...]) -> Offer:
     """The names of `tools`, and those of its output tools (mostly none)."""
     last = _LAST_OFFER[0]
-    if last[0] == tools:
+    if len(last[0]) == len(tools) and all(map(operator.is_, last[0], tools)):
         return last[1]
     names: set[str] = set()
     answers: set[str] = set()

@@ -122,9 +122,6 @@ def _lines_of(request: ModelRequest, key: bytes) -> tuple[str, ...]:
     return lines
 
 
-# The text of the last run that showed one surface, the agent under test's, by its key:
-# what a suite's runs mostly show, one after another.
-_LAST: list[tuple[bytes, str]] = [(b"", "")]
 _AGENT = operator.attrgetter("agent")
 
 
@@ -139,9 +136,6 @@ def render(requests: Iterable[ModelRequest]) -> str:
     # agent under test (every agent None, or ""): as the run before's, its text at once.
     one = bool(first) and keys.count(first) == len(keys) and not any(map(_AGENT, asked))
     if one:
-        last = _LAST[0]
-        if last[0] == first:
-            return last[1]
         shown: tuple[tuple[str, bytes], ...] = ((AGENT_UNDER_TEST, first),)
     else:
         # Each agent's distinct surfaces in the order first seen: what the text is made of.
@@ -158,8 +152,6 @@ def render(requests: Iterable[ModelRequest]) -> str:
             if len(_TEXTS) >= _RENDERED_MAX:
                 _TEXTS.clear()
             _TEXTS[shown] = text
-    if one:
-        _LAST[0] = (first, text)
     return text
 
 

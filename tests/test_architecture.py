@@ -349,6 +349,7 @@ REPORTER_HELPERS = {
     "streamed",
     "delivery",
 }
+    "flags",
 
 
 def test_the_registry_skips_the_reporter_helpers_alone() -> None:

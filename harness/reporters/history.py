@@ -16,20 +16,14 @@ from harness.io import tail_lines
 from harness.io.atomic import ReportFiles, ReportWriteError
 from harness.io.files import file_kind, why
 from harness.io.text import json_safe
-from harness.options import Option
 from harness.reporters.base import COMMIT, Output, Reporter, say, skipped_as_partial
+from harness.reporters.flags import HISTORY as OPTION
 
 if TYPE_CHECKING:
     from harness.verdict.reports import SuiteReport
 
 # Not the original harness's `zeroclaw-eval/history/v1`, a different document.
 HISTORY_SCHEMA = "zeroclaw-eval/pass-rate-line/v1"
-OPTION = Option(
-    "--history",
-    "append this run's pass rate and per-case verdicts to a JSON-lines file",
-    metavar="PATH",
-    type=Path,
-)
 
 
 def append_history(

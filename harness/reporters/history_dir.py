@@ -9,20 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness.io.atomic import ReportWriteError
-from harness.options import Option
 from harness.reporters.base import COMMIT, Output, Reporter, say, skipped_as_partial
+from harness.reporters.flags import HISTORY_DIR as OPTION
 
 if TYPE_CHECKING:
     from harness.tracking.history_reader import History
     from harness.verdict.reports import SuiteReport
-
-OPTION = Option(
-    "--history-dir",
-    "write this run's history entry (totals, receipts, per-case verdicts; no transcripts) "
-    "as its own file under DIR/<suite>/",
-    metavar="DIR",
-    type=Path,
-)
 
 
 class HistoryDirReporter(Reporter):

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import HarnessError
 from harness.io.text import clean, clip, inert_markup, one_line, policy_for
-from harness.options import Option
 from harness.reporters.base import FILES, Document, Output, Reporter, spool_directory
+from harness.reporters.flags import HTML as OPTION
 from harness.reporters.html_checks import STYLE as _CHECKS_STYLE
 from harness.reporters.html_checks import Checks, anchor
 from harness.reporters.html_page import SCRIPT as _SCRIPT
@@ -45,13 +45,6 @@ if TYPE_CHECKING:
     from harness.tracking.trend import Run
     from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
 
-OPTION = Option(
-    "--html",
-    "also write a self-contained HTML report here (every case with its transcript; "
-    "with --history-dir, the pass-rate trend)",
-    metavar="PATH",
-    type=Path,
-)
 MAX_REPORT_BYTES = 256 << 20  # the largest JSON report `zeroclaw eval report` reads
 MAX_POINTS = 60  # runs the trend shows, the latest ones
 REPORT_SCHEMA_PREFIX = "zeroclaw-eval/report/"

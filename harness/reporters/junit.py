@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from harness.io.text import brief, clean, clean_lines, clip, headline, inert_markup, one_line
-from harness.options import Option
 from harness.reporters.base import FILES, Output, Reporter, documents
+from harness.reporters.flags import JUNIT_XML as OPTION
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from harness.verdict.kept import Passes
     from harness.verdict.reports import CaseReport, RepeatStats, RunReceipt, SuiteReport
 
-OPTION = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
 
 MESSAGE_LIMIT = 500  # characters of a `message` attribute; the body has everything
 MAX_NAMED = 50  # cases the suite's output names per snapshot change

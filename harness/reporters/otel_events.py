@@ -26,20 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.io.text import json_safe, without_surrogates
-from harness.options import Option
 from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
+from harness.reporters.flags import OTEL_EVENTS as OPTION
 
 if TYPE_CHECKING:
     from harness.expectations.base import Grade
     from harness.verdict.reports import CaseReport, SuiteReport
 
-OPTION = Option(
-    "--otel-events",
-    "also write each case's grades as OpenTelemetry gen_ai.evaluation.result events "
-    "(OTLP JSON) here, beside the traces imported cases came from",
-    metavar="PATH",
-    type=Path,
-)
 
 EVENT = "gen_ai.evaluation.result"
 CASE_EVALUATION = "zeroclaw.case"

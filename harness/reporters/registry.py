@@ -1,13 +1,17 @@
 """The reporters of this package, found by their module's `REPORTER`: adding an output
-format is adding a module."""
+format is adding a module. A reporter that writes nothing unless one of its flags is given
+is known by its gate (`flags.GATED`) until a run gives one: its module, and what it
+imports (the HTML report's rendering, say), is imported only then."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any
 
 from harness.options import Option
 from harness.reporters.base import Commit, Output, Reporter, ReporterSpec
+from harness.reporters.flags import GATED, Gate
 
 # What reporters share and what shows a case for a person, which declare no `REPORTER`:
 # not imported to find that out (a run imports the ones its reporters use).
@@ -23,8 +27,37 @@ HELPERS = frozenset(
         "last_run",
         "streamed",
         "delivery",
+        "flags",
     }
 )
+
+
+class Gated:
+    """A gated reporter's `REPORTER` (`flags.Gate`): its name, options and format known
+    without its module, which is imported when a run asks for it (`build`) or when anything
+    else of the spec is asked for (`zeroclaw eval report`'s `write_from_json`)."""
+
+    def __init__(self, module: str, gate: Gate) -> None:
+        self.module = module
+        self.name, self.options, self.stdout_format = gate
+
+    def asked(self, output: Output) -> bool:
+        """Whether `output` gives one of its flags or picks its format: else its spec
+        builds no reporter."""
+        if self.stdout_format is not None and output.stdout_format == self.stdout_format:
+            return True
+        return any(output.values.get(o.dest) not in (None, False) for o in self.options)
+
+    def spec(self) -> ReporterSpec:
+        """The module's own `REPORTER`, imported on first use."""
+        spec: ReporterSpec = importlib.import_module(self.module).REPORTER
+        return spec
+
+    def build(self, output: Output) -> list[Reporter]:
+        return self.spec().build(output) if self.asked(output) else []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.spec(), name)
 
 
 def _discover() -> tuple[ReporterSpec, ...]:
@@ -32,6 +65,10 @@ def _discover() -> tuple[ReporterSpec, ...]:
     specs: list[ReporterSpec] = []
     for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if module_info.name in HELPERS:
+            continue
+        gate = GATED.get(module_info.name)
+        if gate is not None:
+            specs.append(Gated(f"{package.__name__}.{module_info.name}", gate))
             continue
         module = importlib.import_module(f"{package.__name__}.{module_info.name}")
         spec = getattr(module, "REPORTER", None)

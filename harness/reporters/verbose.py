@@ -5,18 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from harness.options import Option
 from harness.reporters.base import STDOUT, Output, Reporter
+from harness.reporters.flags import VERBOSE as OPTION
 
 if TYPE_CHECKING:
     from harness.verdict.reports import SuiteReport
-
-OPTION = Option(
-    "--verbose",
-    "after the run, show every failing case's transcript, checks and error",
-    action="store_true",
-    aliases=("-v",),
-)
 
 
 class VerboseReporter(Reporter):

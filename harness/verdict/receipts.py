@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -178,18 +178,33 @@ class GitState:
     """git asked about `root` now (the commit checked out, whether its tree has changes),
     its answer read later: a run asks as it starts and reads as it ends, so git, a process
     of its own and slow in a large work tree, runs beside the cases instead of after them.
-    The tree is the one the run started from."""
+    The tree is the one the run started from. The command line asks earlier still
+    (`ask_early`), before it imports the run's machinery: the run's state of `root` is then
+    that answer."""
+
+    # What `ask_early` asked, by root, until a run's state of that root takes it.
+    _early: ClassVar[dict[Path, subprocess.Popen[str] | None]] = {}
 
     def __init__(self, root: Path) -> None:
-        self._asked: subprocess.Popen[str] | None = None
-        with contextlib.suppress(OSError):  # no git: nothing to ask
-            self._asked = subprocess.Popen(
-                ["git", "-C", str(root), *_ASKED],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL,
-                text=True,
-            )
+        early = GitState._early
+        self._asked = early.pop(root) if root in early else _ask(root)
+
+    @classmethod
+    def ask_early(cls, root: Path) -> None:
+        """Ask git about `root` now, for the run about to start there (its `GitState(root)`
+        takes the answer): git runs beside the imports that precede the run, instead of
+        after its cases when they are few. Undone by `forget_early`."""
+        cls.forget_early()
+        cls._early[root] = _ask(root)
+
+    @classmethod
+    def forget_early(cls) -> None:
+        """What `ask_early` asked and no run took (a suite refused before its cases, an
+        interruption): ended, its process waited for."""
+        for asked in cls._early.values():
+            if asked is not None:
+                _end(asked)
+        cls._early.clear()
 
     def result(self) -> tuple[str | None, bool | None]:
         """The commit and whether the tree has changes (None, None when it is no git work
@@ -202,13 +217,31 @@ class GitState:
         except (OSError, subprocess.SubprocessError):
             return None, None
         finally:
-            asked.kill()  # one that said nothing in time; a no-op once it has
-            asked.wait()
+            _end(asked)
         lines = status.splitlines()
         commit = next((line[len(_COMMIT) :] for line in lines if line.startswith(_COMMIT)), "")
         if not commit.strip() or commit.startswith("("):  # "(initial)": no commit yet
             return None, None
         return commit.strip(), any(not line.startswith("# ") for line in lines if line)
+
+
+def _ask(root: Path) -> subprocess.Popen[str] | None:
+    with contextlib.suppress(OSError):  # no git: nothing to ask
+        return subprocess.Popen(
+            ["git", "-C", str(root), *_ASKED],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+    return None
+
+
+def _end(asked: subprocess.Popen[str]) -> None:
+    asked.kill()  # one that said nothing in time; a no-op once it has
+    asked.wait()
+    if asked.stdout is not None:
+        asked.stdout.close()
 
 
 def _answer(asked: subprocess.Popen[str]) -> str:

@@ -58,6 +58,10 @@ def test_a_flag_given_or_a_format_chosen_builds_the_module_s_reporters(tmp_path:
     assert len(specs["junit"].build(junit)) == 1
     verbose = Output({"verbose": True}, "table", sys.stdout, sys.stderr, environ={})
     assert [type(r).__name__ for r in specs["verbose"].build(verbose)] == ["VerboseReporter"]
+    # On GitHub Actions with a step summary, the Markdown summary is written without a flag.
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    step = Output({}, "table", sys.stdout, sys.stderr, environ=github)
+    assert [type(r).__name__ for r in specs["markdown"].build(step)] == ["StepSummary"]
     # What else the spec offers is its module's (`zeroclaw eval report`'s renderer).
     html_module = importlib.import_module("harness.reporters.html")
     assert specs["html"].write_from_json is html_module.REPORTER.write_from_json

@@ -1,7 +1,7 @@
 """The flags of the reporters that write nothing unless one is given, declared without
 their machinery: the registry offers them (`--help`, parsing) from here, and imports such
 a reporter's module only for a run that gives one of its flags (or asks for its
-`--format`). A default `eval run` imports no HTML, JUnit or history reporter."""
+`--format`). A default `eval run` imports no HTML, JUnit, Markdown or history reporter."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ HISTORY_DIR = Option(
     metavar="DIR",
     type=Path,
 )
+SUMMARY = Option("--summary", "also write the Markdown summary here", metavar="PATH", type=Path)
 OTEL_EVENTS = Option(
     "--otel-events",
     "also write each case's grades as OpenTelemetry gen_ai.evaluation.result events "
@@ -54,16 +55,20 @@ class Gate(NamedTuple):
     name: str
     options: tuple[Option, ...]
     stdout_format: str | None = None
+    # Environment variables that, set (not empty), may make it build without a flag.
+    environ: tuple[str, ...] = ()
 
 
 # By module: the reporters that build nothing unless one of their flags is given (a value
-# neither None nor False) or their `--format` chosen. A reporter module not listed here is
+# neither None nor False), their `--format` chosen or one of their environment variables
+# set (the Markdown summary's GitHub step summary). A reporter module not listed here is
 # imported whenever the registry is: listing one is an optimisation, never needed.
 GATED: dict[str, Gate] = {
     "history": Gate("history", (HISTORY,)),
     "history_dir": Gate("history-dir", (HISTORY_DIR,)),
     "html": Gate("html", (HTML,)),
     "junit": Gate("junit", (JUNIT_XML,), "junit"),
+    "markdown": Gate("markdown", (SUMMARY,), environ=("GITHUB_STEP_SUMMARY",)),
     "otel_events": Gate("otel-events", (OTEL_EVENTS,)),
     "verbose": Gate("verbose", (VERBOSE,)),
 }

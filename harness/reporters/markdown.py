@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.io.problems import Problem
 from harness.io.text import brief, clean, clean_lines, inert, inert_markup, one_line
-from harness.options import Option
 from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
+from harness.reporters.flags import SUMMARY as OPTION
 from harness.snapshots.groups import fold_all, unfolded
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from harness.tracking.history_reader import History
     from harness.verdict.comparison import CaseComparison
     from harness.verdict.reports import CaseReport, RepeatStats, SuiteReport
-
-OPTION = Option("--summary", "also write the Markdown summary here", metavar="PATH", type=Path)
 
 CELL_LIMIT = 120  # characters a table cell shows; longer text is in the details
 MAX_PROBLEM_ROWS = 50

@@ -38,13 +38,15 @@ class Gated:
     else of the spec is asked for (`zeroclaw eval report`'s `write_from_json`)."""
 
     def __init__(self, module: str, gate: Gate) -> None:
-        self.module = module
-        self.name, self.options, self.stdout_format = gate
+        self.module, self._gate = module, gate
+        self.name, self.options, self.stdout_format = gate.name, gate.options, gate.stdout_format
 
     def asked(self, output: Output) -> bool:
-        """Whether `output` gives one of its flags or picks its format: else its spec
-        builds no reporter."""
+        """Whether `output` gives one of its flags, picks its format or has one of its
+        environment variables set: else its spec builds no reporter."""
         if self.stdout_format is not None and output.stdout_format == self.stdout_format:
+            return True
+        if any(output.environ.get(name) for name in self._gate.environ):
             return True
         return any(output.values.get(o.dest) not in (None, False) for o in self.options)
 

@@ -2,7 +2,7 @@
 
 Every action is listed (so `zeroclaw eval --help` and a mistyped action say them all), but
 only the one the arguments name gets its options: those are what import the settings, the
-configuration's schema and every reporter (`--format`'s choices, each format's flags),
+configuration's schema and the reporters (`--format`'s choices, each format's flags),
 which `zeroclaw --help` and `zeroclaw eval --help` have no use for, nor `eval check` for the
 reporters' flags. Built with no arguments given, every action has its options.
 """

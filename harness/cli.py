@@ -173,8 +173,8 @@ def _check(command: Invocation) -> int:
 
 
 class _Refusals(Sequence["Reporter"]):
-    """The reporters of `check`, which only ever tell a refusal: built (every reporter's
-    module imported) when a fixture is refused, not on every check."""
+    """The reporters of `check`, which only ever tell a refusal: built (the registry and
+    the reporters' modules imported) when a fixture is refused, not on every check."""
 
     def __init__(self, command: Invocation) -> None:
         self._command = command

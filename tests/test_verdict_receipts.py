@@ -10,6 +10,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from importlib.metadata import distributions, version
 from pathlib import Path
 
@@ -187,6 +188,35 @@ def test_git_asked_early_and_never_taken_is_ended(tmp_path: Path) -> None:
     GitState.forget_early()
     assert early.returncode is not None and GitState._early == {}
     assert GitState(root).result()[1] is False  # asked anew
+
+
+def test_git_still_running_is_told_to_end_so_it_takes_its_index_lock_away(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A refreshing `git status` holds the index lock and removes it when told to end
+    # (SIGTERM); killed outright, it would leave the lock and fail the user's next git
+    # command. This `git` holds a lock the way git does, until it is told to end.
+    lock, bin_dir = tmp_path / "index.lock", tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        f"#!/bin/sh\ntouch {lock}\nsleep 30 &\n"
+        f"trap 'rm -f {lock}; kill $!; exit 143' TERM\nwait $!\n",
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    GitState.ask_early(tmp_path)
+    early = GitState._early[tmp_path]
+    assert early is not None
+    for _ in range(500):  # until it holds the lock
+        if lock.exists():
+            break
+        time.sleep(0.01)
+    assert lock.exists()
+    GitState.forget_early()
+    assert early.returncode is not None
+    assert not lock.exists()
 
 
 def test_a_repository_with_no_commit_yet_has_no_commit(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ _DISTRIBUTIONS = {
     "pydantic-ai": ("pydantic-ai", "pydantic-ai-slim"),
 }
 GIT_SECS = 5.0
+GIT_END_SECS = 1.0  # for git to end once told to (and take its index lock away)
 # What git is asked, in one process: the commit checked out (the `# branch.oid` header) and
 # whether the tree has changes (any other line).
 _ASKED = ("status", "--porcelain=v2", "--branch", "--untracked-files=normal")
@@ -238,8 +239,15 @@ def _ask(root: Path) -> subprocess.Popen[str] | None:
 
 
 def _end(asked: subprocess.Popen[str]) -> None:
-    asked.kill()  # one that said nothing in time; a no-op once it has
-    asked.wait()
+    """`asked` ended (a no-op once it has answered) and waited for. SIGTERM first: git
+    removes the index lock a refreshing `status` holds on it, which SIGKILL would leave
+    behind, failing the user's next git command in the tree."""
+    asked.terminate()
+    try:
+        asked.wait(timeout=GIT_END_SECS)
+    except subprocess.TimeoutExpired:
+        asked.kill()
+        asked.wait()
     if asked.stdout is not None:
         asked.stdout.close()
 

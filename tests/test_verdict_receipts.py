@@ -195,13 +195,14 @@ def test_git_still_running_is_told_to_end_so_it_takes_its_index_lock_away(
 ) -> None:
     # A refreshing `git status` holds the index lock and removes it when told to end
     # (SIGTERM); killed outright, it would leave the lock and fail the user's next git
-    # command. This `git` holds a lock the way git does, until it is told to end.
+    # command. This `git` holds a lock the way git does (its handler set before it takes
+    # the lock), until it is told to end.
     lock, bin_dir = tmp_path / "index.lock", tmp_path / "bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "git"
     wrapper.write_text(
-        f"#!/bin/sh\ntouch {lock}\nsleep 30 &\n"
-        f"trap 'rm -f {lock}; kill $!; exit 143' TERM\nwait $!\n",
+        f"#!/bin/sh\ntrap 'rm -f {lock}; kill $held; exit 143' TERM\n"
+        f"sleep 30 &\nheld=$!\ntouch {lock}\nwait $held\n",
         encoding="utf-8",
     )
     wrapper.chmod(0o755)

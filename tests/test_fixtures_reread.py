@@ -3,6 +3,7 @@ few at a time in suite order, each checked against the digest admission took of 
 
 from __future__ import annotations
 
+import gc
 import pickle
 from pathlib import Path
 
@@ -84,3 +85,12 @@ def test_a_case_pickles_without_the_suite_it_was_read_from(tmp_path: Path) -> No
     again = pickle.loads(pickle.dumps(case))
     assert again == case and again.trace == case.trace and again.id == "c3"
     assert len(pickle.dumps(case)) < len(pickle.dumps(cases))
+
+
+def test_the_traces_held_read_are_left_alone_by_the_collector(tmp_path: Path) -> None:
+    # A run holds a few hundred read ahead: trees, never cycles, walked for nothing.
+    trace = _suite(tmp_path, 2)[0].trace
+    turn = trace.turns[0]
+    assert turn.steps
+    step = turn.steps[0]
+    assert not any(map(gc.is_tracked, (trace, turn, step, step.response)))

@@ -138,22 +138,15 @@ def _run(command: Invocation) -> int:
     from harness import settings
     from harness.io.text import clean, inert
     from harness.reporters import registry
-    from harness.verdict.receipts import GitState
 
     args = command.args
     reporters = registry.build(command.output(args.format))
     resolved = settings.resolve(args)
     command.files.refuse_inputs(resolved.inputs())
-    # git, a process of its own, answers while the run's machinery imports: a run of a few
-    # cases would otherwise wait for it after them.
-    GitState.ask_early(resolved.options.project_root)
-    try:
-        from harness import pipeline
+    from harness import pipeline
 
-        command.begins()  # the agent is imported next, and worker processes may start
-        report = pipeline.run(resolved.options, reporters)
-    finally:
-        GitState.forget_early()
+    command.begins()  # the agent is imported next, and worker processes may start
+    report = pipeline.run(resolved.options, reporters)
     for line in settings.judge_lines(resolved.options, report.partial is not None):
         print(f"zeroclaw eval: {inert(clean(line))}", file=command.err)
     return report.exit_code()

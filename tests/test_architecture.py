@@ -270,7 +270,6 @@ def test_the_command_line_only_parses_and_hands_over() -> None:
         "harness.fixtures.selection",
         "harness.reporters.json_report",
         "harness.reporters.last_run",
-        "harness.verdict.receipts",  # git asked as `run` begins, before its machinery imports
     }
     assert _imports(MODULES["harness.cli"]) <= allowed
 

@@ -30,8 +30,6 @@ from conftest import (
     write_module,
 )
 
-from harness.verdict.receipts import GitState
-
 # --- run: exit codes ------------------------------------------------------------------------
 
 
@@ -53,8 +51,6 @@ def test_admission_error_exits_1_naming_file_and_field(run_cli: Cli, tmp_path: P
     assert "$.expects.respose_contains" in result.stderr
     assert "did you mean response_contains?" in result.stderr
     assert "nothing was run" in result.stderr
-    # git, asked as the run began, was ended with it: no answer waits for a later run.
-    assert GitState._early == {}
 
 
 def test_admission_error_with_json_format_keeps_stdout_empty(run_cli: Cli, tmp_path: Path) -> None:

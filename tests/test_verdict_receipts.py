@@ -156,40 +156,6 @@ def test_git_is_asked_as_the_run_starts_and_answers_for_that_tree(tmp_path: Path
     assert git_state(root) == (commit, True)
 
 
-def test_git_asked_early_is_the_answer_of_the_run_at_that_root(tmp_path: Path) -> None:
-    # The command line asks before it imports the run's machinery: the run's state of
-    # that root takes that answer (no second process), given for the tree as it was then.
-    root = _committed(tmp_path / "project")
-    other = _committed(tmp_path / "other")
-    GitState.ask_early(root)
-    try:
-        early = GitState._early[root]
-        assert early is not None
-        early.wait(timeout=30)
-        (root / "a.txt").write_text("changed", encoding="utf-8")
-        assert GitState(other)._asked is not early  # another root is asked on its own
-        state = GitState(root)
-        assert state._asked is early
-        commit, dirty = state.result()
-        assert dirty is False and commit is not None and len(commit) == 40
-        # Taken once: a later state of the same root asks again.
-        assert GitState(root).result() == (commit, True)
-    finally:
-        GitState.forget_early()
-
-
-def test_git_asked_early_and_never_taken_is_ended(tmp_path: Path) -> None:
-    # A suite refused before its cases takes no answer: the process is still ended and
-    # waited for, not left to the interpreter's exit.
-    root = _committed(tmp_path / "project")
-    GitState.ask_early(root)
-    early = GitState._early[root]
-    assert early is not None
-    GitState.forget_early()
-    assert early.returncode is not None and GitState._early == {}
-    assert GitState(root).result()[1] is False  # asked anew
-
-
 def test_git_still_running_is_told_to_end_so_it_takes_its_index_lock_away(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,15 +173,14 @@ def test_git_still_running_is_told_to_end_so_it_takes_its_index_lock_away(
     )
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    GitState.ask_early(tmp_path)
-    early = GitState._early[tmp_path]
+    early = GitState(tmp_path)._asked
     assert early is not None
     for _ in range(500):  # until it holds the lock
         if lock.exists():
             break
         time.sleep(0.01)
     assert lock.exists()
-    GitState.forget_early()
+    receipts._end(early)  # as `result` ends one that said nothing in time
     assert early.returncode is not None
     assert not lock.exists()
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
@@ -179,33 +179,10 @@ class GitState:
     """git asked about `root` now (the commit checked out, whether its tree has changes),
     its answer read later: a run asks as it starts and reads as it ends, so git, a process
     of its own and slow in a large work tree, runs beside the cases instead of after them.
-    The tree is the one the run started from. The command line asks earlier still
-    (`ask_early`), before it imports the run's machinery: the run's state of `root` is then
-    that answer."""
-
-    # What `ask_early` asked, by root, until a run's state of that root takes it.
-    _early: ClassVar[dict[Path, subprocess.Popen[str] | None]] = {}
+    The tree is the one the run started from (its unused snapshots removed)."""
 
     def __init__(self, root: Path) -> None:
-        early = GitState._early
-        self._asked = early.pop(root) if root in early else _ask(root)
-
-    @classmethod
-    def ask_early(cls, root: Path) -> None:
-        """Ask git about `root` now, for the run about to start there (its `GitState(root)`
-        takes the answer): git runs beside the imports that precede the run, instead of
-        after its cases when they are few. Undone by `forget_early`."""
-        cls.forget_early()
-        cls._early[root] = _ask(root)
-
-    @classmethod
-    def forget_early(cls) -> None:
-        """What `ask_early` asked and no run took (a suite refused before its cases, an
-        interruption): ended, its process waited for."""
-        for asked in cls._early.values():
-            if asked is not None:
-                _end(asked)
-        cls._early.clear()
+        self._asked = _ask(root)
 
     def result(self) -> tuple[str | None, bool | None]:
         """The commit and whether the tree has changes (None, None when it is no git work

@@ -15,7 +15,7 @@ from importlib.metadata import distributions, version
 from pathlib import Path
 
 import pytest
-from conftest import Cli, echo_fixture, green_project
+from conftest import Cli, echo_fixture, green_project, run_process
 
 from harness.fixtures.schema import canonical_json, fixture_hash
 from harness.verdict import receipts
@@ -136,6 +136,24 @@ def test_the_report_carries_hashes_and_the_receipt(run_cli: Cli, tmp_path: Path)
         json.dumps(echo_fixture("echo-case", "changed")), encoding="utf-8"
     )
     assert git_state(root) == (commit, True)
+
+
+def test_the_receipt_sees_the_unused_snapshots_the_run_removed(tmp_path: Path) -> None:
+    # git is asked once the run has removed what `--update-snapshots` finds unused, as its
+    # cases begin: the receipt says the tree the cases ran in is dirty.
+    root = green_project(tmp_path)
+    taken = run_process("eval", "run", "--update-snapshots", cwd=root)
+    assert taken.returncode == 0, taken.stderr
+    [kept, *_] = sorted((root / "evals" / "regression" / "__snapshots__").rglob("*.snap"))
+    unused = kept.with_name("zz_unused_case.snap")
+    unused.write_bytes(kept.read_bytes())
+    _git(root, "init", "-q")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "add", ".")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "fixtures")
+    result = run_process("eval", "run", "--format", "json", "--update-snapshots", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert not unused.exists()
+    assert json.loads(result.stdout)["receipt"]["git_dirty"] is True
 
 
 def test_outside_a_git_work_tree_the_commit_is_unknown(tmp_path: Path) -> None:

@@ -100,3 +100,12 @@ def test_a_default_run_imports_no_reporter_it_was_not_asked_for(tmp_path: Path) 
     asked = _modules_of_run(tmp_path, "--html", str(tmp_path / "r.html"), "-v")
     assert {"harness.reporters.html", "harness.reporters.verbose"} <= asked
     assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_a_gated_spec_copies_as_any_object_does() -> None:
+    # A copy looks up its attributes before `__init__` ran: none of them is the spec's.
+    import copy
+
+    gated = next(s for s in registry.SPECS if isinstance(s, registry.Gated))
+    twin = copy.copy(gated)
+    assert (twin.module, twin.name, twin.options) == (gated.module, gated.name, gated.options)

@@ -59,6 +59,9 @@ class Gated:
         return self.spec().build(output) if self.asked(output) else []
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "module":
+            # Asked before `__init__` set them (a copy, an unpickling): the spec has none.
+            raise AttributeError(name)
         return getattr(self.spec(), name)
 
 

@@ -34,9 +34,11 @@ sysfs; 1 MiB, 8-way when it cannot be read), and counts its misses per case: the
 instruction count leaves out. A run that walks more distinct code and data per case (the
 harness's grading, snapshot check, reports and recording beside the SDK's loop: ~240 of the
 harness's functions a case besides the SDK's ~410) misses more often per instruction: on a
-2-core AMD EPYC (1 MiB L2) the command had 0.997x the bare loop's instructions per case but
-1.45x its L2 misses (26.8 K against 18.5 K), most of them the interpreter reading the
-bytecode and objects of the SDK's own loop again after the harness's work pushed them out.
+2-core AMD EPYC (1 MiB L2) the command had 1.03x the bare loop's instructions per case but
+1.35-1.42x its L2 misses (26.7 K against 18.8 K at 40 and 120 cases), nearly all of them
+data misses (the interpreter reading bytecode, frames and objects) while the L1 misses
+only 4% more often: not more memory read, but more distinct memory a case than the L2
+holds, so what the next case reads again (the SDK's own loop included) is gone by then.
 That is where the CPU-time ratio's excess over the instruction ratio goes: a miss served by
 the shared L3 costs tens of cycles, one that other processes' load pushed out to memory
 hundreds, so the CPU-time ratio also grows with the machine's load. About twice as slow as

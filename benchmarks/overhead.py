@@ -11,34 +11,50 @@ marginal CPU per case, interleaved rounds): this module's `main` prints that fig
 one figure of the SDK path (target <= 1.10); `benchmarks/instructions.py` counts the same
 two sides in instructions.
 
-Where the harness's extra CPU goes on this path (2-core AMD EPYC, 1 MiB L2 per core; thread
-CPU probes, `strace -c -f`, `/usr/bin/time`, `instructions.py --caches`): not into system
-calls (the command makes about ten more a case than the bare loop: its fixture read again,
-its request snapshot read, the progress line; a hundredth of a millisecond), page faults
-(1.2 minor faults a case against the bare loop's 1.4), the collector (0.02 ms a case against
-0.01), threads (the watching thread sleeps while cases run, with no wake-up per case; no
-other thread runs) or tracing (off on both sides: `RunConfig(tracing_disabled=True)`, no
-span queued, no exporter thread). The SDK's `Runner.run` executes the same instructions on
-both sides. The harness executes 0.997x the bare loop's instructions per case (14.82 M
-against 14.87 M: its case start, recording, grading, snapshot check and reports, some 240 of
-its functions a case beside the SDK's ~410, less what the bare loop builds per case, below),
-and misses the L2 1.45 times as often per case (26.8 K against 18.5 K; `instructions.py
---caches --functions N` says where):
-more distinct code and data a case than 1 MiB holds. Part of that is the SDK's own: the same
-`Runner.run`, the same instructions, takes ~5% more CPU in the harness's process, its
-bytecode and objects pushed out by the harness's work between its calls. A miss served by
-the shared L3 costs tens of cycles, one that other processes' load pushed out to memory
-hundreds, so the CPU-time ratio is several points above the instruction ratio, and more so
-on a loaded machine. The bare loop, for its part, builds its `Agent` and its five
-`FunctionTool`s per case through their constructors (0.89 M instructions a case, 6% of its
-case: the dataclass's type hints evaluated again, the default model settings deep-copied),
-where the harness copies an agent built once and makes its tools once
-(`harness.agents.sdk_cache`); and it serialises each case's last turn's items
-(`to_input_list`), which the harness reads only for a next turn (0.12 M, 0.8%). A bare loop
-doing neither counts 13.86 M instructions a case (14.6 K L2 misses): against it the
-harness's ratio would be about 7 points higher. The loop here stays as it was (an agent a
-case, as the harness has, made with the SDK's public constructors); the figure is to be read
-with that difference in mind.
+Where the harness's extra CPU goes (2-core AMD EPYC, 1 MiB L2 per core; thread CPU probes,
+`strace -c -f`, `/usr/bin/time`, `instructions.py --caches`):
+
+* **Its own work, in instructions.** The harness executes 1.03x the bare loop's instructions
+  per case (15.28 M against 14.87 M at 40 and 120 cases: its case start, recording, grading,
+  snapshot check and reports, some 240 of its functions a case beside the SDK's ~410), and
+  that after the bare loop spends 0.89 M a case the harness does not: it builds its `Agent`
+  and five `FunctionTool`s per case through their constructors (the dataclass's type hints
+  evaluated again, the default model settings deep-copied), where the harness copies an
+  agent built once and makes its tools once (`harness.agents.sdk_cache`); it also
+  serialises each case's last turn's items (`to_input_list`), which the harness reads only
+  for a next turn (0.12 M). The SDK's `Runner.run` executes the same instructions on both
+  sides. On the cases' thread, outside `Runner.run`, the harness's largest parts a case are
+  its reports of the case (`Results.add`: the progress line, the last-run report, the
+  transcript kept for `show`), grading, the snapshot check and the run's bookkeeping
+  between cases (`_as_found`), in that order; the adapter's own part of a request
+  (converting the SDK's input, the request, the step back) is a few hundredths of a
+  millisecond a case.
+* **Cache misses, most of the difference.** The harness misses the simulated L2 1.35-1.42
+  times as often per case (26.7 K against 18.8 K in one count), yet the L1 only 4% more
+  often (207.8 K against 199.6 K): it reads not much more memory, but more distinct memory
+  a case than 1 MiB holds, so lines the next case reads again are gone by then. The excess
+  is data (21.5 K against 14.7 K; instruction fetches 5.2 K against 4.1 K), which for
+  Python code is the interpreter reading bytecode, frames and objects, its own and the
+  SDK's: the same `Runner.run` takes ~3% more CPU in the harness's process. A miss served
+  by the shared L3 costs tens of cycles, one pushed out to memory by other processes
+  hundreds, so the CPU-time ratio is several points above the instruction ratio, and more
+  so on a loaded machine.
+* **The progress line, through a pipe.** The command writes each case's progress line to
+  its standard output as the case ends; `measure` reads that output through a pipe, and
+  each line wakes the reader. On a loaded 2-core machine, the same harness command measured
+  with its output to a pipe against a file (interleaved, 4 rounds, 1,000 cases) took 0.18
+  ms a case more CPU, 0.11 ms of it system time, with 0.5 more involuntary context switches
+  a case; with its output to a file, its system time per case is the bare loop's (which
+  prints nothing). A user's terminal or CI runner reads the same way, so the figure keeps
+  the pipe; on a quiet machine the reader runs on the other core and costs far less.
+* Not page faults (1.2 minor faults a case against the bare loop's 1.4), the collector
+  (0.02 ms a case against 0.01), other threads (the watching thread sleeps while cases run)
+  or tracing (off on both sides: `RunConfig(tracing_disabled=True)`).
+
+The loop here stays as it was (an agent a case, as the harness has, made with the SDK's
+public constructors); a bare loop doing neither (its agent built once, no last
+`to_input_list`) counted 13.86 M instructions a case, against which the harness's ratio
+would be about 7 points higher. The figure is to be read with that difference in mind.
 """
 
 from __future__ import annotations

@@ -22,32 +22,40 @@ Where the harness's extra CPU goes (2-core AMD EPYC, 1 MiB L2 per core; thread C
   evaluated again, the default model settings deep-copied), where the harness copies an
   agent built once and makes its tools once (`harness.agents.sdk_cache`); it also
   serialises each case's last turn's items (`to_input_list`), which the harness reads only
-  for a next turn (0.12 M). The SDK's `Runner.run` executes the same instructions on both
-  sides. On the cases' thread, outside `Runner.run`, the harness's largest parts a case are
-  its reports of the case (`Results.add`: the progress line, the last-run report, the
-  transcript kept for `show`), grading, the snapshot check and the run's bookkeeping
-  between cases (`_as_found`), in that order; the adapter's own part of a request
-  (converting the SDK's input, the request, the step back) is a few hundredths of a
-  millisecond a case.
+  for a next turn (0.12 M). The SDK's own code in `Runner.run` executes the same
+  instructions on both sides. On the cases' thread, outside `Runner.run`, the harness's
+  largest parts a case are its reports of the case (`Results.add`: the progress line, the
+  last-run report, the transcript kept for `show`), grading, the snapshot check and the
+  run's bookkeeping between cases (`_as_found`), in that order; the adapter's own part of
+  a request (converting the SDK's input, the request, the step back) is a few hundredths
+  of a millisecond a case.
 * **Cache misses, most of the difference.** The harness misses the simulated L2 1.35-1.42
   times as often per case (26.7 K against 18.8 K in one count), yet the L1 only 4% more
   often (207.8 K against 199.6 K): it reads not much more memory, but more distinct memory
   a case than 1 MiB holds, so lines the next case reads again are gone by then. The excess
   is data (21.5 K against 14.7 K; instruction fetches 5.2 K against 4.1 K), which for
   Python code is the interpreter reading bytecode, frames and objects, its own and the
-  SDK's: the same `Runner.run` takes ~3% more CPU in the harness's process. A miss served
-  by the shared L3 costs tens of cycles, one pushed out to memory by other processes
-  hundreds, so the CPU-time ratio is several points above the instruction ratio, and more
-  so on a loaded machine.
+  SDK's. Counted inside `Runner.run` alone (callgrind, collection toggled around each
+  run), the harness's runs execute 1.015x the bare loop's instructions (13.54 M against
+  13.34 M a case: its model and tools answering from within) but miss the L2 1.26 times as
+  often (20.5 K against 16.2 K); outside the runs, its own work misses 6.2 K times a case
+  against the bare loop's 2.6 K. So half the excess is the SDK's own loop reading again
+  what the harness's work between its runs pushed out (the same `Runner.run` takes ~3% more
+  CPU in the harness's process): less distinct memory touched between two runs (fewer
+  functions and objects a case in grading, reports and case start) cuts both halves. A
+  miss served by the shared L3 costs tens of cycles, one pushed out to memory by other
+  processes hundreds, so the CPU-time ratio is several points above the instruction
+  ratio, and more so on a loaded machine.
 * **The progress line, through a pipe.** The command writes each case's progress line to
   its standard output as the case ends; `measure` reads that output through a pipe, and
   each line wakes the reader. On a loaded 2-core machine, the same harness command measured
   with its output to a pipe against a file (interleaved, 4 rounds, 1,000 cases) took 0.18
   ms a case more CPU, 0.11 ms of it system time, with 0.5 more involuntary context switches
   a case; with its output to a file, its system time per case is the bare loop's (which
-  prints nothing). A user's terminal or CI runner reads the same way, so the figure keeps
-  the pipe; on a quiet machine the reader runs on the other core and costs far less.
-* Not page faults (1.2 minor faults a case against the bare loop's 1.4), the collector
+  prints nothing). Rounds on a loaded machine vary widely: a figure to take again on a
+  quiet one. A user's terminal or CI runner reads the same way, so the figure keeps the
+  pipe; on a quiet machine the reader runs on the other core and costs far less.
+* Not page faults (2.5 minor faults a case against the bare loop's 1.4), the collector
   (0.02 ms a case against 0.01), other threads (the watching thread sleeps while cases run)
   or tracing (off on both sides: `RunConfig(tracing_disabled=True)`).
 

@@ -299,10 +299,7 @@ def _cases(sent: list[Any], suite: AdmittedCases | None) -> dict[int, Case]:
     """The cases of a batch by their places: made from the suite held (the places alone
     were sent), else from their `Item`s."""
     if suite is not None:
-        # Made from the batch's own rows: each case's fixture is read with the next ones of
-        # its batch (`fixtures/reread.py`), not of the suite (another worker's).
-        batch = suite.picked(sent)
-        return {place: batch[k] for k, place in enumerate(sent)}
+        return {place: suite[place] for place in sent}
     return {item[0]: Item._make(item).case() for item in sent}
 
 

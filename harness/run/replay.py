@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import operator
 from collections import deque
 from collections.abc import Callable
 
-from harness.fixtures.schema import LlmTrace, Response, TextResponse
+import msgspec
+
+from harness.fixtures.schema import LlmTrace, Response, Step, TextResponse
 from harness.model_boundary import Divergence, ModelRequest, ModelStep, ToolCall
 
 
@@ -32,32 +33,19 @@ class ReplayBackend:
         # Every turn's scripted steps as the model boundary's steps, made once: the
         # conversation graders read holds the same (`runner.conversation_of`).
         turns = trace.turns
-        script: list[tuple[ModelStep, ...]] = []
-        # Per turn, the agent each step names, where one names any (else None).
-        named: list[tuple[str | None, ...] | None] = []
-        # The turns scripted with no steps: a case may script one only for a guardrail it
-        # names to stop the turn before the model is asked; a request in one means it did not.
-        self._stopped: set[int] = set()
-        for index, turn in enumerate(turns):  # one pass over the turns, for all three
-            steps = turn.steps
-            if not steps:
-                script.append(())
-                named.append(None)
-                if steps == []:
-                    self._stopped.add(index)
-                continue
-            script.append(tuple([to_step(step.response) for step in steps]))
-            agents = list(map(_AGENT, steps))
-            named.append(tuple(agents) if agents.count(None) != len(agents) else None)
-        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(script)
-        self._named = named
+        self.script: tuple[tuple[ModelStep, ...], ...] = tuple(
+            [tuple([to_step(step.response) for step in turn.steps or ()]) for turn in turns]
+        )
         # A turn naming no agent (most) is taken in order: where its next step is. One
         # naming an agent holds the steps not yet taken: (index in the turn, agent named,
         # step), made once that turn starts.
         self._next = [0] * len(turns)
         self._queues: list[deque[_Scripted] | None] = [None] * len(turns)
-        expects = trace.expects
-        self._guardrails = (expects.guardrails_tripped if expects is not None else None) or []
+        self._named = [_agents(turn.steps) for turn in turns]
+        # The turns scripted with no steps: a case may script one only for a guardrail it
+        # names to stop the turn before the model is asked; a request in one means it did not.
+        self._stopped = {index for index, turn in enumerate(turns) if turn.steps == []}
+        self._guardrails = getattr(trace.expects, "guardrails_tripped", None) or []
         self.on_take: Callable[[int], None] | None = None
         self._turn = -1
         self._last: ModelStep | None = None  # the step last answered in this turn
@@ -166,7 +154,14 @@ class ReplayBackend:
 
 
 _Scripted = tuple[int, str | None, ModelStep]
-_AGENT = operator.attrgetter("agent")
+
+
+def _agents(steps: list[Step] | msgspec.UnsetType | None) -> tuple[str | None, ...] | None:
+    """The agent each step names, where one names any; None: none does."""
+    if not steps:
+        return None
+    agents = [step.agent for step in steps]
+    return tuple(agents) if agents.count(None) != len(agents) else None
 
 
 def to_step(response: Response) -> ModelStep:

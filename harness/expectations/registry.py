@@ -94,10 +94,18 @@ def _builder(kind: type[Kind], names: tuple[str, ...], start: int) -> Callable[.
     """`kind` built from its span of an `Expects`'s values, keywords spelt out: a dict of
     them unpacked into the call costs several times the call, and a view is built for
     every kind set in every fixture admitted."""
+    built: Callable[..., Kind] = eval(
+        f"lambda values: {_call('kind', names, start)}", {"kind": kind}
+    )
+    return built
+
+
+def _call(callee: str, names: tuple[str, ...], start: int) -> str:
+    """The text of a call of `callee` with each of `names` given its value at its place
+    from `start` in `values`, for `eval`."""
     assert all(name.isidentifier() for name in names)  # field names: nothing else is run
     arguments = ", ".join(f"{name}=values[{start + i}]" for i, name in enumerate(names))
-    built: Callable[..., Kind] = eval(f"lambda values: kind({arguments})", {"kind": kind})
-    return built
+    return f"{callee}({arguments})"
 
 
 def _layout() -> tuple[_Span, ...]:
@@ -217,7 +225,7 @@ def _order(key: tuple[int, ...]) -> Callable[[tuple[Any, ...]], list[Kind]]:
     """The views graded for `key`, the spans of the fields off their default: those of the
     kinds it sets built from its values, the shared unset one of each kind that grades every
     case (`Kind.graded_unset`) it leaves unset, in grading order. One list display of them
-    all, keywords spelt out (as `_builder`'s): a call for each view built cost as much as
+    all, keywords spelt out (`_call`, as `_builder`'s): a call for each view built cost as much as
     building it."""
     changed = set(key)
     parts: list[str] = []
@@ -225,10 +233,8 @@ def _order(key: tuple[int, ...]) -> Callable[[tuple[Any, ...]], list[Kind]]:
     for i in sorted(changed | _GRADED_UNSET):
         span = _LAYOUT[i]
         if i in changed:
-            assert all(name.isidentifier() for name in span.names)  # nothing else is run
             names[f"kind_{i}"] = span.kind
-            arguments = ", ".join(f"{n}=values[{span.start + j}]" for j, n in enumerate(span.names))
-            parts.append(f"kind_{i}({arguments})")
+            parts.append(_call(f"kind_{i}", span.names, span.start))
         else:
             names[f"unset_{i}"] = span.unset
             parts.append(f"unset_{i}")

@@ -18,6 +18,7 @@ HTML = Option(
     type=Path,
 )
 JUNIT_XML = Option("--junit-xml", "also write JUnit XML here", metavar="PATH", type=Path)
+JUNIT_FORMAT = "junit"  # `--format junit`: the report on stdout
 HISTORY = Option(
     "--history",
     "append this run's pass rate and per-case verdicts to a JSON-lines file",
@@ -49,8 +50,7 @@ VERBOSE = Option(
 
 class Gate(NamedTuple):
     """What the registry knows of a gated reporter without importing its module: its
-    `REPORTER`'s name, options and `--format` name (each the same as the spec's: the
-    registry's tests hold them to it)."""
+    `REPORTER`'s name, options and `--format` name, which that spec takes from here."""
 
     name: str
     options: tuple[Option, ...]
@@ -62,12 +62,13 @@ class Gate(NamedTuple):
 # By module: the reporters that build nothing unless one of their flags is given (a value
 # neither None nor False), their `--format` chosen or one of their environment variables
 # set (the Markdown summary's GitHub step summary). A reporter module not listed here is
-# imported whenever the registry is: listing one is an optimisation, never needed.
+# imported whenever the registry is: listing one is an optimisation, never needed (a
+# listed module's spec takes its name, options and format from its entry).
 GATED: dict[str, Gate] = {
     "history": Gate("history", (HISTORY,)),
     "history_dir": Gate("history-dir", (HISTORY_DIR,)),
     "html": Gate("html", (HTML,)),
-    "junit": Gate("junit", (JUNIT_XML,), "junit"),
+    "junit": Gate("junit", (JUNIT_XML,), JUNIT_FORMAT),
     "markdown": Gate("markdown", (SUMMARY,), environ=("GITHUB_STEP_SUMMARY",)),
     "otel_events": Gate("otel-events", (OTEL_EVENTS,)),
     "verbose": Gate("verbose", (VERBOSE,)),

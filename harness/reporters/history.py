@@ -17,6 +17,7 @@ from harness.io.atomic import ReportFiles, ReportWriteError
 from harness.io.files import file_kind, why
 from harness.io.text import json_safe
 from harness.reporters.base import COMMIT, Output, Reporter, say, skipped_as_partial
+from harness.reporters.flags import GATED
 from harness.reporters.flags import HISTORY as OPTION
 
 if TYPE_CHECKING:
@@ -171,9 +172,7 @@ class HistoryReporter(Reporter):
 
 
 class _Spec:
-    name = "history"
-    options = (OPTION,)
-    stdout_format = None
+    name, options, stdout_format = GATED["history"][:3]  # its gate's: said once
 
     def build(self, output: Output) -> list[Reporter]:
         path = output.values.get(OPTION.dest)

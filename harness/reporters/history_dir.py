@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from harness.io.atomic import ReportWriteError
 from harness.reporters.base import COMMIT, Output, Reporter, say, skipped_as_partial
+from harness.reporters.flags import GATED
 from harness.reporters.flags import HISTORY_DIR as OPTION
 
 if TYPE_CHECKING:
@@ -64,9 +65,7 @@ def _checked(directory: Path) -> None:
 
 
 class _Spec:
-    name = "history-dir"
-    options = (OPTION,)
-    stdout_format = None
+    name, options, stdout_format = GATED["history_dir"][:3]  # its gate's: said once
 
     def build(self, output: Output) -> list[Reporter]:
         directory = output.values.get(OPTION.dest)

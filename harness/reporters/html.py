@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from harness.errors import HarnessError
 from harness.io.text import clean, clip, inert_markup, one_line, policy_for
 from harness.reporters.base import FILES, Document, Output, Reporter, spool_directory
+from harness.reporters.flags import GATED
 from harness.reporters.flags import HTML as OPTION
 from harness.reporters.html_checks import STYLE as _CHECKS_STYLE
 from harness.reporters.html_checks import Checks, anchor
@@ -470,9 +471,7 @@ def write_from_json(
 
 
 class _Spec:
-    name = "html"
-    options = (OPTION,)
-    stdout_format = None
+    name, options, stdout_format = GATED["html"][:3]  # its gate's: said once
     # `zeroclaw eval report`, handed over through the registry as `run`'s reports are.
     write_from_json = staticmethod(write_from_json)
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, cast
 
 from harness.io.text import brief, clean, clean_lines, clip, headline, inert_markup, one_line
 from harness.reporters.base import FILES, Output, Reporter, documents
+from harness.reporters.flags import GATED, JUNIT_FORMAT
 from harness.reporters.flags import JUNIT_XML as OPTION
 
 if TYPE_CHECKING:
@@ -485,12 +486,10 @@ def _facts(case: CaseReport) -> str:
 
 
 class _Spec:
-    name = "junit"
-    options = (OPTION,)
-    stdout_format = "junit"
+    name, options, stdout_format = GATED["junit"][:3]  # its gate's: said once
 
     def build(self, output: Output) -> list[Reporter]:
-        return documents(output, OPTION, self.stdout_format, render_junit, FILES, cases=JunitCases)
+        return documents(output, OPTION, JUNIT_FORMAT, render_junit, FILES, cases=JunitCases)
 
 
 REPORTER = _Spec()

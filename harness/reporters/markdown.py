@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from harness.io.problems import Problem
 from harness.io.text import brief, clean, clean_lines, inert, inert_markup, one_line
 from harness.reporters.base import CI, FILES, Output, Rendered, Reporter
+from harness.reporters.flags import GATED
 from harness.reporters.flags import SUMMARY as OPTION
 from harness.snapshots.groups import fold_all, unfolded
 
@@ -476,9 +477,7 @@ class StepSummary(Reporter):
 
 
 class _Spec:
-    name = "markdown"
-    options = (OPTION,)
-    stdout_format = None
+    name, options, stdout_format = GATED["markdown"][:3]  # its gate's: said once
 
     def build(self, output: Output) -> list[Reporter]:
         history = output.history()

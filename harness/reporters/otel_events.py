@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.io.text import json_safe, without_surrogates
 from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
+from harness.reporters.flags import GATED
 from harness.reporters.flags import OTEL_EVENTS as OPTION
 
 if TYPE_CHECKING:
@@ -178,9 +179,7 @@ def render_events(report: SuiteReport) -> bytes:
 
 
 class _Spec:
-    name = "otel-events"
-    options = (OPTION,)
-    stdout_format = None
+    name, options, stdout_format = GATED["otel_events"][:3]  # its gate's: said once
 
     def build(self, output: Output) -> list[Reporter]:
         path = output.values.get(OPTION.dest)

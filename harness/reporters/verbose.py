@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from harness.reporters.base import STDOUT, Output, Reporter
+from harness.reporters.flags import GATED
 from harness.reporters.flags import VERBOSE as OPTION
 
 if TYPE_CHECKING:
@@ -28,9 +29,7 @@ class VerboseReporter(Reporter):
 
 
 class _Spec:
-    name = "verbose"
-    options = (OPTION,)
-    stdout_format = None
+    name, options, stdout_format = GATED["verbose"][:3]  # its gate's: said once
 
     def build(self, output: Output) -> list[Reporter]:
         if not output.values.get(OPTION.dest):

@@ -133,7 +133,7 @@ def render(requests: Iterable[ModelRequest]) -> str:
         return ""
     first = keys[0]
     # Mostly one surface (each request's key is the first's, mostly the very object) of the
-    # agent under test (every agent None, or ""): as the run before's, its text at once.
+    # agent under test (every agent None, or ""): known without pairing every request.
     one = bool(first) and keys.count(first) == len(keys) and not any(map(_AGENT, asked))
     if one:
         shown: tuple[tuple[str, bytes], ...] = ((AGENT_UNDER_TEST, first),)

@@ -182,7 +182,15 @@ class GitState:
     The tree is the one the run started from (its unused snapshots removed)."""
 
     def __init__(self, root: Path) -> None:
-        self._asked = _ask(root)
+        self._asked: subprocess.Popen[str] | None = None
+        with contextlib.suppress(OSError):  # no git: nothing to ask
+            self._asked = subprocess.Popen(
+                ["git", "-C", str(root), *_ASKED],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            )
 
     def result(self) -> tuple[str | None, bool | None]:
         """The commit and whether the tree has changes (None, None when it is no git work
@@ -201,18 +209,6 @@ class GitState:
         if not commit.strip() or commit.startswith("("):  # "(initial)": no commit yet
             return None, None
         return commit.strip(), any(not line.startswith("# ") for line in lines if line)
-
-
-def _ask(root: Path) -> subprocess.Popen[str] | None:
-    with contextlib.suppress(OSError):  # no git: nothing to ask
-        return subprocess.Popen(
-            ["git", "-C", str(root), *_ASKED],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-    return None
 
 
 def _end(asked: subprocess.Popen[str]) -> None:

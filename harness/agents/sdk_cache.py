@@ -21,7 +21,7 @@ import copy
 import dataclasses
 import operator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 import agents.model_settings
 from agents import Agent, FunctionTool, Model, ModelSettings, Tool
@@ -30,6 +30,9 @@ from harness.errors import HarnessError
 from harness.model_boundary import ToolSchema
 from harness.tool_registry import Tool as RegistryTool
 from harness.tool_registry import ToolRegistry
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 # The fields the SDK traces (its own list: a private name, so every field when it is gone).
 _TRACED: tuple[str, ...] | None = getattr(
@@ -51,10 +54,7 @@ def settings_json(settings: ModelSettings) -> dict[str, Any]:
         return _made_now(settings)
     made = _made.get(key)
     if made is None:
-        if len(_made) >= _KEPT:
-            for old in list(_made)[: _KEPT // 2]:
-                _made.pop(old, None)  # another thread may have let it go
-        made = _made[key] = _made_now(settings)
+        made = _kept(_made, key, _made_now(settings))
     return dict(made)  # flat: a key is made only of plain values
 
 
@@ -183,10 +183,7 @@ def function_tools(registry: ToolRegistry) -> list[Tool]:
     for tool in registry.tools.values():
         kept = _tools.get(id(tool))
         if kept is None:
-            if len(_tools) >= _KEPT:
-                for old in list(_tools)[: _KEPT // 2]:
-                    _tools.pop(old, None)  # another thread may have let it go
-            kept = _tools[id(tool)] = (tool, _function_tool(tool))
+            kept = _kept(_tools, id(tool), (tool, _function_tool(tool)))
         made.append(kept[1])
     return made
 
@@ -212,10 +209,7 @@ def tool_schemas(tools: list[Tool]) -> tuple[ToolSchema, ...]:
         for tool in tools:
             if isinstance(tool, FunctionTool):
                 schemas.append(ToolSchema(tool.name, tool.description, tool.params_json_schema))
-        if len(_schemas) >= _KEPT:
-            for old in list(_schemas)[: _KEPT // 2]:
-                _schemas.pop(old, None)  # another thread may have let it go
-        made = _schemas[found] = tuple(schemas)
+        made = _kept(_schemas, found, tuple(schemas))
     return made
 
 
@@ -235,3 +229,12 @@ def _function_tool(tool: RegistryTool) -> FunctionTool:
         on_invoke_tool=invoke,
         strict_json_schema=False,
     )
+
+
+def _kept(cache: dict[K, V], key: K, value: V) -> V:
+    """`value` kept in `cache` under `key`, the older half of a full cache let go first."""
+    if len(cache) >= _KEPT:
+        for old in list(cache)[: _KEPT // 2]:
+            cache.pop(old, None)  # another thread may have let it go
+    cache[key] = value
+    return value

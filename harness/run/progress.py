@@ -79,12 +79,8 @@ class CaseProgress:
                 return await within(allowed, work)
             return await watched.within(allowed, work)
         # In `driven`'s scope (most phases): the phase only moves its due time, from its
-        # start; its allowance worked out here.
-        now = self.started = time.monotonic()
-        left = self.wall_clock - (now - self.began)
-        binds = self._wall_clock_binds = left < timeout
-        allowed = self._allowed = (left if left > 0.0 else 0.0) if binds else timeout
-        watched.start(allowed, now)
+        # start (the clock `allowance` read).
+        watched.start(self.allowance(timeout), self.started)
         result = await work
         watched.stop()
         return result

@@ -11,12 +11,18 @@ samples nothing and has no interval. With several jobs, or many cases, cases fin
 order: each streamed line then starts with a `[done/total]` counter.
 
 Every string is cleaned (`text.clean`) and no line is a workflow command (`text.inert`);
-on GitHub Actions each chunk is also written between `::stop-commands::` and its token."""
+on GitHub Actions each chunk is also written between `::stop-commands::` and its token.
+
+On a terminal each case's lines are shown as the case finishes. Through a pipe or into a
+file (a CI runner's log) they are flushed together, at most `HOLD_SECS` after they were
+written, by a thread of the table's own (`Held`), and all of them as the last case is told,
+before any other report is written."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 from harness.io.text import clean, clean_lines, command_token, inert, stop_commands
@@ -32,6 +38,8 @@ if TYPE_CHECKING:
 # reader wants to know how far it got.
 COUNT_FROM = 20
 MAX_LISTED = 10  # failing run numbers and flipped checks listed on a case's line
+# The longest a line written through a pipe or into a file waits to be flushed.
+HOLD_SECS = 0.2
 # Escaped: the source stays ASCII where a reader could mistake them for `-` and `x`.
 DASH, TIMES = "\u2013", "\u00d7"  # en dash, multiplication sign
 
@@ -248,6 +256,80 @@ class ColourLines(TableLines):
         return render_case(case, colour=True)
 
 
+def holds(stream: TextIO) -> bool:
+    """Whether `stream`'s lines may wait for the next ones: it writes to a descriptor that
+    is not a terminal (a pipe, a file). Flushing one that is no descriptor's costs nothing."""
+    try:
+        stream.fileno()
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+        return False
+    return not stream.isatty()
+
+
+class Held:
+    """A stream whose writes are flushed together, at most `HOLD_SECS` after the first of
+    them, by a thread of its own: each flush through a pipe is a system call, and wakes its
+    reader, which cost about a tenth of a cheap case's CPU when made for every case. Its
+    thread is started (`start`) before the run's cases: the watchdog reuses a case's task
+    for the next only when no thread appeared while the case ran. A flush that failed is
+    raised by the next write (or `close`), as the table's own flush raised it."""
+
+    def __init__(self, stream: TextIO, pause: Callable[[], object] | None = None) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()  # the stream is not to be written and flushed at once
+        self._due = threading.Event()  # something written is not flushed yet
+        self._closed = threading.Event()
+        # What the thread waits for once something is written (a test's: its own hook).
+        self._pause = pause if pause is not None else self._hold
+        self._failure: Exception | None = None
+        self._thread = threading.Thread(target=self._flusher, name="zeroclaw-eval-table")
+        self._thread.daemon = True  # never waited for as the process exits
+
+    def _hold(self) -> None:
+        self._closed.wait(HOLD_SECS)  # closing ends the wait
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def ended(self, timeout: float) -> bool:
+        """Whether its thread has ended (after `close`, or a failed flush), waiting for it
+        up to `timeout` seconds."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            self._stream.write(text)
+            if not self._due.is_set():
+                self._due.set()
+
+    def close(self) -> None:
+        """Everything written flushed now; the thread ends without flushing again."""
+        self._closed.set()
+        self._due.set()  # a thread waiting for a write wakes, to end
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            self._stream.flush()
+
+    def _flusher(self) -> None:
+        while True:
+            self._due.wait()
+            if not self._closed.is_set():
+                self._pause()
+            with self._lock:
+                if self._closed.is_set():
+                    return
+                self._due.clear()
+                try:
+                    self._stream.flush()
+                except Exception as exc:  # raised where the table writes next
+                    self._failure = exc
+                    return
+
+
 class TableReporter(Reporter):
     order = STDOUT
     whole_cases = False  # each case's line is written as it is done; then the totals
@@ -263,10 +345,19 @@ class TableReporter(Reporter):
         self._total = 0
         self._done = 0
         self._changes = Changes()
+        # Through a pipe or into a file, the lines of cases held a moment (`Held`), until
+        # every case is told; on a terminal, each case's shown as it is done.
+        self._held = Held(stream) if holds(stream) else None
 
     def start(self, total: int) -> None:
         self._total = total
-        self._stream.write("\n")
+        held = self._held
+        if held is not None and total:
+            held.start()
+            held.write("\n")
+        else:
+            self._held = None
+            self._stream.write("\n")
 
     def case_done(self, case: CaseReport) -> None:
         self._done += 1
@@ -278,6 +369,8 @@ class TableReporter(Reporter):
         else:
             lines = self._counted(lines)
         self._write(lines)
+        if self._done >= self._total:
+            self._told_all()
 
     def passes_done(self, passes: Passes) -> None:
         # A plain pass folds nothing (it has no failing check): each its worker's lines.
@@ -295,6 +388,16 @@ class TableReporter(Reporter):
                 self._write(chunk)
         else:
             self._write("".join(chunks))
+        if self._done >= self._total:
+            self._told_all()
+
+    def _told_all(self) -> None:
+        """Every case's lines flushed, as the last is told: what the run does next (its
+        reports written, other lines on this stream) may take a while, and is not to find
+        a thread flushing this stream."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
 
     def _counted(self, lines: str) -> str:
         """A case's lines as a worker rendered them, with the count in them (if any)."""
@@ -310,15 +413,24 @@ class TableReporter(Reporter):
         return f"[{self._done:>{width}}/{self._total}] "
 
     def finish(self, report: SuiteReport) -> None:
+        self._told_all()  # when a case was never told: the summary is written at once
         shared = self._changes.summary()
         if shared is not None:
             self._write(inert(f"\n  {shared}\n"))
         self._write(render_summary(report, self._colour))
 
+    def abandon(self) -> None:
+        # The lines written so far are out before the interruption is said.
+        self._told_all()
+
     def _write(self, text: str) -> None:
         if self._guard:
             # A token of its own for each chunk: none printed earlier can end this one.
             text = stop_commands(text, command_token())
+        held = self._held
+        if held is not None:
+            held.write(text)
+            return
         self._stream.write(text)
         self._stream.flush()
 

@@ -293,7 +293,9 @@ class Held:
 
     def ended(self, timeout: float) -> bool:
         """Whether its thread has ended (after `close`, or a failed flush), waiting for it
-        up to `timeout` seconds."""
+        up to `timeout` seconds; one never started has not."""
+        if self._thread.ident is None:
+            return False
         self._thread.join(timeout)
         return not self._thread.is_alive()
 

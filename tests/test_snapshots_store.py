@@ -324,3 +324,28 @@ def test_a_matching_snapshot_over_the_cap_is_refused_as_its_read_refuses_it(
     plan.path_of(fixture).write_text("x" * 41, "utf-8")
     grade = store.check(plan, fixture, "x" * 41, tmp_path)
     assert grade is not None and "exceeds" in grade.detail
+
+
+MIXED_KEYS_LOOP = SILENT_LOOP.replace(
+    "ToolSchema(t.name, t.description, t.parameters)",
+    "ToolSchema(t.name, t.description, {**t.parameters, 1: 'one'})",
+).replace("PROMPT.read_text()", '"You are a careful echo agent."')
+
+
+def test_a_tool_schema_no_json_can_show_is_the_agents_run_error_naming_the_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A mapping whose keys mix str and int: json cannot sort them. The agent's provider
+    # would refuse such a request; the case says so, naming the tool, not "internal error".
+    suite = tmp_path / "evals" / "regression"
+    shutil.copytree(REPO / "evals" / "regression", suite, ignore=shutil.ignore_patterns("__*"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = write_module(tmp_path, MIXED_KEYS_LOOP, "mixed_keys_loop")
+    for update in (True, False):
+        report = run(RunOptions(suite, f"{module}:make", root=tmp_path, update_snapshots=update))
+        errors = {c.error for c in report.cases}
+        assert len(report.cases) > 1 and None not in errors
+        for error in errors:
+            assert error is not None and not error.startswith("internal error")
+            assert error.startswith("the agent's request to its model cannot be shown as JSON")
+            assert "tool 'echo': parameters: TypeError: '<' not supported" in error

@@ -52,6 +52,7 @@ from harness.run.replay import ReplayBackend, to_step
 from harness.run_record import RunRecord
 from harness.runtime.deadline import DeadlineExceeded, within
 from harness.snapshots.store import SnapshotPlan, snapshot_grades
+from harness.snapshots.surface import Unshowable
 from harness.tool_registry import ToolRegistry
 from harness.transcript import Conversation, Transcript, forget_in_flight
 from harness.verdict.reports import CaseOrigin, CaseReport, ErrorFrame
@@ -244,6 +245,8 @@ async def run_case(progress: CaseProgress, plan: CasePlan, cwd: str | None = Non
         if failing is not None or plan.keep_transcripts:
             record.transcript = progress.transcript.steps()
         return CaseReport.graded(case.id, progress.fixture, grades, record, line)
+    except Unshowable as exc:  # the agent's request, not the harness: said as is
+        return progress.errored(str(exc), progress.record())
     except RAISED_BY_AGENT_CODE as exc:  # a harness bug is still only this case's run error
         return internal_error(case, progress.fixture, exc, progress.turn)
     finally:

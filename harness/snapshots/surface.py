@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from harness.errors import HarnessError
 from harness.io.text import clean_lines
 from harness.model_boundary import ModelRequest, OutputSchema, ToolSchema
 
@@ -28,8 +29,20 @@ HEADER = (
 AGENT_UNDER_TEST = "(the agent under test)"
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+class Unshowable(HarnessError):
+    """A part of a request that no JSON can show (a mapping whose keys mix types, a cycle,
+    nesting past the recursion limit): the agent's doing, said as the case's run error, as
+    its provider would refuse the request."""
+
+
+def _json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise Unshowable(
+            f"the agent's request to its model cannot be shown as JSON: {what}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _tool(tool: ToolSchema) -> list[str]:
@@ -37,13 +50,14 @@ def _tool(tool: ToolSchema) -> list[str]:
     return [
         f"--- {kind}: {tool.name}",
         f"description: {tool.description}" if tool.description else "description: (none)",
-        f"parameters: {_json(tool.parameters)}",
+        f"parameters: {_json(tool.parameters, f'{kind} {tool.name!r}: parameters')}",
     ]
 
 
 def _output(schema: OutputSchema) -> list[str]:
     strict = ", strict" if schema.strict else ""
-    return [f"--- output schema: {schema.name} ({schema.mode}{strict})", _json(schema.schema)]
+    shown = _json(schema.schema, f"output schema {schema.name!r}")
+    return [f"--- output schema: {schema.name} ({schema.mode}{strict})", shown]
 
 
 def surface_lines(request: ModelRequest) -> tuple[str, ...]:
@@ -62,7 +76,7 @@ def surface_lines(request: ModelRequest) -> tuple[str, ...]:
         lines += _output(request.output_schema)
     if request.settings:
         # Only when set: the snapshot of an agent on its provider's defaults has no such part.
-        lines += ["--- model settings", _json(request.settings)]
+        lines += ["--- model settings", _json(request.settings, "model settings")]
     return tuple(lines)
 
 

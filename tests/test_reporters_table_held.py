@@ -41,10 +41,11 @@ class Pipe(io.StringIO):
         return self.tty
 
     def flush(self) -> None:
-        self.flushing.set()
         if self.broken:
+            self.flushing.set()
             raise BrokenPipeError(32, "Broken pipe")
         self.flushed.append(self.getvalue())
+        self.flushing.set()  # once what it sent is there to be read
 
     @property
     def out(self) -> str:
@@ -222,3 +223,82 @@ def test_on_github_the_held_chunks_are_fenced_as_the_flushed_ones(never: None) -
     assert shown == told(io.StringIO())
     assert held.out == held.getvalue()
     assert shown.count("::stop-commands::") == 3  # each case's lines, and the summary
+
+
+class Stuck(Pipe):
+    """A pipe its reader stopped reading: a flush waits until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = threading.Event()
+
+    def flush(self) -> None:
+        self.flushing.set()
+        assert self.go.wait(WAIT)
+        self.flushed.append(self.getvalue())
+
+
+def test_an_interruption_does_not_wait_for_a_reader_that_stopped_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One Ctrl-C ends the run even when the flush of the table's thread is held by a full
+    # pipe: the interruption waits for it a moment only, and leaves it to its thread.
+    monkeypatch.setattr(table, "ABANDON_SECS", 0.01)
+    stream, paused = Stuck(), Paused()
+    reporter = TableReporter(stream)
+    held = reporter._held
+    assert held is not None
+    held._pause = paused
+    reporter.start(3)
+    reporter.case_done(passing_report("c0"))
+    paused.release()
+    assert stream.flushing.wait(WAIT)  # the thread's flush, held by the pipe
+    Delivery([reporter]).abandon()
+    assert not stream.go.is_set() and not held.ended(0)  # returned, the flush still held
+    stream.go.set()
+    assert held.ended(WAIT)
+
+
+def test_a_write_that_failed_ends_the_tables_thread() -> None:
+    class Closed(Pipe):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    stream = Closed()
+    held = Held(stream)
+    held.start()
+    with pytest.raises(BrokenPipeError):
+        held.write(line("c0"))
+    assert held.ended(WAIT)
+
+
+def test_the_last_batch_of_passes_flushes_every_line(never: None) -> None:
+    from harness.verdict.kept import Passes
+
+    stream = Pipe()
+    reporter = TableReporter(stream, jobs=2)
+    cases = [passing_report(f"c{n}") for n in range(3)]
+    reporter.start(len(cases))
+    held = reporter._held
+    assert held is not None
+    parts = reporter.worker_parts
+    made = [(n, case.id, case.score, (parts.render(case),)) for n, case in enumerate(cases)]
+    reporter.passes_done(Passes((parts,), made[:2]))
+    assert stream.flushed == []
+    reporter.passes_done(Passes((parts,), made[2:]))  # the last: every line is out
+    assert stream.out == stream.getvalue() and "c2" in stream.out
+    assert held.ended(0)  # and its thread is over before the reports are written
+
+
+def test_a_process_out_of_threads_shows_each_line_as_it_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(self: Held) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(Held, "start", refused)
+    stream = Pipe()
+    reporter = TableReporter(stream)
+    reporter.start(3)
+    reporter.case_done(passing_report("c0"))
+    assert stream.out == "\n" + line("c0")

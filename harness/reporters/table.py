@@ -15,8 +15,11 @@ on GitHub Actions each chunk is also written between `::stop-commands::` and its
 
 On a terminal each case's lines are shown as the case finishes. Through a pipe or into a
 file (a CI runner's log) they are flushed together, at most `HOLD_SECS` after they were
-written, by a thread of the table's own (`Held`), and all of them as the last case is told,
-before any other report is written."""
+written, by a thread of the table's own (`Held`), and all of them as the last case is told
+(before the reports are written), or before the summary of a run stopped early
+(`--maxfail`), or as the run is interrupted. Other lines of the run on stderr (an agent's
+output, a note of the harness) may then come up to `HOLD_SECS` ahead of the table's lines
+before them in a log that holds both."""
 
 from __future__ import annotations
 
@@ -40,6 +43,8 @@ COUNT_FROM = 20
 MAX_LISTED = 10  # failing run numbers and flipped checks listed on a case's line
 # The longest a line written through a pipe or into a file waits to be flushed.
 HOLD_SECS = 0.2
+# The longest an interruption waits for the lines held to be flushed.
+ABANDON_SECS = 1.0
 # Escaped: the source stays ASCII where a reader could mistake them for `-` and `x`.
 DASH, TIMES = "\u2013", "\u00d7"  # en dash, multiplication sign
 
@@ -272,7 +277,8 @@ class Held:
     reader, which cost about a tenth of a cheap case's CPU when made for every case. Its
     thread is started (`start`) before the run's cases: the watchdog reuses a case's task
     for the next only when no thread appeared while the case ran. A flush that failed is
-    raised by the next write (or `close`), as the table's own flush raised it."""
+    raised by the next write (or `close`), as the table's own flush raised it; a write that
+    failed ends the thread too."""
 
     def __init__(self, stream: TextIO, pause: Callable[[], object] | None = None) -> None:
         self._stream = stream
@@ -303,18 +309,30 @@ class Held:
         with self._lock:
             if self._failure is not None:
                 raise self._failure
-            self._stream.write(text)
+            try:
+                self._stream.write(text)
+            except BaseException:  # the table stops here: its thread has nothing to wait for
+                self._end()
+                raise
             if not self._due.is_set():
                 self._due.set()
 
-    def close(self) -> None:
-        """Everything written flushed now; the thread ends without flushing again."""
+    def close(self, timeout: float | None = None) -> None:
+        """Everything written flushed, by the thread as its last flush, waited for (up to
+        `timeout` seconds: an interruption does not wait on a reader that stopped reading,
+        whose full pipe holds the flush; the thread, a daemon, is left to it)."""
+        self._end()
+        if self._thread.ident is None:  # never started: flushed here
+            with self._lock:
+                self._stream.flush()
+            return
+        self._thread.join(timeout)
+        if self._failure is not None:
+            raise self._failure
+
+    def _end(self) -> None:
         self._closed.set()
         self._due.set()  # a thread waiting for a write wakes, to end
-        with self._lock:
-            if self._failure is not None:
-                raise self._failure
-            self._stream.flush()
 
     def _flusher(self) -> None:
         while True:
@@ -322,14 +340,24 @@ class Held:
             if not self._closed.is_set():
                 self._pause()
             with self._lock:
-                if self._closed.is_set():
-                    return
                 self._due.clear()
                 try:
                     self._stream.flush()
                 except Exception as exc:  # raised where the table writes next
                     self._failure = exc
                     return
+                if self._closed.is_set():
+                    return
+
+
+def _started(held: Held) -> bool:
+    """Whether `held`'s thread started; a process out of threads shows each line as it is
+    written instead."""
+    try:
+        held.start()
+    except RuntimeError:  # "can't start new thread"
+        return False
+    return True
 
 
 class TableReporter(Reporter):
@@ -354,8 +382,7 @@ class TableReporter(Reporter):
     def start(self, total: int) -> None:
         self._total = total
         held = self._held
-        if held is not None and total:
-            held.start()
+        if held is not None and total and _started(held):
             held.write("\n")
         else:
             self._held = None
@@ -393,13 +420,13 @@ class TableReporter(Reporter):
         if self._done >= self._total:
             self._told_all()
 
-    def _told_all(self) -> None:
+    def _told_all(self, timeout: float | None = None) -> None:
         """Every case's lines flushed, as the last is told: what the run does next (its
         reports written, other lines on this stream) may take a while, and is not to find
         a thread flushing this stream."""
         held, self._held = self._held, None
         if held is not None:
-            held.close()
+            held.close(timeout)
 
     def _counted(self, lines: str) -> str:
         """A case's lines as a worker rendered them, with the count in them (if any)."""
@@ -422,8 +449,9 @@ class TableReporter(Reporter):
         self._write(render_summary(report, self._colour))
 
     def abandon(self) -> None:
-        # The lines written so far are out before the interruption is said.
-        self._told_all()
+        # The lines written so far are out before the interruption is said; a reader that
+        # stopped reading holds the flush, and the interruption is not kept waiting for it.
+        self._told_all(ABANDON_SECS)
 
     def _write(self, text: str) -> None:
         if self._guard:

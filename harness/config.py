@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
-import tomli
 
 from harness.builtin_toolset import COMMAND_TOOL_REFUSAL, LIVE_DEFAULT_TOOLS, runs_commands
 from harness.defaults import (
@@ -232,6 +231,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8: invalid byte at offset {exc.start}") from None
+    # Imported here: a run in a directory without configuration reads no TOML.
+    import tomli
+
     try:
         return tomli.loads(text)
     except tomli.TOMLDecodeError as exc:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from conftest import greeting_fixture, write_suite
+from conftest import child_environment, greeting_fixture, write_suite
 
 from harness.agents.protocol import AgentSurface
 from harness.agents.registry import resolve_agent
@@ -71,3 +74,55 @@ def test_every_reporter_hears_each_case_unless_its_stream_broke(tmp_path: Path) 
         *("breaks b", "own b", "kept b"),
         *("own c", "kept c"),
     ]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+OWN_LOOP = ROOT / "examples" / "own_loop"
+# What a run imported, and the dataclasses of its modules, written out by its process.
+REPORT = """
+import dataclasses, sys
+from harness import cli
+code = cli.main(sys.argv[1:], stdout=sys.stderr)
+assert code == 0, code
+made = [
+    f"{name}.{value.__qualname__}"
+    for name, module in list(sys.modules.items())
+    if name.startswith("harness")
+    for value in list(vars(module).values())
+    if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == name
+]
+print(" ".join(sys.modules))
+print(" ".join(made))
+"""
+
+
+def _start_up_of_run(tmp_path: Path) -> tuple[set[str], set[str]]:
+    """The modules a one-case own-loop `eval run` imported in a fresh process, in a
+    directory with no configuration, and the dataclasses they define."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    fixture = sorted((OWN_LOOP / "evals").glob("*.json"))[0]
+    (suite / fixture.name).write_bytes(fixture.read_bytes())
+    argv = ["eval", "run", "--jobs", "1", "--suite", str(suite), "--agent", "loop:factory"]
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT, *argv],
+        capture_output=True,
+        text=True,
+        env=child_environment(PYTHONPATH=os.pathsep.join([str(ROOT), str(OWN_LOOP)])),
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    modules, made = done.stdout.splitlines()
+    return set(modules.split()), set(made.split())
+
+
+def test_a_run_without_configuration_imports_no_toml_parser_nor_the_install_schemes(
+    tmp_path: Path,
+) -> None:
+    # `sysconfig` works out its install schemes as it imports; only a failed case's frames
+    # ask for them.
+    modules, _ = _start_up_of_run(tmp_path)
+    assert "harness.config" in modules and "harness.run.error_frames" in modules
+    assert not modules & {"tomli", "sysconfig"}

@@ -20,7 +20,6 @@ import builtins
 import functools
 import os
 import sys
-import sysconfig
 import traceback
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -109,6 +108,10 @@ def _is_users(file: str) -> bool:
 def _not_users() -> tuple[str, ...]:
     """The directories no user's frame is in: the harness package and the interpreter's
     libraries (the standard library, and where packages are installed)."""
+    # Imported here: sysconfig works out its install schemes as it imports, and a run
+    # asks for them only if a case fails with an exception.
+    import sysconfig
+
     paths = sysconfig.get_paths()
     found = {
         paths[name] for name in ("stdlib", "platstdlib", "purelib", "platlib") if name in paths

@@ -10,14 +10,12 @@ grading fails naming the call; the run goes on, as it would with a person saying
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     """One human decision: approve the call, or reject it (with the reason the model is
     told, None: the framework's own rejection text)."""
 

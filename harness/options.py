@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from harness.defaults import MAX_JOBS, MAX_REPEAT
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(msgspec.Struct, frozen=True):
     """One setting of the command line."""
 
     flag: str

@@ -6,7 +6,6 @@ fixture → admission → run → record → grades → verdict → reporters (�
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -67,13 +66,13 @@ def run(options: RunOptions, reporters: Sequence[Reporter] = ()) -> SuiteReport:
         admitted = load(options, surface, reporters, early)
         chosen = options.selection
         if options.suite.is_file():  # one fixture: a selection of its suite, never its gate
-            chosen = dataclasses.replace(chosen, fixture_file=display_path(options.suite, root))
+            chosen = msgspec.structs.replace(chosen, fixture_file=display_path(options.suite, root))
         cases = choose(admitted, chosen)
         selection = chosen if chosen.active else None
         if selection is not None:
             # The whole suite's digest, so shards (and partial runs) say which suite they are of.
             shown = [(display_path(case.where, root), case.fixture_sha256) for case in admitted]
-            selection = dataclasses.replace(selection, suite_sha256=suite_hash(shown))
+            selection = msgspec.structs.replace(selection, suite_sha256=suite_hash(shown))
         suite = options.name if options.name is not None else display_path(options.suite, root)
         kind = resolve_kind(options.kind, suite)
         snapshots = None

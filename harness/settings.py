@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from harness.defaults import DEFAULT_REGRESSION_LEVEL
 from harness.errors import UsageError
@@ -232,8 +233,7 @@ RECORD_OPTIONS = (CASE, OUT, *AGENT_OPTIONS, CONTEXT, SESSION, *_LIMITS, FORCE)
 IMPORT_SHARED = (SUITE, *AGENT_OPTIONS, CONTEXT, SESSION, *_LIMITS)
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(msgspec.Struct, frozen=True):
     """The merged settings of one command."""
 
     options: RunOptions
@@ -332,7 +332,7 @@ def with_provider(resolved: Resolved, environ: Mapping[str, str] | None = None) 
         allowed_tools=provider.allowed_tools,
         provider=provider_ref(config.live_base_url, config.live_model),
     )
-    return replace(resolved, options=options, secret=provider.secret)
+    return msgspec.structs.replace(resolved, options=options, secret=provider.secret)
 
 
 def _judge(

@@ -321,8 +321,7 @@ class Conversation:
         return tuple(split_threads(self))
 
 
-@dataclass(frozen=True)
-class Thread:
+class Thread(msgspec.Struct, frozen=True):
     """One conversation of a run: the requests (their indices among the exchanges) of the
     agent that holds it, or of the agents it was handed to. `nested`: an agent used as a
     tool or delegated to, which starts a conversation of its own; `handed`: per request,
@@ -333,12 +332,11 @@ class Thread:
     handed: tuple[Handoff | None, ...]
 
 
-@dataclass
-class _Open:
+class _Open(msgspec.Struct):
     agent: str | None  # the agent holding the conversation now
     nested: bool
-    members: list[int] = field(default_factory=list)
-    handed: list[Handoff | None] = field(default_factory=list)
+    members: list[int] = msgspec.field(default_factory=list)
+    handed: list[Handoff | None] = msgspec.field(default_factory=list)
     pending: Handoff | None = None  # made, its target not yet asked
 
     def closed(self) -> Thread:

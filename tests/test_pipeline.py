@@ -78,6 +78,28 @@ def test_every_reporter_hears_each_case_unless_its_stream_broke(tmp_path: Path) 
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN_LOOP = ROOT / "examples" / "own_loop"
+# The dataclasses of the modules a run imports that stay dataclasses: the public API's
+# (`harness.__all__`) and those whose callers take them apart with `dataclasses`
+# (`replace`, `fields`); every other value class of a run's start-up is a msgspec struct,
+# which costs no source compiled per method as the process starts.
+KEPT_DATACLASSES = {
+    "harness.agents.case_context.CaseSetup",
+    "harness.agents.protocol.AgentSurface",
+    "harness.expectations.base.Evidence",
+    "harness.fixtures.suite.Case",
+    "harness.io.problems.Problem",
+    "harness.run.options.RunOptions",
+    "harness.run.runner.CasePlan",
+    "harness.snapshots.store.SnapshotPlan",
+    "harness.tool_registry.Tool",
+    "harness.tool_registry.ToolOutcome",
+    "harness.tool_registry.ToolRegistry",
+    "harness.transcript.Conversation",
+    "harness.transcript.Exchange",
+    "harness.transcript.Transcript",
+    "harness.verdict.policy.Attempt",
+    "harness.verdict.policy.SuitePolicy",
+}
 # What a run imported, and the dataclasses of its modules, written out by its process.
 REPORT = """
 import dataclasses, sys
@@ -126,3 +148,8 @@ def test_a_run_without_configuration_imports_no_toml_parser_nor_the_install_sche
     modules, _ = _start_up_of_run(tmp_path)
     assert "harness.config" in modules and "harness.run.error_frames" in modules
     assert not modules & {"tomli", "sysconfig"}
+
+
+def test_a_run_makes_no_dataclass_but_those_its_callers_take_apart(tmp_path: Path) -> None:
+    _, made = _start_up_of_run(tmp_path)
+    assert made <= KEPT_DATACLASSES, sorted(made - KEPT_DATACLASSES)

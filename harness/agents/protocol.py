@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
+import msgspec
+
 from harness.approvals import ApprovalDesk
 from harness.builtin_toolset import BUILTIN_TOOL_NAMES, builtin_tools
 from harness.model_boundary import ModelBoundary
@@ -46,18 +48,17 @@ class AgentSurface:
     guardrails: frozenset[str] | None = None
 
 
-@dataclass(frozen=True)
-class AgentGraph:
+class AgentGraph(msgspec.Struct, frozen=True):
     """What walking the user's framework agent finds, once per adapter: each agent of its
     graph and the tools it offers its model (one entry for an agent that is one agent), each
     tool that runs agents of the graph and the agents it runs, and each agent that hands off
     with its handoff tools and the agent each passes control to."""
 
     agents: Mapping[str, frozenset[str]]
-    runs_agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    handoffs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    runs_agents: Mapping[str, frozenset[str]] = msgspec.field(default_factory=dict)
+    handoffs: Mapping[str, Mapping[str, str]] = msgspec.field(default_factory=dict)
     # Each agent with guardrails, and their names.
-    guardrails: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    guardrails: Mapping[str, frozenset[str]] = msgspec.field(default_factory=dict)
     # The agents that declare instructions (or system prompts) for their model.
     instructed: frozenset[str] = frozenset()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import msgspec
@@ -106,8 +106,7 @@ class Evidence:
     judged: Mapping[str, JudgeNote] | None = None
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(msgspec.Struct, frozen=True):
     """What admission knows besides an expectation's own fields: the mode it runs in, the
     agent's tools (None: not known), and the fixture's script (None: not known)."""
 
@@ -119,7 +118,7 @@ class Context:
     turn_steps: tuple[int | None, ...] | None = None
     # Each agent of a multi-agent graph and its tools; empty: the graph is not known (one
     # agent, or an own loop), and any agent name is taken as it is.
-    agents: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    agents: Mapping[str, frozenset[str]] = msgspec.field(default_factory=dict)
     # The guardrails of the agent's graph, by name; None: not known (an own loop), and any
     # name is taken as it is.
     guardrails: frozenset[str] | None = None

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from harness.expectations.base import EXPECTS, Context, Evidence, Grade, Kind, clip, q
 from harness.expectations.conformance import (
@@ -282,9 +283,8 @@ class _History(_ThreadRule):
     requests from then on. An agent used as a tool or delegated to holds its own: the input
     its first request was given."""
 
-    @dataclass
-    class State:
-        kept: list[tuple[str, str]] = field(default_factory=list)
+    class State(msgspec.Struct):
+        kept: list[tuple[str, str]] = msgspec.field(default_factory=list)
         turn: int = -1
         previous: Exchange | None = None
         nested: bool = False
@@ -326,8 +326,7 @@ class _LastUserInput(_ThreadRule):
     retry prompt, may: it is not a user input of the script.) For an agent used as a tool or
     delegated to, the input its first request was given."""
 
-    @dataclass
-    class State:
+    class State(msgspec.Struct):
         own: str | None = None
         nested: bool = False
 

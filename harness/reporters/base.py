@@ -13,9 +13,10 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
+
+import msgspec
 
 from harness.io.atomic import Part, ReportFiles, ReportWriteError, write_parts
 from harness.io.files import why
@@ -42,19 +43,18 @@ ANNOTATIONS = Option(
 HISTORY_DIR = "history_dir"  # `--history-dir`'s value, declared by its own reporter
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(msgspec.Struct, frozen=True):
     """What reporters are built from: the parsed options, the streams, the environment."""
 
-    values: Mapping[str, Any] = field(default_factory=dict)
+    values: Mapping[str, Any] = msgspec.field(default_factory=dict)
     stdout_format: str | None = None  # the `--format` choice; None: nothing on stdout
     stdout: TextIO | None = None
     stderr: TextIO | None = None
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    environ: Mapping[str, str] = msgspec.field(default_factory=lambda: dict(os.environ))
     # The run's report files, each checked when its reporter is built (before any case).
-    files: ReportFiles = field(default_factory=ReportFiles)
+    files: ReportFiles = msgspec.field(default_factory=ReportFiles)
     # What several reporters of the run read once and share (a history directory's view).
-    shared: dict[str, Any] = field(default_factory=dict)
+    shared: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def github(self) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import array
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from harness.expectations.base import Grade
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, display_path, id_at
@@ -25,8 +26,7 @@ OnCase = Callable[[CaseReport], "CaseReport | None"]
 OnPasses = Callable[[Passes], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Unit:
+class Unit(msgspec.Struct, frozen=True):
     """One run of one case: the case's place in the suite, and which repetition."""
 
     index: int

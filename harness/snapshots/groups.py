@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from harness.expectations.base import Grade
 from harness.snapshots.store import CHECK
@@ -27,12 +28,14 @@ def change_key(grade: Grade) -> str | None:
     return _HUNK_LINES.sub("@@", "\n".join(lines[3:]))
 
 
-@dataclass
-class Changes:
+class Changes(msgspec.Struct, dict=True):
     """The snapshot changes of a run as its cases are done: each change with the cases
     that show it, the first of them the one its diff is shown with."""
 
-    cases: dict[str, list[str]] = field(default_factory=dict)
+    # With a dict (`dict=True`): an instance takes attributes besides its field, as a plain
+    # object does (one of its methods stood in for).
+
+    cases: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
     def fold(self, case: CaseReport) -> dict[str, str]:
         """`case`'s snapshot grades whose change an earlier case showed: each grade's

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -103,8 +102,7 @@ class BaselineComparison(msgspec.Struct, kw_only=True, frozen=True):
         )
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(msgspec.Struct, frozen=True):
     """What a model costs per million tokens, input and output (any one currency)."""
 
     input: float
@@ -114,8 +112,7 @@ class Price:
         return (input_tokens * self.input + output_tokens * self.output) / 1e6
 
 
-@dataclass(frozen=True)
-class BudgetGates:
+class BudgetGates(msgspec.Struct, frozen=True):
     """The shares a run's tokens and cost may grow by over the baseline (None: not gated),
     per case and for the suite; `price` is the run's model's (None: cost is not gated)."""
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar, overload
+
+import msgspec
 
 T = TypeVar("T")
 
@@ -186,8 +187,7 @@ def plain_passes(cases: Sequence[T]) -> tuple[Sequence[T] | Iterator[T], int]:
 Pass = tuple[int, str, "float | None", tuple[object, ...]]
 
 
-@dataclass(frozen=True)
-class Prerendering:
+class Prerendering(msgspec.Struct, frozen=True):
     """What workers render of each report for this process's reporters (`kinds`: the
     `harness.run.pool_worker.Prerender`s), and whether a plain pass goes back as those
     parts alone (`passes`: its place, id and score, no report, as `Passes` holds it), for

@@ -23,8 +23,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
+
+import msgspec
 
 Z95 = 1.959963984540054  # the standard normal's 0.975 quantile
 
@@ -271,8 +272,7 @@ def student_t(df: int, confidence: float = 0.95) -> float:
 # --- the suite's pass rate -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SuiteInterval:
+class SuiteInterval(msgspec.Struct, frozen=True):
     """A suite pass rate with its confidence interval, and what the interval rests on."""
 
     estimate: float  # mean of the per-case proportions (0.0 when there are no cases)

@@ -25,6 +25,7 @@ from conftest import (
     Cli,
     admit,
     base,
+    child_environment,
     fixture,
     lines,
     live_trace,
@@ -1771,6 +1772,30 @@ def test_unsafe_characters_cover_every_control_format_and_separator_character() 
     assert [f"U+{ord(c):04X}" for c in missing] == []
     # ... and nothing a reader sees: every character refused is one `str.isprintable` is not.
     assert sorted(f"U+{ord(c):04X}" for c in matched if c.isprintable()) == []
+
+
+def test_the_unsafe_character_class_is_compiled_only_for_a_name_that_is_not_plain_ascii() -> None:
+    # Half a millisecond of every start-up, for a class no printable ASCII name needs.
+    import subprocess
+    import sys
+
+    code = (
+        "from harness.io import problems\n"
+        "assert problems.unsafe_name_problem('case id', 'plain-id') is None\n"
+        "print(problems._unsafe.cache_info().currsize)\n"
+        "assert problems.unsafe_name_problem('case id', 'caf\\u00e9') is None\n"
+        "print(problems._unsafe.cache_info().currsize, problems.UNSAFE_CHARACTERS.pattern[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=child_environment(),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1", "["]
 
 
 def test_names_with_printable_unicode_are_admitted(tmp_path: Path) -> None:

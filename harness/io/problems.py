@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+
+TYPE_CHECKING = False
 
 # Characters refused in names a report shows (case ids, tool names, fixture file names):
 # C0 and C1 controls and DEL, which forge terminal escapes and split lines; the Unicode
@@ -14,12 +17,30 @@ from harness.errors import HarnessError
 # embeddings, overrides and isolates, tags ...), which hide or reorder what a reviewer
 # reads. Spelled out, not taken from `unicodedata`, so that admission is the same on every
 # Python: this is every character of categories Cc, Cf, Zl, Zp and Cs up to Unicode 15.1.
-UNSAFE_CHARACTERS = re.compile(
+_UNSAFE = (
     "[\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
     "\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb"
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
+
+
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    # Compiled on first use: half a millisecond (a class reaching past Latin-1 is mapped
+    # out block by block), which a run whose names are all printable ASCII never needs.
+    return re.compile(_UNSAFE)
+
+
+if TYPE_CHECKING:
+    UNSAFE_CHARACTERS: re.Pattern[str]
+else:
+
+    def __getattr__(name: str) -> re.Pattern[str]:
+        # `UNSAFE_CHARACTERS`, the pattern, made when first asked for (PEP 562).
+        if name == "UNSAFE_CHARACTERS":
+            return _unsafe()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -32,7 +53,7 @@ def _escape(match: re.Match[str]) -> str:
 def escaped(text: str) -> str:
     """`text` with each unsafe character written as its escape (`\\u202e`), so that a
     message about it holds none."""
-    return UNSAFE_CHARACTERS.sub(_escape, text)
+    return _unsafe().sub(_escape, text)
 
 
 def unsafe_name_problem(what: str, name: str) -> str | None:
@@ -41,9 +62,10 @@ def unsafe_name_problem(what: str, name: str) -> str | None:
     # cost less than the search.
     if name.isascii() and name.isprintable():
         return None
-    if UNSAFE_CHARACTERS.search(name) is None:  # every other admitted name: one scan, in C
+    unsafe = _unsafe()
+    if unsafe.search(name) is None:  # every other admitted name: one scan, in C
         return None
-    found = list(dict.fromkeys(_escape(m) for m in UNSAFE_CHARACTERS.finditer(name)))
+    found = list(dict.fromkeys(_escape(m) for m in unsafe.finditer(name)))
     chars = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
     shown = escaped(name if len(name) <= 100 else name[:100] + "...")
     return (

@@ -40,7 +40,7 @@ from harness.run.runner import BackendFactory, CasePlan, Jobs, replay_backend
 from harness.run.watchdog import end_workers_early, run_watched, start_workers_early
 from harness.snapshots.store import SnapshotPlan, plan_for, remove_unused, unused
 from harness.verdict.kept import Prerendering
-from harness.verdict.receipts import GitState, suite_hash, suite_receipt
+from harness.verdict.receipts import ask_git, suite_hash, suite_receipt
 from harness.verdict.reports import CaseReport, SuiteReport, UnusedSnapshots
 
 if TYPE_CHECKING:
@@ -259,7 +259,7 @@ def run_cases(
         return slimmed(report) if slim else None
 
     gate = against is not None and against.fail_on_regression
-    git = GitState(plan.root)  # asked now, answered beside the cases
+    git = ask_git(plan.root)  # asked now, answered beside the cases
     start = time.perf_counter()
     try:
         reports = run_watched(cases, plan, case_done, on_passes=delivery.passes if passes else None)

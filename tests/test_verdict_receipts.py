@@ -19,7 +19,7 @@ from conftest import Cli, echo_fixture, green_project, run_process
 
 from harness.fixtures.schema import canonical_json, fixture_hash
 from harness.verdict import receipts
-from harness.verdict.receipts import GitState, git_state, provider_ref
+from harness.verdict.receipts import GitState, ask_git, git_state, provider_ref
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,6 +159,38 @@ def test_the_receipt_sees_the_unused_snapshots_the_run_removed(tmp_path: Path) -
 def test_outside_a_git_work_tree_the_commit_is_unknown(tmp_path: Path) -> None:
     assert git_state(tmp_path) == (None, None)
     assert GitState(tmp_path / "nowhere").result() == (None, None)
+
+
+def test_a_run_outside_any_work_tree_starts_no_git_to_be_told_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git finds a repository only through a `.git` above it (on the path as given or as
+    # resolved) or `GIT_DIR`: without either, the answer is known and no process is forked.
+    project = _committed(tmp_path / "project")
+    started: list[list[str]] = []
+    popen = subprocess.Popen
+
+    def counted(args: list[str], *rest: object, **options: object) -> object:
+        started.append(args)
+        return popen(args, *rest, **options)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "Popen", counted)
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    outside = tmp_path / "outside" / "deeper"
+    outside.mkdir(parents=True)
+    assert ask_git(outside).result() == (None, None)
+    assert ask_git(tmp_path / "nowhere").result() == (None, None)
+    assert started == []
+    # A `.git` above (whatever it is), a link into a work tree, or `GIT_DIR`: git is asked.
+    (project / "sub").mkdir()
+    (tmp_path / "link").symlink_to(project / "sub")
+    commit, dirty = ask_git(tmp_path / "link").result()
+    assert commit is not None and dirty is False
+    (tmp_path / "outside" / ".git").write_text("gitdir: nowhere\n", encoding="utf-8")
+    assert ask_git(outside).result() == (None, None)
+    monkeypatch.setenv("GIT_DIR", str(project / ".git"))
+    assert ask_git(tmp_path / "nowhere").result() == (None, None)
+    assert len(started) == 3
 
 
 def test_git_is_asked_as_the_run_starts_and_answers_for_that_tree(tmp_path: Path) -> None:

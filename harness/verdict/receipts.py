@@ -181,8 +181,10 @@ class GitState:
     of its own and slow in a large work tree, runs beside the cases instead of after them.
     The tree is the one the run started from (its unused snapshots removed)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, ask: bool = True) -> None:
         self._asked: subprocess.Popen[str] | None = None
+        if not ask:  # known to be no work tree: the answer is (None, None)
+            return
         with contextlib.suppress(OSError):  # no git: nothing to ask
             self._asked = subprocess.Popen(
                 ["git", "-C", str(root), *_ASKED],
@@ -230,6 +232,26 @@ def _answer(asked: subprocess.Popen[str]) -> str:
     if asked.returncode != 0:
         raise subprocess.CalledProcessError(asked.returncode, asked.args)
     return out
+
+
+def ask_git(root: Path) -> GitState:
+    """`GitState(root)`, except that where git could find no repository it is not started
+    to say so: git finds one only through a `.git` entry in the directory it is run in or
+    in one above it (on its path as given or as the file system resolves it), or through
+    `GIT_DIR`. A run outside a work tree (a temporary directory, a container holding a
+    copy of the sources) forks no process for an answer known beforehand."""
+    if "GIT_DIR" in os.environ:
+        return GitState(root)
+    for start in {os.path.abspath(root), os.path.realpath(root)}:
+        path = start
+        while True:
+            if os.path.lexists(os.path.join(path, ".git")):
+                return GitState(root)
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    return GitState(root, ask=False)
 
 
 def git_state(root: Path) -> tuple[str | None, bool | None]:

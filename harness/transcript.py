@@ -8,7 +8,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -82,14 +82,13 @@ class Exchange:
     request: ModelRequest
 
 
-@dataclass
-class Transcript:
+class Transcript(msgspec.Struct):
     """Filled as the run goes: the model boundary calls `observe` with every request."""
 
     tools: ToolRegistry
     turn: int = -1
-    exchanges: list[Exchange] = field(default_factory=list)
-    answers: list[ModelStep | None] = field(default_factory=list)  # one per exchange
+    exchanges: list[Exchange] = msgspec.field(default_factory=list)
+    answers: list[ModelStep | None] = msgspec.field(default_factory=list)  # one per exchange
     _step: int = 0
 
     def start_turn(self, index: int) -> None:

@@ -96,7 +96,6 @@ KEPT_DATACLASSES = {
     "harness.tool_registry.ToolRegistry",
     "harness.transcript.Conversation",
     "harness.transcript.Exchange",
-    "harness.transcript.Transcript",
     "harness.verdict.policy.Attempt",
     "harness.verdict.policy.SuitePolicy",
 }

@@ -15,6 +15,7 @@ from harness.builtin_toolset import BUILTIN_TOOL_NAMES
 from harness.fixtures.schema import fixture_hash
 from harness.fixtures.suite import load_suite
 from harness.pipeline import RunOptions, run, run_cases, run_suite
+from harness.reporters.last_run import LAST_FOLDER
 from harness.verdict.reports import CaseReport
 
 
@@ -152,3 +153,13 @@ def test_a_run_without_configuration_imports_no_toml_parser_nor_the_install_sche
 def test_a_run_makes_no_dataclass_but_those_its_callers_take_apart(tmp_path: Path) -> None:
     _, made = _start_up_of_run(tmp_path)
     assert made <= KEPT_DATACLASSES, sorted(made - KEPT_DATACLASSES)
+
+
+def test_a_run_names_its_transcripts_file_without_importing_secrets(tmp_path: Path) -> None:
+    # The name's random part is the system's random bytes, as `secrets` would take them;
+    # `secrets` would import `hmac` for nothing else.
+    modules, _ = _start_up_of_run(tmp_path)
+    assert "harness.reporters.json_report" in modules
+    assert not modules & {"secrets", "hmac"}
+    [transcripts] = (tmp_path / LAST_FOLDER).rglob("transcripts-*.jsonl")
+    assert len(transcripts.stem.removeprefix("transcripts-")) == 32

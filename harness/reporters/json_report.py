@@ -21,7 +21,6 @@ import contextlib
 import functools
 import operator
 import os
-import secrets
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -324,7 +323,7 @@ class LastRun(Reporter):
 
         self._folder = Path(os.path.abspath(Path.cwd() / LAST_FOLDER))  # fixed before the run
         self._stderr = stderr
-        self._name = f"transcripts-{secrets.token_hex(16)}.jsonl"
+        self._name = f"transcripts-{os.urandom(16).hex()}.jsonl"  # as secrets.token_hex(16) does
         self._staged: Path | None = None  # the transcripts as they are written
         self._handle: IO[bytes] | None = None
         self._placed: Path | None = None  # put in place, its report not yet

@@ -317,3 +317,19 @@ def test_the_framework_version_is_the_installed_one(
     receipt = json.loads(result.stdout)["receipt"]
     assert receipt["framework"] == "pydantic-ai"
     assert receipt["framework_version"] == version("pydantic-ai-slim")  # what the extra installs
+
+
+def test_a_run_in_a_git_directory_whose_work_tree_is_elsewhere_is_asked_of_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No `.git` above it: the directory is a repository's git directory itself, which
+    # `core.worktree` gives a work tree; git finds it, and the receipt has its commit.
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    project = _committed(tmp_path / "project")
+    moved = tmp_path / "repo.git"
+    (project / ".git").rename(moved)
+    git = ["git", f"--git-dir={moved}"]
+    subprocess.run([*git, "config", "core.worktree", str(project)], check=True)
+    commit, dirty = ask_git(moved).result()
+    assert commit is not None and dirty is False
+    assert (commit, dirty) == GitState(moved).result()

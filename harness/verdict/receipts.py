@@ -237,15 +237,19 @@ def _answer(asked: subprocess.Popen[str]) -> str:
 def ask_git(root: Path) -> GitState:
     """`GitState(root)`, except that where git could find no repository it is not started
     to say so: git finds one only through a `.git` entry in the directory it is run in or
-    in one above it (on its path as given or as the file system resolves it), or through
-    `GIT_DIR`. A run outside a work tree (a temporary directory, a container holding a
-    copy of the sources) forks no process for an answer known beforehand."""
+    in one above it (on its path as given or as the file system resolves it), a directory
+    there that is a git directory itself (its `HEAD`: one with `core.worktree` set is a
+    work tree's), or `GIT_DIR`. A run outside a work tree (a temporary directory, a
+    container holding a copy of the sources) forks no process for an answer known
+    beforehand."""
     if "GIT_DIR" in os.environ:
         return GitState(root)
     for start in {os.path.abspath(root), os.path.realpath(root)}:
         path = start
         while True:
-            if os.path.lexists(os.path.join(path, ".git")):
+            if os.path.lexists(os.path.join(path, ".git")) or os.path.lexists(
+                os.path.join(path, "HEAD")
+            ):
                 return GitState(root)
             parent = os.path.dirname(path)
             if parent == path:

@@ -164,15 +164,22 @@ def make(ctx):
 """
 
 
-def test_an_own_loop_that_stops_sending_its_system_prompt_fails_the_regression_suite(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _own_loop_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, name: str
+) -> tuple[Path, str]:
+    """A copy of the regression suite, and the agent spec of the loop `source` (a module
+    `name` importable from `tmp_path`)."""
     suite = tmp_path / "evals" / "regression"
     shutil.copytree(REPO / "evals" / "regression", suite, ignore=shutil.ignore_patterns("__*"))
     monkeypatch.syspath_prepend(str(tmp_path))
-    module = write_module(tmp_path, SILENT_LOOP, "silent_loop")
+    return suite, f"{write_module(tmp_path, source, name)}:make"
+
+
+def test_an_own_loop_that_stops_sending_its_system_prompt_fails_the_regression_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite, spec = _own_loop_suite(tmp_path, monkeypatch, SILENT_LOOP, "silent_loop")
     (tmp_path / "prompt.txt").write_text("You are a careful echo agent.", "utf-8")
-    spec = f"{module}:make"
 
     def gate(update: bool = False) -> list[tuple[str, list[str]]]:
         options = RunOptions(suite, spec, root=tmp_path, update_snapshots=update)
@@ -337,12 +344,9 @@ def test_a_tool_schema_no_json_can_show_is_the_agents_run_error_naming_the_tool(
 ) -> None:
     # A mapping whose keys mix str and int: json cannot sort them. The agent's provider
     # would refuse such a request; the case says so, naming the tool, not "internal error".
-    suite = tmp_path / "evals" / "regression"
-    shutil.copytree(REPO / "evals" / "regression", suite, ignore=shutil.ignore_patterns("__*"))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    module = write_module(tmp_path, MIXED_KEYS_LOOP, "mixed_keys_loop")
+    suite, spec = _own_loop_suite(tmp_path, monkeypatch, MIXED_KEYS_LOOP, "mixed_keys_loop")
     for update in (True, False):
-        report = run(RunOptions(suite, f"{module}:make", root=tmp_path, update_snapshots=update))
+        report = run(RunOptions(suite, spec, root=tmp_path, update_snapshots=update))
         errors = {c.error for c in report.cases}
         assert len(report.cases) > 1 and None not in errors
         for error in errors:

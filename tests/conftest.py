@@ -819,6 +819,35 @@ def child_environment(**extra: str) -> dict[str, str]:
     return environment
 
 
+def own_loop_case_run(tmp_path: Path, *flags: str, then: str = "") -> str:
+    """What a one-case own-loop `eval run` (with `flags`) printed on stdout, run in a fresh
+    process in `tmp_path` (no configuration there) and followed by `then` (code that prints
+    what the run left, `sys.modules` say) in that process; the run's own stdout goes to
+    stderr."""
+    own_loop = REPO / "examples" / "own_loop"
+    suite = tmp_path / "suite"
+    suite.mkdir(exist_ok=True)
+    fixture = sorted((own_loop / "evals").glob("*.json"))[0]
+    (suite / fixture.name).write_bytes(fixture.read_bytes())
+    code = (
+        "import sys\nfrom harness import cli\n"
+        "code = cli.main(sys.argv[1:], stdout=sys.stderr)\nassert code == 0, code\n" + then
+    )
+    argv = ["eval", "run", "--jobs", "1", "--suite", str(suite), "--agent", "loop:factory"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv, *flags],
+        capture_output=True,
+        text=True,
+        # Without CI's variables: GitHub's step summary would ask for the Markdown summary.
+        env=child_environment(PYTHONPATH=os.pathsep.join([str(REPO), str(own_loop)])),
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def run_process(
     *args: str | Path,
     cwd: Path,

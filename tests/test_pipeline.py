@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import child_environment, greeting_fixture, write_suite
+from conftest import greeting_fixture, own_loop_case_run, write_suite
 
 from harness.agents.protocol import AgentSurface
 from harness.agents.registry import resolve_agent
@@ -78,8 +75,6 @@ def test_every_reporter_hears_each_case_unless_its_stream_broke(tmp_path: Path) 
     ]
 
 
-ROOT = Path(__file__).resolve().parents[1]
-OWN_LOOP = ROOT / "examples" / "own_loop"
 # The dataclasses of the modules a run imports that stay dataclasses: the public API's
 # (`harness.__all__`) and those whose callers take them apart with `dataclasses`
 # (`replace`, `fields`); every other value class of a run's start-up is a msgspec struct,
@@ -101,12 +96,9 @@ KEPT_DATACLASSES = {
     "harness.verdict.policy.Attempt",
     "harness.verdict.policy.SuitePolicy",
 }
-# What a run imported, and the dataclasses of its modules, written out by its process.
+# The dataclasses of a run's modules, and what it imported, written out by its process.
 REPORT = """
-import dataclasses, sys
-from harness import cli
-code = cli.main(sys.argv[1:], stdout=sys.stderr)
-assert code == 0, code
+import dataclasses
 def classes(values, name):  # each class of a module's, and the classes within them
     for value in list(values):
         if isinstance(value, type) and value.__module__ == name:
@@ -129,22 +121,7 @@ def start_up(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str], 
     """Where a one-case own-loop `eval run` ran in a fresh process, in a directory with no
     configuration, the modules it imported, and the dataclasses they define."""
     tmp_path = tmp_path_factory.mktemp("start_up")
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    fixture = sorted((OWN_LOOP / "evals").glob("*.json"))[0]
-    (suite / fixture.name).write_bytes(fixture.read_bytes())
-    argv = ["eval", "run", "--jobs", "1", "--suite", str(suite), "--agent", "loop:factory"]
-    done = subprocess.run(
-        [sys.executable, "-c", REPORT, *argv],
-        capture_output=True,
-        text=True,
-        env=child_environment(PYTHONPATH=os.pathsep.join([str(ROOT), str(OWN_LOOP)])),
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    modules, made = done.stdout.splitlines()
+    modules, made = own_loop_case_run(tmp_path, then=REPORT).splitlines()
     return tmp_path, set(modules.split()), set(made.split())
 
 

@@ -5,20 +5,16 @@ that gives one; a default `eval run` imports none of them."""
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import child_environment
+from conftest import own_loop_case_run
 
 from harness.reporters import registry
 from harness.reporters.base import Output
 from harness.reporters.flags import GATED
 
-ROOT = Path(__file__).resolve().parents[1]
-OWN_LOOP = ROOT / "examples" / "own_loop"
 # What only the gated reporters import: no default run has a use for any of it.
 GATED_MACHINERY = {f"harness.reporters.{name}" for name in GATED} | {
     "harness.reporters.html_checks",
@@ -70,29 +66,7 @@ def test_a_flag_given_or_a_format_chosen_builds_the_module_s_reporters(tmp_path:
 
 def _modules_of_run(tmp_path: Path, *flags: str) -> set[str]:
     """The modules a one-case own-loop `eval run` with `flags` imported (in a fresh process)."""
-    suite = tmp_path / "suite"
-    suite.mkdir(exist_ok=True)
-    fixture = sorted((OWN_LOOP / "evals").glob("*.json"))[0]
-    (suite / fixture.name).write_bytes(fixture.read_bytes())
-    code = (
-        "import sys\nfrom harness import cli\n"
-        "code = cli.main(sys.argv[1:], stdout=sys.stderr)\n"
-        "assert code == 0, code\nprint(' '.join(sys.modules))"
-    )
-    # Without CI's variables: GitHub's step summary would ask for the Markdown summary.
-    env = child_environment(PYTHONPATH=os.pathsep.join([str(ROOT), str(OWN_LOOP)]))
-    argv = ["eval", "run", "--jobs", "1", "--suite", str(suite), "--agent", "loop:factory"]
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv, *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return set(done.stdout.split())
+    return set(own_loop_case_run(tmp_path, *flags, then="print(' '.join(sys.modules))").split())
 
 
 def test_a_default_run_imports_no_reporter_it_was_not_asked_for(tmp_path: Path) -> None:

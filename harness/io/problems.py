@@ -9,8 +9,6 @@ from dataclasses import dataclass
 
 from harness.errors import HarnessError
 
-TYPE_CHECKING = False
-
 # Characters refused in names a report shows (case ids, tool names, fixture file names):
 # C0 and C1 controls and DEL, which forge terminal escapes and split lines; the Unicode
 # line and paragraph separators; and the format characters (zero-width, bidirectional
@@ -30,17 +28,6 @@ def _unsafe() -> re.Pattern[str]:
     # Compiled on first use: half a millisecond (a class reaching past Latin-1 is mapped
     # out block by block), which a run whose names are all printable ASCII never needs.
     return re.compile(_UNSAFE)
-
-
-if TYPE_CHECKING:
-    UNSAFE_CHARACTERS: re.Pattern[str]
-else:
-
-    def __getattr__(name: str) -> re.Pattern[str]:
-        # `UNSAFE_CHARACTERS`, the pattern, made when first asked for (PEP 562).
-        if name == "UNSAFE_CHARACTERS":
-            return _unsafe()
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _escape(match: re.Match[str]) -> str:

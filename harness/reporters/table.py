@@ -298,10 +298,8 @@ class Held:
         self._thread.start()
 
     def ended(self, timeout: float) -> bool:
-        """Whether its thread has ended (after `close`, or a failed flush), waiting for it
-        up to `timeout` seconds; one never started has not."""
-        if self._thread.ident is None:
-            return False
+        """Whether its thread (started) has ended, after `close` or a failed flush, waiting
+        for it up to `timeout` seconds."""
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
@@ -322,10 +320,6 @@ class Held:
         `timeout` seconds: an interruption does not wait on a reader that stopped reading,
         whose full pipe holds the flush; the thread, a daemon, is left to it)."""
         self._end()
-        if self._thread.ident is None:  # never started: flushed here
-            with self._lock:
-                self._stream.flush()
-            return
         self._thread.join(timeout)
         if self._failure is not None:
             raise self._failure

@@ -25,9 +25,11 @@ Printed, per workload:
   collecting the workers' reports, the reports) against the whole run's: the share a
   16-core machine cannot spread (target: below 1/16), and what Amdahl's law makes of it:
   the time of `--jobs 16` from the parent's CPU and the workers' spread over 16 cores,
-  against the CPU of the `--jobs 1` run, which one core spends in all (target: >= 8x).
+  against the CPU of the `--jobs 1` run, which one core spends in all (target: >= 8x),
+  both taken in each round from its `--jobs 1` and `--jobs 2` runs.
 
-`--quick` runs 3 rounds (the default `--rounds`) and measures the 20,000-case run once.
+Every figure is the median of its per-round figures, the compared runs interleaved and
+each first in every other round. `--quick` runs 3 rounds (the default `--rounds`: 5).
 """
 
 from __future__ import annotations
@@ -126,25 +128,38 @@ def speedups(
     return found
 
 
-def shares(tmp: Path, n: int) -> tuple[float, float, str]:
-    """At `n` cases: the parent's share of a `--jobs 2` run's CPU, the `--jobs 16` speed-up
-    Amdahl's law gives from it, and the figures behind both in words."""
+def shares(tmp: Path, n: int, rounds: int) -> tuple[float, float, str]:
+    """At `n` cases: the parent's share of a `--jobs 2` run's CPU and the `--jobs 16`
+    speed-up Amdahl's law gives from it, each the median of its per-round figures (the two
+    runs interleaved, each first in every other round), and the figures behind both."""
     own = WORKLOADS[1]
     suite, work = _suite(tmp, own, n)
-    one = _run(suite, work, own.agent, "--jobs", "1")
-    two = _run(suite, work, own.agent, "--jobs", "2")
-    parent, workers = two.own_cpu, two.cpu - two.own_cpu
-    share = parent / two.cpu
-    sixteen = parent + workers / 16  # the parent's work is taken as serial: the worst case
+    found: list[tuple[float, float, Measured, Measured]] = []
+    for round_ in range(rounds):
+        got = {}
+        for jobs in ("1", "2") if round_ % 2 == 0 else ("2", "1"):
+            got[jobs] = _run(suite, work, own.agent, "--jobs", jobs)
+        one, two = got["1"], got["2"]
+        parent = two.own_cpu
+        # The parent's work taken as serial (the worst case), the workers' spread over 16.
+        sixteen = parent + (two.cpu - parent) / 16
+        # Against the CPU of `--jobs 1` (all of it on one core), not its wall time: another
+        # process's load on this machine moves neither side then.
+        found.append((parent / two.cpu, one.cpu / sixteen, one, two))
+    share = statistics.median(each[0] for each in found)
+    speedup = statistics.median(each[1] for each in found)
+    one_cpu = statistics.median(each[2].cpu for each in found)
+    one_wall = statistics.median(each[2].wall for each in found)
+    parent = statistics.median(each[3].own_cpu for each in found)
+    workers = statistics.median(each[3].cpu - each[3].own_cpu for each in found)
     said = (
         f"{n:,} cases, --jobs 2: parent {parent:.2f} s CPU "
         f"({parent / n * 1000:.3f} ms/case), workers {workers:.2f} s "
-        f"({workers / n * 1000:.3f} ms/case); --jobs 1: CPU {one.cpu:.2f} s (wall "
-        f"{one.wall:.2f} s); --jobs 16 by Amdahl: {sixteen:.2f} s"
+        f"({workers / n * 1000:.3f} ms/case); --jobs 1: CPU {one_cpu:.2f} s (wall "
+        f"{one_wall:.2f} s); --jobs 16 by Amdahl: {parent + workers / 16:.2f} s; "
+        f"medians of {rounds} rounds"
     )
-    # Against the CPU of `--jobs 1` (all of it on one core), not its wall time: another
-    # process's load on this machine moves neither side then.
-    return share, one.cpu / sixteen, said
+    return share, speedup, said
 
 
 def targets(quick: bool, rounds: int = 3) -> list[Target]:
@@ -158,7 +173,7 @@ def targets(quick: bool, rounds: int = 3) -> list[Target]:
                 ratio, said = speeds[n]
                 title = f"--jobs 2 vs --jobs 1 at {n:,} cases, {load.name}, wall"
                 found.append(Target(title, ratio, limit, "x", higher=True, how=f"{how}; {said}"))
-        share, sixteen, said = shares(tmp, 20_000)
+        share, sixteen, said = shares(tmp, 20_000, rounds)
     found.append(Target("parent's share of the run's CPU", share, PARENT_SHARE, "", how=said))
     found.append(
         Target(

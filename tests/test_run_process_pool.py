@@ -90,6 +90,8 @@ class Hostile(Session):
             await asyncio.sleep(5)  # its worker dies with the server meanwhile
         if "exit now" in user_input:
             os._exit(3)
+        if "odd role" in user_input:  # a role no `Message` may have, kept in its history
+            self.messages.append(Message(role="developer\\n::error::forged", content="hm"))
         if "crash now" in user_input:
             ctypes.string_at(0)
         if "nap" in user_input:
@@ -173,6 +175,28 @@ def test_a_worker_that_exits_is_that_case_s_run_error_and_the_suite_goes_on(
     by_id = {c.id: c for c in report.cases}
     assert by_id["case-2"].error == "the worker running the case died (exit code 3)"
     assert by_id["case-2"].line is not None  # the annotation points at the turns
+    for n in (0, 1, 3, 4, 5):
+        assert by_id[f"case-{n}"].passed, by_id[f"case-{n}"].first_failure()
+    assert [c.id for c in report.cases] == [f"case-{n}" for n in range(6)]
+
+
+def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent's message role is sent back from its worker, and read back as a `Message`
+    # (whose role is one of four): the harness took it for its own error and ended with a
+    # traceback, no report written.
+    spec = hostile_agent(tmp_path, monkeypatch)
+    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
+    cases["2.json"] = fixture(
+        "case-2", [turn("odd role", text_step("no"))], {"response_contains": ["hi"]}
+    )
+    suite = write_suite(tmp_path / "suite", cases)
+    report = run_suite(suite, agent=spec, jobs=2)
+    by_id = {c.id: c for c in report.cases}
+    error = by_id["case-2"].error or ""
+    assert error.startswith("the case's report does not read back: Invalid enum value"), error
+    assert "`$.record.transcript[0].sent[" in error and error.endswith("].role`"), error
     for n in (0, 1, 3, 4, 5):
         assert by_id[f"case-{n}"].passed, by_id[f"case-{n}"].first_failure()
     assert [c.id for c in report.cases] == [f"case-{n}" for n in range(6)]

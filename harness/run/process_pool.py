@@ -68,8 +68,8 @@ def exit_status(exitcode: int | None) -> str:
 
 
 # The decoder of the reports workers send whole (a failure, or a case a reporter renders
-# itself), made for the first: making it walks the report's types, 1.5 ms of every pool's
-# start, which a run of plain passes never needs.
+# itself), made for the first (`_decode`): making it walks the report's types, 1.5 ms of
+# every pool's start, which a run of plain passes never needs.
 _DECODER: list[msgspec.json.Decoder[CaseReport]] = []
 # CPU seconds the workers of this process's pools used, as each said when stopped (a
 # worker that died says nothing): what a benchmark adds to this process's own.
@@ -82,8 +82,7 @@ HUNG_UP_SECS = 2.0
 
 
 def _decode(payload: bytes) -> CaseReport:
-    if not _DECODER:
-        _DECODER.append(msgspec.json.Decoder(CaseReport))
+    _DECODER[:] = _DECODER or [msgspec.json.Decoder(CaseReport)]
     return _DECODER[0].decode(payload)
 
 
@@ -240,8 +239,7 @@ class WorkerPool:
             raise PoolUnavailable(f"no worker process could start: {reason}")
 
     def _running(self) -> int:
-        """The workers that count towards the pool's size: all but those told to stop
-        that have no case left."""
+        """The workers that count towards the pool's size: all but told-to-stop idle ones."""
         return sum(1 for worker in self._workers if worker.sent or not worker.told)
 
     def _start(self) -> Worker:
@@ -362,8 +360,7 @@ class WorkerPool:
                 self._handle(worker, message)
 
     def _take_all(self) -> None:
-        """What the workers, ended, had done and this process not read yet: handed on,
-        so that an interrupted run writes every case that finished."""
+        """What ended workers did that is not read yet: an interrupted run writes it all."""
         for worker in self._workers:
             with contextlib.suppress(Exception):
                 self._receive(worker, drain=True)
@@ -388,7 +385,10 @@ class WorkerPool:
         elif kind == "report":
             _, index, payload, parts = message
             self._done_all(worker, (index,))
-            report = _decode(payload)
+            try:
+                report = _decode(payload)
+            except msgspec.DecodeError as exc:  # a value the agent made that its type refuses
+                return self._on_death(index, f"the case's report does not read back: {exc}")
             if parts is not None:
                 for each, part in zip(self._prerender, parts, strict=True):
                     each.hold(report, part)

@@ -298,6 +298,36 @@ def test_a_message_the_pipe_will_not_take_now_is_sent_later_whole_and_in_order()
         each.close()
 
 
+def test_once_the_feeding_thread_has_written_its_backlog_messages_are_written_here_again() -> None:
+    # The thread is there for what a full pipe would not take: once it has written all of
+    # it, the next message is written at once, as before the pipe filled, not handed to
+    # the thread (which each one would wake); and it still comes after the backlog.
+    import multiprocessing
+    import socket
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    sender = types.SimpleNamespace(_out=socket.socket(fileno=os.dup(ours.fileno())), _feeding=None)
+    big = ("spec", b"z" * 4_000_000)  # far more than the pipe holds
+    pool_workers.Worker.post(sender, big)  # type: ignore[arg-type]
+    feeding = sender._feeding
+    assert feeding is not None  # the big one went on the thread
+    assert theirs.recv() == big
+    deadline = time.monotonic() + 30
+    while not feeding.idle() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    handed: list[object] = []
+    feeding.put = handed.append  # what is handed to the thread from here on
+    small = ("run", [1, 2, 3])
+    pool_workers.Worker.post(sender, small)  # type: ignore[arg-type]
+    assert handed == []
+    assert theirs.recv() == small
+    del feeding.put
+    feeding.put(None)
+    for each in (sender._out, ours, theirs):
+        each.close()
+
+
 def _returns(call: object, within: float = 30.0) -> bool:
     """Whether `call()` returned within `within` seconds (it is left running if not)."""
     import threading

@@ -75,7 +75,7 @@ class Worker:
         # One open file with `conn`'s descriptor: a default socket timeout some library
         # set would make it (and so `conn`'s reads) non-blocking; each send says its own.
         self._out.setblocking(True)
-        self._feeding: queue.SimpleQueue[bytes | None] | None = None
+        self._feeding: _Feeding | None = None
 
     def forked(self, bound: float) -> fork_server.Loss | None:
         """Wait until the fork server has forked it, watching the server as it waits: one
@@ -117,9 +117,13 @@ class Worker:
 
     def post(self, message: tuple[Any, ...]) -> None:
         """`message` framed as multiprocessing's `Connection.send` frames it, written now
-        as far as the pipe takes it; the rest is the feeding thread's."""
+        as far as the pipe takes it; the rest is the feeding thread's. Once the thread has
+        written all it was given, this side writes again itself: a message handed to the
+        thread wakes it, and a run's hundreds of batches after its one large spec would
+        each cost a switch to it and back."""
         data = _framed(_dumps(message))
-        if self._feeding is None:
+        feeding = self._feeding
+        if feeding is None or feeding.idle():
             try:
                 done = self._out.send(data, socket.MSG_DONTWAIT)
             except BlockingIOError:
@@ -129,13 +133,15 @@ class Worker:
             if done == len(data):
                 return
             data = data[done:]
-            self._feeding = queue.SimpleQueue()
-            feed = threading.Thread(
-                target=_feed, args=(self._out, self._feeding), name="zeroclaw-eval-feed"
-            )
-            feed.daemon = True
-            feed.start()
-        self._feeding.put(data)
+            if feeding is None:
+                feeding = self._feeding = _Feeding()
+                feed = threading.Thread(
+                    target=_feed, args=(self._out, feeding), name="zeroclaw-eval-feed"
+                )
+                feed.daemon = True
+                feed.start()
+        feeding.queued += 1
+        feeding.put(data)
 
     def stop(self) -> None:
         """Told to stop once the cases sent to it are done: it says the CPU it used (`used`,
@@ -205,12 +211,27 @@ class Worker:
             self.process.close()
 
 
-def _feed(out: socket.socket, feeding: queue.SimpleQueue[bytes | None]) -> None:
+class _Feeding(queue.SimpleQueue[bytes | None]):
+    """What the feeding thread is to write, in order (None: it ends), and how far it got:
+    `queued` is counted by the posting side alone, `fed` by the thread alone, so neither
+    count is ever written by two threads."""
+
+    def __init__(self) -> None:
+        self.queued = 0
+        self.fed = 0
+
+    def idle(self) -> bool:
+        """Whether all it was given is written (then a message written now comes after it)."""
+        return self.fed == self.queued
+
+
+def _feed(out: socket.socket, feeding: _Feeding) -> None:
     while (data := feeding.get()) is not None:
         try:
             out.sendall(data)
         except OSError:  # it died: its sentinel says so
             return
+        feeding.fed += 1
 
 
 def _dumps(message: tuple[Any, ...]) -> bytes:

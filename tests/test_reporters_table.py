@@ -456,3 +456,25 @@ def test_plain_passes_told_together_write_what_each_told_alone_writes(
     tokens = re.compile(r"[0-9a-f]{32}")  # each chunk's own token
     assert tokens.sub("T", together.getvalue()) == tokens.sub("T", alone.getvalue())
     assert "[5/5] " in together.getvalue()
+
+
+@pytest.mark.parametrize("total", [9, 10, 12, 100, 101])
+def test_plain_passes_told_together_are_counted_to_the_width_of_the_total(total: int) -> None:
+    from harness.verdict.kept import Passes
+
+    cases = [passing_report(f"case-{n}") for n in range(total)]
+    alone, together = io.StringIO(), io.StringIO()
+    one, batch = TableReporter(alone, jobs=2), TableReporter(together, jobs=2)
+    lines = one.worker_parts
+    for reporter in (one, batch):
+        reporter.start(total)
+    for case in cases:
+        lines.hold(case, lines.render(case))
+        one.case_done(case)
+    made = [(n, case.id, case.score, (lines.render(case),)) for n, case in enumerate(cases)]
+    for start in range(0, total, 7):  # runs of passes crossing a width, as workers send them
+        batch.passes_done(Passes((lines,), made[start : start + 7]))
+    assert together.getvalue() == alone.getvalue()
+    width = len(str(total))
+    assert f"  [{'1'.rjust(width)}/{total}] " in together.getvalue()
+    assert f"  [{total}/{total}] " in together.getvalue()

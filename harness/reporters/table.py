@@ -401,9 +401,10 @@ class TableReporter(Reporter):
         done, total = self._done, self._total
         self._done += len(chunks)
         if self._counter():  # each counted on from here, as `_counted` counts one
-            width = len(str(total))
+            # A format spec given as a field is parsed again for every line: `rjust` is not.
+            width, tail = len(str(total)), f"/{total}] "
             chunks = [
-                f"{lines[:2]}[{count:>{width}}/{total}] {lines[2:]}"
+                f"{lines[:2]}[{str(count).rjust(width)}{tail}{lines[2:]}"
                 for count, lines in zip(range(done + 1, self._done + 1), chunks, strict=True)
             ]
         if self._guard:  # a token of its own for each case's lines, as they are told

@@ -413,6 +413,15 @@ def test_bad_proportions_are_refused(bad: float) -> None:
         clustered_interval([(None, 0.5), ("a", bad)])
 
 
+def test_the_first_bad_proportion_is_the_one_refused() -> None:
+    # However often each comes, and whatever comes between: the first in the suite's order.
+    items = [(None, 0.5), ("a", 1.0), ("a", 1.5), (None, -0.25), ("a", 1.5), (None, 0.5)]
+    with pytest.raises(ValueError, match=r"got 1\.5$"):
+        clustered_interval(items)
+    with pytest.raises(ValueError, match=r"got -0\.25$"):
+        clustered_interval([(None, 1.0)] * 3 + items[3:] + items[:3])
+
+
 @pytest.mark.parametrize("confidence", [0.0, 1.0, math.nan, 95.0])
 def test_bad_confidence_is_refused(confidence: float) -> None:
     with pytest.raises(ValueError):

@@ -305,11 +305,13 @@ def _tallied(
     replay's are 0 and 1), so its sums are exact in a handful of rational operations,
     not a few per case."""
     n, alone, clusters = 0, Counter[float](), dict[str, Counter[float]]()
-    for label, share in items:
+    # Counted as they come (in C), then each distinct item looked at once, in the order
+    # it first came: the first bad proportion is still the one refused.
+    for (label, share), times in Counter(items).items():
         if not (math.isfinite(share) and 0.0 <= share <= 1.0):
             raise ValueError(f"a case's pass proportion must be in [0, 1], got {share!r}")
-        n += 1
-        (alone if label is None else clusters.setdefault(label, Counter()))[share] += 1
+        n += times
+        (alone if label is None else clusters.setdefault(label, Counter()))[share] += times
     return n, alone, clusters
 
 

@@ -328,6 +328,27 @@ def test_once_the_feeding_thread_has_written_its_backlog_messages_are_written_he
         each.close()
 
 
+def test_a_read_that_does_not_wait_lists_the_whole_messages_and_keeps_the_rest() -> None:
+    import multiprocessing
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray(), used=None)
+    first, second = ("admitted", 0, "a" * 100), ("admitted", 64, "b" * 100)
+    framed = [pool_workers._framed(pool_workers._dumps(m)) for m in (first, second)]
+    os.write(theirs.fileno(), framed[0] + framed[1][:10])  # the second one begun
+    assert pool_workers.Worker.messages(reader, wait=False) == [first]  # type: ignore[arg-type]
+    os.write(theirs.fileno(), framed[1][10:20])
+    assert pool_workers.Worker.messages(reader, wait=False) == []  # type: ignore[arg-type]
+    os.write(theirs.fileno(), framed[1][20:])
+    assert pool_workers.Worker.messages(reader, wait=False) == [second]  # type: ignore[arg-type]
+    assert reader._unread == bytearray()
+    theirs.close()
+    with pytest.raises(EOFError):
+        pool_workers.Worker.messages(reader, wait=False)  # type: ignore[arg-type]
+    ours.close()
+
+
 def _returns(call: object, within: float = 30.0) -> bool:
     """Whether `call()` returned within `within` seconds (it is left running if not)."""
     import threading

@@ -256,6 +256,42 @@ def test_a_worker_that_stalls_admitting_is_ended_and_its_part_admitted_elsewhere
             os.kill(pid, signal.SIGCONT)
 
 
+def test_the_workers_answers_are_read_without_a_thread_started_for_each(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Cli,
+    agent: str,
+    sent: list[tuple[int, int]],
+) -> None:
+    # A read never waits for the rest of a message (the selector said the pipe was
+    # readable; a worker stalled mid-message is found by its part's bound): no thread
+    # is started to watch it, whose start and end cost more than the read.
+    import threading
+
+    root = _project(tmp_path)
+    admitting, during = [False], []
+    run, start = worker_admission._Admission.run, threading.Thread.start
+
+    def watched(self: Any) -> Any:
+        admitting[0] = True
+        try:
+            return run(self)
+        finally:
+            admitting[0] = False
+
+    def starting(self: threading.Thread) -> None:
+        if admitting[0]:
+            during.append(self.name)
+        start(self)
+
+    monkeypatch.setattr(worker_admission._Admission, "run", watched)
+    monkeypatch.setattr(threading.Thread, "start", starting)
+    code, out, _ = _run(run_cli, root, agent, "2")
+    assert code == 0 and f"{CASES}/{CASES} cases passed" in out
+    assert sent  # the workers admitted its parts
+    assert during == []
+
+
 def test_a_suite_under_the_size_that_pays_is_admitted_here(
     tmp_path: Path, run_cli: Cli, agent: str, sent: list[tuple[int, int]]
 ) -> None:

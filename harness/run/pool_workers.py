@@ -155,12 +155,15 @@ class Worker:
         if self._feeding is not None:
             self._feeding.put(None)
 
-    def messages(self) -> list[Any]:
+    def messages(self, wait: bool = True) -> list[Any]:
         """Every whole message one read of its pipe gives: many reports in one read, where
         `recv` took two reads each. Like `recv`, it blocks until at least one message is
-        whole (a large one is read on until it is). `EOFError` once the pipe has ended (a
-        message it was writing is lost with it), or a frame is corrupt (`BadFrame`). Its
-        word of the CPU it used is kept (`used`), not listed: none may be, then."""
+        whole (a large one is read on until it is); with `wait` False, it reads once (the
+        caller saw the pipe readable: the read does not block) and lists what is whole,
+        perhaps nothing, the rest kept for the next read. `EOFError` once the pipe has
+        ended (a message it was writing is lost with it), or a frame is corrupt
+        (`BadFrame`). Its word of the CPU it used is kept (`used`), not listed: none may
+        be, then."""
         unread = self._unread
         found: list[Any] = []
         at = 0
@@ -177,6 +180,8 @@ class Worker:
                     self.used = float(message[1])
                 else:
                     found.append(message)
+            if not wait:
+                break
         del unread[:at]
         return found
 

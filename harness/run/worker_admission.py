@@ -21,7 +21,6 @@ import contextlib
 import os
 import pickle
 import selectors
-import threading
 import time
 from collections import deque
 from typing import Any
@@ -200,12 +199,9 @@ def _bound(part: tuple[int, int]) -> float:
 
 
 def _guarded(worker: Worker, deadline: float) -> list[Any]:
-    """`worker.messages()`, the worker killed should it stall past `deadline` in the middle
-    of a message (a read would wait for the rest for ever)."""
-    timer = threading.Timer(max(0.0, deadline - time.monotonic()), worker.kill)
-    timer.daemon = True
-    timer.start()
-    try:
-        return worker.messages()
-    finally:
-        timer.cancel()
+    """The whole messages of one read of `worker`'s pipe, which the selector saw readable:
+    the read never waits for the rest of a message begun (which a worker that stalled in
+    the middle of it would never send). Such a worker is found past `deadline` as one that
+    stalls between messages is (`_Admission._wait`), with no thread started to watch each
+    read (a thread's start and end cost more than the read)."""
+    return worker.messages(wait=False)

@@ -133,3 +133,29 @@ def test_a_folder_named_as_a_snapshot_is_none_but_a_link_to_one_is(tmp_path: Pat
     found = unused(plan, suite, ["kept.json", "other.json"])
     assert found == [folder / "gone.snap", folder / "linked.snap"]
     assert unused(plan, tmp_path / "nowhere", ["kept.json"]) == []
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["kept.json", "twice.json.json", ".json"],  # a listed suite's: all end in .json
+        ["kept.json", "plain", "dotted.name", "twice.json.json", ".json"],
+        ["kept.JSON", "kept.json"],
+    ],
+)
+def test_each_fixture_name_uses_the_snapshot_its_stem_names(
+    tmp_path: Path, names: list[str]
+) -> None:
+    from harness.snapshots.store import plan_for, unused
+
+    suite = tmp_path / "evals"
+    plan = plan_for("auto", "regression", "loop:factory", update=False)
+    assert plan is not None
+    folder = plan.path_of(suite / "x.json").parent
+    folder.mkdir(parents=True)
+    stems = {"kept", "twice.json", "", "plain", "dotted"}
+    for stem in [*stems, "gone", "kept.JSON", "twice"]:
+        (folder / f"{stem}.snap").write_text("a snapshot", "utf-8")
+    uses = {name[:-5] if name.endswith(".json") else Path(name).stem for name in names}
+    expected = sorted(folder / f"{stem}.snap" for stem in [*stems, "gone", "kept.JSON", "twice"])
+    assert unused(plan, suite, names) == [p for p in expected if p.name[:-5] not in uses]

@@ -112,3 +112,20 @@ def test_an_entry_whose_type_cannot_be_asked_is_listed_as_not_regular() -> None:
         [_Entry("a.json", True), _Entry("b.json", None), _Entry("c.json", False)]  # type: ignore[list-item]
     )
     assert found == {"b.json", "c.json"}
+
+
+def test_a_suite_listed_a_few_entries_at_a_time_is_listed_whole_and_sorted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listing, "_CHUNK", 3)
+    for n in (7, 3, 9, 1, 5, 0, 8, 2, 6, 4):
+        write_fixture(tmp_path, f"f{n}.json", replay_trace(model_name=f"m{n}"))
+    (tmp_path / "notes.txt").write_text("not a fixture", "utf-8")
+    (tmp_path / ".json").write_text("{}", "utf-8")  # no name: not a fixture
+    (tmp_path / "d.json").mkdir()
+    (tmp_path / "l.json").symlink_to(tmp_path / "f0.json")
+    found = listing.listed(tmp_path)
+    assert found.names == sorted([f"f{n}.json" for n in range(10)] + ["d.json", "l.json"])
+    assert found.irregular == {"d.json", "l.json"}
+    assert found.part(0, 3) == (["d.json", "f0.json", "f1.json"], {"d.json"})
+    assert found.part(3, 6) == (["f2.json", "f3.json", "f4.json"], set())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import os
 import re
 import stat
@@ -269,9 +270,10 @@ def unused(plan: SnapshotPlan, suite: Path, fixtures: Iterable[str]) -> list[Pat
     folder = plan.path_of(suite / "x.json").parent
     used = _used(list(fixtures))
     try:
-        # Names alone (no entry object for each of a suite's snapshots): only one no
-        # fixture uses is asked what it is.
-        names = [n for n in os.listdir(folder) if n.endswith(SUFFIX) and n not in used]
+        # Names alone (no entry object for each of a suite's snapshots), those used left
+        # out in C (most of them): only one no fixture uses is asked what it is.
+        unclaimed = itertools.filterfalse(used.__contains__, os.listdir(folder))
+        names = [n for n in unclaimed if n.endswith(SUFFIX)]
         found = [folder / name for name in names if not _directory(folder / name)]
     except OSError:  # no folder (no snapshot taken yet), or none readable: nothing to say
         return []

@@ -5,10 +5,12 @@ it, and one that died (or came from a fork server since replaced) is never hande
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import (
@@ -22,7 +24,7 @@ from conftest import (
 )
 
 from harness import run_suite
-from harness.run import fork_server, pool_workers, watchdog
+from harness.run import fork_server, frames, pool_workers, watchdog
 from harness.run.process_pool import start_fork_server
 
 # A faithful loop that writes down which process ran each of its turns.
@@ -275,7 +277,8 @@ def test_a_large_message_is_read_a_bounded_piece_at_a_time(
 def test_a_message_the_pipe_will_not_take_now_is_sent_later_whole_and_in_order() -> None:
     # What is sent to a worker is written at once where its pipe takes it, with no thread;
     # what a full pipe will not take (a worker busy with a long case reads nothing) goes on
-    # a thread, and everything after it too: the harness never waits for the worker.
+    # a thread, and so does everything after it until the thread has written what it was
+    # given: the harness never waits for the worker.
     import multiprocessing
     import socket
     import threading
@@ -328,6 +331,76 @@ def test_once_the_feeding_thread_has_written_its_backlog_messages_are_written_he
         each.close()
 
 
+def test_a_message_posted_while_the_thread_has_a_backlog_comes_after_all_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Written here while the thread still has some to write (the pipe has room again, the
+    # backlog is not all written), it would land in the middle of a message: a corrupt frame.
+    import multiprocessing
+    import socket
+    import threading
+    import types
+
+    go = threading.Event()
+    feed = pool_workers._feed
+
+    def held(out: socket.socket, feeding: Any) -> None:  # writes nothing until told to
+        go.wait(30)
+        feed(out, feeding)
+
+    monkeypatch.setattr(pool_workers, "_feed", held)
+    ours, theirs = multiprocessing.Pipe()
+    sender = types.SimpleNamespace(_out=socket.socket(fileno=os.dup(ours.fileno())), _feeding=None)
+    big = ("spec", b"z" * 4_000_000)
+    pool_workers.Worker.post(sender, big)  # type: ignore[arg-type]
+    feeding = sender._feeding
+    assert feeding is not None and not feeding.idle()
+    got = bytearray()
+    while chunk := _read_now(theirs.fileno()):  # all the pipe took: it has room again
+        got += chunk
+    small = ("run", [1, 2, 3])
+    pool_workers.Worker.post(sender, small)  # type: ignore[arg-type]
+    go.set()
+    expected = frames.framed(frames.dumps(big)) + frames.framed(frames.dumps(small))
+    while len(got) < len(expected):
+        got += os.read(theirs.fileno(), 1 << 20)
+    assert bytes(got) == expected
+    feeding.put(None)
+    for each in (sender._out, ours, theirs):
+        each.close()
+
+
+def _read_now(fd: int) -> bytes:
+    """What the pipe holds now (b"": nothing)."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1 << 20)
+    except BlockingIOError:
+        return b""
+    finally:
+        os.set_blocking(fd, True)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"not a pickle at all", pickle.dumps(42), pickle.dumps(()), pickle.dumps("report")],
+    ids=["garbage", "a number", "an empty tuple", "a string"],
+)
+def test_a_frame_that_holds_no_message_ends_the_pipe_not_the_harness(payload: bytes) -> None:
+    # Something else in the worker (its agent's code) may write to the pipe: a frame whole
+    # but holding no message made `pickle` raise, or `message[0]` fail, in the harness.
+    import multiprocessing
+    import types
+
+    ours, theirs = multiprocessing.Pipe()
+    reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray(), used=None)
+    os.write(theirs.fileno(), frames.framed(payload))
+    with pytest.raises(EOFError, match="holds no message"):  # the pipe taken for ended
+        pool_workers.Worker.messages(reader)  # type: ignore[arg-type]
+    theirs.close()
+    ours.close()
+
+
 def test_a_read_that_does_not_wait_lists_the_whole_messages_and_keeps_the_rest() -> None:
     import multiprocessing
     import types
@@ -335,7 +408,7 @@ def test_a_read_that_does_not_wait_lists_the_whole_messages_and_keeps_the_rest()
     ours, theirs = multiprocessing.Pipe()
     reader = types.SimpleNamespace(_fd=ours.fileno(), _unread=bytearray(), used=None)
     first, second = ("admitted", 0, "a" * 100), ("admitted", 64, "b" * 100)
-    framed = [pool_workers._framed(pool_workers._dumps(m)) for m in (first, second)]
+    framed = [frames.framed(frames.dumps(m)) for m in (first, second)]
     os.write(theirs.fileno(), framed[0] + framed[1][:10])  # the second one begun
     assert pool_workers.Worker.messages(reader, wait=False) == [first]  # type: ignore[arg-type]
     os.write(theirs.fileno(), framed[1][10:20])

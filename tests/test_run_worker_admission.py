@@ -256,6 +256,59 @@ def test_a_worker_that_stalls_admitting_is_ended_and_its_part_admitted_elsewhere
             os.kill(pid, signal.SIGCONT)
 
 
+def _half_then_stall(conn: Any, _spec: Any) -> None:
+    """A worker that writes half of its first answer, then stalls for good."""
+    import pickle
+
+    from harness.fixtures.suite import admit_slice
+
+    _, start, cwd, part = conn.recv()
+    os.chdir(cwd)
+    data = pickle.dumps(("admitted", start, admit_slice(*part)))
+    frame = len(data).to_bytes(4, "big", signed=True) + data
+    os.write(conn.fileno(), frame[: len(frame) // 2])
+    time.sleep(3600)
+
+
+def test_a_worker_that_stalls_in_the_middle_of_an_answer_is_found_by_its_parts_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent: str
+) -> None:
+    # A read of a pipe the selector saw readable must never wait for the rest of a message:
+    # a worker stalled half-way through one would hold admission for ever.
+    import multiprocessing
+    import threading
+
+    from harness.fixtures.listing import listed
+    from harness.fixtures.suite import in_one
+
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    context = multiprocessing.get_context("fork")
+
+    def stalling(_context: Any, _target: Any, args: tuple[Any, ...]) -> Any:
+        return context.Process(target=_half_then_stall, args=args, daemon=True)
+
+    pool_workers.end_early()  # none left over from another test
+    monkeypatch.setattr(pool_workers, "_process", stalling)
+    pool_workers._EARLY[:] = [pool_workers.Worker(context)]
+    monkeypatch.setattr(worker_admission, "STALL_SECS", 0.5)
+    monkeypatch.setattr(worker_admission, "STALL_PER_FIXTURE", 0.0)
+    listing, surface = listed(Path(SUITE)), surface_within(agent, 30)
+    got: list[Any] = []
+    admitting = threading.Thread(
+        target=lambda: got.append(worker_admission.in_workers(listing, "replay", surface, 2)),
+        daemon=True,
+    )
+    try:
+        admitting.start()
+        admitting.join(30)
+        assert got, "admission never ended"
+        here = in_one(listing, "replay", surface)
+        assert [i for part in got[0] for i in part.ids] == [i for part in here for i in part.ids]
+    finally:
+        pool_workers.end_early()
+
+
 def test_the_workers_answers_are_read_without_a_thread_started_for_each(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -375,18 +428,18 @@ def test_a_part_answered_with_columns_of_another_size_is_admitted_elsewhere(
     # would shift every later case's file name (or end in a traceback).
     root = _project(tmp_path, ODD)
     serial = _run(run_cli, root, agent, "1")
-    guarded = worker_admission._guarded
+    read = pool_workers.Worker.messages
     doctored: list[int] = []
 
-    def short(worker: pool_workers.Worker, deadline: float) -> list[Any]:
-        messages = guarded(worker, deadline)
+    def short(worker: pool_workers.Worker, wait: bool = True) -> list[Any]:
+        messages = read(worker, wait)
         if not doctored and messages and messages[0][0] == "admitted":
             kind, start, part = messages[0]
             doctored.append(start)
             messages[0] = (kind, start, part._replace(ids=part.ids[:-1]))
         return messages
 
-    monkeypatch.setattr(worker_admission, "_guarded", short)
+    monkeypatch.setattr(pool_workers.Worker, "messages", short)
     assert _run(run_cli, root, agent, "2") == serial
     assert doctored
 

@@ -15,7 +15,6 @@ import contextlib
 import io
 import multiprocessing.process
 import os
-import pickle
 import queue
 import socket
 import sys
@@ -25,6 +24,7 @@ from collections import deque
 from typing import Any
 
 from harness.run import fork_server
+from harness.run.frames import dumps, frame, framed, loaded, missing
 from harness.run.pool_worker import WorkerSpec, worker_main
 
 # What one read of a worker's pipe takes at most: many reports, under what malloc would map
@@ -33,10 +33,6 @@ _READ_SIZE = 1 << 16
 # What one read takes of a large message still missing: the length its frame says is the
 # worker's word, and a corrupt one would have the whole of it allocated before any came.
 _READ_CAP = 1 << 24
-# The largest message a frame may say it holds: a case's report (its transcript included)
-# is far under it; a length past it (or a negative one) is a corrupt frame, the worker's
-# end, as a pipe that closed is.
-MAX_MESSAGE = 1 << 32
 # How long a worker launched early may take to be forked (the server warming up a
 # framework included): past it the server is taken for stuck, killed, and the pool starts
 # its own.
@@ -70,7 +66,8 @@ class Worker:
         self._fd = self.conn.fileno()
         self._unread = bytearray()  # what was read of its pipe past its last whole message
         # Its own descriptor of the pipe, written without waiting (`MSG_DONTWAIT`); what it
-        # does not take goes to the feeding thread, started then, and all after it, in order.
+        # does not take goes to the feeding thread, started then, and so does all after it
+        # until the thread has written what it was given (`_Feeding.idle`): in order.
         self._out = socket.socket(fileno=os.dup(self._fd))
         # One open file with `conn`'s descriptor: a default socket timeout some library
         # set would make it (and so `conn`'s reads) non-blocking; each send says its own.
@@ -121,7 +118,7 @@ class Worker:
         written all it was given, this side writes again itself: a message handed to the
         thread wakes it, and a run's hundreds of batches after its one large spec would
         each cost a switch to it and back."""
-        data = _framed(_dumps(message))
+        data = framed(dumps(message))
         feeding = self._feeding
         if feeding is None or feeding.idle():
             try:
@@ -162,19 +159,19 @@ class Worker:
         caller saw the pipe readable: the read does not block) and lists what is whole,
         perhaps nothing, the rest kept for the next read. `EOFError` once the pipe has
         ended (a message it was writing is lost with it), or a frame is corrupt
-        (`BadFrame`). Its word of the CPU it used is kept (`used`), not listed: none may
+        (`frames.BadFrame`). Its word of the CPU it used is kept (`used`), not listed: none may
         be, then."""
         unread = self._unread
         found: list[Any] = []
         at = 0
         while not at:
-            data = os.read(self._fd, min(max(_READ_SIZE, _missing(unread)), _READ_CAP))
+            data = os.read(self._fd, min(max(_READ_SIZE, missing(unread)), _READ_CAP))
             if not data:
                 raise EOFError
             unread += data
-            while (frame := _frame(unread, at)) is not None:
-                head, size = frame
-                message = pickle.loads(unread[at + head : at + head + size])
+            while (whole := frame(unread, at)) is not None:
+                head, size = whole
+                message = loaded(unread[at + head : at + head + size])
                 at += head + size
                 if message[0] == "cpu":
                     self.used = float(message[1])
@@ -237,21 +234,6 @@ def _feed(out: socket.socket, feeding: _Feeding) -> None:
         except OSError:  # it died: its sentinel says so
             return
         feeding.fed += 1
-
-
-def _dumps(message: tuple[Any, ...]) -> bytes:
-    from multiprocessing.reduction import ForkingPickler
-
-    return bytes(ForkingPickler.dumps(message))
-
-
-def _framed(payload: bytes) -> bytes:
-    """`payload` behind the header multiprocessing's `Connection.send` writes: its length,
-    signed, in 4 bytes, or -1 and the length in 8 for one of 2 GiB or more."""
-    size = len(payload)
-    if size > 0x7FFFFFFF:
-        return (-1).to_bytes(4, "big", signed=True) + size.to_bytes(8, "big") + payload
-    return size.to_bytes(4, "big", signed=True) + payload
 
 
 def _process(context: Any, target: Any, args: tuple[Any, ...]) -> Any:
@@ -357,47 +339,6 @@ def _write_all(fd: int, data: bytes) -> None:
             pipe.write(rest)
 
     threading.Thread(target=write, name="zeroclaw-eval-launch", daemon=True).start()
-
-
-class BadFrame(EOFError):
-    """A frame saying a length no message has: what follows cannot be told apart, so the
-    pipe is taken for ended (its worker is then stopped, its case's run error)."""
-
-
-def _header(data: bytearray, at: int) -> tuple[int, int] | None:
-    """The header's length and the message's size of the frame of multiprocessing's
-    `Connection.send` at `at` (a signed 4-byte length, or -1 and an 8-byte one, then the
-    pickled message), when its header is whole in `data`; else None. `BadFrame` for a
-    length no message has."""
-    if len(data) - at < 4:
-        return None
-    size, head = int.from_bytes(data[at : at + 4], "big", signed=True), 4
-    if size == -1:
-        if len(data) - at < 12:
-            return None
-        size, head = int.from_bytes(data[at + 4 : at + 12], "big"), 12
-    if size < 0 or size > MAX_MESSAGE:
-        raise BadFrame(f"a frame of the worker's pipe says {size} bytes")
-    return head, size
-
-
-def _frame(data: bytearray, at: int) -> tuple[int, int] | None:
-    """`_header` of the frame at `at`, when the whole frame is in `data`; else None."""
-    header = _header(data, at)
-    if header is None:
-        return None
-    head, size = header
-    return header if len(data) - at - head >= size else None
-
-
-def _missing(data: bytearray) -> int:
-    """How many bytes the frame begun in `data` still lacks (0: none is begun, or its
-    header is not whole yet)."""
-    header = _header(data, 0)
-    if header is None:
-        return 0
-    head, size = header
-    return max(0, head + size - len(data))
 
 
 def left(deadline: float) -> float:

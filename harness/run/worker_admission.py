@@ -156,7 +156,11 @@ class _Admission:
         held = self._held[worker]
         try:
             while held and (not ended or worker.conn.poll()):
-                for message in _guarded(worker, self._since[worker] + _bound(held[0])):
+                # One read of a pipe the selector saw readable: it never waits for the rest of
+                # a message begun (which a worker that stalled in the middle of it would never
+                # send). Such a worker is found past its part's bound as one that stalls
+                # between messages is (`_wait`), with no thread started to watch each read.
+                for message in worker.messages(wait=False):
                     if not held or not _answers(message, held[0]):
                         raise EOFError  # not what it was asked: taken for broken
                     held.popleft()
@@ -196,12 +200,3 @@ def _answers(message: Any, part: tuple[int, int]) -> bool:
 
 def _bound(part: tuple[int, int]) -> float:
     return STALL_SECS + STALL_PER_FIXTURE * (part[1] - part[0])
-
-
-def _guarded(worker: Worker, deadline: float) -> list[Any]:
-    """The whole messages of one read of `worker`'s pipe, which the selector saw readable:
-    the read never waits for the rest of a message begun (which a worker that stalled in
-    the middle of it would never send). Such a worker is found past `deadline` as one that
-    stalls between messages is (`_Admission._wait`), with no thread started to watch each
-    read (a thread's start and end cost more than the read)."""
-    return worker.messages(wait=False)

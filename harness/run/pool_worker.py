@@ -35,10 +35,10 @@ from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice
 from harness.run.runner import CasePlan, replay_backend
-from harness.run.spools import Streams
+from harness.run.spools import Streams, kinds_record, record
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
-from harness.verdict.kept import SCORES, Pass, Prerendering
+from harness.verdict.kept import SCORES, Prerendering
 from harness.verdict.reports import CaseReport
 
 RunCases = Callable[[list[Case], CasePlan, Callable[[CaseReport], None] | None], Any]
@@ -341,6 +341,9 @@ class _Sender:
         self._renders = tuple(each.render for each in kinds)
         self._fd = -1
         self._streams: list[tuple[int, Streams]] = []
+        # What a run's spool begins with, so that a pass it holds as its report can be
+        # rendered where it is read back (`spools.spooled`); None: each is held rendered.
+        self._kinds: bytes | None = None
         if spool is not None and prerender is not None and prerender.passes:
             streams = streams or spool
             try:
@@ -352,7 +355,9 @@ class _Sender:
                 ]
             except OSError:  # no spool: each pass is sent with its report, as it is done
                 self._fd, self._streams = -1, []
-        self._run: list[tuple[int, int, tuple[object, ...]]] = []
+            with contextlib.suppress(Exception):  # a kind not named by reference
+                self._kinds = kinds_record(kinds)
+        self._run: list[_Held] = []
         # When this worker last told the harness anything: a pass done `FLUSH_SECS` after
         # that goes at once, so the harness's stall clock never hears nothing for more than
         # that and one case (a held pass must not make a slow next case look stalled).
@@ -360,51 +365,90 @@ class _Sender:
         self.index_of: dict[str, int] = {}
 
     def __call__(self, report: CaseReport) -> None:
-        parts = None
-        if self._renders:
-            try:
-                parts = tuple(render(report) for render in self._renders)
-            except Exception:  # a part is never needed: the harness renders the case itself
-                parts = None
         place = self.index_of[report.id]
-        if parts is not None and self._fd >= 0 and report.plain and report.score in SCORES:
-            self._spool((place, report.id, report.score, parts))
-            return
-        message = ("report", place, self._encode(report), parts)
+        if self._fd >= 0 and report.plain and report.score in SCORES:
+            held = self._held(place, report)
+            if held is not None:
+                self._spool(held)
+                return
+        message = ("report", place, self._encode(report), self._parts(report))
         with self._lock:
             self.flush()
             self._conn.send(message)
             self._since = time.monotonic()
+
+    def _parts(self, report: CaseReport) -> tuple[object, ...] | None:
+        if not self._renders:
+            return None
+        try:
+            return tuple(render(report) for render in self._renders)
+        except Exception:  # a part is never needed: the harness renders the case itself
+            return None
+
+    def _held(self, place: int, report: CaseReport) -> _Held | None:
+        """The plain pass `report` as its run holds it: its parts rendered as the run is
+        sent, all of the run's at once (one at a time, between cases, each costs twice as
+        much), the report spooled meanwhile; one the spool cannot name its kinds for, or
+        that cannot be encoded (a lone surrogate), with its parts now. None: it has none."""
+        if self._kinds is not None:
+            with contextlib.suppress(Exception):
+                return _Held(place, report.id, report.score, report, self._encode(report))
+        parts = self._parts(report)
+        return None if parts is None else _Held(place, report.id, report.score, None, parts)
 
     def batch_begins(self) -> None:
         """A batch came: the harness's stall clock for it starts about now, not at the
         last message (an idle worker's first pass need not go at once)."""
         self._since = time.monotonic()
 
-    def _spool(self, entry: Pass) -> None:
+    def _spool(self, held: _Held) -> None:
         with self._lock:
-            run = self._run
-            if run and run[-1][0] + 1 != entry[0]:
+            if self._run and self._run[-1].place + 1 != held.place:
                 self.flush()  # first: the spool then holds this pass, not the run sent
-            for at, streams in self._streams:
-                streams.hold(entry[3][at])
-            record = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
-            record = len(record).to_bytes(4, "big") + record
-            run.append((entry[0], SCORES[entry[2]], entry[3]))
+            run = self._run
+            data = record((held.place, held.id, held.score, held.payload))
+            if not run and self._kinds is not None:  # the spool is empty: a run begins
+                data = self._kinds + data
+            run.append(held)
             try:
-                written = os.write(self._fd, record)
+                written = os.write(self._fd, data)
             except OSError:
                 written = -1
-            if written != len(record):  # not spooled whole (a full disk): sent now instead
+            if written != len(data):  # not spooled whole (a full disk): sent now instead
                 self.flush()
             if time.monotonic() - self._since >= FLUSH_SECS:
                 self.flush()
 
     def flush(self) -> None:
-        """The run held, sent (the lock held, or no thread reporting)."""
+        """The run held, sent (the lock held, or no thread reporting): its parts rendered
+        now, a pass whose parts cannot be sent with its report instead."""
         run = self._run
         if not run:
             return
+        self._run = []
+        passes: list[tuple[int, int, tuple[object, ...]]] = []
+        for held in run:
+            parts = held.payload if held.report is None else self._parts(held.report)
+            if isinstance(parts, tuple):
+                passes.append((held.place, SCORES[held.score], parts))
+                continue
+            self._send(passes)  # in their order: the passes before it, then it
+            passes = []
+            self._conn.send(("report", held.place, held.payload, None))
+        self._send(passes)
+        self._since = time.monotonic()
+        # Sent: what the spool held is the harness's; it holds only what comes after.
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+            os.lseek(self._fd, 0, os.SEEK_SET)
+
+    def _send(self, run: list[tuple[int, int, tuple[object, ...]]]) -> None:
+        """`run` (passes one after another in the suite) sent as one message."""
+        if not run:
+            return
+        for at, streams in self._streams:
+            for _, _, parts in run:
+                streams.hold(parts[at])
         codes = bytes([code for _, code, _ in run])
         try:
             spilled = {at: streams.taken() for at, streams in self._streams}
@@ -417,12 +461,18 @@ class _Sender:
             for at in range(len(self._renders))
         ]
         self._conn.send(("run", run[0][0], codes, columns, spilled))
-        self._since = time.monotonic()
-        run.clear()
-        # Sent: what the spool held is the harness's; it holds only what comes after.
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
-            os.lseek(self._fd, 0, os.SEEK_SET)
+
+
+class _Held(NamedTuple):
+    """A plain pass its worker holds until its run is sent: its report until its parts
+    are rendered (None: they are), and what the spool holds of it: the report encoded,
+    or its parts."""
+
+    place: int
+    id: str
+    score: float | None
+    report: CaseReport | None
+    payload: bytes | tuple[object, ...]
 
 
 def _plan(spec: WorkerSpec) -> CasePlan:

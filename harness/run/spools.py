@@ -15,7 +15,10 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from harness.verdict.kept import Pass, Passes, Region, Spilled
+from harness.verdict.reports import CaseReport
 
 # A file system in memory, where most Linux systems have one.
 _SHARED_MEMORY = "/dev/shm"
@@ -72,26 +75,56 @@ class Streams:
         self._lengths = [[] for _ in self._fds]
 
 
+def record(entry: object) -> bytes:
+    """`entry` as the spool holds it: its pickle, after its length."""
+    data = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(4, "big") + data
+
+
+def kinds_record(kinds: Sequence[Any]) -> bytes:
+    """What a spool holds first when its passes are held as their encoded reports: the
+    kinds of parts to render of them (`Prerender`s, by reference), should it be read."""
+    return record((_KINDS, tuple(kinds)))
+
+
+# The first field of a spool's record of the kinds its reports render into parts.
+_KINDS = "kinds"
+
+
 def spooled(path: str) -> list[Pass]:
     """The passes a worker's spool file at `path` holds, whole (one it was writing as it
-    died is not); none when it has none."""
+    died is not); none when it has none. A pass held as its encoded report (a worker
+    renders its parts only as it sends them) gets them rendered here, of the kinds the
+    spool names first."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError:
         return []
     found: list[Pass] = []
+    kinds: tuple[Any, ...] = ()
     at = 0
     while at + 4 <= len(data):
         size = int.from_bytes(data[at : at + 4], "big")
         if at + 4 + size > len(data):
             break
         try:
-            found.append(pickle.loads(data[at + 4 : at + 4 + size]))
+            entry = pickle.loads(data[at + 4 : at + 4 + size])
+            if entry[0] == _KINDS:
+                kinds = entry[1]
+            elif isinstance(entry[3], bytes):
+                report = _decoded(entry[3])
+                found.append((*entry[:3], tuple(kind.render(report) for kind in kinds)))
+            else:
+                found.append(entry)
         except Exception:  # a record written in part (a full disk): none after it is whole
             break
         at += 4 + size
     return found
+
+
+def _decoded(payload: bytes) -> CaseReport:
+    return msgspec.json.decode(payload, type=CaseReport)
 
 
 class Spools:

@@ -1,0 +1,119 @@
+"""When a worker renders the parts of its plain passes (`_Sender`): a run's at once, as
+the run is sent; until then each pass is spooled as its encoded report, which the harness
+renders should the worker die before sending it (`spools.spooled`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import msgspec
+from conftest import passing_report
+
+from harness.run.pool_worker import _Sender
+from harness.run.spools import spooled
+from harness.verdict.kept import SCORES, Prerendering
+from harness.verdict.reports import CaseReport
+
+
+class Sent:
+    """A worker's pipe: what was sent on it, in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[Any, ...]] = []
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self.messages.append(message)
+
+
+class Counted:
+    """A worker part that counts the reports it rendered, and fails for the case `bad`."""
+
+    rendered: ClassVar[list[str]] = []
+
+    @staticmethod
+    def render(report: CaseReport) -> object:
+        if report.id == "bad":
+            raise ValueError("a reporter's bug")
+        Counted.rendered.append(report.id)
+        return f"part of {report.id}"
+
+
+def _sender(tmp_path: Path, *names: str) -> tuple[Sent, _Sender, str]:
+    Counted.rendered.clear()
+    pipe, spool = Sent(), str(tmp_path / "spool")
+    send = _Sender(pipe, Prerendering((Counted,), passes=True), spool)
+    send.index_of = {name: place for place, name in enumerate(names)}
+    return pipe, send, spool
+
+
+def test_a_run_s_passes_are_rendered_as_it_is_sent_not_as_each_is_done(tmp_path: Path) -> None:
+    pipe, send, spool = _sender(tmp_path, "a", "b", "c")
+    for name in "abc":
+        send(passing_report(name))
+    assert Counted.rendered == []  # nothing rendered between the cases
+    send.flush()
+    assert Counted.rendered == ["a", "b", "c"]
+    assert pipe.messages == [
+        ("run", 0, bytes([SCORES[1.0]] * 3), [["part of a", "part of b", "part of c"]], {})
+    ]
+    assert spooled(spool) == []
+
+
+def test_a_dead_worker_s_spooled_reports_are_rendered_where_they_are_read(
+    tmp_path: Path,
+) -> None:
+    pipe, send, spool = _sender(tmp_path, "a", "b")
+    send(passing_report("a"))
+    send(passing_report("b"))  # then the worker dies: nothing sent, nothing rendered there
+    assert pipe.messages == [] and Counted.rendered == []
+    found = spooled(spool)
+    assert found == [(0, "a", 1.0, ("part of a",)), (1, "b", 1.0, ("part of b",))]
+    assert Counted.rendered == ["a", "b"]  # rendered by the reader, from the reports spooled
+
+
+def test_a_spool_that_starts_again_names_its_kinds_again(tmp_path: Path) -> None:
+    pipe, send, spool = _sender(tmp_path, "a", "b")
+    send(passing_report("a"))
+    send.flush()
+    send(passing_report("b"))
+    assert [message[:2] for message in pipe.messages] == [("run", 0)]
+    assert [entry[:2] for entry in spooled(spool)] == [(1, "b")]
+
+
+def test_a_pass_whose_parts_fail_goes_with_its_report_between_the_runs(tmp_path: Path) -> None:
+    pipe, send, _ = _sender(tmp_path, "a", "bad", "c")
+    bad = passing_report("bad")
+    for report in (passing_report("a"), bad, passing_report("c")):
+        send(report)
+    send.flush()
+    assert [message[:2] for message in pipe.messages] == [("run", 0), ("report", 1), ("run", 2)]
+    _, _, payload, parts = pipe.messages[1]
+    assert parts is None and msgspec.json.decode(payload, type=CaseReport) == bad
+
+
+def test_a_pass_that_cannot_be_encoded_is_spooled_rendered(tmp_path: Path) -> None:
+    # A lone surrogate in its text: the spool holds its parts, as rendered at once.
+    pipe, send, spool = _sender(tmp_path, "a\ud800")
+    send(passing_report("a\ud800"))
+    assert Counted.rendered == ["a\ud800"]
+    assert spooled(spool) == [(0, "a\ud800", 1.0, ("part of a\ud800",))]
+    send.flush()
+    assert pipe.messages == [("run", 0, bytes([SCORES[1.0]]), [["part of a\ud800"]], {})]
+
+
+def test_kinds_that_cannot_be_named_have_each_pass_rendered_as_it_is_done(
+    tmp_path: Path,
+) -> None:
+    class Local:  # not importable by its name: a reader could not render with it
+        @staticmethod
+        def render(report: CaseReport) -> object:
+            return report.id
+
+    pipe, spool = Sent(), str(tmp_path / "spool")
+    send = _Sender(pipe, Prerendering((Local,), passes=True), spool)
+    send.index_of = {"a": 0}
+    send(passing_report("a"))
+    assert spooled(spool) == [(0, "a", 1.0, ("a",))]
+    send.flush()
+    assert pipe.messages == [("run", 0, bytes([SCORES[1.0]]), [["a"]], {})]

@@ -1,16 +1,20 @@
 """When a worker renders the parts of its plain passes (`_Sender`): a run's at once, as
 the run is sent; until then each pass is spooled as its encoded report, which the harness
-renders should the worker die before sending it (`spools.spooled`)."""
+renders should the worker die before sending it (`spools.spooled`); and how a worker holds
+the cases of a batch it runs (`pool_worker._batch`)."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any, ClassVar
 
 import msgspec
-from conftest import passing_report
+from conftest import BUILTIN_SURFACE, passing_report, replay_trace, write_fixture
 
-from harness.run.pool_worker import _Sender
+from harness.fixtures.suite import AdmittedCases, display_path, load_suite
+from harness.run import pool_worker
+from harness.run.pool_worker import Item, _Sender
 from harness.run.spools import spooled
 from harness.verdict.kept import SCORES, Prerendering
 from harness.verdict.reports import CaseReport
@@ -117,3 +121,24 @@ def test_kinds_that_cannot_be_named_have_each_pass_rendered_as_it_is_done(
     assert spooled(spool) == [(0, "a", 1.0, ("a",))]
     send.flush()
     assert pipe.messages == [("run", 0, bytes([SCORES[1.0]]), [["a"]], {})]
+
+
+def test_a_worker_runs_a_batch_of_the_suite_it_holds_as_the_suite_s_own_columns(
+    tmp_path: Path,
+) -> None:
+    # Picked from the suite, not made into a list of cases: each case made as it runs,
+    # and its fixture's path shown as the suite's folder is, worked out once a batch.
+    for n in range(3):
+        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
+    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    held = pickle.loads(pickle.dumps(suite))
+    places, cases = pool_worker._batch([2, 0], held)
+    assert places == [2, 0] and isinstance(cases, AdmittedCases)
+    assert list(cases) == [suite[2], suite[0]]
+    root = tmp_path.parent
+    assert [cases.shown_at(i, root) for i in range(2)] == [
+        display_path(suite[place].where, root) for place in places
+    ]
+    # Cases sent one by one (no suite held) are made from their items, in order.
+    sent = Item.all_at([2, 0], list(suite))
+    assert pool_worker._batch(sent, None) == ([2, 0], [suite[2], suite[0]])

@@ -33,7 +33,7 @@ import msgspec
 from harness.agents.registry import resolve_within
 from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
-from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice
+from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice, ids_of
 from harness.run.runner import CasePlan, replay_backend
 from harness.run.spools import Streams, kinds_record, record
 from harness.runtime.collector import freeze_for_good
@@ -41,7 +41,7 @@ from harness.runtime.orphans import die_with_the_fork_server
 from harness.verdict.kept import SCORES, Prerendering
 from harness.verdict.reports import CaseReport
 
-RunCases = Callable[[list[Case], CasePlan, Callable[[CaseReport], None] | None], Any]
+RunCases = Callable[[Sequence[Case], CasePlan, Callable[[CaseReport], None] | None], Any]
 # How long past a case's whole allowance (its wall clock, and the agent's start) a worker
 # may stay silent before it is taken for stuck beyond its own watchdog and stopped.
 STALL_GRACE_SECS = 5.0
@@ -282,16 +282,17 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         if message[0] != "run":
             conn.send(("cpu", time.process_time()))
             return
-        cases = _cases(message[1], suite)
+        sent = message[1]
         if spec.hand_back_judged:
-            judged = [place for place, case in cases.items() if _judged(case)]
+            judged = [place for place, case in _cases(sent, suite).items() if _judged(case)]
             if judged:  # said before any other case of the batch runs: none is running yet
                 conn.send(("back", judged))
-                for place in judged:
-                    del cases[place]
-        send.index_of = {case.id: place for place, case in cases.items()}
+                back = set(judged)
+                sent = [one for one in sent if (one if suite else one[0]) not in back]
+        places, cases = _batch(sent, suite)
+        send.index_of = dict(zip(ids_of(cases), places, strict=True))
         send.batch_begins()
-        spec.run(list(cases.values()), plan, send)
+        spec.run(cases, plan, send)
         send.flush()  # the batch's last passes: nothing runs now
 
 
@@ -301,6 +302,16 @@ def _cases(sent: list[Any], suite: AdmittedCases | None) -> dict[int, Case]:
     if suite is not None:
         return {place: suite[place] for place in sent}
     return {item[0]: Item._make(item).case() for item in sent}
+
+
+def _batch(sent: list[Any], suite: AdmittedCases | None) -> tuple[list[int], Sequence[Case]]:
+    """The places of a batch's cases, and the cases as they are run: of the suite held,
+    picked as this process's run holds them (each made as it runs, its fixture's path
+    shown as the suite's folder is, worked out once), else made from their `Item`s."""
+    if suite is not None:
+        return list(sent), suite.picked(sent)
+    cases = _cases(sent, None)
+    return list(cases), list(cases.values())
 
 
 def _judged(case: Case) -> bool:

@@ -35,7 +35,7 @@ from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice, ids_of
 from harness.run.runner import CasePlan, replay_backend
-from harness.run.spools import Streams, kinds_record, record
+from harness.run.spools import Spool, Streams, kinds_record, record
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
 from harness.verdict.kept import SCORES, Prerendering
@@ -350,7 +350,7 @@ class _Sender:
         self._encode = msgspec.json.Encoder().encode
         kinds = prerender.kinds if prerender is not None else ()
         self._renders = tuple(each.render for each in kinds)
-        self._fd = -1
+        self._spooled: Spool | None = None
         self._streams: list[tuple[int, Streams]] = []
         # What a run's spool begins with, so that a pass it holds as its report can be
         # rendered where it is read back (`spools.spooled`); None: each is held rendered.
@@ -358,14 +358,14 @@ class _Sender:
         if spool is not None and prerender is not None and prerender.passes:
             streams = streams or spool
             try:
-                self._fd = os.open(spool, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                self._spooled = Spool(spool)
                 self._streams = [
                     (at, Streams(kind, f"{streams}.{at}"))
                     for at, kind in enumerate(kinds)
                     if getattr(kind, "streams", None)
                 ]
             except OSError:  # no spool: each pass is sent with its report, as it is done
-                self._fd, self._streams = -1, []
+                self._spooled, self._streams = None, []
             with contextlib.suppress(Exception):  # a kind not named by reference
                 self._kinds = kinds_record(kinds)
         self._run: list[_Held] = []
@@ -377,7 +377,7 @@ class _Sender:
 
     def __call__(self, report: CaseReport) -> None:
         place = self.index_of[report.id]
-        if self._fd >= 0 and report.plain and report.score in SCORES:
+        if self._spooled is not None and report.plain and report.score in SCORES:
             held = self._held(place, report)
             if held is not None:
                 self._spool(held)
@@ -421,11 +421,8 @@ class _Sender:
             if not run and self._kinds is not None:  # the spool is empty: a run begins
                 data = self._kinds + data
             run.append(held)
-            try:
-                written = os.write(self._fd, data)
-            except OSError:
-                written = -1
-            if written != len(data):  # not spooled whole (a full disk): sent now instead
+            assert self._spooled is not None  # a pass is held only where there is a spool
+            if not self._spooled.add(data):  # not spooled whole (a full disk): sent now
                 self.flush()
             if time.monotonic() - self._since >= FLUSH_SECS:
                 self.flush()
@@ -448,10 +445,8 @@ class _Sender:
             self._conn.send(("report", held.place, held.payload, None))
         self._send(passes)
         self._since = time.monotonic()
-        # Sent: what the spool held is the harness's; it holds only what comes after.
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
-            os.lseek(self._fd, 0, os.SEEK_SET)
+        if self._spooled is not None:  # sent: what the spool held is the harness's
+            self._spooled.clear()
 
     def _send(self, run: list[tuple[int, int, tuple[object, ...]]]) -> None:
         """`run` (passes one after another in the suite) sent as one message."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import mmap
 import os
 import pickle
 import shutil
@@ -75,6 +76,71 @@ class Streams:
         self._lengths = [[] for _ in self._fds]
 
 
+class Spool:
+    """A worker's spool file (`pool_worker._Sender`): records added one after another, each
+    as it comes (`add`), until the run they hold is sent (`clear`). In a file system in
+    memory (or with `mapped`) the file is mapped, its pages shared with the page cache: a
+    record is in the file as it is copied there, with no system call, and stays there
+    should the worker die, as a written one would; the records end where a length of zero
+    is (`_END`), the file's size then only what it has room for. On a disk each is written
+    (a mapping's pages would be written back to it, and a failed read kill the process).
+    `OSError`: there is no spool."""
+
+    def __init__(self, path: str, mapped: bool | None = None) -> None:
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._map: mmap.mmap | None = None
+        self._at = 0  # where the next record goes in the mapping
+        if path.startswith(os.path.join(_SHARED_MEMORY, "")) if mapped is None else mapped:
+            self._map = self._mapping(_MAPPED)
+
+    def _mapping(self, size: int) -> mmap.mmap | None:
+        """The file mapped whole at `size`, its pages taken first (no room: None), so that
+        no copy into it can find none (which would kill the process, not fail a write)."""
+        try:
+            os.posix_fallocate(self._fd, 0, size)
+            return mmap.mmap(self._fd, size)
+        except (OSError, ValueError):
+            return None
+
+    def add(self, data: bytes) -> bool:
+        """`data` (whole records) after the records held; False: not spooled whole."""
+        mapped = self._map
+        if mapped is None:
+            try:
+                return os.write(self._fd, data) == len(data)
+            except OSError:
+                return False
+        at, end = self._at, self._at + len(data)
+        if end + len(_END) > len(mapped):
+            mapped = self._map = self._mapping(max(2 * len(mapped), 2 * end)) or mapped
+            if end + len(_END) > len(mapped):
+                return False  # no room (a full file system): sent now instead
+        # Its first length last: until then the records end where they did, and one cut
+        # short by the worker's death is not read as whole.
+        mapped[end : end + len(_END)] = _END
+        mapped[at + 4 : end] = memoryview(data)[4:]
+        mapped[at : at + 4] = data[:4]
+        self._at = end
+        return True
+
+    def clear(self) -> None:
+        """The records held let go of (sent): the spool holds only what comes after."""
+        if self._map is not None:
+            self._map[: len(_END)] = _END
+            self._at = 0
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+            os.lseek(self._fd, 0, os.SEEK_SET)
+
+
+# Where the records of a mapped spool end: a length of zero, which no record has.
+_END = bytes(4)
+# How large a mapped spool starts (then twice as large as it needs): a run's records, its
+# passes' reports, take a few kilobytes each.
+_MAPPED = 1 << 20
+
+
 def record(entry: object) -> bytes:
     """`entry` as the spool holds it: its pickle, after its length."""
     data = pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
@@ -106,7 +172,7 @@ def spooled(path: str) -> list[Pass]:
     at = 0
     while at + 4 <= len(data):
         size = int.from_bytes(data[at : at + 4], "big")
-        if at + 4 + size > len(data):
+        if size == 0 or at + 4 + size > len(data):  # the end of a mapped spool's records
             break
         try:
             entry = pickle.loads(data[at + 4 : at + 4 + size])

@@ -331,12 +331,13 @@ class _Sender:
     harness's reporters (`Prerender`), one message at a time whichever thread reports it.
 
     A plain pass whose parts are all its reporters write of it (`Prerendering.passes`) is
-    written to this worker's spool file (`WorkerSpec.spool`) as it is in, where the harness
-    finds it should this worker die, and sent with the passes after it, one after another
-    in the suite, as one "run": their first place, each one's score as a byte (`SCORES`)
-    and each kind's parts in a list. A run goes once this worker's batch is done, before
-    any other message, or once it is `FLUSH_SECS` old: the harness reads one message, not
-    one a case. Once sent, the spool starts again (empty)."""
+    written to this worker's spool file (`WorkerSpec.spool`, `Spool`) as it is in, as its
+    encoded report, where the harness finds it should this worker die, and sent with the
+    passes after it, one after another in the suite, as one "run": their first place, each
+    one's score as a byte (`SCORES`) and each kind's parts in a list, rendered as the run
+    goes. A run goes once this worker's batch is done, before any other message, or once
+    it is `FLUSH_SECS` old: the harness reads one message, not one a case. Once sent, the
+    spool starts again (empty)."""
 
     def __init__(
         self,

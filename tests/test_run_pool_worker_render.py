@@ -142,3 +142,29 @@ def test_a_worker_runs_a_batch_of_the_suite_it_holds_as_the_suite_s_own_columns(
     # Cases sent one by one (no suite held) are made from their items, in order.
     sent = Item.all_at([2, 0], list(suite))
     assert pool_worker._batch(sent, None) == ([2, 0], [suite[2], suite[0]])
+
+
+def test_a_dead_worker_s_passes_are_rendered_from_its_spool_as_it_would_have(
+    tmp_path: Path,
+) -> None:
+    # A case run whole (its record and transcript), spooled encoded and read back: the
+    # parts each reporter renders of it are the bytes the worker would have sent.
+    from harness.agents.registry import resolve_agent
+    from harness.reporters.json_report import WorkerParts
+    from harness.reporters.table import TableLines
+    from harness.run.runner import CasePlan, replay_backend
+    from harness.run.watchdog import run_watched
+
+    write_fixture(tmp_path, "f0.json", replay_trace(id="c0", description="é ##[x] \u202e"))
+    cases = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    agent = resolve_agent("openai-agents")
+    plan = CasePlan(agent, "replay", replay_backend, None, 30.0, tmp_path, keep_transcripts=True)
+    [report] = run_watched(cases, plan, None)
+    assert report.plain and report.record is not None and report.record.transcript
+    kinds = (WorkerParts, TableLines)
+    spool = str(tmp_path / "spool")
+    send = _Sender(Sent(), Prerendering(kinds, passes=True), spool)
+    send.index_of = {"c0": 0}
+    send(report)
+    [(_, _, _, parts)] = spooled(spool)
+    assert parts == tuple(kind.render(report) for kind in kinds)

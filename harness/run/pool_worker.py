@@ -35,7 +35,7 @@ from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice, ids_of
 from harness.run.runner import CasePlan, replay_backend
-from harness.run.spools import Spool, Streams, kinds_record, record
+from harness.run.spools import Spool, Streams, kinds_record, record, rendered
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
 from harness.verdict.kept import SCORES, Prerendering
@@ -349,6 +349,7 @@ class _Sender:
         self._conn = conn
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
+        self._pack = msgspec.msgpack.Encoder().encode  # a spooled report: a third cheaper
         kinds = prerender.kinds if prerender is not None else ()
         self._renders = tuple(each.render for each in kinds)
         self._spooled: Spool | None = None
@@ -378,7 +379,7 @@ class _Sender:
 
     def __call__(self, report: CaseReport) -> None:
         place = self.index_of[report.id]
-        if self._spooled is not None and report.plain and report.score in SCORES:
+        if self._spooled is not None and self._renders and report.plain and report.score in SCORES:
             held = self._held(place, report)
             if held is not None:
                 self._spool(held)
@@ -390,12 +391,7 @@ class _Sender:
             self._since = time.monotonic()
 
     def _parts(self, report: CaseReport) -> tuple[object, ...] | None:
-        if not self._renders:
-            return None
-        try:
-            return tuple(render(report) for render in self._renders)
-        except Exception:  # a part is never needed: the harness renders the case itself
-            return None
+        return rendered(self._renders, [report])[0] if self._renders else None
 
     def _held(self, place: int, report: CaseReport) -> _Held | None:
         """The plain pass `report` as its run holds it: its parts rendered as the run is
@@ -404,7 +400,7 @@ class _Sender:
         that cannot be encoded (a lone surrogate), with its parts now. None: it has none."""
         if self._kinds is not None:
             with contextlib.suppress(Exception):
-                return _Held(place, report.id, report.score, report, self._encode(report))
+                return _Held(place, report.id, report.score, report, self._pack(report))
         parts = self._parts(report)
         return None if parts is None else _Held(place, report.id, report.score, None, parts)
 
@@ -436,14 +432,16 @@ class _Sender:
             return
         self._run = []
         passes: list[tuple[int, int, tuple[object, ...]]] = []
+        made = iter(rendered(self._renders, [one.report for one in run if one.report is not None]))
         for held in run:
-            parts = held.payload if held.report is None else self._parts(held.report)
+            parts = held.payload if held.report is None else next(made)
             if isinstance(parts, tuple):
                 passes.append((held.place, SCORES[held.score], parts))
                 continue
             self._send(passes)  # in their order: the passes before it, then it
             passes = []
-            self._conn.send(("report", held.place, held.payload, None))
+            assert held.report is not None  # held rendered, it has its parts
+            self._conn.send(("report", held.place, self._encode(held.report), None))
         self._send(passes)
         self._since = time.monotonic()
         if self._spooled is not None:  # sent: what the spool held is the harness's

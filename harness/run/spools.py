@@ -13,7 +13,7 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -189,8 +189,28 @@ def spooled(path: str) -> list[Pass]:
     return found
 
 
+def rendered(
+    renders: Sequence[Callable[[CaseReport], object]], reports: Sequence[CaseReport]
+) -> list[tuple[object, ...] | None]:
+    """The parts of each of `reports` (None: a part failed; a part is never needed, the
+    harness renders the case itself), a kind at a time: its code warm for the next."""
+    columns: list[list[object]] = [[] for _ in renders]
+    failed: set[int] = set()
+    for render, column in zip(renders, columns, strict=True):
+        for at, report in enumerate(reports):
+            try:
+                column.append(render(report))
+            except Exception:  # whatever a reporter's bug raises
+                column.append(None)
+                failed.add(at)
+    return [
+        None if at in failed else tuple(column[at] for column in columns)
+        for at in range(len(reports))
+    ]
+
+
 def _decoded(payload: bytes) -> CaseReport:
-    return msgspec.json.decode(payload, type=CaseReport)
+    return msgspec.msgpack.decode(payload, type=CaseReport)
 
 
 class Spools:

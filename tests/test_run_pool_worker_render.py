@@ -96,6 +96,27 @@ def test_a_pass_whose_parts_fail_goes_with_its_report_between_the_runs(tmp_path:
     assert parts is None and msgspec.json.decode(payload, type=CaseReport) == bad
 
 
+def test_a_pass_whose_report_does_not_read_back_is_spooled_rendered(tmp_path: Path) -> None:
+    # An own loop's message with a role no `Message` has encodes, but does not decode: held
+    # as its report, it ended what the harness read of a dead worker's spool, and the pass
+    # after the last one read (not the case that killed the worker) was blamed for it.
+    from harness import Message
+    from harness.transcript import TranscriptStep
+
+    pipe, send, spool = _sender(tmp_path, "a", "b", "c")
+    odd = passing_report("b")
+    assert odd.record is not None
+    step = TranscriptStep(turn=0, step=0, sent=[Message(role="developer", content="x")])
+    odd = msgspec.structs.replace(
+        odd, record=msgspec.structs.replace(odd.record, transcript=[step])
+    )
+    for report in (passing_report("a"), odd, passing_report("c")):
+        send(report)  # then the worker dies
+    assert pipe.messages == []
+    assert [entry[0] for entry in spooled(spool)] == [0, 1, 2]
+    assert spooled(spool)[1] == (1, "b", 1.0, ("part of b",))
+
+
 def test_a_pass_that_cannot_be_encoded_is_spooled_rendered(tmp_path: Path) -> None:
     # A lone surrogate in its text: the spool holds its parts, as rendered at once.
     pipe, send, spool = _sender(tmp_path, "a\ud800")

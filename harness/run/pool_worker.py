@@ -350,6 +350,7 @@ class _Sender:
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
         self._pack = msgspec.msgpack.Encoder().encode  # a spooled report: a third cheaper
+        self._unpack: Any = None  # its decoder, made for the first
         kinds = prerender.kinds if prerender is not None else ()
         self._renders = tuple(each.render for each in kinds)
         self._spooled: Spool | None = None
@@ -396,11 +397,17 @@ class _Sender:
     def _held(self, place: int, report: CaseReport) -> _Held | None:
         """The plain pass `report` as its run holds it: its parts rendered as the run is
         sent, all of the run's at once (one at a time, between cases, each costs twice as
-        much), the report spooled meanwhile; one the spool cannot name its kinds for, or
-        that cannot be encoded (a lone surrogate), with its parts now. None: it has none."""
+        much), the report spooled meanwhile; one the spool cannot name its kinds for, that
+        cannot be encoded (a lone surrogate) or does not read back as its type (an own
+        loop's message with a role no `Message` has), with its parts now. None: none."""
         if self._kinds is not None:
             with contextlib.suppress(Exception):
-                return _Held(place, report.id, report.score, report, self._pack(report))
+                packed = self._pack(report)
+                # Read back as the harness reads a dead worker's spool: one it could not
+                # read would end what it reads there, and its case be taken for the killer.
+                self._unpack = self._unpack or msgspec.msgpack.Decoder(CaseReport).decode
+                self._unpack(packed)
+                return _Held(place, report.id, report.score, report, packed)
         parts = self._parts(report)
         return None if parts is None else _Held(place, report.id, report.score, None, parts)
 

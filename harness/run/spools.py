@@ -99,7 +99,7 @@ class Spool:
         try:
             os.posix_fallocate(self._fd, 0, size)
             return mmap.mmap(self._fd, size)
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):  # no room, or no such call here
             return None
 
     def add(self, data: bytes) -> bool:

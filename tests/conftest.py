@@ -485,6 +485,16 @@ def only_call(registry: ToolRegistry) -> RecordedCall:
 ESC, NUL = "\x1b", "\x00"
 
 
+class Sent:
+    """A worker's pipe: what was sent on it, in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[Any, ...]] = []
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self.messages.append(message)
+
+
 def passing_report(case_id: str = "ok") -> CaseReport:
     record = RunRecord(final_response="fine", model_calls=1, duration_ms=12.0)
     return CaseReport.graded(

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BUILTIN_SURFACE, failing_report, passing_report, replay_trace, write_fixture
+from conftest import (
+    BUILTIN_SURFACE,
+    Sent,
+    failing_report,
+    passing_report,
+    replay_trace,
+    write_fixture,
+)
 
 from harness.fixtures.suite import AdmittedCases, load_suite
 from harness.run import pool_worker
@@ -88,16 +95,6 @@ def test_a_suite_pickled_for_the_workers_is_its_columns_alone(tmp_path: Path) ->
             cases.held_at(i) for i in range(len(cases))
         ]
     assert pickle.loads(pickle.dumps(suite)) == suite
-
-
-class Sent:
-    """A worker's pipe: what was sent on it, in order."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[Any, ...]] = []
-
-    def send(self, message: tuple[Any, ...]) -> None:
-        self.messages.append(message)
 
 
 class Part:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import msgspec
-from conftest import BUILTIN_SURFACE, passing_report, replay_trace, write_fixture
+from conftest import BUILTIN_SURFACE, Sent, passing_report, replay_trace, write_fixture
 
 from harness.fixtures.suite import AdmittedCases, display_path, load_suite
 from harness.run import pool_worker
@@ -18,16 +18,6 @@ from harness.run.pool_worker import Item, _Sender
 from harness.run.spools import spooled
 from harness.verdict.kept import SCORES, Prerendering
 from harness.verdict.reports import CaseReport
-
-
-class Sent:
-    """A worker's pipe: what was sent on it, in order."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[Any, ...]] = []
-
-    def send(self, message: tuple[Any, ...]) -> None:
-        self.messages.append(message)
 
 
 class Counted:

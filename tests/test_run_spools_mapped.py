@@ -8,10 +8,9 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import passing_report
+from conftest import Sent, passing_report
 
 from harness.run import spools
 from harness.run.pool_worker import _Sender
@@ -91,16 +90,6 @@ def test_a_spool_that_cannot_be_mapped_is_written(
     spool = Spool(str(path), mapped=True)
     assert spool.add(record(_entry(0)))
     assert path.read_bytes() == record(_entry(0))
-
-
-class Sent:
-    """A worker's pipe: what was sent on it, in order."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[Any, ...]] = []
-
-    def send(self, message: tuple[Any, ...]) -> None:
-        self.messages.append(message)
 
 
 class Part:

@@ -35,7 +35,7 @@ from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice, ids_of
 from harness.run.runner import CasePlan, replay_backend
-from harness.run.spools import Spool, Streams, kinds_record, record, rendered
+from harness.run.spools import Spool, Streams, kinds_record, packed, read_back, record, rendered
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
 from harness.verdict.kept import SCORES, Prerendering
@@ -283,13 +283,14 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
             conn.send(("cpu", time.process_time()))
             return
         sent = message[1]
+        places, cases = _batch(sent, suite)
         if spec.hand_back_judged:
-            judged = [place for place, case in _cases(sent, suite).items() if _judged(case)]
+            judged = [place for place, case in zip(places, cases, strict=True) if _judged(case)]
             if judged:  # said before any other case of the batch runs: none is running yet
                 conn.send(("back", judged))
                 back = set(judged)
-                sent = [one for one in sent if (one if suite else one[0]) not in back]
-        places, cases = _batch(sent, suite)
+                kept = [one for one, place in zip(sent, places, strict=True) if place not in back]
+                places, cases = _batch(kept, suite)
         send.index_of = dict(zip(ids_of(cases), places, strict=True))
         send.batch_begins()
         spec.run(cases, plan, send)
@@ -349,8 +350,6 @@ class _Sender:
         self._conn = conn
         self._lock = threading.Lock()
         self._encode = msgspec.json.Encoder().encode
-        self._pack = msgspec.msgpack.Encoder().encode  # a spooled report: a third cheaper
-        self._unpack: Any = None  # its decoder, made for the first
         kinds = prerender.kinds if prerender is not None else ()
         self._renders = tuple(each.render for each in kinds)
         self._spooled: Spool | None = None
@@ -402,12 +401,11 @@ class _Sender:
         loop's message with a role no `Message` has), with its parts now. None: none."""
         if self._kinds is not None:
             with contextlib.suppress(Exception):
-                packed = self._pack(report)
+                payload = packed(report)
                 # Read back as the harness reads a dead worker's spool: one it could not
                 # read would end what it reads there, and its case be taken for the killer.
-                self._unpack = self._unpack or msgspec.msgpack.Decoder(CaseReport).decode
-                self._unpack(packed)
-                return _Held(place, report.id, report.score, report, packed)
+                read_back(payload)
+                return _Held(place, report.id, report.score, report, payload)
         parts = self._parts(report)
         return None if parts is None else _Held(place, report.id, report.score, None, parts)
 

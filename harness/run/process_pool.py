@@ -67,9 +67,8 @@ def exit_status(exitcode: int | None) -> str:
     return f"exit code {exitcode}"
 
 
-# The decoder of the reports workers send whole (a failure, or a case a reporter renders
-# itself), made for the first (`_decode`): making it walks the report's types, 1.5 ms of
-# every pool's start, which a run of plain passes never needs.
+# The decoder of reports sent whole (a failure, one a reporter renders itself), made for the
+# first (`_decode`): making it is 1.5 ms of a pool's start a run of plain passes never needs.
 _DECODER: list[msgspec.json.Decoder[CaseReport]] = []
 # CPU seconds the workers of this process's pools used, as each said when stopped (a
 # worker that died says nothing): what a benchmark adds to this process's own.
@@ -82,7 +81,8 @@ HUNG_UP_SECS = 2.0
 
 
 def _decode(payload: bytes) -> CaseReport:
-    _DECODER[:] = _DECODER or [msgspec.json.Decoder(CaseReport)]
+    if not _DECODER:
+        _DECODER.append(msgspec.json.Decoder(CaseReport))
     return _DECODER[0].decode(payload)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 from conftest import BUILTIN_SURFACE, Sent, passing_report, replay_trace, write_fixture
@@ -33,10 +33,12 @@ class Counted:
         return f"part of {report.id}"
 
 
-def _sender(tmp_path: Path, *names: str) -> tuple[Sent, _Sender, str]:
+def _sender(
+    tmp_path: Path, *names: str, kinds: tuple[Any, ...] = (Counted,)
+) -> tuple[Sent, _Sender, str]:
     Counted.rendered.clear()
     pipe, spool = Sent(), str(tmp_path / "spool")
-    send = _Sender(pipe, Prerendering((Counted,), passes=True), spool)
+    send = _Sender(pipe, Prerendering(kinds, passes=True), spool)
     send.index_of = {name: place for place, name in enumerate(names)}
     return pipe, send, spool
 
@@ -125,9 +127,7 @@ def test_kinds_that_cannot_be_named_have_each_pass_rendered_as_it_is_done(
         def render(report: CaseReport) -> object:
             return report.id
 
-    pipe, spool = Sent(), str(tmp_path / "spool")
-    send = _Sender(pipe, Prerendering((Local,), passes=True), spool)
-    send.index_of = {"a": 0}
+    pipe, send, spool = _sender(tmp_path, "a", kinds=(Local,))
     send(passing_report("a"))
     assert spooled(spool) == [(0, "a", 1.0, ("a",))]
     send.flush()

@@ -113,8 +113,12 @@ def test_plain_passes_are_spooled_as_each_is_done_and_sent_a_run_at_once(tmp_pat
         send(passing_report(name))
     # Nothing sent yet; should the next case kill the worker, the harness reads them here.
     assert pipe.messages == []
-    assert [(place, name) for place, name, _, _ in spooled(spool)] == [(0, "a"), (1, "b"), (2, "c")]
-    assert [parts for _, _, _, parts in spooled(spool)] == [
+    assert [(place, name) for place, name, _, _ in spooled(spool).passes] == [
+        (0, "a"),
+        (1, "b"),
+        (2, "c"),
+    ]
+    assert [parts for _, _, _, parts in spooled(spool).passes] == [
         ("part of a",),
         ("part of b",),
         ("part of c",),
@@ -128,7 +132,7 @@ def test_plain_passes_are_spooled_as_each_is_done_and_sent_a_run_at_once(tmp_pat
         [["part of a", "part of b", "part of c"]],
         {},
     )
-    assert spooled(spool) == []  # sent: the spool starts again
+    assert spooled(spool).passes == []  # sent: the spool starts again
     send(passing_report("e"))
     send.flush()  # the batch is done
     assert pipe.messages[-1] == ("run", 4, bytes([SCORES[1.0]]), [["part of e"]], {})
@@ -173,8 +177,8 @@ def test_a_spool_cut_short_as_its_worker_died_gives_the_whole_passes_before(tmp_
     send(passing_report("a"))
     send(passing_report("b"))
     spool.write_bytes(spool.read_bytes()[:-3])  # the second, written in part
-    assert [name for _, name, _, _ in spooled(str(spool))] == ["a"]
-    assert spooled(str(tmp_path / "none")) == []
+    assert [name for _, name, _, _ in spooled(str(spool)).passes] == ["a"]
+    assert spooled(str(tmp_path / "none")).passes == []
 
 
 class Streamed:
@@ -243,7 +247,7 @@ def test_a_record_written_in_part_before_a_whole_one_ends_the_spool_read(tmp_pat
     send(passing_report("b"))
     second = spool.read_bytes()[len(whole) :]
     spool.write_bytes(whole + second[:-3] + second)
-    assert [name for _, name, _, _ in spooled(str(spool))] == ["a"]
+    assert [name for _, name, _, _ in spooled(str(spool)).passes] == ["a"]
 
 
 def test_a_pass_spooled_in_part_is_sent_at_once(

@@ -165,3 +165,32 @@ def test_passes_come_a_run_at_once_and_those_a_dying_worker_never_sent_are_kept(
     document = json.loads(written["json"])
     assert [case["id"] for case in document["cases"]] == [f"case-{n}" for n in range(40)]
     assert len(written["transcripts"]) == 39 and written["counted"] == list(range(1, 41))
+
+
+def test_a_pass_a_dying_worker_held_that_cannot_be_reported_runs_again_and_blames_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plain pass whose report does not read back (an own loop's message with a role no
+    # `Message` has), held in the spool of a worker a later case kills: it ended what was
+    # read of the spool, and the case after it, not the killer, got the blame.
+    agent = hostile_agent(tmp_path, monkeypatch)
+    cases: dict[str, Any] = {f"{n:02}.json": says_hi(f"case-{n}") for n in range(40)}
+    cases["01.json"] = says_hi("case-1", "odd role")
+    cases["03.json"] = says_hi("case-3", "exit now")
+    suite = write_suite(tmp_path / "suite", cases)
+    requeued: list[list[int]] = []
+    real = process_pool.WorkerPool._requeue
+
+    def requeue(pool: process_pool.WorkerPool, places: list[int]) -> None:
+        requeued.append(list(places))
+        real(pool, places)
+
+    monkeypatch.setattr(process_pool.WorkerPool, "_requeue", requeue)
+    report, written = run(suite, tmp_path / "work", agent)
+    by_id = {case.id: case for case in report.cases}
+    assert by_id["case-3"].error == "the worker running the case died (exit code 3)"
+    assert [case.id for case in report.cases if not case.passed] == ["case-3"]
+    assert [1] in requeued  # the odd pass ran again, in another worker
+    document = json.loads(written["json"])
+    assert [case["id"] for case in document["cases"]] == [f"case-{n}" for n in range(40)]
+    assert len(written["transcripts"]) == 39 and written["counted"] == list(range(1, 41))

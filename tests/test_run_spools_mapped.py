@@ -51,7 +51,7 @@ def test_a_mapped_spool_grown_past_its_first_size_is_read_back_whole_after_its_w
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     assert os.path.getsize(path) > spools._MAPPED  # grown past its first size
-    assert spooled(path) == [_entry(n) for n in range(count)]
+    assert spooled(path).passes == [_entry(n) for n in range(count)]
 
 
 def test_a_mapped_spool_cleared_holds_only_the_records_after(tmp_path: Path) -> None:
@@ -59,11 +59,11 @@ def test_a_mapped_spool_cleared_holds_only_the_records_after(tmp_path: Path) -> 
     spool = Spool(path, mapped=True)
     for n in range(3):
         assert spool.add(record(_entry(n)))
-    assert [entry[0] for entry in spooled(path)] == [0, 1, 2]
+    assert [entry[0] for entry in spooled(path).passes] == [0, 1, 2]
     spool.clear()
-    assert spooled(path) == []  # the records of the run sent, though still in its pages
+    assert spooled(path).passes == []  # the records of the run sent, though still in its pages
     assert spool.add(record(_entry(7)))
-    assert spooled(path) == [_entry(7)]
+    assert spooled(path).passes == [_entry(7)]
 
 
 def test_a_spool_in_memory_is_mapped_and_one_elsewhere_written(
@@ -75,7 +75,7 @@ def test_a_spool_in_memory_is_mapped_and_one_elsewhere_written(
     path = str(in_memory / "spool")
     Spool(path).add(record(_entry(0)))
     assert os.path.getsize(path) == spools._MAPPED  # mapped: room for more
-    assert spooled(path) == [_entry(0)]
+    assert spooled(path).passes == [_entry(0)]
 
 
 def _full(fd: int, offset: int, length: int) -> None:
@@ -116,4 +116,4 @@ def test_a_pass_a_full_mapped_spool_has_no_room_for_is_sent_at_once(
     big.record.final_response = "y" * 8192
     send(big)  # no room for it: sent with the pass before it, at once
     assert pipe.messages == [("run", 0, bytes([SCORES[1.0]] * 2), [["a", "b"]], {})]
-    assert spooled(spool) == []  # sent: the spool starts again
+    assert spooled(spool).passes == []  # sent: the spool starts again

@@ -35,7 +35,7 @@ from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
 from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice, ids_of
 from harness.run.runner import CasePlan, replay_backend
-from harness.run.spools import Spool, Streams, kinds_record, packed, read_back, record, rendered
+from harness.run.spools import Spool, Streams, kinds_record, packed, record, rendered
 from harness.runtime.collector import freeze_for_good
 from harness.runtime.orphans import die_with_the_fork_server
 from harness.verdict.kept import SCORES, Prerendering
@@ -396,15 +396,11 @@ class _Sender:
     def _held(self, place: int, report: CaseReport) -> _Held | None:
         """The plain pass `report` as its run holds it: its parts rendered as the run is
         sent, all of the run's at once (one at a time, between cases, each costs twice as
-        much), the report spooled meanwhile; one the spool cannot name its kinds for, that
-        cannot be encoded (a lone surrogate) or does not read back as its type (an own
-        loop's message with a role no `Message` has), with its parts now. None: none."""
+        much), the report spooled meanwhile; one the spool cannot name its kinds for, or
+        that cannot be encoded (a lone surrogate), with its parts now. None: none."""
         if self._kinds is not None:
             with contextlib.suppress(Exception):
                 payload = packed(report)
-                # Read back as the harness reads a dead worker's spool: one it could not
-                # read would end what it reads there, and its case be taken for the killer.
-                read_back(payload)
                 return _Held(place, report.id, report.score, report, payload)
         parts = self._parts(report)
         return None if parts is None else _Held(place, report.id, report.score, None, parts)

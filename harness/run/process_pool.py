@@ -67,8 +67,7 @@ def exit_status(exitcode: int | None) -> str:
     return f"exit code {exitcode}"
 
 
-# The decoder of reports sent whole (a failure, one a reporter renders itself), made for the
-# first (`_decode`): making it is 1.5 ms of a pool's start a run of plain passes never needs.
+# Reports sent whole's decoder, made for the first (`_decode`): 1.5 ms passes never need.
 _DECODER: list[msgspec.json.Decoder[CaseReport]] = []
 # CPU seconds the workers of this process's pools used, as each said when stopped (a
 # worker that died says nothing): what a benchmark adds to this process's own.
@@ -342,9 +341,10 @@ class WorkerPool:
             if not drain:
                 return
         if drain and self._spools is not None:  # what it did and never sent
-            passes = self._spools.unsent(worker, set(worker.sent))
+            passes, again = self._spools.unsent(worker, set(worker.sent))
+            self._done_all(worker, sorted([*(passes.places if passes else ()), *again]))
+            self._requeue(again)  # done, but nothing to report: they run again
             if passes is not None:
-                self._done_all(worker, passes.places)
                 self._passes(passes)
 
     def _handle_all(self, worker: Worker, messages: list[tuple[Any, ...]]) -> None:

@@ -15,7 +15,7 @@ import pickle
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -158,17 +158,29 @@ def kinds_record(kinds: Sequence[Any]) -> bytes:
 _KINDS = "kinds"
 
 
-def spooled(path: str) -> list[Pass]:
+class Spooled(NamedTuple):
+    """What a worker's spool holds: the passes read whole and rendered (`passes`), and the
+    places of those whose report does not read back as its type or whose parts fail to
+    render (`again`, in order): done, but nothing the harness can report, so they run
+    again, as if the worker had died before them."""
+
+    passes: list[Pass]
+    again: list[int]
+
+
+def spooled(path: str) -> Spooled:
     """The passes a worker's spool file at `path` holds, whole (one it was writing as it
     died is not); none when it has none. A pass held as its encoded report (a worker
     renders its parts only as it sends them) gets them rendered here, of the kinds the
-    spool names first."""
+    spool names first. The worker never reads a report back itself (a tenth of a plain
+    case's cost): one that does not read back, an own loop's message with a role no
+    `Message` has, say, is found here, where it ends nothing that comes after it."""
+    found = Spooled([], [])
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError:
-        return []
-    found: list[Pass] = []
+        return found
     kinds: tuple[Any, ...] = ()
     at = 0
     while at + 4 <= len(data):
@@ -177,16 +189,19 @@ def spooled(path: str) -> list[Pass]:
             break
         try:
             entry = pickle.loads(data[at + 4 : at + 4 + size])
-            if entry[0] == _KINDS:
-                kinds = entry[1]
-            elif isinstance(entry[3], bytes):
-                report = read_back(entry[3])
-                found.append((*entry[:3], tuple(kind.render(report) for kind in kinds)))
-            else:
-                found.append(entry)
         except Exception:  # a record written in part (a full disk): none after it is whole
             break
         at += 4 + size
+        if entry[0] == _KINDS:
+            kinds = entry[1]
+        elif not isinstance(entry[3], bytes):
+            found.passes.append(entry)
+        else:
+            try:
+                report = read_back(entry[3])
+                found.passes.append((*entry[:3], tuple(kind.render(report) for kind in kinds)))
+            except Exception:  # a value its type refuses, or a reporter's bug
+                found.again.append(entry[0])
     return found
 
 
@@ -211,7 +226,7 @@ def rendered(
 
 
 # A plain pass's report as a spool holds it (a third cheaper than its JSON): `packed` by
-# the worker that held it, `read_back` by a worker checking it can be, and by the harness.
+# the worker that held it, `read_back` by the harness should the worker die before sending it.
 packed = msgspec.msgpack.Encoder().encode
 
 
@@ -258,13 +273,14 @@ class Spools:
         spills = {at: self._regions(worker, at, made) for at, made in spilled.items()}
         return Passes.run(self._kinds, first, codes, columns, None, spills)
 
-    def unsent(self, worker: object, waiting: set[int]) -> Passes | None:
-        """The passes of `waiting` (the worker's cases not in) its spool holds; None: none."""
+    def unsent(self, worker: object, waiting: set[int]) -> tuple[Passes | None, list[int]]:
+        """The passes of `waiting` (the worker's cases not in) its spool holds (None: none),
+        and the places of those it holds that cannot be reported (`Spooled.again`)."""
         spool = self._paths.get(worker, ("", ""))[0]
-        entries = [entry for entry in spooled(spool) if entry[0] in waiting]
-        if not entries:
-            return None
-        return Passes(self._kinds, entries)
+        found = spooled(spool)
+        entries = [entry for entry in found.passes if entry[0] in waiting]
+        again = [place for place in found.again if place in waiting]
+        return (Passes(self._kinds, entries) if entries else None), again
 
     def forget(self, worker: object) -> None:
         """`worker` is gone and read: its files let go of and removed (passes not yet

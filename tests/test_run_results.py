@@ -132,3 +132,19 @@ def test_a_streamed_run_counts_every_pass_it_dropped_and_writes_each_out_whole(
     assert echo["passed"] and echo["grades"] and echo["fixture_sha256"] is not None
     xml = (tmp_path / "report.xml").read_text("utf-8")
     assert 'tests="3"' in xml and 'name="echo-case[' in xml and 'name="hi-case[' in xml
+
+
+@pytest.mark.parametrize("read", [True, False])
+def test_reports_kept_whole_share_their_strings_only_when_they_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: bool
+) -> None:
+    # A worker's batch returns reports nobody reads (each went to the harness as it came
+    # in): sharing their strings was a twentieth of what a worker spent on a plain case.
+    from harness.run import results
+
+    shared: list[int] = []
+    monkeypatch.setattr(results, "share_strings", lambda grades: shared.append(len(grades)))
+    cases = load_suite(_suite(tmp_path / "suite"), "replay", BUILTIN_SURFACE)
+    reports = run_watched(cases, _plan(tmp_path), lambda case: None, read=read)
+    assert [case.id for case in reports] == ["echo-case", "bad-case", "hi-case"]
+    assert len(shared) == (3 if read else 0)

@@ -69,8 +69,12 @@ class Results:
         plan: CasePlan,
         on_case: OnCase | None,
         on_passes: OnPasses | None = None,
+        read: bool = True,
     ) -> None:
         self._cases = cases
+        # Whether the reports are read once the run is over: a worker's batch's never are
+        # (each went to the harness as it came in), and theirs share no strings.
+        self._read = read
         self._on_case = on_case
         self._on_passes = on_passes
         self._plan = plan
@@ -237,7 +241,7 @@ class Results:
             kept = None if on_case is None else on_case(report)
             if kept is not None:
                 self._keep(index, kept)
-            else:  # kept whole, as it is
+            elif self._read:  # kept whole, as it is
                 share_strings(report.grades)
 
     def _keep(self, index: int, kept: CaseReport) -> None:

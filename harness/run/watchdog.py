@@ -53,14 +53,16 @@ def run_watched(
     *,
     reuse_thread: bool = False,
     on_passes: OnPasses | None = None,
+    read: bool = True,
 ) -> Sequence[CaseReport]:
     """Every case's report, in fixture order; `on_case` hears each as it finishes, and
     `on_passes` the plain passes workers send without their reports when the plan's
     `prerender` asks for them (`verdict.kept.Prerendering.passes`).
     `reuse_thread`: run them on the thread an earlier call ran its cases on, when it is
-    free (`run_batch`). The heap the run starts with is left to the collector's frozen
+    free (`run_batch`); `read`: whether the reports returned are read (a worker's are
+    not: `Results`). The heap the run starts with is left to the collector's frozen
     generation meanwhile (`heap_frozen`)."""
-    results = _Results(cases, plan, on_case, on_passes)
+    results = _Results(cases, plan, on_case, on_passes, read)
     # Workers run replay cases, one run each: no unit is made for each of them.
     workers = _pays_for_workers(plan, sum(results.runs))
     pending = _in_workers(cases, plan, results) if workers else results.units()
@@ -157,8 +159,9 @@ def run_batch(
 ) -> Sequence[CaseReport]:
     """`run_watched` as a worker process runs the batches of cases it gets: all on one
     thread while none blocks it (a fresh thread per batch costs an agent framework its
-    warm-up again, a millisecond or two each time)."""
-    return run_watched(cases, plan, on_case, reuse_thread=True)
+    warm-up again, a millisecond or two each time). Each report goes to the harness as
+    it is in (`on_case`): those returned are not read."""
+    return run_watched(cases, plan, on_case, reuse_thread=True, read=False)
 
 
 def _in_workers(cases: Sequence[Case], plan: CasePlan, results: _Results) -> list[Unit]:

@@ -148,3 +148,27 @@ def test_reports_kept_whole_share_their_strings_only_when_they_are_read(
     reports = run_watched(cases, _plan(tmp_path), lambda case: None, read=read)
     assert [case.id for case in reports] == ["echo-case", "bad-case", "hi-case"]
     assert len(shared) == (3 if read else 0)
+
+
+def test_a_run_s_reports_are_freed_once_let_go_not_left_to_the_collector(tmp_path: Path) -> None:
+    # Its reports held a method of `Results`, which holds them: a cycle, so a worker's
+    # batches piled up until the collector's full pass, which walked them all each time.
+    import gc
+
+    from harness.run.results import Results
+
+    cases = load_suite(_suite(tmp_path / "suite"), "replay", BUILTIN_SURFACE)
+    gc.collect()
+    gc.disable()
+    try:
+        reports = run_watched(cases, _plan(tmp_path), lambda case: None, read=False)
+        assert len(reports) == 3
+        del reports
+        gc.set_debug(gc.DEBUG_SAVEALL)  # what only the collector would have freed, kept
+        gc.collect()
+        cyclic = [type(o).__name__ for o in gc.garbage if isinstance(o, Results | KeptCases)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert cyclic == []

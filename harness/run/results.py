@@ -8,6 +8,7 @@ from __future__ import annotations
 import array
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -52,6 +53,39 @@ class _Begun:
 _NO_GRADES: list[Grade] = []  # shared by every plain pass made again: read-only, as reports are
 
 
+class _PlainPasses:
+    """The report of the plain pass at a place, made again (`KeptCases`' maker), as
+    `on_case` slimmed it: a suite's case is not made to say its id and fixture (a verdict's
+    reader makes thousands). Apart from the `Results` whose reports hold it: through a
+    method of theirs, the reports would hold them, and a run's be freed only by the
+    collector's full pass (a worker's batches piled up until one, and each was walked)."""
+
+    __slots__ = ("_cases", "_root")
+
+    def __init__(self, cases: Sequence[Case], root: Path) -> None:
+        self._cases, self._root = cases, root
+
+    def __call__(self, index: int, score: float | None) -> CaseReport:
+        return CaseReport(
+            id=self.id(index),
+            fixture=self.shown(index),
+            passed=True,
+            score=score,
+            grades=_NO_GRADES,
+        )
+
+    def id(self, index: int) -> str:
+        return id_at(self._cases, index)
+
+    def shown(self, index: int, case: Case | None = None) -> str:
+        """The fixture of the case at `index` (`case`, when at hand) as reports show it:
+        an admitted suite's folder worked out once, not each case's path again."""
+        cases, root = self._cases, self._root
+        if isinstance(cases, AdmittedCases):
+            return cases.shown_at(index, root)
+        return display_path((case or cases[index]).where, root)
+
+
 class Results:
     """Each case's runs as they come in, from any worker; a case is reported (`on_case`)
     once its last run is in. Under `--maxfail` cases are reported in fixture order, as a
@@ -87,10 +121,11 @@ class Results:
         )
         # The runs in of each case not complete yet (a complete case's are in `reports`).
         self._partial: dict[int, dict[int, CaseReport]] = {}
+        self._made = made = _PlainPasses(cases, plan.root)
         # A pass's id read straight from an admitted suite: a verdict's reader asks each.
-        named = cases.id_of if isinstance(cases, AdmittedCases) else self._id
+        named = cases.id_of if isinstance(cases, AdmittedCases) else made.id
         every = cases.ids if isinstance(cases, AdmittedCases) else None
-        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), self._plain_pass, named, every)
+        self.reports: KeptCases[CaseReport] = KeptCases(len(cases), made, named, every)
         self.failed = 0
         # The cases begun, by any event loop: one in flight beside a run that blocked its
         # loop is begun again on the next, even once the run is stopping.
@@ -103,23 +138,10 @@ class Results:
         self._telling = threading.Lock()
 
     def _plain_pass(self, index: int, score: float | None) -> CaseReport:
-        """The report of the plain pass at `index`, as `on_case` slimmed it (a suite's case
-        is not made to say its id and fixture: a verdict's reader makes thousands)."""
-        fixture = self.shown(index)
-        return CaseReport(
-            id=self._id(index), fixture=fixture, passed=True, score=score, grades=_NO_GRADES
-        )
-
-    def _id(self, index: int) -> str:
-        return id_at(self._cases, index)
+        return self._made(index, score)
 
     def shown(self, index: int, case: Case | None = None) -> str:
-        """The fixture of the case at `index` (`case`, when at hand) as reports show it:
-        an admitted suite's folder worked out once, not each case's path again."""
-        cases, root = self._cases, self._plan.root
-        if isinstance(cases, AdmittedCases):
-            return cases.shown_at(index, root)
-        return display_path((case or cases[index]).where, root)
+        return self._made.shown(index, case)
 
     def units(self) -> list[Unit]:
         return [Unit(i, r) for i, n in enumerate(self.runs) for r in range(n)]

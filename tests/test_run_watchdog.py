@@ -20,6 +20,7 @@ from conftest import (
     echo_fixture,
     failing_fixture,
     fixture,
+    own_loop_case_run,
     project,
     text_step,
     turn,
@@ -331,3 +332,16 @@ def test_a_run_in_flight_when_its_suite_is_interrupted_never_moves_the_process_l
         thread.join(10)
         assert not thread.is_alive(), thread
     assert Path.cwd() == later
+
+
+def test_a_run_whose_cases_all_go_to_workers_imports_no_event_loop_here(tmp_path: Path) -> None:
+    # Its cases run in the workers, whose fork server imports asyncio as it warms up: here
+    # it was a tenth of such a run's own CPU at a few cases, and all of it serial.
+    modules = set(own_loop_case_run(tmp_path, "--jobs", "2", then=REPORT_MODULES).split())
+    assert "harness.run.process_pool" in modules  # the case went to a worker
+    assert "asyncio" not in modules
+    alone = set(own_loop_case_run(tmp_path, "--jobs", "1", then=REPORT_MODULES).split())
+    assert "asyncio" in alone  # run here, on this process's event loop
+
+
+REPORT_MODULES = "print(' '.join(sys.modules))"

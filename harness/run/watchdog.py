@@ -15,7 +15,6 @@ limiter, which is per process.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import dataclasses
@@ -26,7 +25,12 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    # Imported where runs go on this process's event loop: one whose cases all go to workers
+    # never needs it here (the fork server imports it for them as it warms up).
+    import asyncio
 
 from harness.errors import RAISED_BY_AGENT_CODE
 from harness.fixtures.suite import Case, display_path
@@ -90,10 +94,9 @@ def run_watched(
     return results.finish()
 
 
-# Live runs going at once start this many seconds apart, not in one burst: a provider
-# sees their requests spread out instead of N at the same instant (a burst is what rate
-# limits answer with 429s), and their CPU on the one event loop interleaves with the
-# others' waits instead of queueing behind them. Sixteen cases take 30 ms to start.
+# Live runs going at once start this many seconds apart: a provider sees their requests
+# spread out, not a burst (what rate limits answer with 429s), and their CPU on the one
+# event loop interleaves with the others' waits. Sixteen cases take 30 ms to start.
 LIVE_START_SPACING = 0.002
 
 # Where `auto` starts workers, measured (benchmarks/workers.py: `zeroclaw eval run` whole,
@@ -261,9 +264,8 @@ class _SuiteWorker:
                 if not overdue:
                     continue
                 # While one run blocks the thread every other run of the loop stalls too:
-                # the blocker is the task the loop is running; the others run again.
-                # Known even before it is itself overdue: a run that started later than
-                # the others can be the one keeping them waiting.
+                # the blocker is the task the loop is running (known even before it is
+                # overdue: one started later can keep the others waiting); they run again.
                 blocker = self._blocking_unit()
                 if blocker is not None and blocker in self.running:
                     unit, progress = blocker, self.running[blocker]
@@ -306,6 +308,8 @@ class _SuiteWorker:
         loop's thread is stuck in it)."""
         if self._loop is None:
             return None
+        import asyncio
+
         task = asyncio.current_task(self._loop)
         return None if task is None else self._units.get(task)
 
@@ -319,6 +323,8 @@ class _SuiteWorker:
             self.clock.wake()
 
     async def _run_all(self) -> None:
+        import asyncio
+
         self._loop = asyncio.get_running_loop()
         queue = list(reversed(self._pending))
         jobs = jobs_of(self._plan.jobs)
@@ -382,6 +388,8 @@ class _SuiteWorker:
     async def _one_by_one(
         self, queue: list[Unit], base: contextvars.Context, threads: frozenset[threading.Thread]
     ) -> None:
+        import asyncio
+
         task = asyncio.current_task()
         assert task is not None
         started = self._results.started
@@ -453,6 +461,8 @@ def _as_found(
         return False
     # This one and `_run_all`'s; every task made that is still held counted first (3.11's
     # weak set of them: all_tasks would list them to find the pending ones).
+    import asyncio
+
     made = getattr(asyncio.tasks, "_all_tasks", None)
     return (made is not None and len(made) <= 2) or len(asyncio.all_tasks(loop)) <= 2
 

@@ -568,19 +568,22 @@ def test_a_run_hashes_no_admitted_fixture_again(
 
 
 def test_a_run_holds_the_traces_of_the_cases_in_flight_not_of_every_case_done(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every trace read again stayed held until 256 more were: a hundred objects or so
     # each, which the collector walked on and on (a third of what it spent in a worker).
+    import functools
     import gc
 
     from harness.fixtures.schema import LlmTrace
 
+    fresh = functools.lru_cache(maxsize=16)(suite_module._reread.__wrapped__)
+    monkeypatch.setattr(suite_module, "_reread", fresh)  # as a process starts with it
     for n in range(40):
-        write_fixture(tmp_path, f"{n:02}.json", replay_trace(id=f"case-{n}"))
-    suite_module._reread.cache_clear()
+        write_fixture(tmp_path, f"{n:02}.json", replay_trace(id=f"held-{n}"))
     report = run_suite(tmp_path, agent="openai-agents", root=tmp_path)
     assert report.exit_code() == 0 and len(report.cases) == 40
-    ids = {f"case-{n}" for n in range(40)}
+    gc.collect()
+    ids = {f"held-{n}" for n in range(40)}
     held = sum(isinstance(o, LlmTrace) and o.case_id in ids for o in gc.get_objects())
     assert 0 < held <= 16

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import msgspec
+import pytest
 from conftest import BUILTIN_SURFACE, Sent, passing_report, replay_trace, write_fixture
 
 from harness.fixtures.suite import AdmittedCases, display_path, load_suite
@@ -189,3 +190,18 @@ def test_a_dead_worker_s_passes_are_rendered_from_its_spool_as_it_would_have(
     send(report)
     [(_, _, _, parts)] = spooled(spool).passes
     assert parts == tuple(kind.render(report) for kind in kinds)
+
+
+@pytest.mark.parametrize("odd", ["not a tuple", (), ("place", "a", 1.0, ("x",))])
+def test_a_spooled_record_that_is_no_pass_ends_the_read_not_the_harness(
+    tmp_path: Path, odd: object
+) -> None:
+    # Unpickled, but no pass: reading it raised out of `spooled` and ended the whole run.
+    from harness.run.spools import record
+
+    _, send, spool = _sender(tmp_path, "a", "b")
+    send(passing_report("a"))
+    with open(spool, "ab") as handle:
+        handle.write(record(odd) + record((1, "b", 1.0, ("part of b",))))
+    assert [entry[:2] for entry in spooled(spool).passes] == [(0, "a")]
+    assert spooled(spool).again == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import os
 import signal
 import threading
 import time
@@ -345,3 +346,62 @@ def test_a_run_whose_cases_all_go_to_workers_imports_no_event_loop_here(tmp_path
 
 
 REPORT_MODULES = "print(' '.join(sys.modules))"
+
+
+# A faithful loop that edits the first fixture of its suite when told to, and one that
+# waits for that edit before it answers.
+EDITING_LOOP = (
+    FAITHFUL_LOOP
+    + """
+import asyncio
+import os
+from pathlib import Path
+
+
+class Editing(Session):
+    async def run_turn(self, user_input):
+        mark = Path(os.environ["ZC_MARK"])
+        if "edit the first" in user_input:
+            first = Path(os.environ["ZC_FIRST"])
+            first.write_text(first.read_text().replace("wait for", "waits for"))
+            mark.write_text("edited")
+        if "wait for the edit" in user_input:
+            for _ in range(1000):
+                if mark.exists():
+                    break
+                await asyncio.sleep(0.01)
+        return await super().run_turn(user_input)
+
+
+def editing(ctx):
+    return Editing(ctx)
+"""
+)
+
+
+def test_a_case_beside_more_than_sixteen_others_is_sealed_with_the_fixture_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A case reads its fixture again as it is sealed. Run beside 19 others on this
+    # process's event loop (`auto` on 32 cores), its fixture read was no longer held: read
+    # from disk after a later case edited it, the case was failed as changed, though it
+    # ran as admitted.
+    import functools
+
+    from harness.fixtures import suite as suite_module
+
+    fresh = functools.lru_cache(maxsize=16)(suite_module._reread.__wrapped__)
+    monkeypatch.setattr(suite_module, "_reread", fresh)  # as a process starts with it
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = f"{write_module(tmp_path, EDITING_LOOP)}:editing"
+    cases = {f"{n:02}.json": says_hi(f"case-{n}") for n in range(20)}
+    cases["00.json"] = says_hi("case-0", "Say hi once you wait for the edit")
+    cases["19.json"] = says_hi("case-19", "Say hi and edit the first")
+    suite = write_suite(tmp_path / "suite", cases)
+    monkeypatch.setenv("ZC_MARK", str(tmp_path / "mark"))
+    monkeypatch.setenv("ZC_FIRST", str(suite / "00.json"))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
+    monkeypatch.setattr(os, "process_cpu_count", lambda: 32, raising=False)
+    report = run_suite(suite, agent=spec, jobs="auto")
+    assert "waits for" in (suite / "00.json").read_text()  # edited as case-0 ran
+    assert all(c.passed for c in report.cases), [c.first_failure() for c in report.cases]

@@ -33,7 +33,14 @@ import msgspec
 from harness.agents.registry import resolve_within
 from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
-from harness.fixtures.suite import AdmittedCases, Case, FixtureChanged, admit_slice, ids_of
+from harness.fixtures.suite import (
+    AdmittedCases,
+    Case,
+    FixtureChanged,
+    admit_slice,
+    hold_parsed,
+    ids_of,
+)
 from harness.run.runner import CasePlan, replay_backend
 from harness.run.spools import Spool, Streams, kinds_record, packed, record, rendered
 from harness.runtime.collector import freeze_for_good
@@ -285,6 +292,7 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         sent = message[1]
         places, cases = _batch(sent, suite)
         if spec.hand_back_judged:
+            hold_parsed(len(places))  # each read to find the judged, then as it runs
             judged = [place for place, case in zip(places, cases, strict=True) if _judged(case)]
             if judged:  # said before any other case of the batch runs: none is running yet
                 conn.send(("back", judged))

@@ -189,19 +189,24 @@ def spooled(path: str) -> Spooled:
             break
         try:
             entry = pickle.loads(data[at + 4 : at + 4 + size])
-        except Exception:  # a record written in part (a full disk): none after it is whole
+            if entry[0] == _KINDS:
+                kinds = entry[1]
+            elif type(entry[0]) is not int:
+                raise TypeError("a pass's place is a number")
+            held = None if entry[0] == _KINDS else entry[3]
+        except Exception:  # a record written in part (a full disk), or none: nothing after
             break
         at += 4 + size
-        if entry[0] == _KINDS:
-            kinds = entry[1]
-        elif not isinstance(entry[3], bytes):
+        if held is None:
+            continue
+        if not isinstance(held, bytes):
             found.passes.append(entry)
-        else:
-            try:
-                report = read_back(entry[3])
-                found.passes.append((*entry[:3], tuple(kind.render(report) for kind in kinds)))
-            except Exception:  # a value its type refuses, or a reporter's bug
-                found.again.append(entry[0])
+            continue
+        try:
+            report = read_back(held)
+            found.passes.append((*entry[:3], tuple(kind.render(report) for kind in kinds)))
+        except Exception:  # a value its type refuses, or a reporter's bug
+            found.again.append(entry[0])
     return found
 
 

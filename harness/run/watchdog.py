@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import asyncio
 
 from harness.errors import RAISED_BY_AGENT_CODE
-from harness.fixtures.suite import Case, display_path
+from harness.fixtures.suite import Case, display_path, hold_parsed
 from harness.run.progress import CaseProgress, errored_report, internal_error
 from harness.run.results import OnCase, OnPasses, Unit
 from harness.run.results import Results as _Results
@@ -100,11 +100,10 @@ def run_watched(
 LIVE_START_SPACING = 0.002
 
 # Where `auto` starts workers, measured (benchmarks/workers.py: `zeroclaw eval run` whole,
-# an own-loop suite, the cheapest cases there are, on 2 cores): the fork server forked
-# from the harness and its two workers cost about 0.1 s of CPU in all, and `--jobs 2`
-# against `--jobs 1` was 0.81x at 100 cases, 0.90x at 200, 0.95x at 400 and 1.30x at
-# 1,000. Below this "auto" runs the cases here; a framework's cases cost more each, and
-# pay for workers sooner, so a number of jobs the user gives is taken as it is.
+# an own-loop suite, the cheapest cases there are, on 2 cores): `--jobs 2` against `--jobs 1`
+# was 0.81x at 100 cases, 0.90x at 200, 0.95x at 400 and 1.30x at 1,000. Below this "auto"
+# runs the cases here; a framework's cases cost more each, and pay for workers sooner, so a
+# number of jobs the user gives is taken as it is.
 AUTO_WORKERS_FROM = 500
 
 
@@ -331,6 +330,7 @@ class _SuiteWorker:
         if jobs == 1 and sys.version_info >= (3, 11):
             await self._in_sequence(queue)
             return
+        hold_parsed(jobs)  # a case in flight reads its fixture again as it is sealed
         spacing = LIVE_START_SPACING if self._plan.mode == "live" else 0.0
         started = self._results.started
         tasks: set[asyncio.Task[None]] = set()

@@ -1,9 +1,8 @@
 """The model boundary: neutral request/step types, the backend protocol, and the meter.
 
-Adapters translate a framework's model interface to `ModelRequest` and back from
-`ModelStep`; every step passes through `ModelBoundary`, so call counts, tokens, the limits on
-model calls per turn and on tool calls per answer, and divergence diagnostics are implemented
-once for every agent.
+Adapters translate a framework's model interface to `ModelRequest` and back from `ModelStep`;
+every step passes through `ModelBoundary`, so call counts, tokens, messages' types, the limits on
+model calls per turn and tool calls per answer, and divergence diagnostics are done once for all.
 """
 
 from __future__ import annotations
@@ -24,6 +23,9 @@ from harness.io.text import clean
 from harness.runtime.deadline import within
 
 Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[object] = frozenset(("system", "user", "assistant", "tool"))
+_ROLES_SAID = "assistant, system, tool or user: a developer message is a 'system' one"
+_NO_TEXT = "'' for none, as in an assistant's message that only calls tools"
 
 
 class ToolCall(msgspec.Struct, frozen=True):
@@ -50,8 +52,7 @@ class ToolSchema(msgspec.Struct, frozen=True):
 
 class OutputSchema(msgspec.Struct, frozen=True, kw_only=True):
     """The JSON the agent asks its model to answer with in text (the SDK's `output_type`,
-    pydantic-ai's native and prompted output): `native` is sent as the request's response
-    format, `prompted` only in the instructions, which hold it already."""
+    pydantic-ai's native and prompted output): `native` goes as the response format."""
 
     name: str
     schema: dict[str, Any]
@@ -67,11 +68,9 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     agent: str | None = None
     # The structured answer asked for in text; None: plain text, or an output tool's call.
     output_schema: OutputSchema | None = None
-    # The instructions the agent declared for this request, as its framework resolved them
-    # and handed them to its model (the SDK's `instructions`, static or dynamic;
-    # pydantic-ai's `instructions` and the system prompts its history holds): each must
-    # reach `messages` as a system message. Told by the framework adapters; () where a loop
-    # declares none (an own loop), and then nothing is checked.
+    # The instructions the agent declared, as its framework handed them to its model (the
+    # SDK's `instructions`; pydantic-ai's, and the system prompts its history holds): each must
+    # reach `messages` as a system message. () where a loop declares none: nothing is checked.
     declared_instructions: tuple[str, ...] = ()
     # The model settings the framework sends with the request (temperature, max_tokens,
     # tool_choice, ...), its non-empty fields by name; {} for a provider's defaults.
@@ -165,10 +164,15 @@ def _shown_count(value: object) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+class RequestRefused(HarnessError):
+    """The agent asked its model with a message whose role is none of `Role`'s, or whose
+    content is no text (a `Message` is not checked as it is made): its run error in every
+    mode. The request is neither sent nor recorded: no check meets what it cannot read."""
+
+
 class Divergence(HarnessError):
-    """The backend cannot answer the agent as scripted (replay asked for a step it does not
-    have, or left steps unused). The boundary completes the message with the last request
-    it saw, the one place that request is kept."""
+    """The backend cannot answer the agent as scripted (a step replay does not have, steps
+    left unused): the boundary adds the last request it saw, the one place it is kept."""
 
     def __init__(self, message: str, *, show_request: bool = True) -> None:
         super().__init__(message)
@@ -345,6 +349,8 @@ class ModelBoundary:
                 break
 
     async def respond(self, request: ModelRequest) -> ModelStep:
+        if not all(m.role in ROLES and type(m.content) is str for m in request.messages):
+            raise RequestRefused(self._refused(request))
         if self._over_limit is not None or self._turn_calls >= self.max_calls_per_turn:
             self._count_call()
         else:  # well within the limit (`_count_call`'s answer, without the call)
@@ -410,6 +416,16 @@ class ModelBoundary:
         halted = index in self.halted_turns and hasattr(self._backend, "stop_turn")
         self._hook("stop_turn" if halted else "end_turn", index)
 
+    def _refused(self, request: ModelRequest) -> str:
+        for at, message in enumerate(request.messages):
+            role, kind = message.role, type(message.content).__name__.replace("NoneType", "None")
+            where = f"the agent's model request {self._where()} holds message {at}"
+            if role not in ROLES:
+                return f"{where} with the role {role!r}, which no message has ({_ROLES_SAID})"
+            if kind != "str":
+                return f"{where} whose content is {kind}, not text ({_NO_TEXT})"
+        raise AssertionError("refused for nothing")
+
     def _where(self) -> str:
         return f"in turn {self._turn}" if self._turn >= 0 else "while starting"
 
@@ -457,8 +473,7 @@ class ModelBoundary:
         if not exc.show_request:
             return exc
         summary = summarize_request(self.last_request)
-        explained = type(exc)(f"{exc}; the last request was:\n{summary}", show_request=False)
-        return explained
+        return type(exc)(f"{exc}; the last request was:\n{summary}", show_request=False)
 
 
 def summarize_request(request: ModelRequest | None, *, width: int = 120) -> str:

@@ -92,6 +92,10 @@ class Hostile(Session):
             os._exit(3)
         if "odd role" in user_input:  # a role no `Message` may have, kept in its history
             self.messages.append(Message(role="developer\\n::error::forged", content="hm"))
+        if "odd content" in user_input:  # text that is none, kept in its history
+            self.messages.append(Message(role="user", content=None))
+        if "odd id" in user_input:  # an id that is no text, kept in its history
+            self.messages.append(Message(role="user", content="hm", tool_call_id=5))
         if "crash now" in user_input:
             ctypes.string_at(0)
         if "nap" in user_input:
@@ -183,23 +187,51 @@ def test_a_worker_that_exits_is_that_case_s_run_error_and_the_suite_goes_on(
 def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_the_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The agent's message role is sent back from its worker, and read back as a `Message`
-    # (whose role is one of four): the harness took it for its own error and ended with a
-    # traceback, no report written.
+    # The agent's message is sent back from its worker, and read back as a `Message` (whose
+    # id is text): the harness took it for its own error and ended with a traceback, no
+    # report written.
     spec = hostile_agent(tmp_path, monkeypatch)
     cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
     cases["2.json"] = fixture(
-        "case-2", [turn("odd role", text_step("no"))], {"response_contains": ["hi"]}
+        "case-2", [turn("odd id", text_step("no"))], {"response_contains": ["hi"]}
     )
     suite = write_suite(tmp_path / "suite", cases)
     report = run_suite(suite, agent=spec, jobs=2)
     by_id = {c.id: c for c in report.cases}
     error = by_id["case-2"].error or ""
-    assert error.startswith("the case's report does not read back: Invalid enum value"), error
-    assert "`$.record.transcript[0].sent[" in error and error.endswith("].role`"), error
+    assert error.startswith("the case's report does not read back: Expected `str | null`"), error
+    assert "`$.record.transcript[0].sent[" in error and error.endswith("].tool_call_id`"), error
     for n in (0, 1, 3, 4, 5):
         assert by_id[f"case-{n}"].passed, by_id[f"case-{n}"].first_failure()
     assert [c.id for c in report.cases] == [f"case-{n}" for n in range(6)]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        ("odd role", "with the role 'developer\\n::error::forged', which no message has"),
+        ("odd content", "whose content is None, not text"),
+    ],
+)
+def test_a_message_no_message_may_be_is_that_case_s_run_error_in_every_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int, asked: str, said: str
+) -> None:
+    # A `Message` is not checked as it is made. Run here, a role no message has was
+    # recorded as it was (and `show` then refused the transcripts file), and text that is
+    # none failed the harness itself (an internal error); in a worker, the same cases were
+    # run errors for their reports alone.
+    spec = hostile_agent(tmp_path, monkeypatch)
+    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(4)}
+    cases["2.json"] = says_hi("case-2", asked)
+    suite = write_suite(tmp_path / "suite", cases)
+    report = run_suite(suite, agent=spec, jobs=jobs)
+    by_id = {c.id: c for c in report.cases}
+    error = by_id["case-2"].error or ""
+    assert error.startswith(f"the agent's model request in turn 0 holds message 0 {said}"), error
+    assert [c.id for c in report.cases if not c.passed] == ["case-2"]
+    record = by_id["case-2"].record
+    assert record is not None and record.model_calls == 0  # neither sent nor recorded
 
 
 def test_a_death_amid_batches_sent_as_places_loses_no_case_nor_tells_one_twice(

@@ -170,12 +170,12 @@ def test_passes_come_a_run_at_once_and_those_a_dying_worker_never_sent_are_kept(
 def test_a_pass_a_dying_worker_held_that_cannot_be_reported_runs_again_and_blames_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A plain pass whose report does not read back (an own loop's message with a role no
-    # `Message` has), held in the spool of a worker a later case kills: it ended what was
-    # read of the spool, and the case after it, not the killer, got the blame.
+    # A plain pass whose report does not read back (an own loop's message whose id is no
+    # text), held in the spool of a worker a later case kills: it ended what was read of
+    # the spool, and the case after it, not the killer, got the blame.
     agent = hostile_agent(tmp_path, monkeypatch)
     cases: dict[str, Any] = {f"{n:02}.json": says_hi(f"case-{n}") for n in range(40)}
-    cases["01.json"] = says_hi("case-1", "odd role")
+    cases["01.json"] = says_hi("case-1", "odd id")
     cases["03.json"] = says_hi("case-3", "exit now")
     suite = write_suite(tmp_path / "suite", cases)
     requeued: list[list[int]] = []

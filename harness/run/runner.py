@@ -44,6 +44,7 @@ from harness.model_boundary import (
     ModelBackend,
     ModelBoundary,
     ProviderFailure,
+    RequestRefused,
 )
 from harness.modes import Mode
 from harness.run.error_frames import error_frames
@@ -204,7 +205,7 @@ async def run_case(progress: CaseProgress, plan: CasePlan, cwd: str | None = Non
             await progress.driven(_drive(plan.adapter, progress, timeout, plan.setup))
         except DeadlineExceeded:
             error = progress.timeout_message(timeout)
-        except (Divergence, ProviderFailure) as exc:  # the harness's own words: said as is
+        except (Divergence, ProviderFailure, RequestRefused) as exc:  # said as is
             error = str(exc)
         except ContextError as exc:  # the user's builder: said as is, where it was raised
             error = str(exc)

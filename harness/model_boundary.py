@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import msgspec
 
@@ -23,7 +23,7 @@ from harness.io.text import clean
 from harness.runtime.deadline import within
 
 Role = Literal["system", "user", "assistant", "tool"]
-ROLES: frozenset[object] = frozenset(("system", "user", "assistant", "tool"))
+ROLES: frozenset[object] = frozenset(get_args(Role))
 _ROLES_SAID = "assistant, system, tool or user: a developer message is a 'system' one"
 _NO_TEXT = "'' for none, as in an assistant's message that only calls tools"
 
@@ -349,8 +349,9 @@ class ModelBoundary:
                 break
 
     async def respond(self, request: ModelRequest) -> ModelStep:
-        if not all(m.role in ROLES and type(m.content) is str for m in request.messages):
-            raise RequestRefused(self._refused(request))
+        for at, message in enumerate(request.messages):
+            if message.role not in ROLES or type(message.content) is not str:
+                raise RequestRefused(self._refused(at, message))
         if self._over_limit is not None or self._turn_calls >= self.max_calls_per_turn:
             self._count_call()
         else:  # well within the limit (`_count_call`'s answer, without the call)
@@ -416,15 +417,12 @@ class ModelBoundary:
         halted = index in self.halted_turns and hasattr(self._backend, "stop_turn")
         self._hook("stop_turn" if halted else "end_turn", index)
 
-    def _refused(self, request: ModelRequest) -> str:
-        for at, message in enumerate(request.messages):
-            role, kind = message.role, type(message.content).__name__.replace("NoneType", "None")
-            where = f"the agent's model request {self._where()} holds message {at}"
-            if role not in ROLES:
-                return f"{where} with the role {role!r}, which no message has ({_ROLES_SAID})"
-            if kind != "str":
-                return f"{where} whose content is {kind}, not text ({_NO_TEXT})"
-        raise AssertionError("refused for nothing")
+    def _refused(self, at: int, message: Message) -> str:
+        where = f"the agent's model request {self._where()} holds message {at}"
+        if message.role not in ROLES:
+            return f"{where} with the role {message.role!r}, which no message has ({_ROLES_SAID})"
+        kind = type(message.content).__name__.replace("NoneType", "None")
+        return f"{where} whose content is {kind}, not text ({_NO_TEXT})"
 
     def _where(self) -> str:
         return f"in turn {self._turn}" if self._turn >= 0 else "while starting"

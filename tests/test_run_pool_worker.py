@@ -64,8 +64,8 @@ def test_an_admitted_suite_goes_to_the_workers_once_and_its_cases_by_their_place
     assert pool_worker.crossing(with_suite, [2, 0], suite) == [2, 0]
     held = pickle.loads(with_suite.suite or b"")
     # The worker makes each case from the suite it holds: the case an `Item` would make.
-    made = pool_worker._cases([2, 0], held)
-    expected = pool_worker._cases(Item.all_at([2, 0], suite), None)
+    made = dict(zip(*pool_worker._batch([2, 0], held), strict=True))
+    expected = dict(zip(*pool_worker._batch(Item.all_at([2, 0], suite), None), strict=True))
     assert list(made) == list(expected) == [2, 0]
     for place in (2, 0):
         assert made[place] == expected[place] == suite[place]

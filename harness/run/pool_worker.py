@@ -305,22 +305,14 @@ def _serve(conn: Any, spec: WorkerSpec | None) -> None:
         send.flush()  # the batch's last passes: nothing runs now
 
 
-def _cases(sent: list[Any], suite: AdmittedCases | None) -> dict[int, Case]:
-    """The cases of a batch by their places: made from the suite held (the places alone
-    were sent), else from their `Item`s."""
-    if suite is not None:
-        return {place: suite[place] for place in sent}
-    return {item[0]: Item._make(item).case() for item in sent}
-
-
 def _batch(sent: list[Any], suite: AdmittedCases | None) -> tuple[list[int], Sequence[Case]]:
-    """The places of a batch's cases, and the cases as they are run: of the suite held,
-    picked as this process's run holds them (each made as it runs, its fixture's path
-    shown as the suite's folder is, worked out once), else made from their `Item`s."""
+    """The places of a batch's cases, and the cases as they are run: of the suite held
+    (the places alone were sent), picked as this process's run holds them (each made as it
+    runs, its fixture's path shown as the suite's folder is, worked out once), else made
+    from their `Item`s."""
     if suite is not None:
         return list(sent), suite.picked(sent)
-    cases = _cases(sent, None)
-    return list(cases), list(cases.values())
+    return [item[0] for item in sent], [Item._make(item).case() for item in sent]
 
 
 def _judged(case: Case) -> bool:

@@ -137,9 +137,6 @@ class Results:
         self._told_failed = 0
         self._telling = threading.Lock()
 
-    def _plain_pass(self, index: int, score: float | None) -> CaseReport:
-        return self._made(index, score)
-
     def shown(self, index: int, case: Case | None = None) -> str:
         return self._made.shown(index, case)
 
@@ -214,7 +211,7 @@ class Results:
             passes = passes.picked(fresh) if fresh else Passes(passes.kinds, [])
         for index, score in zip(passes.places, passes.scores(), strict=True):
             if not reports.drop(index, score):  # a score no byte stands for
-                reports.keep(index, self._plain_pass(index, score))
+                reports.keep(index, self._made(index, score))
         return passes
 
     def _in_order(self) -> list[tuple[int, CaseReport]]:
@@ -268,8 +265,8 @@ class Results:
 
     def _keep(self, index: int, kept: CaseReport) -> None:
         """Hold `kept` (`on_case`'s slimmer report) as the case at `index`: as a byte when
-        it is a plain pass that can be made again exactly (`_plain_pass`), else whole."""
-        if kept.passed and kept.score in SCORES and kept == self._plain_pass(index, kept.score):
+        it is a plain pass that can be made again exactly (`_PlainPasses`), else whole."""
+        if kept.passed and kept.score in SCORES and kept == self._made(index, kept.score):
             self.reports.drop(index, kept.score)
         else:
             share_strings(kept.grades)

@@ -181,7 +181,7 @@ def spooled(path: str) -> Spooled:
             data = handle.read()
     except OSError:
         return found
-    kinds: tuple[Any, ...] = ()
+    renders: list[Callable[[CaseReport], object]] = []
     at = 0
     while at + 4 <= len(data):
         size = int.from_bytes(data[at : at + 4], "big")
@@ -189,24 +189,26 @@ def spooled(path: str) -> Spooled:
             break
         try:
             entry = pickle.loads(data[at + 4 : at + 4 + size])
-            if entry[0] == _KINDS:
-                kinds = entry[1]
-            elif type(entry[0]) is not int:
+            place, held = entry[0], entry[-1]  # (the kinds' mark, the kinds) or a pass
+            if place == _KINDS:
+                renders = [kind.render for kind in held]
+            elif type(place) is not int:
                 raise TypeError("a pass's place is a number")
-            held = None if entry[0] == _KINDS else entry[3]
         except Exception:  # a record written in part (a full disk), or none: nothing after
             break
         at += 4 + size
-        if held is None:
+        if place == _KINDS:
             continue
-        if not isinstance(held, bytes):
+        if not isinstance(held, bytes):  # held with its parts
             found.passes.append(entry)
             continue
-        try:
-            report = read_back(held)
-            found.passes.append((*entry[:3], tuple(kind.render(report) for kind in kinds)))
-        except Exception:  # a value its type refuses, or a reporter's bug
-            found.again.append(entry[0])
+        parts = None
+        with contextlib.suppress(Exception):  # a value its type refuses
+            parts = rendered(renders, [read_back(held)])[0]  # None: a reporter's bug
+        if parts is None:
+            found.again.append(place)
+        else:
+            found.passes.append((*entry[:3], parts))
     return found
 
 

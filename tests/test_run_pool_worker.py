@@ -28,12 +28,17 @@ from harness.verdict.kept import SCORES, Passes, Prerendering
 from harness.verdict.reports import CaseReport
 
 
+def three_cases(tmp_path: Path) -> AdmittedCases:
+    """A suite of three fixtures (ids c0, c1, c2, files f0.json..f2.json) in `tmp_path`."""
+    for n in range(3):
+        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
+    return load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+
+
 def test_a_case_of_an_admitted_suite_is_sent_as_the_case_made_from_it_is(tmp_path: Path) -> None:
     # Sent without making the case (the suite's columns read as they are held): the same
     # item, down to the digests the worker checks the file against.
-    for n in range(3):
-        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
-    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    suite = three_cases(tmp_path)
     for place in range(3):
         item = Item.at(place, suite)
         assert item == Item.of(place, suite[place])
@@ -43,9 +48,7 @@ def test_a_case_of_an_admitted_suite_is_sent_as_the_case_made_from_it_is(tmp_pat
 
 
 def test_the_cases_sent_are_plain_tuples_of_what_each_item_holds(tmp_path: Path) -> None:
-    for n in range(3):
-        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
-    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    suite = three_cases(tmp_path)
     for cases in (suite, list(suite)):
         sent = Item.all_at([2, 0], cases)
         assert [type(item) for item in sent] == [tuple, tuple]  # no class to pickle by name
@@ -56,9 +59,7 @@ def test_the_cases_sent_are_plain_tuples_of_what_each_item_holds(tmp_path: Path)
 def test_an_admitted_suite_goes_to_the_workers_once_and_its_cases_by_their_places(
     tmp_path: Path,
 ) -> None:
-    for n in range(3):
-        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
-    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    suite = three_cases(tmp_path)
     spec = pool_worker.WorkerSpec(run_batch, "echo", None, None, {}, "", [], {})
     with_suite = dataclasses.replace(spec, suite=pickle.dumps(suite))
     assert pool_worker.crossing(with_suite, [2, 0], suite) == [2, 0]
@@ -76,9 +77,7 @@ def test_an_admitted_suite_goes_to_the_workers_once_and_its_cases_by_their_place
 
 
 def test_a_suite_pickled_for_the_workers_is_its_columns_alone(tmp_path: Path) -> None:
-    for n in range(3):
-        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
-    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    suite = three_cases(tmp_path)
     suite[1].trace  # noqa: B018 (a case made and read: not sent along)
     # An id holding the separator the ids are pickled joined by: sent as a list.
     odd = AdmittedCases(str(tmp_path) + os.sep)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import msgspec
 import pytest
 from conftest import BUILTIN_SURFACE, Sent, passing_report, replay_trace, write_fixture
+from test_run_pool_worker import three_cases
 
 from harness.fixtures.suite import AdmittedCases, display_path, load_suite
 from harness.run import pool_worker
@@ -150,9 +151,7 @@ def test_a_worker_runs_a_batch_of_the_suite_it_holds_as_the_suite_s_own_columns(
 ) -> None:
     # Picked from the suite, not made into a list of cases: each case made as it runs,
     # and its fixture's path shown as the suite's folder is, worked out once a batch.
-    for n in range(3):
-        write_fixture(tmp_path, f"f{n}.json", replay_trace(id=f"c{n}"))
-    suite = load_suite(tmp_path, "replay", BUILTIN_SURFACE)
+    suite = three_cases(tmp_path)
     held = pickle.loads(pickle.dumps(suite))
     places, cases = pool_worker._batch([2, 0], held)
     assert places == [2, 0] and isinstance(cases, AdmittedCases)

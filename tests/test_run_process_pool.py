@@ -40,6 +40,7 @@ from harness import run_suite
 from harness.agents.protocol import LoopAdapter
 from harness.agents.registry import resolve_agent
 from harness.fixtures.suite import load_suite
+from harness.io.text import encoded_json
 from harness.run import watchdog
 from harness.run.process_pool import exit_status, workers_cpu
 from harness.run.runner import CasePlan, jobs_of, replay_backend
@@ -109,6 +110,8 @@ class Hostile(Session):
         if "hold" in user_input:
             Path(os.environ["ZC_PID_FILE"]).write_text(str(os.getpid()))
             re.match(r"(a+)+$", "a" * 60 + "b")
+        if "odd text" in user_input:  # an answer no UTF-8 can carry: a lone surrogate
+            return (await super().run_turn(user_input)) + "\\ud800"
         return await super().run_turn(user_input)
 
 
@@ -182,6 +185,31 @@ def test_a_worker_that_exits_is_that_case_s_run_error_and_the_suite_goes_on(
     for n in (0, 1, 3, 4, 5):
         assert by_id[f"case-{n}"].passed, by_id[f"case-{n}"].first_failure()
     assert [c.id for c in report.cases] == [f"case-{n}" for n in range(6)]
+
+
+def test_a_failed_case_s_text_no_utf_8_can_carry_comes_back_from_its_worker_as_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lone surrogate in the agent's answer: run here, its report said U+FFFD; a worker
+    # sending the report back could not encode it and died with a traceback, the case
+    # blamed for it ("the worker running the case died (exit code 70)").
+    spec = hostile_agent(tmp_path, monkeypatch)
+    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(4)}
+    cases["1.json"] = fixture(
+        "case-1", [turn("odd text", text_step("hi"))], {"response_contains": ["bye"]}
+    )
+    suite = write_suite(tmp_path / "suite", cases)
+    here = run_suite(suite, agent=spec, jobs=1)
+    pooled = run_suite(suite, agent=spec, jobs=2)
+    failed = pooled.cases[1]
+    assert failed.error is None and [g.check for g in failed.failing_grades] == [
+        'response_contains("bye")'
+    ]
+    assert "hi\ufffd" in failed.failing_grades[0].detail
+    assert [c.passed for c in pooled.cases] == [True, False, True, True]
+    assert [timeless(c) for c in pooled.cases] == [
+        msgspec.json.decode(encoded_json(timeless(c)), type=CaseReport) for c in here.cases
+    ]
 
 
 def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_the_field(

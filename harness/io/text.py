@@ -171,6 +171,17 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
+def encoded_json(value: Any) -> bytes:
+    """`value` (a struct of the run's text, or builtins) as JSON, a lone surrogate as
+    U+FFFD: what an agent or a tool made can hold one, and no UTF-8 can."""
+    import msgspec
+
+    try:
+        return msgspec.json.encode(value)
+    except UnicodeEncodeError:  # a lone surrogate somewhere in the run's text
+        return msgspec.json.encode(without_surrogates(msgspec.to_builtins(value)))
+
+
 def command_token() -> str:
     """A token for `stop_commands` that untrusted text cannot guess."""
     import secrets

@@ -23,10 +23,10 @@ from harness.errors import ExitCode
 from harness.fixtures.suite import Case, display_path, load_suite
 from harness.io.files import InputError
 from harness.io.json_paths import line_of
-from harness.io.text import clean, clip, inert
+from harness.io.text import clean, clip, encoded_json, inert
 from harness.mutation.mutants import Family, Mutants, mutants_of
 from harness.pipeline import RunOptions
-from harness.reporters.json_report import encoded_json, inert_json
+from harness.reporters.json_report import inert_json
 from harness.run.runner import CasePlan, replay_backend
 from harness.run.watchdog import run_watched
 from harness.snapshots.store import SnapshotPlan, read_snapshot

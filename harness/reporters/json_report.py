@@ -34,7 +34,7 @@ from harness.io.atomic import (
     copy_into,
     own_folder,
 )
-from harness.io.text import json_safe, without_surrogates
+from harness.io.text import encoded_json, json_safe
 from harness.options import Option
 from harness.reporters.base import COMMIT, FILES, HeldParts, Output, Reporter, documents, say
 from harness.runtime import interrupts
@@ -84,16 +84,6 @@ def _render(report: SuiteReport, transcripts: str | None, cases: list[CaseReport
         transcripts=transcripts,
     )
     return inert_json(msgspec.json.format(encoded_json(document), indent=2)) + b"\n"
-
-
-def encoded_json(value: Any) -> bytes:
-    """`value` (a struct of the run's text) as JSON, a lone surrogate as U+FFFD."""
-    import msgspec
-
-    try:
-        return msgspec.json.encode(value)
-    except UnicodeEncodeError:  # a lone surrogate somewhere in the run's text
-        return msgspec.json.encode(without_surrogates(msgspec.to_builtins(value)))
 
 
 def inert_json(encoded: bytes) -> bytes:

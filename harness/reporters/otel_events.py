@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.io.text import json_safe, without_surrogates
+from harness.io.text import encoded_json, json_safe
 from harness.reporters.base import FILES, Document, Output, Rendered, Reporter
 from harness.reporters.flags import GATED
 from harness.reporters.flags import OTEL_EVENTS as OPTION
@@ -146,8 +146,6 @@ def case_records(case: CaseReport, now: int, context: dict[str, Any]) -> list[di
 
 def render_events(report: SuiteReport) -> bytes:
     """The run's events, a line per case (nothing for a run of no case)."""
-    import msgspec
-
     from harness.verdict.receipts import harness_version
 
     now = time.time_ns()
@@ -170,10 +168,7 @@ def render_events(report: SuiteReport) -> bytes:
                 }
             ]
         }
-        try:
-            encoded = msgspec.json.encode(document)
-        except UnicodeEncodeError:  # a lone surrogate in the run's text
-            encoded = msgspec.json.encode(without_surrogates(document))
+        encoded = encoded_json(document)
         lines.append(json_safe(encoded.decode("utf-8")).encode("utf-8") + b"\n")
     return b"".join(lines)
 

@@ -41,6 +41,7 @@ from harness.fixtures.suite import (
     hold_parsed,
     ids_of,
 )
+from harness.io.text import encoded_json
 from harness.run.runner import CasePlan, replay_backend
 from harness.run.spools import Spool, Streams, kinds_record, packed, record, rendered
 from harness.runtime.collector import freeze_for_good
@@ -384,11 +385,17 @@ class _Sender:
             if held is not None:
                 self._spool(held)
                 return
-        message = ("report", place, self._encode(report), self._parts(report))
+        message = ("report", place, self._encoded(report), self._parts(report))
         with self._lock:
             self.flush()
             self._conn.send(message)
             self._since = time.monotonic()
+
+    def _encoded(self, report: CaseReport) -> bytes:
+        try:
+            return self._encode(report)
+        except UnicodeEncodeError:  # a lone surrogate the agent made: U+FFFD, as reports say
+            return encoded_json(report)
 
     def _parts(self, report: CaseReport) -> tuple[object, ...] | None:
         return rendered(self._renders, [report])[0] if self._renders else None
@@ -442,7 +449,7 @@ class _Sender:
             self._send(passes)  # in their order: the passes before it, then it
             passes = []
             assert held.report is not None  # held rendered, it has its parts
-            self._conn.send(("report", held.place, self._encode(held.report), None))
+            self._conn.send(("report", held.place, self._encoded(held.report), None))
         self._send(passes)
         self._since = time.monotonic()
         if self._spooled is not None:  # sent: what the spool held is the harness's

@@ -150,3 +150,30 @@ def test_a_pattern_is_found_where_re2_s_search_finds_it(monkeypatch: pytest.Monk
     monkeypatch.setattr(response_text, "compiled", SearchOnly)
     assert answers() == expected
     finder.cache_clear()
+
+
+@pytest.mark.parametrize("search_only", [False, True])
+def test_a_pattern_over_an_answer_no_utf_8_can_carry_matches_it_as_reports_show_it(
+    monkeypatch: pytest.MonkeyPatch, search_only: bool
+) -> None:
+    # A lone surrogate in an agent's answer (an own loop's text): RE2 reads UTF-8, and the
+    # grading failed the harness itself ("internal error: UnicodeEncodeError").
+    from harness.expectations import response_text
+    from harness.expectations.response_text import compiled, finder
+
+    if search_only:  # the module not of its usual shape: its `search` is asked
+
+        class SearchOnly:
+            def __init__(self, pattern: str) -> None:
+                self.search = compiled(pattern).search
+
+        monkeypatch.setattr(response_text, "compiled", SearchOnly)
+    finder.cache_clear()
+    try:
+        answer = record("said: hi\ud800 there")
+        found = only(grade(expects(response_matches=["hi\ufffd there"]), answer))
+        assert found.passed, found.detail
+        missed = only(grade(expects(response_matches=[r"\Abye"]), answer))
+        assert not missed.passed and "no match in response" in missed.detail
+    finally:
+        finder.cache_clear()

@@ -19,6 +19,7 @@ from harness.expectations.base import (
     is_blank,
     q,
 )
+from harness.io.text import without_surrogates
 from harness.io.validation import Fault
 
 
@@ -89,17 +90,26 @@ def finder(pattern: str) -> Callable[[str], bool]:
     raw = getattr(regexp, "_regexp", None)
     anchor = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
     if anchor is None or not callable(getattr(raw, "Match", None)):
-        return lambda text: regexp.search(text) is not None
+        return lambda text: regexp.search(_utf_8_able(text)) is not None
     match = raw.Match  # type: ignore[union-attr]
 
     def found(text: str) -> bool:
-        encoded = text.encode("utf-8")  # what `search` matches a text as
+        try:
+            encoded = text.encode("utf-8")  # what `search` matches a text as
+        except UnicodeEncodeError:
+            encoded = _utf_8_able(text).encode("utf-8")
         return bool(match(anchor, encoded, 0, len(encoded))[0] != _NO_SPAN)
 
     return found
 
 
 _NO_SPAN = (-1, -1)
+
+
+def _utf_8_able(text: str) -> str:
+    """`text` as RE2 can read it (UTF-8): a lone surrogate, which an agent's answer can hold
+    and no UTF-8 can, is matched as the U+FFFD every report shows in its place."""
+    return text if text.isascii() else without_surrogates(text)
 
 
 def _reason(exc: Exception, pattern: str) -> str:

@@ -1,15 +1,18 @@
-"""The model boundary: neutral request/step types, the backend protocol, and the meter.
+"""The model boundary: the backend protocol, the meter, and what an adapter tells it.
 
-Adapters translate a framework's model interface to `ModelRequest` and back from `ModelStep`;
-every step passes through `ModelBoundary`, so call counts, tokens, messages' types, the limits on
-model calls per turn and tool calls per answer, and divergence diagnostics are done once for all.
+Adapters translate a framework's model interface to `ModelRequest` and back from `ModelStep`
+(the neutral types, `harness.model_types`, named here too); every step passes through
+`ModelBoundary`, so call counts, tokens, the request's types (`RequestCheck`), the limits on
+model calls per turn and tool calls per answer, and divergence diagnostics are done once for
+all. The handoffs, guardrail runs and final agent an adapter or a loop tells it are checked
+against their types as they are told.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, Protocol, get_args
+from typing import Literal, NoReturn, Protocol, TypeVar
 
 import msgspec
 
@@ -20,70 +23,18 @@ from harness.defaults import (
 )
 from harness.errors import HarnessError
 from harness.io.text import clean
+from harness.model_types import ROLES as ROLES
+from harness.model_types import Message as Message
+from harness.model_types import ModelRequest as ModelRequest
+from harness.model_types import ModelStep as ModelStep
+from harness.model_types import OutputSchema as OutputSchema
+from harness.model_types import RequestCheck, kind_of
+from harness.model_types import Role as Role
+from harness.model_types import ToolCall as ToolCall
+from harness.model_types import ToolSchema as ToolSchema
 from harness.runtime.deadline import within
 
-Role = Literal["system", "user", "assistant", "tool"]
-ROLES: frozenset[object] = frozenset(get_args(Role))
-_ROLES_SAID = "assistant, system, tool or user: a developer message is a 'system' one"
-_NO_TEXT = "'' for none, as in an assistant's message that only calls tools"
-
-
-class ToolCall(msgspec.Struct, frozen=True):
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-class Message(msgspec.Struct, frozen=True, kw_only=True):
-    role: Role
-    content: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-
-
-class ToolSchema(msgspec.Struct, frozen=True):
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    # An output tool (pydantic-ai's tool output, `final_result`): a call to it is the
-    # agent's final answer, which the framework validates itself, never a dispatch.
-    output: bool = False
-
-
-class OutputSchema(msgspec.Struct, frozen=True, kw_only=True):
-    """The JSON the agent asks its model to answer with in text (the SDK's `output_type`,
-    pydantic-ai's native and prompted output): `native` goes as the response format."""
-
-    name: str
-    schema: dict[str, Any]
-    strict: bool = False
-    mode: Literal["native", "prompted"] = "native"
-
-
-class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
-    messages: tuple[Message, ...]
-    tools: tuple[ToolSchema, ...] = ()
-    # The agent of a multi-agent graph that asks (a specialist handed to, an agent used as a
-    # tool); None: the agent under test, or a loop that has only one.
-    agent: str | None = None
-    # The structured answer asked for in text; None: plain text, or an output tool's call.
-    output_schema: OutputSchema | None = None
-    # The instructions the agent declared, as its framework handed them to its model (the
-    # SDK's `instructions`; pydantic-ai's, and the system prompts its history holds): each must
-    # reach `messages` as a system message. () where a loop declares none: nothing is checked.
-    declared_instructions: tuple[str, ...] = ()
-    # The model settings the framework sends with the request (temperature, max_tokens,
-    # tool_choice, ...), its non-empty fields by name; {} for a provider's defaults.
-    settings: dict[str, Any] = {}
-
-
-class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
-    """One model response: final text, or tool calls to dispatch."""
-
-    text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    input_tokens: int = 0
-    output_tokens: int = 0
+T = TypeVar("T")
 
 
 class Handoff(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
@@ -165,9 +116,10 @@ def _shown_count(value: object) -> str:
 
 
 class RequestRefused(HarnessError):
-    """The agent asked its model with a message whose role is none of `Role`'s, or whose
-    content is no text (a `Message` is not checked as it is made): its run error in every
-    mode. The request is neither sent nor recorded: no check meets what it cannot read."""
+    """The agent asked its model with a request that is not what `ModelRequest` declares (a
+    message whose role no `Message` has or whose content is no text, an id that is no text,
+    arguments no JSON can carry: `RequestCheck`): its run error in every mode. The request
+    is neither sent nor recorded: no check meets what it cannot read."""
 
 
 class Divergence(HarnessError):
@@ -265,6 +217,8 @@ class ModelBoundary:
         self._on_request = on_request
         self._on_step = on_step
         self._observer = observer
+        self._check = RequestCheck()  # what the agent sends, before it is sent or recorded
+        self._refused: str | None = None  # what of it was refused in the turn in progress
         # Frameworks read it to set their own limits above it, so this one is what applies.
         self.max_calls_per_turn = max_calls_per_turn
         self.max_tool_calls_per_step = max_tool_calls_per_step
@@ -305,7 +259,8 @@ class ModelBoundary:
         message): recorded with the turn and the number of the model request it followed,
         never as a tool call."""
         at = (self._turn, self._turn_calls - 1)
-        self.handoffs.append(Handoff(*at, source, target, filtered=filtered, nested=nested))
+        made = Handoff(*at, source, target, filtered=filtered, nested=nested)
+        self.handoffs.append(self._told(made, "a handoff"))
 
     def guardrail(
         self,
@@ -326,11 +281,13 @@ class ModelBoundary:
         run = GuardrailRun(
             *at, name, kind, agent, tripped, halted, behavior, tool, call_id, message
         )
-        self.guardrails.append(run)
+        self.guardrails.append(self._told(run, "a guardrail run"))
 
     def answered_by(self, agent: str) -> None:
         """The turn in progress ended with `agent`'s answer (an adapter says so when its
         framework tells which agent gave the final output): the record's `final_agent`."""
+        if type(agent) is not str:
+            self._refuse(f" told the boundary it answered as {kind_of(agent)}, not an agent's name")
         self.final_agent = agent
 
     def halt(self) -> None:
@@ -349,9 +306,9 @@ class ModelBoundary:
                 break
 
     async def respond(self, request: ModelRequest) -> ModelStep:
-        for at, message in enumerate(request.messages):
-            if message.role not in ROLES or type(message.content) is not str:
-                raise RequestRefused(self._refused(at, message))
+        said = self._check.problem(request)
+        if said is not None:
+            self._refuse(f"'s model request {self._where()} {said}")
         if self._over_limit is not None or self._turn_calls >= self.max_calls_per_turn:
             self._count_call()
         else:  # well within the limit (`_count_call`'s answer, without the call)
@@ -386,6 +343,7 @@ class ModelBoundary:
         if self.steps:
             self.steps[-1].append(step)
         answer = step if self.rewrite_step is None else self.rewrite_step(step)
+        self._check.given(answer)
         if self._on_step is not None:
             self._on_step(answer)  # what the agent got
         if observer is not None:
@@ -406,23 +364,34 @@ class ModelBoundary:
 
     def start_turn(self, index: int) -> None:
         self._turn, self._turn_calls, self._over_limit = index, 0, None
-        self.final_agent = None
+        self.final_agent, self._refused = None, None
         if self.steps is not None:
             self.steps.append([])
         self._hook("start_turn", index)
 
     def end_turn(self, index: int) -> None:
-        # A loop that caught the limit's error and answered anyway still went over it.
+        # A loop that caught the limit's error (or a refusal) and answered anyway still
+        # went over it (or sent what was refused).
         self._refuse_if_over()
+        if self._refused is not None:
+            raise RequestRefused(self._refused)
         halted = index in self.halted_turns and hasattr(self._backend, "stop_turn")
         self._hook("stop_turn" if halted else "end_turn", index)
 
-    def _refused(self, at: int, message: Message) -> str:
-        where = f"the agent's model request {self._where()} holds message {at}"
-        if message.role not in ROLES:
-            return f"{where} with the role {message.role!r}, which no message has ({_ROLES_SAID})"
-        kind = type(message.content).__name__.replace("NoneType", "None")
-        return f"{where} whose content is {kind}, not text ({_NO_TEXT})"
+    def _refuse(self, said: str) -> NoReturn:
+        """What the agent sent or told refused (`said` follows "the agent"): never recorded,
+        and its turn fails even should the agent catch the error and go on."""
+        self._refused = f"the agent{said}"
+        raise RequestRefused(self._refused)
+
+    def _told(self, made: T, what: str) -> T:
+        """`made` (what an adapter or a loop told the boundary) if each of its fields is of
+        its declared type (a struct is not checked as it is made), else refused."""
+        try:
+            msgspec.convert(msgspec.to_builtins(made), type(made), strict=True)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            self._refuse(f" told the boundary {what} {self._where()} that is not one: {exc}")
+        return made
 
     def _where(self) -> str:
         return f"in turn {self._turn}" if self._turn >= 0 else "while starting"

@@ -128,6 +128,7 @@ LAYERS = (
     "tool_registry",
     "workspace",
     "builtin_toolset",
+    "model_types",
     "model_boundary",
     "approvals",
     "transcript",

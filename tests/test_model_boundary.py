@@ -49,6 +49,7 @@ from harness.model_boundary import (
     ModelRequest,
     ModelStep,
     ProviderFailure,
+    RequestRefused,
     ToolCall,
     ToolCallLimit,
 )
@@ -169,6 +170,72 @@ def test_a_loop_that_swallows_the_error_still_fails_its_turn() -> None:
     with pytest.raises(ModelCallLimit):  # every further call too
         asyncio.run(boundary.respond(REQUEST))
     with pytest.raises(ModelCallLimit, match="more than 1 model calls in turn 0"):
+        boundary.end_turn(0)
+
+
+def test_a_request_refused_is_never_sent_and_fails_its_turn_even_when_caught() -> None:
+    backend = Endless()
+    boundary = ModelBoundary(backend)
+    boundary.start_turn(0)
+    odd = ModelRequest(messages=(Message(role="tool", content="x", tool_call_id=5),))  # type: ignore[arg-type]
+    said = (
+        "the agent's model request in turn 0 holds message 0 whose tool_call_id is int, "
+        "not text (the id of the call it answers)"
+    )
+    with pytest.raises(RequestRefused) as refused:
+        asyncio.run(boundary.respond(odd))
+    assert str(refused.value) == said
+    assert backend.answered == 0 and boundary.calls == 0 and boundary.last_request is None
+    asyncio.run(boundary.respond(REQUEST))  # a loop that caught it and asked again
+    with pytest.raises(RequestRefused) as again:
+        boundary.end_turn(0)
+    assert str(again.value) == said
+    boundary.start_turn(1)  # the next turn starts afresh
+    asyncio.run(boundary.respond(REQUEST))
+    boundary.end_turn(1)
+
+
+@pytest.mark.parametrize(
+    ("tell", "said"),
+    [
+        (
+            lambda b: b.handoff(5, "billing"),
+            "the agent told the boundary a handoff in turn 0 that is not one: "
+            "Expected `str`, got `int` - at `$.source`",
+        ),
+        (
+            lambda b: b.guardrail("pii", "input", tripped="yes"),
+            "the agent told the boundary a guardrail run in turn 0 that is not one: "
+            "Expected `bool`, got `str` - at `$.tripped`",
+        ),
+        (
+            lambda b: b.guardrail("pii", "sideways"),
+            "the agent told the boundary a guardrail run in turn 0 that is not one: "
+            "Invalid enum value 'sideways' - at `$.kind`",
+        ),
+        (
+            lambda b: b.guardrail("pii", "input", message=object()),
+            "the agent told the boundary a guardrail run in turn 0 that is not one: "
+            "Encoding objects of type object is unsupported",
+        ),
+        (
+            lambda b: b.answered_by(None),
+            "the agent told the boundary it answered as None, not an agent's name",
+        ),
+    ],
+)
+def test_what_a_loop_tells_the_boundary_not_of_its_declared_types_is_refused_unrecorded(
+    tell: Any, said: str
+) -> None:
+    # An own loop may tell the boundary of its handoffs, guardrails and final agent; a
+    # value of the wrong type was recorded, and the run's report did not read back.
+    boundary = ModelBoundary(Endless())
+    boundary.start_turn(0)
+    with pytest.raises(RequestRefused) as refused:
+        tell(boundary)
+    assert str(refused.value) == said
+    assert boundary.handoffs == [] and boundary.guardrails == [] and boundary.final_agent is None
+    with pytest.raises(RequestRefused):
         boundary.end_turn(0)
 
 

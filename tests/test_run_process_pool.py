@@ -63,6 +63,8 @@ import signal
 import time
 from pathlib import Path
 
+from harness import ToolCall
+
 
 def pool_server():
     # Spawned, the server's command line says so; forked from the harness, its name does.
@@ -97,6 +99,11 @@ class Hostile(Session):
             self.messages.append(Message(role="user", content=None))
         if "odd id" in user_input:  # an id that is no text, kept in its history
             self.messages.append(Message(role="user", content="hm", tool_call_id=5))
+        if "odd arguments" in user_input:  # a call's arguments no JSON can carry
+            call = ToolCall("c0", "echo", {"message": object()})
+            self.messages.append(Message(role="assistant", tool_calls=(call,)))
+        if "unchecked" in user_input:  # this case's requests not checked at the boundary
+            self.ctx.model._check.problem = lambda request: None
         if "crash now" in user_input:
             ctypes.string_at(0)
         if "nap" in user_input:
@@ -217,11 +224,12 @@ def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_
 ) -> None:
     # The agent's message is sent back from its worker, and read back as a `Message` (whose
     # id is text): the harness took it for its own error and ended with a traceback, no
-    # report written.
+    # report written. (The boundary refuses such a request now: the case turns its check
+    # off, as a report some other part of the record made unreadable would come back.)
     spec = hostile_agent(tmp_path, monkeypatch)
     cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
     cases["2.json"] = fixture(
-        "case-2", [turn("odd id", text_step("no"))], {"response_contains": ["hi"]}
+        "case-2", [turn("unchecked odd id", text_step("no"))], {"response_contains": ["hi"]}
     )
     suite = write_suite(tmp_path / "suite", cases)
     report = run_suite(suite, agent=spec, jobs=2)
@@ -240,6 +248,11 @@ def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_
     [
         ("odd role", "with the role 'developer\\n::error::forged', which no message has"),
         ("odd content", "whose content is None, not text"),
+        ("odd id", "whose tool_call_id is int, not text"),
+        (
+            "odd arguments",
+            "whose tool_calls[0] has arguments that hold a value no JSON can carry",
+        ),
     ],
 )
 def test_a_message_no_message_may_be_is_that_case_s_run_error_in_every_mode(

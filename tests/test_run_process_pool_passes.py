@@ -175,7 +175,7 @@ def test_a_pass_a_dying_worker_held_that_cannot_be_reported_runs_again_and_blame
     # the spool, and the case after it, not the killer, got the blame.
     agent = hostile_agent(tmp_path, monkeypatch)
     cases: dict[str, Any] = {f"{n:02}.json": says_hi(f"case-{n}") for n in range(40)}
-    cases["01.json"] = says_hi("case-1", "odd id")
+    cases["01.json"] = says_hi("case-1", "unchecked odd id")
     cases["03.json"] = says_hi("case-3", "exit now")
     suite = write_suite(tmp_path / "suite", cases)
     requeued: list[list[int]] = []

@@ -1,0 +1,179 @@
+"""`harness.model_types`: what a model request must be to cross the boundary
+(`RequestCheck`): every field of the type it is declared, each dict one JSON can carry, what
+the case's requests share checked once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.model_types import (
+    Message,
+    ModelRequest,
+    ModelStep,
+    OutputSchema,
+    RequestCheck,
+    ToolCall,
+    ToolSchema,
+)
+
+ECHO = ToolSchema("echo", "Echo a message.", {"type": "object"})
+CALL = ToolCall("c1", "echo", {"message": "hi"})
+
+
+def request(*messages: Any, **fields: Any) -> ModelRequest:
+    shown = messages or (Message(role="user", content="hi"),)
+    return ModelRequest(messages=shown, **fields)
+
+
+def test_a_request_as_the_protocol_writes_one_crosses() -> None:
+    check = RequestCheck()
+    whole = request(
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="Echo hi"),
+        Message(role="assistant", tool_calls=(CALL,)),
+        Message(role="tool", content="hi", tool_call_id="c1"),
+        tools=(ECHO,),
+        agent="triage",
+        output_schema=OutputSchema(name="answer", schema={"type": "object"}, strict=True),
+        declared_instructions=("Be brief.",),
+        settings={"temperature": 0.2, "stop": ["\n"]},
+    )
+    assert check.problem(whole) is None
+    # Lists where tuples are declared are written as the same JSON arrays; a lone surrogate
+    # is written as U+FFFD, as in every report.
+    listed = ModelRequest(messages=[Message(role="user", content="x\ud800")], tools=[ECHO])  # type: ignore[arg-type]
+    assert check.problem(listed) is None
+
+
+BAD_MESSAGES = [
+    (Message(role="developer", content="x"), "with the role 'developer', which no message has"),  # type: ignore[arg-type]
+    (Message(role=["user"], content="x"), "with the role ['user'], which no message has"),  # type: ignore[arg-type]
+    (Message(role="user", content=None), "whose content is None, not text"),  # type: ignore[arg-type]
+    (
+        Message(role="tool", content="hi", tool_call_id=5),  # type: ignore[arg-type]
+        "whose tool_call_id is int, not text (the id of the call it answers)",
+    ),
+    (
+        Message(role="assistant", tool_calls=[{"id": "c1"}]),  # type: ignore[list-item]
+        "whose tool_calls[0] is dict, not a ToolCall",
+    ),
+    (
+        Message(role="assistant", tool_calls={"c1": CALL}),  # type: ignore[arg-type]
+        "whose tool_calls are dict, not a sequence of ToolCall",
+    ),
+    (
+        Message(role="assistant", tool_calls=(CALL, ToolCall(7, "echo", {}))),  # type: ignore[arg-type]
+        "whose tool_calls[1] has an id that is int, not text",
+    ),
+    (
+        Message(role="assistant", tool_calls=(ToolCall("c1", None, {}),)),  # type: ignore[arg-type]
+        "whose tool_calls[0] has a name that is None, not text",
+    ),
+    (
+        Message(role="assistant", tool_calls=(ToolCall("c1", "echo", "{}"),)),  # type: ignore[arg-type]
+        "whose tool_calls[0] has arguments that are str, not a JSON object",
+    ),
+    (
+        Message(role="assistant", tool_calls=(ToolCall("c1", "echo", {"x": object()}),)),
+        "whose tool_calls[0] has arguments that hold a value no JSON can carry "
+        "(Encoding objects of type object is unsupported)",
+    ),
+    ("hi", "that is str, not a Message"),
+]
+
+
+@pytest.mark.parametrize(("message", "said"), BAD_MESSAGES)
+def test_a_message_not_of_its_declared_types_is_said_with_its_place(
+    message: Any, said: str
+) -> None:
+    refused = RequestCheck().problem(request(Message(role="user", content="hi"), message))
+    assert refused is not None and refused.startswith(f"holds message 1 {said}"), refused
+
+
+def cyclic() -> dict[str, Any]:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    return looped
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"messages": {"0": "hi"}}, "holds messages that are dict, not a sequence of Message"),
+        ({"tools": ("echo",)}, "offers tools[0] that is str, not a ToolSchema"),
+        ({"tools": ECHO}, "offers tools that are ToolSchema, not a sequence of ToolSchema"),
+        (
+            {"tools": (ToolSchema("echo", "Echo.", "x"),)},  # type: ignore[arg-type]
+            "offers tools[0] whose parameters are str, not a JSON object",
+        ),
+        (
+            {"tools": (ToolSchema("echo", 3, {}),)},  # type: ignore[arg-type]
+            "offers tools[0] whose description is int, not text",
+        ),
+        (
+            {"tools": (ToolSchema("echo", "Echo.", {}, output="yes"),)},  # type: ignore[arg-type]
+            "offers tools[0] whose output is str, not true or false",
+        ),
+        ({"agent": 3}, "names its agent with int, not text"),
+        ({"output_schema": {"name": "x"}}, "asks for an output_schema that is dict, not"),
+        (
+            {"output_schema": OutputSchema(name="x", schema={}, mode="json")},  # type: ignore[arg-type]
+            "asks for an output_schema that has the mode 'json', not 'native' or 'prompted'",
+        ),
+        (
+            {"output_schema": OutputSchema(name="x", schema={}, strict=1)},  # type: ignore[arg-type]
+            "asks for an output_schema that has strict as int, not true or false",
+        ),
+        (
+            {"declared_instructions": ("Be brief.", None)},
+            "declares instructions[1] that is None, not text",
+        ),
+        ({"settings": None}, "sends settings that are None, not a JSON object"),
+        ({"settings": cyclic()}, "sends settings that hold a value no JSON can carry"),
+    ],
+)
+def test_a_request_s_own_field_not_of_its_declared_type_is_said(
+    fields: dict[str, Any], said: str
+) -> None:
+    made = ModelRequest(**fields) if "messages" in fields else request(**fields)
+    refused = RequestCheck().problem(made)
+    assert refused is not None and refused.startswith(said), refused
+
+
+def test_what_is_no_request_at_all_is_said() -> None:
+    assert RequestCheck().problem({"messages": []}) == "is dict, not a ModelRequest"
+
+
+def test_the_calls_a_step_handed_the_agent_pass_back_unchecked_and_the_rest_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A case's requests repeat its history: each message is checked the first time it is
+    # seen, and the calls the model handed the agent (passed back in its history) never.
+    from harness import model_types
+
+    checked: list[str] = []
+    real = model_types._call_problem
+
+    def counted(call: object) -> str | None:
+        checked.append(getattr(call, "id", "?"))
+        return real(call)
+
+    monkeypatch.setattr(model_types, "_call_problem", counted)
+    check = RequestCheck()
+    handed = (ToolCall("c1", "echo", {"message": "hi"}),)
+    check.given(ModelStep(tool_calls=handed))
+    passed_back = Message(role="assistant", tool_calls=handed)
+    mine = Message(role="assistant", tool_calls=(ToolCall("c2", "echo", {"m": "x"}),))
+    assert check.problem(request(passed_back, mine)) is None
+    assert check.problem(request(passed_back, mine, Message(role="user"))) is None
+    assert checked == ["c2"]
+    # One made later is checked as it is seen.
+    odd = Message(role="user", tool_call_id=9)  # type: ignore[arg-type]
+    assert check.problem(request(mine, odd)) == (
+        "holds message 1 whose tool_call_id is int, not text (the id of the call it answers)"
+    )
+    # Another case's check knows none of them.
+    assert RequestCheck().problem(request(passed_back)) is None
+    assert checked == ["c2", "c1"]

@@ -34,7 +34,7 @@ from harness.model_types import ToolCall as ToolCall
 from harness.model_types import ToolSchema as ToolSchema
 from harness.runtime.deadline import within
 
-T = TypeVar("T")
+T = TypeVar("T", bound=msgspec.Struct)
 
 
 class Handoff(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
@@ -390,7 +390,14 @@ class ModelBoundary:
         try:
             msgspec.convert(msgspec.to_builtins(made), type(made), strict=True)
         except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            self._refuse(f" told the boundary {what} {self._where()} that is not one: {exc}")
+            said = f"{exc}"
+            for field in msgspec.structs.fields(made):  # `to_builtins` names no field
+                try:
+                    msgspec.to_builtins(getattr(made, field.name))
+                except (TypeError, ValueError) as its:
+                    said = f"{its} - at `$.{field.name}`"
+                    break
+            self._refuse(f" told the boundary {what} {self._where()} that is not one: {said}")
         return made
 
     def _where(self) -> str:
@@ -455,12 +462,21 @@ def summarize_request(request: ModelRequest | None, *, width: int = 120) -> str:
         # Names and ids are the model's or the fixture's: a newline in one stays escaped,
         # so it cannot pass for a message line of its own.
         for call in message.tool_calls:
-            args = _clip(json.dumps(call.arguments, ensure_ascii=False, sort_keys=True), width)
+            args = _clip(_arguments(call.arguments), width)
             parts.append(f"call {clean(call.name)}({args}) id={clean(call.id)}")
         if message.tool_call_id:
             parts.insert(0, f"result for {clean(message.tool_call_id)}:")
         lines.append(f"  [{i}] {message.role}: {' '.join(parts) or '(empty)'}")
     return "\n".join(lines)
+
+
+def _arguments(arguments: object) -> str:
+    """A call's arguments as JSON; ones an agent changed after the boundary checked them
+    (a key that is no text, an object of its own) said by kind."""
+    try:
+        return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return f"(arguments no JSON can show: {kind_of(arguments)})"
 
 
 def _clip(text: str, width: int) -> str:

@@ -85,49 +85,56 @@ class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
 
 class RequestCheck:
     """A case's model requests, checked as each crosses the boundary: every field of the type
-    it is declared, each dict one JSON can carry (a lone surrogate in its text aside: that is
-    written as U+FFFD, as in every report). What its requests share (the messages of its
-    history, the tools it offers, the calls its model handed it) is checked once: held here,
-    so that an id seen stays the object's own."""
+    it is declared, each dict a JSON object (text keys; text, numbers, true, false, null,
+    arrays and objects within: what every report and page writes it as). What its requests
+    share and cannot change (a message, whose calls are a tuple; a tuple of tools; the calls
+    its model handed it) is checked once: held here, so that an id seen stays its own."""
 
     def __init__(self) -> None:
-        self._seen: dict[int, object] = {}  # what passed, by id (held: the id stays its own)
+        # What passed, by id, each kind apart (an object that passed as one kind is
+        # checked again as any other).
+        self._messages: dict[int, object] = {}
+        self._tools: dict[int, object] = {}
+        self._outputs: dict[int, object] = {}
+        self._calls: dict[int, object] = {}
 
     def given(self, step: ModelStep) -> None:
         """The calls of a step the agent was handed: a message passing them back is fine."""
         calls = step.tool_calls
         if calls:
-            self._seen[id(calls)] = calls
+            self._calls[id(calls)] = calls
 
     def problem(self, request: object) -> str | None:
         """What makes `request` no model request, said to follow "the agent's model request
         in turn N"; None: it is one."""
         if type(request) is not ModelRequest:
             return f"is {kind_of(request)}, not a ModelRequest"
-        seen = self._seen
         messages = request.messages
         if not _sequence(messages):
             return f"holds messages that are {kind_of(messages)}, not a sequence of Message"
+        seen = self._messages
         for at, message in enumerate(messages):
             if id(message) not in seen:
                 said = self._message_problem(message)
                 if said is not None:
                     return f"holds message {at} {said}"
-                seen[id(message)] = message
+                if type(message.tool_calls) is tuple:  # a list of its calls could change
+                    seen[id(message)] = message
         tools = request.tools
-        if tools and id(tools) not in seen:
+        if tools and id(tools) not in self._tools:
             said = _tools_problem(tools)
             if said is not None:
                 return f"offers {said}"
-            seen[id(tools)] = tools
+            if type(tools) is tuple:
+                self._tools[id(tools)] = tools
         if request.agent is not None and type(request.agent) is not str:
             return f"names its agent with {kind_of(request.agent)}, not text"
         output = request.output_schema
-        if output is not None and id(output) not in seen:
+        if output is not None and id(output) not in self._outputs:
             said = _output_problem(output)
             if said is not None:
                 return f"asks for an output_schema that {said}"
-            seen[id(output)] = output
+            self._outputs[id(output)] = output
         return _request_rest(request)
 
     def _message_problem(self, message: object) -> str | None:
@@ -135,14 +142,14 @@ class RequestCheck:
             return f"that is {kind_of(message)}, not a Message"
         role = message.role
         if type(role) is not str or role not in ROLES:
-            return f"with the role {role!r}, which no message has ({_ROLES_SAID})"
+            return f"with the role {_shown(role)}, which no message has ({_ROLES_SAID})"
         if type(message.content) is not str:
             return f"whose content is {kind_of(message.content)}, not text ({_NO_TEXT})"
         if message.tool_call_id is not None and type(message.tool_call_id) is not str:
             kind = kind_of(message.tool_call_id)
             return f"whose tool_call_id is {kind}, not text (the id of the call it answers)"
         calls = message.tool_calls
-        if calls and id(calls) not in self._seen:
+        if calls and id(calls) not in self._calls:
             if not _sequence(calls):
                 return f"whose tool_calls are {kind_of(calls)}, not a sequence of ToolCall"
             for i, call in enumerate(calls):
@@ -171,7 +178,7 @@ def _tools_problem(tools: Sequence[object]) -> str | None:
         for name in ("name", "description"):
             if type(getattr(tool, name)) is not str:
                 return f"tools[{i}] whose {name} is {kind_of(getattr(tool, name))}, not text"
-        said = _json_problem(tool.parameters)
+        said = _json_problem(tool.parameters, schema=True)
         if said is not None:
             return f"tools[{i}] whose parameters {said}"
         if type(tool.output) is not bool:
@@ -184,13 +191,13 @@ def _output_problem(output: object) -> str | None:
         return f"is {kind_of(output)}, not an OutputSchema"
     if type(output.name) is not str:
         return f"has a name that is {kind_of(output.name)}, not text"
-    said = _json_problem(output.schema)
+    said = _json_problem(output.schema, schema=True)
     if said is not None:
         return f"has a schema that {said}"
     if type(output.strict) is not bool:
         return f"has strict as {kind_of(output.strict)}, not true or false"
     if type(output.mode) is not str or output.mode not in _MODES:
-        return f"has the mode {output.mode!r}, not 'native' or 'prompted'"
+        return f"has the mode {_shown(output.mode)}, not 'native' or 'prompted'"
     return None
 
 
@@ -211,29 +218,68 @@ def _request_rest(request: ModelRequest) -> str | None:
     return None
 
 
-def _json_problem(value: object) -> str | None:
-    """Why `value` is no JSON object one can write; None: it is one."""
+def _json_problem(value: object, *, schema: bool = False) -> str | None:
+    """Why `value` is no JSON object; None: it is one. A `schema` (a tool's parameters, an
+    output schema: the same objects in every case, as a registry offers them) found to be
+    one is held, and not walked again."""
     if type(value) is not dict:
         return f"are {kind_of(value)}, not a JSON object"
-    if not value or id(value) in _JSON_OBJECTS:
+    if not value or id(value) in _SCHEMAS:
         return None
-    try:
-        msgspec.json.encode(value)
-    except UnicodeEncodeError:  # a lone surrogate: written as U+FFFD, as every report does
-        pass
-    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-        return f"hold a value no JSON can carry ({exc})"
-    if len(_JSON_OBJECTS) >= _JSON_HELD:
-        _JSON_OBJECTS.clear()
-    _JSON_OBJECTS[id(value)] = value
+    said = _not_json(value)
+    if said is None and schema:
+        if len(_SCHEMAS) >= _SCHEMAS_HELD:
+            _SCHEMAS.clear()
+        _SCHEMAS[id(value)] = value
+    return said
+
+
+def _not_json(value: dict[object, object]) -> str | None:
+    """What in `value` no JSON has (a key that is no text, a set, bytes, an object of the
+    agent's, an object or array inside itself); None: nothing. Walked without recursion,
+    so that no nesting is too deep to be told."""
+    walked = 0
+    inside: set[int] = set()  # the arrays and objects the walk is in
+    pending: list[tuple[object, bool]] = [(value, False)]
+    while pending:
+        node, leaving = pending.pop()
+        if leaving:
+            inside.discard(id(node))
+            continue
+        walked += 1
+        if walked > _MOST_VALUES:
+            return f"hold more than {_MOST_VALUES:,} values"
+        if isinstance(node, (dict, list, tuple)):
+            if id(node) in inside:
+                return f"hold {'an object' if isinstance(node, dict) else 'an array'} inside itself"
+            inside.add(id(node))
+            pending.append((node, True))
+            if isinstance(node, dict):
+                for key, item in node.items():
+                    if not isinstance(key, str):
+                        return f"hold a key that is {kind_of(key)}, not text"
+                    pending.append((item, False))
+            else:
+                pending.extend((item, False) for item in node)
+        elif not (node is None or isinstance(node, (str, int, float))):
+            return f"hold {kind_of(node)}, which no JSON has"
     return None
 
 
-# The dicts found to be JSON objects lately, by id (held: the id stays its own): the same
-# schemas are offered in every case (a registry's tools), and the same arguments passed
-# back in every request after the one they were made for.
-_JSON_OBJECTS: dict[int, object] = {}
-_JSON_HELD = 256
+# The schemas found to be JSON objects lately, by id (held: the id stays its own).
+_SCHEMAS: dict[int, object] = {}
+_SCHEMAS_HELD = 256
+# Values a dict of a request may hold in all: past it, a shared object is walked too often.
+_MOST_VALUES = 100_000
+
+
+def _shown(value: object) -> str:
+    """`value` as a refusal quotes it: its `repr`, clipped (one that raises said by kind)."""
+    try:
+        text = repr(value)
+    except Exception:  # the agent's own object, whose repr fails
+        text = f"a {kind_of(value)}"
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _sequence(value: object) -> bool:

@@ -216,7 +216,7 @@ def test_a_request_refused_is_never_sent_and_fails_its_turn_even_when_caught() -
         (
             lambda b: b.guardrail("pii", "input", message=object()),
             "the agent told the boundary a guardrail run in turn 0 that is not one: "
-            "Encoding objects of type object is unsupported",
+            "Encoding objects of type object is unsupported - at `$.message`",
         ),
         (
             lambda b: b.answered_by(None),

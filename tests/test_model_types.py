@@ -4,6 +4,7 @@ the case's requests share checked once."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -47,6 +48,11 @@ def test_a_request_as_the_protocol_writes_one_crosses() -> None:
     assert check.problem(listed) is None
 
 
+class Weird:
+    def __repr__(self) -> str:
+        raise ValueError("no")
+
+
 BAD_MESSAGES = [
     (Message(role="developer", content="x"), "with the role 'developer', which no message has"),  # type: ignore[arg-type]
     (Message(role=["user"], content="x"), "with the role ['user'], which no message has"),  # type: ignore[arg-type]
@@ -77,8 +83,27 @@ BAD_MESSAGES = [
     ),
     (
         Message(role="assistant", tool_calls=(ToolCall("c1", "echo", {"x": object()}),)),
-        "whose tool_calls[0] has arguments that hold a value no JSON can carry "
-        "(Encoding objects of type object is unsupported)",
+        "whose tool_calls[0] has arguments that hold object, which no JSON has",
+    ),
+    (  # a lone surrogate (written as U+FFFD) hides nothing after it
+        Message(role="assistant", tool_calls=(ToolCall("c1", "echo", {"a": "\ud800", "b": {1}}),)),
+        "whose tool_calls[0] has arguments that hold set, which no JSON has",
+    ),
+    (
+        Message(role="assistant", tool_calls=(ToolCall("c1", "echo", {"a": [b"x"]}),)),
+        "whose tool_calls[0] has arguments that hold bytes, which no JSON has",
+    ),
+    (
+        Message(role="assistant", tool_calls=(ToolCall("c1", "echo", {1: "a", "b": 2}),)),  # type: ignore[dict-item]
+        "whose tool_calls[0] has arguments that hold a key that is int, not text",
+    ),
+    (
+        Message(role=Weird(), content="x"),  # type: ignore[arg-type]
+        "with the role a Weird, which no message has",
+    ),
+    (
+        Message(role="x" * 500, content="x"),  # type: ignore[arg-type]
+        "with the role 'xxxxxxxxxxxx",
     ),
     ("hi", "that is str, not a Message"),
 ]
@@ -90,6 +115,16 @@ def test_a_message_not_of_its_declared_types_is_said_with_its_place(
 ) -> None:
     refused = RequestCheck().problem(request(Message(role="user", content="hi"), message))
     assert refused is not None and refused.startswith(f"holds message 1 {said}"), refused
+
+
+def deep() -> list[Any]:
+    # Nested past any recursion limit, and then inside itself: walked without recursion.
+    innermost: list[Any] = []
+    outer = innermost
+    for _ in range(50_000):
+        outer = [outer]
+    innermost.append(outer)
+    return outer
 
 
 def cyclic() -> dict[str, Any]:
@@ -131,7 +166,9 @@ def cyclic() -> dict[str, Any]:
             "declares instructions[1] that is None, not text",
         ),
         ({"settings": None}, "sends settings that are None, not a JSON object"),
-        ({"settings": cyclic()}, "sends settings that hold a value no JSON can carry"),
+        ({"settings": cyclic()}, "sends settings that hold an object inside itself"),
+        ({"settings": {"stop": deep()}}, "sends settings that hold an array inside itself"),
+        ({"settings": {"when": datetime(2026, 1, 1)}}, "sends settings that hold datetime, which"),
     ],
 )
 def test_a_request_s_own_field_not_of_its_declared_type_is_said(
@@ -177,3 +214,40 @@ def test_the_calls_a_step_handed_the_agent_pass_back_unchecked_and_the_rest_once
     # Another case's check knows none of them.
     assert RequestCheck().problem(request(passed_back)) is None
     assert checked == ["c2", "c1"]
+
+
+def test_what_passed_as_one_kind_is_checked_as_another_and_what_can_change_each_time() -> None:
+    # One cache of every kind let an object that passed as one skip the check as another
+    # (`tools=` a message of the history: an internal error in the conformance rules).
+    check = RequestCheck()
+    seen = Message(role="user", content="hi")
+    handed = (CALL,)
+    check.given(ModelStep(tool_calls=handed))
+    offered = (ECHO,)
+    assert check.problem(request(seen, tools=offered)) is None
+    assert check.problem(request(seen, tools=seen)) == (  # type: ignore[arg-type]
+        "offers tools that are Message, not a sequence of ToolSchema"
+    )
+    assert check.problem(request(seen, tools=handed)) == (  # type: ignore[arg-type]
+        "offers tools[0] that is ToolCall, not a ToolSchema"
+    )
+    assert check.problem(request(seen, output_schema=seen)) == (  # type: ignore[arg-type]
+        "asks for an output_schema that is Message, not an OutputSchema"
+    )
+    calling_tools = Message(role="assistant", tool_calls=offered)  # type: ignore[arg-type]
+    assert check.problem(request(calling_tools)) == (
+        "holds message 0 whose tool_calls[0] is ToolSchema, not a ToolCall"
+    )
+    # A list (of tools, of a message's calls) can change after it passed: checked each time.
+    listed: list[Any] = [ECHO]
+    calls: list[Any] = [ToolCall("c2", "echo", {})]
+    mine = Message(role="assistant", tool_calls=calls)  # type: ignore[arg-type]
+    assert check.problem(request(mine, tools=listed)) is None
+    listed.append({"name": "shell"})
+    assert check.problem(request(mine, tools=listed)) == (
+        "offers tools[1] that is dict, not a ToolSchema"
+    )
+    calls.append("c3")
+    assert check.problem(request(mine)) == (
+        "holds message 0 whose tool_calls[1] is str, not a ToolCall"
+    )

@@ -102,6 +102,15 @@ class Hostile(Session):
         if "odd arguments" in user_input:  # a call's arguments no JSON can carry
             call = ToolCall("c0", "echo", {"message": object()})
             self.messages.append(Message(role="assistant", tool_calls=(call,)))
+        if "change after" in user_input:  # a call's arguments changed once they were sent
+            arguments = {"message": "hi"}
+            self.messages.append(
+                Message(role="assistant", tool_calls=(ToolCall("c9", "echo", arguments),))
+            )
+            self.messages.append(Message(role="tool", content="hi", tool_call_id="c9"))
+            answer = await super().run_turn(user_input)
+            arguments["sent"] = object()
+            return answer
         if "unchecked" in user_input:  # this case's requests not checked at the boundary
             self.ctx.model._check.problem = lambda request: None
         if "crash now" in user_input:
@@ -219,6 +228,33 @@ def test_a_failed_case_s_text_no_utf_8_can_carry_comes_back_from_its_worker_as_h
     ]
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_what_an_agent_changes_in_a_request_once_it_was_checked_is_written_as_its_kind(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    # The boundary checks a request as it is sent; an object put in it afterwards (the
+    # record holds what the agent sent, not a copy) failed the harness with a traceback as
+    # it wrote the run's transcripts (no report at all), or its worker as it sent them.
+    spec = hostile_agent(tmp_path, monkeypatch)
+    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(3)}
+    cases["1.json"] = fixture(
+        "case-1", [turn("change after", text_step("hi"))], {"response_contains": ["bye"]}
+    )
+    write_suite(tmp_path / "suite", cases)
+    report = tmp_path / "report.json"
+    run = run_cli(
+        "eval", "run", "--suite", "suite", "--agent", spec, "--jobs", jobs,
+        "--json-report", str(report), "--html", str(tmp_path / "report.html"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    document = json.loads(report.read_text("utf-8"))
+    assert [c["passed"] for c in document["cases"]] == [True, False, True]
+    shown = run_cli("eval", "show", "case-1", "--report", str(report), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert '"sent": "<object>"' in shown.stdout or '"sent":"<object>"' in shown.stdout, shown.stdout
+
+
 def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_the_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -251,7 +287,7 @@ def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_
         ("odd id", "whose tool_call_id is int, not text"),
         (
             "odd arguments",
-            "whose tool_calls[0] has arguments that hold a value no JSON can carry",
+            "whose tool_calls[0] has arguments that hold object, which no JSON has",
         ),
     ],
 )

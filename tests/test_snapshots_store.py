@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO, Cli, echo_fixture, write_module, write_suite
 
 from harness import run_suite
+from harness.model_types import RequestCheck
 from harness.pipeline import RunOptions, run
 from harness.snapshots.store import SnapshotPlan, unified_diff
 
@@ -344,7 +345,15 @@ def test_a_tool_schema_no_json_can_show_is_the_agents_run_error_naming_the_tool(
 ) -> None:
     # A mapping whose keys mix str and int: json cannot sort them. The agent's provider
     # would refuse such a request; the case says so, naming the tool, not "internal error".
+    # The model boundary refuses it first (a key that is no text); past it (an adapter's
+    # request, which the boundary checks alike), the snapshot says so itself.
     suite, spec = _own_loop_suite(tmp_path, monkeypatch, MIXED_KEYS_LOOP, "mixed_keys_loop")
+    first = run(RunOptions(suite, spec, root=tmp_path)).cases[0].error
+    assert first == (
+        "the agent's model request in turn 0 offers tools[0] whose parameters hold a key "
+        "that is int, not text"
+    )
+    monkeypatch.setattr(RequestCheck, "problem", lambda self, request: None)
     for update in (True, False):
         report = run(RunOptions(suite, spec, root=tmp_path, update_snapshots=update))
         errors = {c.error for c in report.cases}

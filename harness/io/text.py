@@ -180,6 +180,14 @@ def encoded_json(value: Any) -> bytes:
         return msgspec.json.encode(value)
     except UnicodeEncodeError:  # a lone surrogate somewhere in the run's text
         return msgspec.json.encode(without_surrogates(msgspec.to_builtins(value)))
+    except TypeError:  # an object no JSON has, put by an agent in what it sent once checked
+        shown = msgspec.to_builtins(value, str_keys=True, enc_hook=_kind_shown)
+        return msgspec.json.encode(without_surrogates(shown))
+
+
+def _kind_shown(value: object) -> str:
+    """What JSON cannot hold, as its report shows it: its kind."""
+    return f"<{type(value).__name__}>"
 
 
 def command_token() -> str:

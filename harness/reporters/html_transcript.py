@@ -99,8 +99,8 @@ def _arguments(sent: str | dict[str, Any]) -> str:
     try:
         value = json.loads(sent) if isinstance(sent, str) else sent
         indented = json.dumps(value, indent=2, ensure_ascii=False)
-    except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
-        return block(str(sent))
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nested past what Python
+        return block(str(sent))  # parses; or what an agent changed after it was checked
     return block(indented)
 
 

@@ -165,7 +165,7 @@ def _lines(kept: list[KeptTranscript]) -> bytes:
 
     try:
         encoded = msgspec.json.Encoder().encode_lines(kept)
-    except UnicodeEncodeError:  # a lone surrogate somewhere: each as it is alone
+    except (UnicodeEncodeError, TypeError):  # a lone surrogate, or what no JSON has: each alone
         encoded = b"".join(encoded_json(one) + b"\n" for one in kept)
     return inert_json(encoded)  # lines start with `{`, end with `}`: as each alone
 

@@ -28,7 +28,7 @@ from harness.model_types import Message as Message
 from harness.model_types import ModelRequest as ModelRequest
 from harness.model_types import ModelStep as ModelStep
 from harness.model_types import OutputSchema as OutputSchema
-from harness.model_types import RequestCheck, kind_of
+from harness.model_types import RequestCheck, handed, kind_of
 from harness.model_types import Role as Role
 from harness.model_types import ToolCall as ToolCall
 from harness.model_types import ToolSchema as ToolSchema
@@ -343,11 +343,12 @@ class ModelBoundary:
         if self.steps:
             self.steps[-1].append(step)
         answer = step if self.rewrite_step is None else self.rewrite_step(step)
-        self._check.given(answer)
         if self._on_step is not None:
             self._on_step(answer)  # what the agent got
         if observer is not None:
             observer.answered_at(at, answer)
+        answer = handed(answer)  # the agent's own: what it changes, the record keeps not
+        self._check.given(answer)
         return answer
 
     @property

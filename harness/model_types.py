@@ -83,6 +83,39 @@ class ModelStep(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int = 0
 
 
+def handed(step: ModelStep) -> ModelStep:
+    """`step` as the agent gets it: its calls' arguments copies of their own, so that an
+    agent changing them in place (and with them the history it sends back) changes neither
+    the step recorded as its model's answer nor, in replay, the script its requests are
+    held to and the fixture's parse."""
+    calls = step.tool_calls
+    if not calls:
+        return step
+    copies = tuple([ToolCall(c.id, c.name, _copied(c.arguments)) for c in calls])
+    return msgspec.structs.replace(step, tool_calls=copies)
+
+
+def _copied(value: dict[str, Any]) -> dict[str, Any]:
+    """A copy of JSON `value` (objects and arrays copied, the rest shared: immutable),
+    made without recursion: arguments may nest as deep as a fixture's JSON does."""
+    root: dict[str, Any] = {}
+    pending: list[tuple[Any, Any]] = [(value, root)]
+    while pending:
+        source, target = pending.pop()
+        items = source.items() if type(source) is dict else enumerate(source)
+        for key, item in items:
+            if type(item) is dict or type(item) is list:
+                made: Any = {} if type(item) is dict else []
+                pending.append((item, made))
+            else:
+                made = item
+            if type(target) is dict:
+                target[key] = made
+            else:
+                target.append(made)
+    return root
+
+
 class RequestCheck:
     """A case's model requests, checked as each crosses the boundary: every field of the type
     it is declared, each dict a JSON object (text keys; text, numbers, true, false, null,

@@ -65,6 +65,26 @@ def test_tool_step() -> None:
     b.end_turn(0)
 
 
+def test_an_agent_changing_the_arguments_it_was_handed_changes_neither_script_nor_fixture() -> None:
+    # The calls a step hands the agent held the parsed fixture's own arguments: a loop that
+    # edits them in place (a default filled in, its history tidied) rewrote the script its
+    # requests are held to, the answer its transcript shows, and the trace the case's later
+    # reads find. The boundary hands every agent copies of its own.
+    nested = {"message": "a", "tags": ["x", {"deep": [1, 2]}], "empty": {}}
+    trace = trace_of(fixture("replay-case", [turn("hi", tool_step(call("c1", **nested)))], EXPECT))
+    backend = ReplayBackend(trace)
+    boundary = ModelBoundary(backend)
+    boundary.start_turn(0)
+    handed = respond(boundary).tool_calls[0].arguments
+    assert handed == nested
+    handed["message"] = "forged"
+    handed["tags"][1]["deep"].append(3)
+    handed["empty"]["new"] = True
+    assert backend.script[0][0].tool_calls[0].arguments == nested
+    [scripted] = trace.turns[0].steps or []
+    assert scripted.response.tool_calls[0].arguments == nested  # type: ignore[union-attr]
+
+
 def test_steps_come_out_in_fifo_order_turn_by_turn() -> None:
     b = boundary_for(
         turn("one", text_step("a"), text_step("b")),

@@ -10,6 +10,7 @@ import json
 import re
 import unicodedata
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from test_reporters_github import acted_on, runner_commands
@@ -146,3 +147,47 @@ def test_stop_commands_fences_everything_with_a_fresh_random_token() -> None:
     assert fenced.endswith(f"\n::{token}::\n")
     assert runner_commands(fenced + "::error::after it") != []  # processing resumed
     assert [c.message for c in runner_commands(fenced + "::error::after it")] == ["after it"]
+
+
+# --- encoded_json: a report's text as JSON, whatever an agent put in it -------------------
+
+
+def test_a_report_no_encoder_can_write_is_written_with_each_odd_value_by_its_kind() -> None:
+    # The boundary checks a request as it is sent; the record holds what was sent, and an
+    # agent can change it afterwards: a key that is no text, an object, a list inside
+    # itself failed every report writer (a traceback, no report at all).
+    looped: list[object] = ["x"]
+    looped.append(looped)
+    sent = {True: 1, None: 2, (1, 2): 3, 1.5: 4, "o": object(), "s": "a\ud800", "l": looped}
+    assert json.loads(text.encoded_json({"arguments": sent})) == {
+        "arguments": {
+            "true": 1,
+            "null": 2,
+            "<tuple>": 3,
+            "1.5": 4,
+            "o": "<object>",
+            "s": "a\ufffd",
+            "l": ["x", "<cycle>"],
+        }
+    }
+
+
+def test_what_the_fallback_writes_of_a_real_report_is_what_its_encoder_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Structs as their fields by their JSON names, defaults left out where the struct's
+    # own encoding leaves them out, a tagged struct with its tag, shared values twice.
+    import msgspec
+    from conftest import FAITHFUL_LOOP, echo_fixture, write_module, write_suite
+
+    from harness import run_suite
+    from harness.fixtures.schema import TextResponse, ToolCallsResponse
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = f"{write_module(tmp_path, FAITHFUL_LOOP)}:factory"
+    suite = write_suite(tmp_path / "suite", {"a.json": echo_fixture("echo-a")})
+    report = run_suite(suite, agent=spec)
+    tagged = [TextResponse(content="hi"), ToolCallsResponse(tool_calls=[])]
+    for value in (report.cases[0], tagged):
+        plain = text._plain(value, set(), 0)
+        assert msgspec.json.encode(plain) == msgspec.json.encode(value)

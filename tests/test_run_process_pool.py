@@ -109,7 +109,7 @@ class Hostile(Session):
             )
             self.messages.append(Message(role="tool", content="hi", tool_call_id="c9"))
             answer = await super().run_turn(user_input)
-            arguments["sent"] = object()
+            arguments.update({"sent": object(), True: "key", "itself": arguments})
             return answer
         if "unchecked" in user_input:  # this case's requests not checked at the boundary
             self.ctx.model._check.problem = lambda request: None
@@ -232,9 +232,10 @@ def test_a_failed_case_s_text_no_utf_8_can_carry_comes_back_from_its_worker_as_h
 def test_what_an_agent_changes_in_a_request_once_it_was_checked_is_written_as_its_kind(
     run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
 ) -> None:
-    # The boundary checks a request as it is sent; an object put in it afterwards (the
-    # record holds what the agent sent, not a copy) failed the harness with a traceback as
-    # it wrote the run's transcripts (no report at all), or its worker as it sent them.
+    # The boundary checks a request as it is sent; an object, a key that is no text or the
+    # arguments themselves put in it afterwards (the record holds what the agent sent, not
+    # a copy) failed the harness with a traceback as it wrote the run's transcripts (no
+    # report at all), or its worker as it sent them.
     spec = hostile_agent(tmp_path, monkeypatch)
     cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(3)}
     cases["1.json"] = fixture(
@@ -252,7 +253,9 @@ def test_what_an_agent_changes_in_a_request_once_it_was_checked_is_written_as_it
     assert [c["passed"] for c in document["cases"]] == [True, False, True]
     shown = run_cli("eval", "show", "case-1", "--report", str(report), cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert '"sent": "<object>"' in shown.stdout or '"sent":"<object>"' in shown.stdout, shown.stdout
+    said = shown.stdout.replace(" ", "")
+    assert '"sent":"<object>"' in said and '"true":"key"' in said, shown.stdout
+    assert '"itself":"<cycle>"' in said, shown.stdout
 
 
 def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_the_field(

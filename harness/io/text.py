@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import json
 import re
 from typing import Any, NamedTuple
 
@@ -180,14 +181,65 @@ def encoded_json(value: Any) -> bytes:
         return msgspec.json.encode(value)
     except UnicodeEncodeError:  # a lone surrogate somewhere in the run's text
         return msgspec.json.encode(without_surrogates(msgspec.to_builtins(value)))
-    except TypeError:  # an object no JSON has, put by an agent in what it sent once checked
-        shown = msgspec.to_builtins(value, str_keys=True, enc_hook=_kind_shown)
-        return msgspec.json.encode(without_surrogates(shown))
+    except (TypeError, ValueError, RecursionError):
+        # What no JSON has, which an agent put in what it sent after the boundary checked
+        # it (the record holds what was sent): each such value shown by its kind.
+        return msgspec.json.encode(without_surrogates(_plain(value, set(), 0)))
 
 
-def _kind_shown(value: object) -> str:
-    """What JSON cannot hold, as its report shows it: its kind."""
-    return f"<{type(value).__name__}>"
+# How deep `_plain` goes: past it, a value is shown as `<too deep>`.
+_PLAIN_DEPTH = 400
+
+
+def _plain(value: Any, inside: set[int], depth: int) -> Any:
+    """`value` as builtins JSON holds, whatever it holds: a struct as its fields (and its
+    tag) by their JSON names, a key that is no text as its text, what JSON has no kind for
+    as `<kind>`, a value inside itself as `<cycle>`."""
+    import msgspec
+
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if depth > _PLAIN_DEPTH:
+        return "<too deep>"
+    if id(value) in inside:
+        return "<cycle>"
+    inside.add(id(value))
+    try:
+        if isinstance(value, msgspec.Struct):
+            config = value.__struct_config__
+            shown = {} if config.tag_field is None else {config.tag_field: config.tag}
+            for field in msgspec.structs.fields(value):
+                item = getattr(value, field.name)
+                if config.omit_defaults and _default(field, item):
+                    continue  # left out, as the struct's own encoding leaves it out
+                shown[field.encode_name] = _plain(item, inside, depth + 1)
+            return shown
+        if isinstance(value, dict):
+            return {
+                key if isinstance(key, str) else _key(key): _plain(item, inside, depth + 1)
+                for key, item in value.items()
+            }
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [_plain(item, inside, depth + 1) for item in value]
+        return f"<{type(value).__name__}>"
+    finally:
+        inside.discard(id(value))
+
+
+def _default(field: Any, item: object) -> bool:
+    """Whether `item` is `field`'s default (a struct that omits defaults writes none)."""
+    import msgspec
+
+    if field.default is not msgspec.NODEFAULT:
+        return bool(item == field.default)
+    return field.default_factory is not msgspec.NODEFAULT and bool(item == field.default_factory())
+
+
+def _key(key: object) -> str:
+    """A key that is no text, as JSON writes one: a number's digits, `true`, `null`."""
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return f"<{type(key).__name__}>"
 
 
 def command_token() -> str:

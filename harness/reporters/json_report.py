@@ -165,7 +165,8 @@ def _lines(kept: list[KeptTranscript]) -> bytes:
 
     try:
         encoded = msgspec.json.Encoder().encode_lines(kept)
-    except (UnicodeEncodeError, TypeError):  # a lone surrogate, or what no JSON has: each alone
+    except (TypeError, ValueError, RecursionError):  # a lone surrogate, or what no JSON
+        # has (put in what an agent sent, after it was checked): each line alone
         encoded = b"".join(encoded_json(one) + b"\n" for one in kept)
     return inert_json(encoded)  # lines start with `{`, end with `}`: as each alone
 

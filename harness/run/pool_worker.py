@@ -394,8 +394,8 @@ class _Sender:
     def _encoded(self, report: CaseReport) -> bytes:
         try:
             return self._encode(report)
-        except (UnicodeEncodeError, TypeError):  # a lone surrogate the agent made (U+FFFD,
-            return encoded_json(report)  # as reports say), or an object it put in after
+        except (TypeError, ValueError, RecursionError):  # a lone surrogate the agent made
+            return encoded_json(report)  # (U+FFFD, as reports say), or what it put in after
 
     def _parts(self, report: CaseReport) -> tuple[object, ...] | None:
         return rendered(self._renders, [report])[0] if self._renders else None

@@ -102,10 +102,10 @@ def _copied(value: dict[str, Any]) -> dict[str, Any]:
     pending: list[tuple[Any, Any]] = [(value, root)]
     while pending:
         source, target = pending.pop()
-        items = source.items() if type(source) is dict else enumerate(source)
+        items = source.items() if isinstance(source, dict) else enumerate(source)
         for key, item in items:
-            if type(item) is dict or type(item) is list:
-                made: Any = {} if type(item) is dict else []
+            if isinstance(item, (dict, list)):  # a subclass's copy is a plain one
+                made: Any = {} if isinstance(item, dict) else []
                 pending.append((item, made))
             else:
                 made = item
@@ -130,6 +130,7 @@ class RequestCheck:
         self._tools: dict[int, object] = {}
         self._outputs: dict[int, object] = {}
         self._calls: dict[int, object] = {}
+        self._arguments: dict[int, object] = {}
 
     def given(self, step: ModelStep) -> None:
         """The calls of a step the agent was handed: a message passing them back is fine."""
@@ -186,19 +187,19 @@ class RequestCheck:
             if not _sequence(calls):
                 return f"whose tool_calls are {kind_of(calls)}, not a sequence of ToolCall"
             for i, call in enumerate(calls):
-                said = _call_problem(call)
+                said = _call_problem(call, self._arguments)
                 if said is not None:
                     return f"whose tool_calls[{i}] {said}"
         return None
 
 
-def _call_problem(call: object) -> str | None:
+def _call_problem(call: object, held: dict[int, object]) -> str | None:
     if type(call) is not ToolCall:
         return f"is {kind_of(call)}, not a ToolCall"
     for field, value in (("an id", call.id), ("a name", call.name)):
         if type(value) is not str:
             return f"has {field} that is {kind_of(value)}, not text"
-    said = _json_problem(call.arguments)
+    said = _json_problem(call.arguments, held)
     return None if said is None else f"has arguments that {said}"
 
 
@@ -211,7 +212,7 @@ def _tools_problem(tools: Sequence[object]) -> str | None:
         for name in ("name", "description"):
             if type(getattr(tool, name)) is not str:
                 return f"tools[{i}] whose {name} is {kind_of(getattr(tool, name))}, not text"
-        said = _json_problem(tool.parameters, schema=True)
+        said = _json_problem(tool.parameters, _SCHEMAS)
         if said is not None:
             return f"tools[{i}] whose parameters {said}"
         if type(tool.output) is not bool:
@@ -224,7 +225,7 @@ def _output_problem(output: object) -> str | None:
         return f"is {kind_of(output)}, not an OutputSchema"
     if type(output.name) is not str:
         return f"has a name that is {kind_of(output.name)}, not text"
-    said = _json_problem(output.schema, schema=True)
+    said = _json_problem(output.schema, _SCHEMAS)
     if said is not None:
         return f"has a schema that {said}"
     if type(output.strict) is not bool:
@@ -251,59 +252,76 @@ def _request_rest(request: ModelRequest) -> str | None:
     return None
 
 
-def _json_problem(value: object, *, schema: bool = False) -> str | None:
-    """Why `value` is no JSON object; None: it is one. A `schema` (a tool's parameters, an
-    output schema: the same objects in every case, as a registry offers them) found to be
-    one is held, and not walked again."""
+def _json_problem(value: object, held: dict[int, object] | None = None) -> str | None:
+    """Why `value` is no JSON object; None: it is one. One found to be is `held`, when
+    given, and not walked again: a case's arguments (an adapter builds its history again
+    for each request, from the very same dicts), the schemas of every case (`_SCHEMAS`)."""
     if type(value) is not dict:
         return f"are {kind_of(value)}, not a JSON object"
-    if not value or id(value) in _SCHEMAS:
+    if not value or (held is not None and id(value) in held):
         return None
     said = _not_json(value)
-    if said is None and schema:
-        if len(_SCHEMAS) >= _SCHEMAS_HELD:
+    if said is None and held is not None:
+        if held is _SCHEMAS and len(_SCHEMAS) >= _SCHEMAS_HELD:
             _SCHEMAS.clear()
-        _SCHEMAS[id(value)] = value
+        held[id(value)] = value
     return said
 
 
 def _not_json(value: dict[object, object]) -> str | None:
     """What in `value` no JSON has (a key that is no text, a set, bytes, an object of the
     agent's, an object or array inside itself); None: nothing. Walked without recursion,
-    so that no nesting is too deep to be told."""
-    walked = 0
+    so that no nesting is too deep to be told, and each array or object once however often
+    it is held (a shared one is no cycle)."""
     inside: set[int] = set()  # the arrays and objects the walk is in
+    done: set[int] = set()  # those walked whole
     pending: list[tuple[object, bool]] = [(value, False)]
     while pending:
         node, leaving = pending.pop()
         if leaving:
             inside.discard(id(node))
+            done.add(id(node))
             continue
-        walked += 1
-        if walked > _MOST_VALUES:
-            return f"hold more than {_MOST_VALUES:,} values"
         if isinstance(node, (dict, list, tuple)):
+            if id(node) in done:
+                continue
             if id(node) in inside:
                 return f"hold {'an object' if isinstance(node, dict) else 'an array'} inside itself"
             inside.add(id(node))
             pending.append((node, True))
             if isinstance(node, dict):
                 for key, item in node.items():
-                    if not isinstance(key, str):
+                    if type(key) is not str and not (
+                        isinstance(key, str) and _writes(key, key=True)
+                    ):
                         return f"hold a key that is {kind_of(key)}, not text"
                     pending.append((item, False))
             else:
                 pending.extend((item, False) for item in node)
-        elif not (node is None or isinstance(node, (str, int, float))):
+        elif not (node is None or type(node) in _SCALARS or _writes(node)):
             return f"hold {kind_of(node)}, which no JSON has"
     return None
+
+
+# The values JSON has, by their exact type; a subclass (an enum's member) is asked of the
+# encoder itself, which writes some (enums) and refuses the rest.
+_SCALARS = frozenset((str, int, float, bool))
+
+
+def _writes(value: object, *, key: bool = False) -> bool:
+    """Whether the reports' encoder writes `value` (a key: as one) as it is."""
+    if not isinstance(value, (str, int, float)):
+        return False
+    try:
+        msgspec.json.encode({value: None} if key else value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 # The schemas found to be JSON objects lately, by id (held: the id stays its own).
 _SCHEMAS: dict[int, object] = {}
 _SCHEMAS_HELD = 256
-# Values a dict of a request may hold in all: past it, a shared object is walked too often.
-_MOST_VALUES = 100_000
 
 
 def _shown(value: object) -> str:

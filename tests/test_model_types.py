@@ -4,6 +4,7 @@ the case's requests share checked once."""
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 from typing import Any
 
@@ -193,9 +194,9 @@ def test_the_calls_a_step_handed_the_agent_pass_back_unchecked_and_the_rest_once
     checked: list[str] = []
     real = model_types._call_problem
 
-    def counted(call: object) -> str | None:
+    def counted(call: object, held: dict[int, object]) -> str | None:
         checked.append(getattr(call, "id", "?"))
-        return real(call)
+        return real(call, held)
 
     monkeypatch.setattr(model_types, "_call_problem", counted)
     check = RequestCheck()
@@ -251,3 +252,49 @@ def test_what_passed_as_one_kind_is_checked_as_another_and_what_can_change_each_
     assert check.problem(request(mine)) == (
         "holds message 0 whose tool_calls[1] is str, not a ToolCall"
     )
+
+
+class Money(float):
+    """A float of the agent's own: the reports' encoder writes no such subclass."""
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+def test_a_subclass_no_report_writes_is_refused_enums_and_shared_values_are_not() -> None:
+    check = RequestCheck()
+    money = ToolCall("c1", "pay", {"amount": Money(1.5)})
+    refused = check.problem(request(Message(role="assistant", tool_calls=(money,))))
+    assert (
+        refused
+        == "holds message 0 whose tool_calls[0] has arguments that hold Money, which no JSON has"
+    )
+    shared = {"a": [1, 2]}
+    fine = ToolCall(
+        "c2", "pay", {"level": Level.LOW, "x": shared, "y": shared, "n": list(range(200_000))}
+    )
+    assert check.problem(request(Message(role="assistant", tool_calls=(fine,)))) is None
+
+
+def test_a_case_s_arguments_are_walked_once_however_many_requests_carry_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An adapter builds its history again for each request, the very same dicts in new
+    # messages: walking them all again made the check grow with the square of the history.
+    from harness import model_types
+
+    walked: list[int] = []
+    real = model_types._not_json
+
+    def counted(value: dict[object, object]) -> str | None:
+        walked.append(id(value))
+        return real(value)
+
+    monkeypatch.setattr(model_types, "_not_json", counted)
+    check = RequestCheck()
+    arguments = {"message": "hi"}
+    for _ in range(5):  # each request's message made anew, holding the same arguments
+        again = Message(role="assistant", tool_calls=[ToolCall("c1", "echo", arguments)])
+        assert check.problem(request(again)) is None
+    assert walked == [id(arguments)]

@@ -85,6 +85,18 @@ def test_an_agent_changing_the_arguments_it_was_handed_changes_neither_script_no
     assert scripted.response.tool_calls[0].arguments == nested  # type: ignore[union-attr]
 
 
+def test_arguments_of_a_dict_s_subclass_are_copied_as_a_plain_dict() -> None:
+    from collections import OrderedDict
+
+    from harness.model_types import handed
+
+    odd = OrderedDict(k=1, j=[1, OrderedDict(z=[2])])
+    step = handed(ModelStep(tool_calls=(ToolCall("c1", "echo", odd),)))
+    copy = step.tool_calls[0].arguments
+    assert copy == {"k": 1, "j": [1, {"z": [2]}]} and type(copy) is dict
+    assert copy["j"][1] is not odd["j"][1]
+
+
 def test_steps_come_out_in_fifo_order_turn_by_turn() -> None:
     b = boundary_for(
         turn("one", text_step("a"), text_step("b")),

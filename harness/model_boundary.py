@@ -23,7 +23,6 @@ from harness.defaults import (
 )
 from harness.errors import HarnessError
 from harness.io.text import clean
-from harness.model_types import ROLES as ROLES
 from harness.model_types import Message as Message
 from harness.model_types import ModelRequest as ModelRequest
 from harness.model_types import ModelStep as ModelStep

@@ -49,7 +49,8 @@ class ToolSchema(msgspec.Struct, frozen=True):
 
 class OutputSchema(msgspec.Struct, frozen=True, kw_only=True):
     """The JSON the agent asks its model to answer with in text (the SDK's `output_type`,
-    pydantic-ai's native and prompted output): `native` goes as the response format."""
+    pydantic-ai's native and prompted output): `native` is sent as the request's response
+    format, `prompted` only in the instructions, which hold it already."""
 
     name: str
     schema: dict[str, Any]
@@ -65,9 +66,11 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     agent: str | None = None
     # The structured answer asked for in text; None: plain text, or an output tool's call.
     output_schema: OutputSchema | None = None
-    # The instructions the agent declared, as its framework handed them to its model (the
-    # SDK's `instructions`; pydantic-ai's, and the system prompts its history holds): each must
-    # reach `messages` as a system message. () where a loop declares none: nothing is checked.
+    # The instructions the agent declared for this request, as its framework resolved them
+    # and handed them to its model (the SDK's `instructions`, static or dynamic;
+    # pydantic-ai's `instructions` and the system prompts its history holds): each must
+    # reach `messages` as a system message. Told by the framework adapters; () where a loop
+    # declares none (an own loop), and then nothing is checked.
     declared_instructions: tuple[str, ...] = ()
     # The model settings the framework sends with the request (temperature, max_tokens,
     # tool_choice, ...), its non-empty fields by name; {} for a provider's defaults.

@@ -141,6 +141,14 @@ def says_hi(name: str, user_input: str = "Say hi") -> dict[str, Any]:
     return fixture(name, [turn(user_input, text_step("hi there"))], {"response_contains": ["hi"]})
 
 
+def hi_suite(tmp_path: Path, n: int, odd: dict[int, dict[str, Any]]) -> Path:
+    """`n` `says_hi` cases (`case-0` …), the one at each place of `odd` its fixture instead."""
+    cases: dict[str, dict[str, Any] | str] = {
+        f"{k}.json": odd[k] if k in odd else says_hi(f"case-{k}") for k in range(n)
+    }
+    return write_suite(tmp_path / "suite", cases)
+
+
 def inputs_suite(tmp_path: Path, **inputs: str) -> Path:
     """A suite of `says_hi` cases, one per keyword (its id) with that user input, in order."""
     cases = {f"{n}.json": says_hi(name, text) for n, (name, text) in enumerate(inputs.items())}
@@ -191,9 +199,7 @@ def test_a_worker_that_exits_is_that_case_s_run_error_and_the_suite_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = hostile_agent(tmp_path, monkeypatch)
-    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
-    cases["2.json"] = says_hi("case-2", "exit now")
-    suite = write_suite(tmp_path / "suite", cases)
+    suite = hi_suite(tmp_path, 6, {2: says_hi("case-2", "exit now")})
     report = run_suite(suite, agent=spec, jobs=2)
     by_id = {c.id: c for c in report.cases}
     assert by_id["case-2"].error == "the worker running the case died (exit code 3)"
@@ -210,11 +216,8 @@ def test_a_failed_case_s_text_no_utf_8_can_carry_comes_back_from_its_worker_as_h
     # sending the report back could not encode it and died with a traceback, the case
     # blamed for it ("the worker running the case died (exit code 70)").
     spec = hostile_agent(tmp_path, monkeypatch)
-    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(4)}
-    cases["1.json"] = fixture(
-        "case-1", [turn("odd text", text_step("hi"))], {"response_contains": ["bye"]}
-    )
-    suite = write_suite(tmp_path / "suite", cases)
+    odd = fixture("case-1", [turn("odd text", text_step("hi"))], {"response_contains": ["bye"]})
+    suite = hi_suite(tmp_path, 4, {1: odd})
     here = run_suite(suite, agent=spec, jobs=1)
     pooled = run_suite(suite, agent=spec, jobs=2)
     failed = pooled.cases[1]
@@ -237,11 +240,8 @@ def test_what_an_agent_changes_in_a_request_once_it_was_checked_is_written_as_it
     # a copy) failed the harness with a traceback as it wrote the run's transcripts (no
     # report at all), or its worker as it sent them.
     spec = hostile_agent(tmp_path, monkeypatch)
-    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(3)}
-    cases["1.json"] = fixture(
-        "case-1", [turn("change after", text_step("hi"))], {"response_contains": ["bye"]}
-    )
-    write_suite(tmp_path / "suite", cases)
+    changed = [turn("change after", text_step("hi"))]
+    hi_suite(tmp_path, 3, {1: fixture("case-1", changed, {"response_contains": ["bye"]})})
     report = tmp_path / "report.json"
     run = run_cli(
         "eval", "run", "--suite", "suite", "--agent", spec, "--jobs", jobs,
@@ -266,11 +266,8 @@ def test_a_report_holding_what_its_type_refuses_is_that_case_s_run_error_naming_
     # report written. (The boundary refuses such a request now: the case turns its check
     # off, as a report some other part of the record made unreadable would come back.)
     spec = hostile_agent(tmp_path, monkeypatch)
-    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(6)}
-    cases["2.json"] = fixture(
-        "case-2", [turn("unchecked odd id", text_step("no"))], {"response_contains": ["hi"]}
-    )
-    suite = write_suite(tmp_path / "suite", cases)
+    odd = [turn("unchecked odd id", text_step("no"))]
+    suite = hi_suite(tmp_path, 6, {2: fixture("case-2", odd, {"response_contains": ["hi"]})})
     report = run_suite(suite, agent=spec, jobs=2)
     by_id = {c.id: c for c in report.cases}
     error = by_id["case-2"].error or ""
@@ -302,9 +299,7 @@ def test_a_message_no_message_may_be_is_that_case_s_run_error_in_every_mode(
     # none failed the harness itself (an internal error); in a worker, the same cases were
     # run errors for their reports alone.
     spec = hostile_agent(tmp_path, monkeypatch)
-    cases: dict[str, dict[str, Any] | str] = {f"{n}.json": says_hi(f"case-{n}") for n in range(4)}
-    cases["2.json"] = says_hi("case-2", asked)
-    suite = write_suite(tmp_path / "suite", cases)
+    suite = hi_suite(tmp_path, 4, {2: says_hi("case-2", asked)})
     report = run_suite(suite, agent=spec, jobs=jobs)
     by_id = {c.id: c for c in report.cases}
     error = by_id["case-2"].error or ""

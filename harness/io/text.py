@@ -184,7 +184,7 @@ def encoded_json(value: Any) -> bytes:
     except (TypeError, ValueError, RecursionError):
         # What no JSON has, which an agent put in what it sent after the boundary checked
         # it (the record holds what was sent): each such value shown by its kind.
-        return msgspec.json.encode(without_surrogates(_plain(value, set(), 0)))
+        return msgspec.json.encode(_plain(value, set(), 0))
 
 
 # How deep `_plain` goes: past it, a value is shown as `<too deep>`.
@@ -194,10 +194,12 @@ _PLAIN_DEPTH = 400
 def _plain(value: Any, inside: set[int], depth: int) -> Any:
     """`value` as builtins JSON holds, whatever it holds: a struct as its fields (and its
     tag) by their JSON names, a key that is no text as its text, what JSON has no kind for
-    as `<kind>`, a value inside itself as `<cycle>`."""
+    as `<kind>`, a value inside itself as `<cycle>`, a lone surrogate as U+FFFD."""
     import msgspec
 
-    if value is None or isinstance(value, (str, bool, int, float)):
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if value is None or isinstance(value, (bool, int, float)):
         return value
     if depth > _PLAIN_DEPTH:
         return "<too deep>"
@@ -216,7 +218,9 @@ def _plain(value: Any, inside: set[int], depth: int) -> Any:
             return shown
         if isinstance(value, dict):
             return {
-                key if isinstance(key, str) else _key(key): _plain(item, inside, depth + 1)
+                without_surrogates(key) if isinstance(key, str) else _key(key): _plain(
+                    item, inside, depth + 1
+                )
                 for key, item in value.items()
             }
         if isinstance(value, (list, tuple, set, frozenset)):

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-import msgspec
-
 from harness.agents.registry import resolve_within
 from harness.errors import describe
 from harness.fixtures.schema import parse_admitted
@@ -350,7 +348,6 @@ class _Sender:
     ) -> None:
         self._conn = conn
         self._lock = threading.Lock()
-        self._encode = msgspec.json.Encoder().encode
         kinds = prerender.kinds if prerender is not None else ()
         self._renders = tuple(each.render for each in kinds)
         self._spooled: Spool | None = None
@@ -385,17 +382,11 @@ class _Sender:
             if held is not None:
                 self._spool(held)
                 return
-        message = ("report", place, self._encoded(report), self._parts(report))
+        message = ("report", place, encoded_json(report), self._parts(report))
         with self._lock:
             self.flush()
             self._conn.send(message)
             self._since = time.monotonic()
-
-    def _encoded(self, report: CaseReport) -> bytes:
-        try:
-            return self._encode(report)
-        except (TypeError, ValueError, RecursionError):  # a lone surrogate the agent made
-            return encoded_json(report)  # (U+FFFD, as reports say), or what it put in after
 
     def _parts(self, report: CaseReport) -> tuple[object, ...] | None:
         return rendered(self._renders, [report])[0] if self._renders else None
@@ -449,7 +440,7 @@ class _Sender:
             self._send(passes)  # in their order: the passes before it, then it
             passes = []
             assert held.report is not None  # held rendered, it has its parts
-            self._conn.send(("report", held.place, self._encoded(held.report), None))
+            self._conn.send(("report", held.place, encoded_json(held.report), None))
         self._send(passes)
         self._since = time.monotonic()
         if self._spooled is not None:  # sent: what the spool held is the harness's
